@@ -1,0 +1,68 @@
+"""The ``memdeck`` command: the TUI by default, headless subcommands otherwise.
+
+Exit codes: 0 success, 1 a write was refused or failed (reason on stderr), 2 usage error.
+Each command group lives in its own module with ``register(subparsers)``; a handler has the
+signature ``handler(args, ctx: CliContext) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import MemdeckError, Refused
+from . import anchor_cmds, memory_cmds, plugin_cmds, session_cmds
+from .common import CliContext, UsageError
+
+COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memdeck",
+        description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
+        "Without a command, opens the dashboard.",
+    )
+    parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--home", metavar="PATH", help="Hermes home to use (default: $HERMES_HOME, active profile, ~/.hermes)")
+    where.add_argument("--profile", metavar="NAME", help="use <root>/profiles/NAME")
+    where.add_argument("--demo", action="store_true", help="open a generated demo home (dashboard only)")
+    parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in COMMAND_MODULES:
+        mod.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``memdeck`` console script. Returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command is None:
+            from .dashboard import run_dashboard  # lazy: only this path imports textual
+
+            return run_dashboard(args)
+        if args.demo:
+            raise UsageError("--demo opens the dashboard; it does not take a command")
+        ctx = CliContext.from_args(args)
+        return int(args.handler(args, ctx) or 0)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"memdeck: error: {exc}", file=sys.stderr)
+        return 2
+    except Refused as exc:
+        print(f"memdeck: refused: {exc.reason}", file=sys.stderr)
+        return 1
+    except MemdeckError as exc:
+        print(f"memdeck: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""``config.yaml`` of a Hermes home, read with PyYAML.
+
+Only the keys memdeck needs are interpreted; the defaults are Hermes 0.19's ``DEFAULT_CONFIG``
+(``hermes_cli/config.py:2303-2326``) for ``memory:`` and MemLock's ``config.yaml`` defaults
+(``Sahil-SS9/hermes-memlock`` ``f6cfb8b`` ``config.yaml:1-30`` plus later keys) for
+``memlock:``. A missing file is silent; an unreadable or malformed file, or a value of the wrong
+type, falls back to the default and records a warning in :attr:`Config.warnings`. Loading
+never raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .home import HermesHome
+
+DEFAULT_MEMORY_CHAR_LIMIT = 2200
+DEFAULT_USER_CHAR_LIMIT = 1375
+
+
+@dataclass(frozen=True)
+class MemlockConfig:
+    """The ``memlock:`` section (MemLock 0.2-0.5 keys; unknown keys are kept in ``extra``).
+
+    Units: thresholds are fractions 0-1, ``alert_floor`` is percent 0-100, ``*_s`` are
+    seconds, ``*_chars`` are characters, ``hard_reinject_turns`` is turns.
+    """
+
+    detection: str = "keyword"
+    inject: str = "on-drift"
+    drift_threshold: float = 0.5
+    sim_threshold: float = 0.65
+    semantic_window_chars: int = 1000
+    max_slots: int = 8
+    max_reminder_chars: int = 600
+    max_pins: int = 16
+    hard_reinject_turns: int = 40
+    alert_floor: int = 70
+    alert_cooldown_s: float = 1800.0
+    alert_script: str = ""
+    embedding_model: str = "all-MiniLM-L6-v2"
+    persistence_backend: str = "file"
+    anchors: tuple[dict[str, Any], ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parts of a home's ``config.yaml`` memdeck uses.
+
+    Attributes:
+        memory_char_limit, user_char_limit: char limits (Python ``len``) of MEMORY.md / USER.md.
+        write_approval: ``memory.write_approval`` (Hermes stages writes in ``pending/memory``).
+        memory_enabled, user_profile_enabled: whether Hermes injects each store.
+        memlock: the ``memlock:`` section.
+        plugins_enabled: ``plugins.enabled`` list.
+        warnings: human-readable problems met while loading (empty when all was fine).
+    """
+
+    memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
+    user_char_limit: int = DEFAULT_USER_CHAR_LIMIT
+    write_approval: bool = False
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memlock: MemlockConfig = field(default_factory=MemlockConfig)
+    plugins_enabled: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def char_limit(self, target: str) -> int:
+        """The char limit of ``target`` (``"memory"`` or ``"user"``)."""
+        if target == "user":
+            return self.user_char_limit
+        if target == "memory":
+            return self.memory_char_limit
+        raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
+
+
+def _as_int(value: Any, default: int, key: str, warnings: list[str], lo: int | None = None) -> int:
+    if value is None:
+        return default
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        out = int(str(value).strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        warnings.append(f"config: {key}={value!r} is not an integer; using {default}")
+        return default
+    if lo is not None and out < lo:
+        warnings.append(f"config: {key}={value!r} is below {lo}; using {default}")
+        return default
+    return out
+
+
+def _as_float(value: Any, default: float, key: str, warnings: list[str]) -> float:
+    if value is None:
+        return default
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        warnings.append(f"config: {key}={value!r} is not a number; using {default}")
+        return default
+
+
+def _as_bool(value: Any, default: bool, key: str, warnings: list[str]) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "on", "1", "false", "no", "off", "0"}:
+        return value.strip().lower() in {"true", "yes", "on", "1"}
+    warnings.append(f"config: {key}={value!r} is not a boolean; using {default}")
+    return default
+
+
+def parse_memlock(section: Any, warnings: list[str]) -> MemlockConfig:
+    """Build a :class:`MemlockConfig` from a raw ``memlock:`` mapping (never raises)."""
+    if section is None:
+        return MemlockConfig()
+    if not isinstance(section, dict):
+        warnings.append("config: memlock: is not a mapping; using MemLock defaults")
+        return MemlockConfig()
+    d = MemlockConfig()
+    known = {f.name for f in fields(MemlockConfig)} - {"extra"}
+    kw: dict[str, Any] = {}
+    for f in fields(MemlockConfig):
+        if f.name == "extra" or f.name not in section:
+            continue
+        raw = section[f.name]
+        default = getattr(d, f.name)
+        key = f"memlock.{f.name}"
+        if f.name == "anchors":
+            if raw is None:
+                kw[f.name] = ()
+            elif isinstance(raw, list):
+                good = tuple(a for a in raw if isinstance(a, dict))
+                if len(good) != len(raw):
+                    warnings.append("config: memlock.anchors has items that are not mappings; they are ignored")
+                kw[f.name] = good
+            else:
+                warnings.append("config: memlock.anchors is not a list; ignored")
+        elif isinstance(default, bool):
+            kw[f.name] = _as_bool(raw, default, key, warnings)
+        elif isinstance(default, int):
+            kw[f.name] = _as_int(raw, default, key, warnings)
+        elif isinstance(default, float):
+            kw[f.name] = _as_float(raw, default, key, warnings)
+        else:
+            kw[f.name] = default if raw is None else str(raw)
+    extra = {k: v for k, v in section.items() if k not in known}
+    return MemlockConfig(**kw, extra=extra)
+
+
+def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
+    """Build a :class:`Config` from an already-parsed YAML document (never raises)."""
+    warnings = [] if warnings is None else warnings
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        warnings.append("config: the top level is not a mapping; using defaults")
+        data = {}
+    mem = data.get("memory") or {}
+    if not isinstance(mem, dict):
+        warnings.append("config: memory: is not a mapping; using defaults")
+        mem = {}
+    plugins = data.get("plugins") or {}
+    enabled: tuple[str, ...] = ()
+    if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
+        enabled = tuple(str(x) for x in plugins["enabled"])
+    return Config(
+        memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
+        user_char_limit=_as_int(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
+        write_approval=_as_bool(mem.get("write_approval"), False, "memory.write_approval", warnings),
+        memory_enabled=_as_bool(mem.get("memory_enabled"), True, "memory.memory_enabled", warnings),
+        user_profile_enabled=_as_bool(mem.get("user_profile_enabled"), True, "memory.user_profile_enabled", warnings),
+        memlock=parse_memlock(data.get("memlock"), warnings),
+        plugins_enabled=enabled,
+        warnings=tuple(warnings),
+    )
+
+
+def load_config(home: HermesHome | Path) -> Config:
+    """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`.
+
+    Args:
+        home: a :class:`HermesHome` or the home directory.
+    """
+    path = home.config_path if isinstance(home, HermesHome) else Path(home) / "config.yaml"
+    warnings: list[str] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return Config()
+    except (OSError, UnicodeDecodeError) as exc:
+        return Config(warnings=(f"config: {path} could not be read ({exc}); using defaults",))
+    try:
+        import yaml  # PyYAML; imported lazily so the vendored plugin core works without it
+    except ImportError:  # pragma: no cover - PyYAML is a runtime dependency
+        return Config(warnings=("config: PyYAML is not installed; using defaults",))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
+    return parse_config(data, warnings)

@@ -1,0 +1,223 @@
+"""The lock and write protocol every memdeck writer shares with Hermes Agent.
+
+Reproduces Hermes 0.19 ``tools/memory_tool.py`` ``MemoryStore._file_lock`` (an exclusive
+``fcntl.flock`` on a sidecar ``<file>.lock`` that is never deleted) and ``_write_file`` +
+``utils.atomic_replace`` (temp file in the same directory, fsync, ``os.replace`` that keeps a
+symlinked target a symlink), hardened the way newer Hermes main does it: the lock file is
+created 0600 with ``O_NOFOLLOW`` (a symlinked lock is refused), the wait is bounded, the temp
+file is created ``O_EXCL`` 0600 and removed on any failure, and the directory is fsynced
+after the rename so the new name survives a power cut.
+
+Readers never lock: every write is an atomic rename, so a reader sees the old or the new
+complete file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import LockTimeout, UnreadableFile
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+#: Default bounded wait for a sidecar lock, in seconds.
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+
+def lock_path_for(path: Path) -> Path:
+    """Return the sidecar lock path Hermes uses for ``path``: ``MEMORY.md`` -> ``MEMORY.md.lock``."""
+    return path.with_name(path.name + ".lock")
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[float]:
+    """Hold ``fcntl.flock(LOCK_EX)`` on ``<path>.lock`` for the duration of the block.
+
+    Same lock file and lock type as Hermes 0.19 ``MemoryStore._file_lock``, so memdeck and
+    Hermes exclude each other. The sidecar is created 0600 and opened with ``O_NOFOLLOW``.
+
+    Args:
+        path: the data file being protected (the lock is its ``.lock`` sidecar).
+        timeout: the longest wait in seconds before giving up (0 = one try).
+
+    Yields:
+        the seconds spent waiting for the lock.
+
+    Raises:
+        LockTimeout: another process held the lock for longer than ``timeout`` seconds.
+        UnreadableFile: the sidecar cannot be opened (e.g. it is a symlink, or permissions).
+    """
+    lock_path = lock_path_for(path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock_path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableFile(f"refusing to use {lock_path}: it is a symlink") from exc
+        raise UnreadableFile(f"cannot open lock file {lock_path}: {exc.strerror}") from exc
+    started = time.monotonic()
+    try:
+        if fcntl is not None:
+            delay = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise
+                    waited = time.monotonic() - started
+                    if waited >= timeout:
+                        raise LockTimeout(
+                            f"{path.name} is locked by another writer (waited {waited:.1f} s for "
+                            f"{lock_path.name}); nothing was written"
+                        ) from None
+                    time.sleep(min(delay, max(0.0, timeout - waited)))
+                    delay = min(delay * 2, 0.05)
+        yield time.monotonic() - started
+    finally:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory so a rename inside it is durable. Errors are ignored (some FS refuse)."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def _create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, Path]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = directory / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a unique temp file in {directory}")
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, prefix: str = ".mem_", suffix: str = ".tmp") -> Path:
+    """Atomically replace ``path`` with ``data``.
+
+    Steps: resolve a symlinked target to its real file (Hermes #16743: the symlink survives),
+    create ``<prefix><8 hex><suffix>`` with ``O_EXCL`` 0600 in the real file's directory,
+    write, fsync, ``os.replace``, fsync the directory. On any failure the temp file is
+    removed and the original file is untouched. If the target already exists its permission
+    bits are kept.
+
+    Args:
+        path: the destination (may be a symlink).
+        data: the complete new content.
+        prefix, suffix: temp-file naming; the default matches Hermes' ``.mem_XXXXXXXX.tmp``.
+
+    Returns:
+        the real path that was replaced.
+
+    Raises:
+        OSError: the write, fsync or rename failed (the original file is untouched).
+    """
+    real = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _create_temp(real.parent, prefix, suffix)
+    try:
+        try:
+            mode = os.stat(real).st_mode & 0o777
+        except FileNotFoundError:
+            mode = None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(real.parent)
+    return real
+
+
+def atomic_write_text(path: Path, text: str, *, prefix: str = ".mem_", suffix: str = ".tmp") -> Path:
+    """Atomically replace ``path`` with ``text`` encoded as UTF-8, ``\\n`` line ends, no BOM.
+
+    See :func:`atomic_write_bytes` for the protocol and errors.
+    """
+    return atomic_write_bytes(path, text.encode("utf-8"), prefix=prefix, suffix=suffix)
+
+
+def read_text_strict(path: Path) -> str | None:
+    """Read a UTF-8 text file for a writer that must not guess.
+
+    A UTF-8 BOM is dropped and CRLF/CR line ends become ``\\n`` (tolerant read, as newer
+    Hermes main does with ``utf-8-sig``); memdeck never *writes* either.
+
+    Returns:
+        the text, or ``None`` when the file does not exist.
+
+    Raises:
+        UnreadableFile: the file exists but cannot be read, is not a regular file, or is
+            not valid UTF-8. Writers must refuse rather than treat it as empty.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError as exc:
+        raise UnreadableFile(f"{path} is a directory, not a file") from exc
+    except OSError as exc:
+        raise UnreadableFile(f"{path} could not be read: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(
+            f"{path} is not valid UTF-8 (byte {exc.start}); refusing to touch it"
+        ) from exc
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def cleanup_stale_temps(directory: Path, prefix: str = ".mem_", suffix: str = ".tmp", older_than: float = 60.0) -> int:
+    """Remove temp files left behind by a crashed writer (older than ``older_than`` seconds).
+
+    Call it while holding the lock of the file the temps belong to. Returns how many were removed.
+    """
+    removed = 0
+    now = time.time()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith(prefix) and name.endswith(suffix):
+            p = Path(directory) / name
+            try:
+                if now - p.lstat().st_mtime >= older_than:
+                    p.unlink()
+                    removed += 1
+            except OSError:
+                continue
+    return removed

@@ -1,0 +1,34 @@
+"""Fixtures shared by every test area. Area-specific fixtures live in tests/helpers/<area>.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from core.home import HermesHome
+
+HERMES_AVAILABLE = importlib.util.find_spec("tools.memory_tool") is not None and importlib.util.find_spec("hermes_state") is not None
+
+requires_hermes = pytest.mark.skipif(not HERMES_AVAILABLE, reason="hermes-agent==0.19.0 is not installed (pip install -e '.[interop]')")
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HermesHome:
+    """An empty Hermes home in a temp dir, exported as HERMES_HOME for code that reads the env."""
+    home = tmp_path / "hermes_home"
+    (home / "memories").mkdir(parents=True)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    return HermesHome(home)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_home_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never let a test touch the real ~/.hermes: point HOME at a temp dir."""
+    fake_home = tmp_path / "user_home"
+    fake_home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(fake_home))
+    if "HERMES_HOME" in os.environ:
+        monkeypatch.delenv("HERMES_HOME")
