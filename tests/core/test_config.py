@@ -1,0 +1,81 @@
+"""config.yaml: Hermes defaults, memlock section, and never a crash on bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config import Config, load_config
+from core.home import HermesHome
+
+
+def _write(home: HermesHome, text: str | bytes) -> None:
+    home.path.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        home.config_path.write_bytes(text)
+    else:
+        home.config_path.write_text(text, encoding="utf-8")
+
+
+def test_missing_config_gives_hermes_defaults(tmp_path: Path) -> None:
+    cfg = load_config(HermesHome(tmp_path))
+    assert (cfg.memory_char_limit, cfg.user_char_limit, cfg.write_approval) == (2200, 1375, False)
+    assert cfg.memlock.drift_threshold == 0.5 and cfg.memlock.max_slots == 8
+    assert cfg.memlock.inject == "on-drift" and cfg.memlock.alert_floor == 70
+    assert cfg.warnings == ()
+
+
+def test_values_are_read(tmp_path: Path) -> None:
+    home = HermesHome(tmp_path)
+    _write(home, """
+memory:
+  memory_char_limit: 3000
+  user_char_limit: "1500"
+  write_approval: true
+plugins:
+  enabled: [memlock, other]
+memlock:
+  inject: always
+  drift_threshold: 0.6
+  max_pins: 4
+  anchors:
+    - {id: fmt, text: Use bullets, probes: [bullet]}
+  future_key: 1
+""")
+    cfg = load_config(home)
+    assert cfg.memory_char_limit == 3000 and cfg.user_char_limit == 1500
+    assert cfg.char_limit("user") == 1500
+    assert cfg.write_approval is True
+    assert cfg.plugins_enabled == ("memlock", "other")
+    assert cfg.memlock.inject == "always" and cfg.memlock.drift_threshold == 0.6
+    assert cfg.memlock.max_pins == 4
+    assert cfg.memlock.anchors[0]["id"] == "fmt"
+    assert cfg.memlock.extra == {"future_key": 1}
+    assert cfg.warnings == ()
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("memory: [unclosed", "not valid YAML"),
+        ("- just\n- a list\n", "top level is not a mapping"),
+        ("memory:\n  memory_char_limit: lots\n", "memory.memory_char_limit"),
+        ("memory:\n  memory_char_limit: -5\n", "below 1"),
+        ("memlock:\n  max_slots: many\n", "memlock.max_slots"),
+        ("memlock: 12\n", "memlock: is not a mapping"),
+        (b"memory: \xff\xfe\n", "could not be read"),
+    ],
+)
+def test_broken_config_falls_back_with_warning(tmp_path: Path, text: str | bytes, needle: str) -> None:
+    home = HermesHome(tmp_path)
+    _write(home, text)
+    cfg = load_config(home)
+    assert isinstance(cfg, Config)
+    assert cfg.memory_char_limit == 2200
+    assert any(needle in w for w in cfg.warnings), cfg.warnings
+
+
+def test_char_limit_rejects_unknown_target() -> None:
+    with pytest.raises(ValueError):
+        Config().char_limit("soul")
