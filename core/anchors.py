@@ -1,0 +1,953 @@
+"""MemLock's anchor store, read in every version and written through memdeck's lock protocol.
+
+Layout (``Sahil-SS9/hermes-memlock``; see ``shared/reference/memlock.md`` §1)::
+
+    $HERMES_HOME/memlock/<safe-sid>.json     one per session (SessionAnchors)
+    $HERMES_HOME/memlock/persist/<id>.json    one per global pin
+    $HERMES_HOME/memlock/persist/manifest.json  (MemLock >= 0.5) sha256 + size per file stem
+
+Reading tolerates every version: missing keys take MemLock's blank-template defaults
+(``store.py:44-56`` + ``turn_count`` >= 694ec32), unknown keys are kept and written back, the
+session id is read from *inside* the file, both safe-sid naming rules are looked up.
+
+Writing: ``fcntl`` sidecar lock ``<file>.lock``, reload under the lock, validate, atomic write
+(temp ``<file name>.<8 hex>.tmp`` in the same directory, fsync, rename, fsync dir) via
+:mod:`core.fsio`. JSON is written as MemLock writes it (``indent=2``, ``ensure_ascii=False``,
+no trailing newline), plus ``self_sha256`` (>= 0.5 advisory anchor hash). Global pins keep
+``persist/manifest.json`` consistent so MemLock >= 0.5 does not quarantine them.
+
+Caveat (reference §7.6): a running MemLock holds each session's store in memory and
+overwrites the file on its next save; memdeck's own plugin writes through
+:meth:`AnchorStore.update_session` and so never loses an edit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import audit as _audit
+from .config import Config, MemlockConfig, load_config
+from .errors import Refused, UnreadableFile
+from .fsio import atomic_write_text, file_lock, read_text_strict
+from .home import HermesHome
+
+T = TypeVar("T")
+
+#: Prior versions kept per anchor by ``update`` (MemLock >= 0.4 ``HISTORY_CAP``).
+HISTORY_CAP = 5
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+#: Priority range of a pin (MemLock clamps to it; memdeck refuses values outside it).
+PRIORITY_MIN, PRIORITY_MAX = 1, 100
+SCOPES = ("session", "global")
+
+_ANCHOR_KEYS = ("id", "text", "reminder", "priority", "probes", "pinned", "drifted", "last_alive_turn", "history")
+#: Every top-level key of a session file, in MemLock's order (0.2 template + 694ec32 turn_count).
+_SESSION_KEYS = (
+    "session_id", "anchors", "static_anchor_ids", "pinned_count", "last_summary_hash",
+    "last_compaction_at", "integrity_score", "drift_log", "last_alert_at", "last_reinject_turn",
+    "turn_count",
+)
+
+
+# ── naming ─────────────────────────────────────────────────────────────────
+
+
+def safe_sid_v1(session_id: str) -> str:
+    """Session file stem, MemLock <= 0.5.0 (``store.py:28-30``): keep ``isalnum()`` and ``-_``,
+    everything else becomes ``_``. Not reversible; ``s/1.x`` -> ``s_1_x``."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
+
+
+def safe_sid(session_id: str) -> str:
+    """Session file stem, MemLock >= 694ec32 (``memlock_core/store.py::_safe_sid``, "M6"):
+    ``/`` -> ``_slash_``, ``.`` -> ``_dot_``, other disallowed chars -> ``_``. memdeck writes this name."""
+    out = []
+    for c in session_id:
+        if c.isalnum() or c in "-_":
+            out.append(c)
+        elif c == "/":
+            out.append("_slash_")
+        elif c == ".":
+            out.append("_dot_")
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def safe_pin_stem(anchor_id: str) -> str:
+    """Persist file stem of a pin (``persistence.py:52-54``; the id ``manifest`` becomes
+    ``manifest_pin`` as MemLock 694ec32 "L4" renames it)."""
+    if anchor_id.strip().lower() == "manifest":
+        anchor_id = "manifest_pin"
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in anchor_id)
+
+
+def new_pin_id(existing: Iterable[str] = ()) -> str:
+    """A fresh pin id in MemLock >= 694ec32 format ``pin_<8 hex>`` not in ``existing``."""
+    taken = set(existing)
+    while True:
+        candidate = f"pin_{uuid.uuid4().hex[:8]}"
+        if candidate not in taken:
+            return candidate
+
+
+def dump_json(data: Any) -> str:
+    """JSON exactly as MemLock writes it: ``indent=2``, ``ensure_ascii=False``, no final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def anchors_sha256(anchors: Any) -> str:
+    """MemLock >= 0.5 ``self_sha256``: sha256 of ``json.dumps(anchors, sort_keys=True, ensure_ascii=False)``."""
+    return hashlib.sha256(json.dumps(anchors, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+# ── records ────────────────────────────────────────────────────────────────
+
+
+def _as_int(value: Any, default: int) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass
+class Anchor:
+    """One anchor record of a MemLock session file (``store.py:94-121`` ``add_anchor``).
+
+    Attributes:
+        id: ``pin_<8 hex>`` (>= 694ec32), ``pin_<epoch>_<n>`` (older) or a config id.
+        text: the full instruction (whitespace-flattened when memdeck writes it).
+        reminder: the short form that gets re-injected (<= 120 chars shown).
+        priority: 1-100 for pins; higher is re-injected first.
+        probes: keywords of the keyword audit.
+        pinned: True for pins, False for static config anchors.
+        drifted: result of the last audit.
+        last_alive_turn: turn of the last audit that found it alive (0 = never).
+        history: prior versions ``[{text, reminder, priority, probes, updated_at}]`` oldest
+            first (MemLock >= 0.4), ``None`` when the file has no ``history`` key.
+        extra: unknown keys, preserved on write.
+    """
+
+    id: str
+    text: str
+    reminder: str
+    priority: int = 50
+    probes: list[str] = field(default_factory=list)
+    pinned: bool = True
+    drifted: bool = False
+    last_alive_turn: int = 0
+    history: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], anchor_id: str | None = None) -> "Anchor":
+        """Build from a file record; tolerant of missing keys and odd types."""
+        aid = str(data.get("id") or anchor_id or "")
+        text = data.get("text")
+        text = "" if text is None else str(text)
+        reminder = data.get("reminder")
+        history = data.get("history")
+        return cls(
+            id=aid,
+            text=text,
+            reminder=text[: _audit.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
+            priority=_as_int(data.get("priority", 50), 50),
+            probes=_audit.probes_of(data),
+            pinned=bool(data.get("pinned", False)),
+            drifted=bool(data.get("drifted", False)),
+            last_alive_turn=_as_int(data.get("last_alive_turn", 0), 0),
+            history=[h for h in history if isinstance(h, dict)] if isinstance(history, list) else None,
+            extra={k: v for k, v in data.items() if k not in _ANCHOR_KEYS},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file record, MemLock's key order, extras last."""
+        d: dict[str, Any] = {
+            "id": self.id,
+            "text": self.text,
+            "reminder": self.reminder,
+            "priority": self.priority,
+            "probes": list(self.probes),
+            "pinned": self.pinned,
+            "drifted": self.drifted,
+            "last_alive_turn": self.last_alive_turn,
+        }
+        if self.history is not None:
+            d["history"] = [dict(h) for h in self.history]
+        d.update(self.extra)
+        return d
+
+    def version_entry(self, now: float) -> dict[str, Any]:
+        """The ``history`` entry recording this anchor's current content (MemLock ``update_anchor``)."""
+        return {"text": self.text, "reminder": self.reminder, "priority": self.priority,
+                "probes": list(self.probes), "updated_at": now}
+
+
+@dataclass
+class SessionAnchors:
+    """A MemLock session file (every version's keys; unknown keys kept in ``extra``).
+
+    Attributes mirror the file (reference §1.2): ``session_id`` (from inside the file),
+    ``anchors`` (id -> :class:`Anchor`, file order), ``static_anchor_ids``, ``pinned_count``,
+    ``last_summary_hash``, ``last_compaction_at`` (epoch s), ``integrity_score`` (0-100 or
+    None), ``drift_log`` ([{time, score, casualties[, reverse]}], last 20),
+    ``last_alert_at`` (epoch s), ``last_reinject_turn``, ``turn_count`` (>= 694ec32).
+    ``path`` is where it was read from; ``sha_ok`` is None without a ``self_sha256`` key,
+    else whether it matched (advisory, as in MemLock >= 0.5).
+    """
+
+    session_id: str
+    anchors: dict[str, Anchor] = field(default_factory=dict)
+    static_anchor_ids: list[str] = field(default_factory=list)
+    pinned_count: int = 0
+    last_summary_hash: str | None = None
+    last_compaction_at: float | None = None
+    integrity_score: int | None = None
+    drift_log: list[dict[str, Any]] = field(default_factory=list)
+    last_alert_at: float | None = None
+    last_reinject_turn: int = 0
+    turn_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    sha_ok: bool | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], fallback_session_id: str = "", path: Path | None = None) -> "SessionAnchors":
+        """Overlay a file's dict onto MemLock's blank template (``store.py:72-84``)."""
+        if not isinstance(data, dict):
+            raise ValueError("a MemLock session file must hold a JSON object")
+        raw_anchors = data.get("anchors") or {}
+        anchors: dict[str, Anchor] = {}
+        if isinstance(raw_anchors, dict):
+            for key, rec in raw_anchors.items():
+                if isinstance(rec, dict):
+                    a = Anchor.from_dict(rec, str(key))
+                    anchors[str(key)] = a
+        stored_sha = data.get("self_sha256")
+        sha_ok = None if not stored_sha else anchors_sha256(raw_anchors) == stored_sha
+        sid = data.get("session_id")
+        drift_log = data.get("drift_log")
+        return cls(
+            session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
+            anchors=anchors,
+            static_anchor_ids=[str(x) for x in data.get("static_anchor_ids") or [] if isinstance(x, (str, int))],
+            pinned_count=_as_int(data.get("pinned_count", 0), 0),
+            last_summary_hash=data.get("last_summary_hash"),
+            last_compaction_at=data.get("last_compaction_at"),
+            integrity_score=data.get("integrity_score"),
+            drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
+            last_alert_at=data.get("last_alert_at"),
+            last_reinject_turn=_as_int(data.get("last_reinject_turn", 0), 0),
+            turn_count=_as_int(data.get("turn_count", 0), 0),
+            extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},
+            path=path,
+            sha_ok=sha_ok,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file content (newest schema: all keys + ``self_sha256``), extras preserved."""
+        anchors = {k: a.to_dict() for k, a in self.anchors.items()}
+        d: dict[str, Any] = {
+            "session_id": self.session_id,
+            "anchors": anchors,
+            "static_anchor_ids": list(self.static_anchor_ids),
+            "pinned_count": self.pinned_count,
+            "last_summary_hash": self.last_summary_hash,
+            "last_compaction_at": self.last_compaction_at,
+            "integrity_score": self.integrity_score,
+            "drift_log": [dict(e) for e in self.drift_log],
+            "last_alert_at": self.last_alert_at,
+            "last_reinject_turn": self.last_reinject_turn,
+            "turn_count": self.turn_count,
+        }
+        d.update(self.extra)
+        d["self_sha256"] = anchors_sha256(anchors)
+        return d
+
+    # -- queries --------------------------------------------------------------
+    def sorted_anchors(self) -> list[Anchor]:
+        """Anchors by priority descending, then id (MemLock ``sorted_anchors``)."""
+        return _audit.sorted_anchors(self.anchors.values())
+
+    def pinned_now(self) -> int:
+        return sum(1 for a in self.anchors.values() if a.pinned)
+
+    # -- mutations (in memory; persist with AnchorStore.update_session) ------
+    def recount(self) -> None:
+        """Recompute ``pinned_count`` (MemLock does it on add and unpin)."""
+        self.pinned_count = self.pinned_now()
+
+    def add(self, anchor: Anchor) -> None:
+        """Add or replace an anchor as MemLock ``add_anchor`` does (static ids are recorded)."""
+        self.anchors[anchor.id] = anchor
+        if anchor.pinned:
+            self.recount()
+        elif anchor.id not in self.static_anchor_ids:
+            self.static_anchor_ids.append(anchor.id)
+
+    def record_audit(self, verdicts: dict[str, "_audit.AnchorVerdict"], turn: int, now: float,
+                     reverse: dict[str, Any] | None = None) -> tuple[int | None, list[str]]:
+        """Apply an audit as MemLock does after ``audit_anchors`` (``__init__.py:331-362``).
+
+        Alive anchors get ``drifted=False`` and ``last_alive_turn=turn``; drifted ones
+        ``drifted=True``; the score is recomputed over *all* anchors; a drift-log event
+        ``{time, score, casualties}`` (+ ``reverse`` when given) is appended and the log
+        trimmed to the last 20.
+
+        Returns:
+            ``(score, casualty ids in audit order)``; score None when there are no anchors
+            (then nothing is logged).
+        """
+        casualties: list[str] = []
+        for aid, v in verdicts.items():
+            a = self.anchors.get(aid)
+            if a is None:
+                continue
+            if v.alive:
+                a.drifted = False
+                a.last_alive_turn = turn
+            else:
+                a.drifted = True
+                casualties.append(aid)
+        score = _audit.integrity_score(self.anchors.values())
+        self.integrity_score = score
+        if score is None:
+            return None, casualties
+        event: dict[str, Any] = {"time": now, "score": score, "casualties": casualties}
+        if reverse is not None:
+            event["reverse"] = reverse
+        self.drift_log.append(event)
+        self.drift_log = self.drift_log[-_audit.DRIFT_LOG_CAP:]
+        return score, casualties
+
+
+@dataclass(frozen=True)
+class SessionFileInfo:
+    """A session file found under ``memlock/``: id from inside the file, path, mtime (epoch s).
+    ``error`` is set (and ``session_id`` is the file stem) when the file cannot be parsed."""
+
+    session_id: str
+    path: Path
+    mtime: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PinsReport:
+    """Result of reading ``persist/``: valid pins, quarantined stems, skipped files (reason)."""
+
+    pins: list[dict[str, Any]]
+    quarantined: list[str]
+    skipped: dict[str, str]
+
+
+# ── validation ─────────────────────────────────────────────────────────────
+
+
+def validate_priority(priority: Any) -> int:
+    """An integer 1-100, else :class:`Refused` (``invalid``). MemLock would crash on ``"high"``."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        if isinstance(priority, str) and priority.strip().lstrip("-").isdigit():
+            priority = int(priority.strip())
+        else:
+            raise Refused(f"priority must be an integer {PRIORITY_MIN}-{PRIORITY_MAX}, got {priority!r}", "invalid", field="priority")
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise Refused(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {priority}", "invalid", field="priority")
+    return priority
+
+
+def validate_probes(probes: Any, text: str) -> list[str]:
+    """A list of non-empty strings (flattened), or derived from ``text`` when ``None``/empty.
+
+    Raises:
+        Refused: ``probes`` is a string (MemLock would split it into characters) or holds
+            something that is not a non-empty string (code ``invalid``).
+    """
+    if probes is None:
+        return _audit.derive_probes(text)
+    if isinstance(probes, (str, bytes)):
+        raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately", "invalid", field="probes")
+    try:
+        items = list(probes)
+    except TypeError:
+        raise Refused(f"probes must be a list of keywords, got {type(probes).__name__}", "invalid", field="probes") from None
+    out: list[str] = []
+    for p in items:
+        if not isinstance(p, str) or not _audit.flatten_ws(p):
+            raise Refused(f"every probe must be a non-empty string, got {p!r}", "invalid", field="probes")
+        out.append(_audit.flatten_ws(p))
+    return out or _audit.derive_probes(text)
+
+
+def validate_scope(scope: Any) -> str:
+    if scope not in SCOPES:
+        raise Refused(f"scope must be 'session' or 'global', got {scope!r}", "invalid", field="scope")
+    return str(scope)
+
+
+def _scan_or_refuse(*texts: str) -> None:
+    """Threat-scan pinned content; a hostile pin is re-asserted every compaction, so refuse it."""
+    from .threats import scan, threat_message
+
+    findings = []
+    for t in texts:
+        if t:
+            findings.extend(scan(t))
+    if findings:
+        raise Refused(
+            f"anchor refused by the threat scan: {threat_message(findings)}",
+            "threat",
+            findings=[getattr(f, "pattern_id", str(f)) for f in findings],
+        )
+
+
+# ── the store ──────────────────────────────────────────────────────────────
+
+
+class AnchorStore:
+    """Read and write MemLock's anchor files under ``<home>/memlock``.
+
+    Args:
+        home: a :class:`HermesHome` or the home directory.
+        config: the home's :class:`Config` (loaded when None); ``memlock.max_pins`` is enforced.
+        actor: who writes (``"cli"``, ``"tui"``, ``"plugin"``), recorded in the journal.
+    """
+
+    def __init__(self, home: HermesHome | Path | str, config: Config | None = None, actor: str = "cli") -> None:
+        self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home))
+        self.config = config if config is not None else load_config(self.home)
+        self.actor = actor
+
+    # -- paths ---------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.home.memlock_dir
+
+    @property
+    def persist_dir(self) -> Path:
+        return self.root / "persist"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.persist_dir / MANIFEST_NAME
+
+    @property
+    def mcfg(self) -> MemlockConfig:
+        return self.config.memlock
+
+    def session_path(self, session_id: str) -> Path:
+        """The path memdeck writes for ``session_id`` (newest safe-sid rule)."""
+        return self.root / f"{safe_sid(session_id)}.json"
+
+    def pin_path(self, anchor_id: str) -> Path:
+        return self.persist_dir / f"{safe_pin_stem(anchor_id)}.json"
+
+    # -- session files ---------------------------------------------------------
+    def list_sessions(self) -> list[SessionFileInfo]:
+        """Every session file (``memlock/*.json``, not ``persist/``, not temp files), newest first.
+
+        The session id comes from inside each file; an unparsable file is listed with
+        ``error`` set and its stem as id. When two files carry the same session id (old and
+        new naming) only the more recently modified one is listed.
+        """
+        try:
+            entries = [p for p in self.root.glob("*.json") if p.is_file()]
+        except OSError:
+            return []
+        found: dict[str, SessionFileInfo] = {}
+        for p in entries:
+            try:
+                mtime = p.stat().st_mtime
+            except OSError:
+                continue
+            try:
+                sid = self._read_file(p, p.stem).session_id
+                info = SessionFileInfo(sid, p, mtime)
+            except (UnreadableFile, ValueError) as exc:
+                info = SessionFileInfo(p.stem, p, mtime, str(exc))
+            prev = found.get(info.session_id)
+            if prev is None or (info.mtime, info.path.name) > (prev.mtime, prev.path.name):
+                found[info.session_id] = info
+        return sorted(found.values(), key=lambda i: (-i.mtime, i.session_id))
+
+    def _read_file(self, path: Path, fallback_sid: str) -> SessionAnchors:
+        text = read_text_strict(path)
+        if text is None:
+            raise FileNotFoundError(path)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise UnreadableFile(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); refusing to touch it") from exc
+        try:
+            return SessionAnchors.from_dict(data, fallback_sid, path)
+        except ValueError as exc:
+            raise UnreadableFile(f"{path}: {exc}") from exc
+
+    def _candidate_paths(self, session_id: str) -> list[Path]:
+        paths = [self.session_path(session_id)]
+        old = self.root / f"{safe_sid_v1(session_id)}.json"
+        if old != paths[0]:
+            paths.append(old)
+        return paths
+
+    def find_session_file(self, session_id: str) -> Path | None:
+        """The existing file for ``session_id``: the newer-named or older-named file, the
+        more recently modified when both exist; ``None`` when there is none."""
+        existing = []
+        for p in self._candidate_paths(session_id):
+            try:
+                existing.append((p.stat().st_mtime, p == self.session_path(session_id), p))
+            except OSError:
+                continue
+        if not existing:
+            return None
+        return max(existing)[2]
+
+    def load_session(self, session_id: str) -> SessionAnchors:
+        """The session's anchors; a blank session (MemLock template) when no file exists.
+
+        Raises:
+            UnreadableFile: the file exists but is not UTF-8 JSON holding an object.
+        """
+        path = self.find_session_file(session_id)
+        if path is None:
+            return SessionAnchors(session_id=session_id)
+        try:
+            s = self._read_file(path, session_id)
+        except FileNotFoundError:  # replaced between stat and read
+            return SessionAnchors(session_id=session_id)
+        if s.session_id != session_id:
+            # A v1 name collision (``s/1`` and ``s.1``): the file belongs to another session.
+            return SessionAnchors(session_id=session_id)
+        return s
+
+    def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T]) -> T:
+        """Locked read-modify-write of one session file.
+
+        Takes ``fcntl.flock`` on ``<file>.lock`` (the newer-named file), reloads the file
+        under the lock (the older-named file when only that exists), calls
+        ``mutate(session)``, and writes the result atomically to the newer-named file when
+        its content changed. If ``mutate`` raises (e.g. :class:`Refused`) nothing is written.
+
+        Returns:
+            whatever ``mutate`` returns.
+
+        Raises:
+            Refused: code ``unreadable`` when the existing file is not valid JSON (memdeck
+                never overwrites it; MemLock itself would silently start blank).
+            LockTimeout: another writer held the lock too long.
+        """
+        if not session_id:
+            raise Refused("a session id is required", "invalid", field="session_id")
+        path = self.session_path(session_id)
+        with file_lock(path):
+            try:
+                current = self.load_session(session_id)
+            except UnreadableFile as exc:
+                raise Refused(str(exc), "unreadable") from exc
+            before = current.to_dict() if current.path is not None else None
+            result = mutate(current)
+            after = current.to_dict()
+            if after != before or current.path != path:
+                atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
+            return result
+
+    # -- global pins (persist/) -------------------------------------------------
+    def _read_manifest(self) -> dict[str, dict[str, Any]] | None:
+        try:
+            raw = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return None
+        pins = raw.get("pins") if isinstance(raw, dict) else None
+        if not isinstance(pins, dict):
+            return None
+        return {str(k): v for k, v in pins.items() if isinstance(v, dict)}
+
+    def load_pins_report(self) -> PinsReport:
+        """Read ``persist/*.json`` as MemLock >= 0.5 ``load_pins`` does.
+
+        Files in sorted order, ``manifest.json`` skipped; a file whose sha256 differs from
+        its manifest entry is *quarantined* (not loaded); a missing or unreadable manifest
+        means every file is trusted (bootstrap); a file that is not JSON or lacks ``id`` /
+        ``text`` is skipped.
+        """
+        pins: list[dict[str, Any]] = []
+        quarantined: list[str] = []
+        skipped: dict[str, str] = {}
+        try:
+            files = sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME)
+        except OSError:
+            return PinsReport([], [], {})
+        baseline = self._read_manifest()
+        for f in files:
+            try:
+                raw = f.read_bytes()
+            except OSError as exc:
+                skipped[f.stem] = f"unreadable: {exc.strerror}"
+                continue
+            if baseline is not None and f.stem in baseline:
+                if hashlib.sha256(raw).hexdigest() != baseline[f.stem].get("sha256", ""):
+                    quarantined.append(f.stem)
+                    continue
+            try:
+                data = json.loads(raw.decode("utf-8"))
+            except ValueError as exc:
+                skipped[f.stem] = f"not valid JSON: {exc}"
+                continue
+            if not isinstance(data, dict) or not data.get("id") or not data.get("text"):
+                skipped[f.stem] = "missing id or text"
+                continue
+            pins.append(data)
+        return PinsReport(pins, quarantined, skipped)
+
+    def load_pins(self) -> list[dict[str, Any]]:
+        """The valid, non-quarantined global-pin records (see :meth:`load_pins_report`)."""
+        return self.load_pins_report().pins
+
+    def global_ids(self) -> set[str]:
+        """Ids of pins stored in ``persist/`` with ``scope: global``."""
+        return {str(p["id"]) for p in self.load_pins() if p.get("scope") == "global"}
+
+    def _write_manifest_locked(self, fresh_stems: set[str]) -> None:
+        """Rewrite the manifest (caller holds the manifest lock), honouring MemLock 694ec32:
+
+        * M1 merge: starts from the on-disk entries; files gone are dropped;
+        * M2: a file that cannot be read is dropped, never recorded with a zero hash;
+        * M3: a file whose bytes no longer match its entry (quarantined) keeps its *old*
+          entry, so tampered bytes are never re-baselined - unless memdeck itself just
+          wrote it (``fresh_stems``).
+        """
+        existing = self._read_manifest()
+        pins: dict[str, dict[str, Any]] = {}
+        for f in sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME):
+            try:
+                raw = f.read_bytes()
+            except OSError:
+                continue  # M2
+            entry = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
+            if existing is not None and f.stem in existing and f.stem not in fresh_stems:
+                old = existing[f.stem]
+                if old.get("sha256") != entry["sha256"]:
+                    pins[f.stem] = old  # M3
+                    continue
+            pins[f.stem] = entry
+        manifest = {"version": MANIFEST_VERSION, "generated_at": time.time(), "pins": pins}
+        atomic_write_text(self.manifest_path, dump_json(manifest), prefix=MANIFEST_NAME + ".", suffix=".tmp")
+
+    def save_pin(self, record: dict[str, Any]) -> Path:
+        """Write one global pin file (MemLock ``FileStore.save_pin`` payload, unknown keys of an
+        existing file kept) and update the manifest, under the manifest's sidecar lock.
+
+        ``record`` needs ``id`` and ``text``; ``reminder`` defaults to ``text[:120]``,
+        ``priority`` 50, ``probes`` [], ``scope`` ``"global"``, ``pinned_at`` now.
+        """
+        self.persist_dir.mkdir(parents=True, exist_ok=True)
+        aid = str(record["id"])
+        if aid.strip().lower() == "manifest":
+            aid = "manifest_pin"
+        path = self.pin_path(aid)
+        with file_lock(self.manifest_path):
+            prior: dict[str, Any] = {}
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(loaded, dict):
+                    prior = loaded
+            except (OSError, ValueError):
+                prior = {}
+            text = str(record["text"])
+            payload: dict[str, Any] = {
+                "id": aid,
+                "text": text,
+                "reminder": record.get("reminder", text[:120]),
+                "priority": record.get("priority", 50),
+                "probes": list(record.get("probes", [])),
+                "pinned": True,
+                "scope": record.get("scope", "global"),
+                "pinned_at": record.get("pinned_at", time.time()),
+            }
+            for k, v in prior.items():
+                payload.setdefault(k, v)
+            atomic_write_text(path, dump_json(payload), prefix=path.name + ".", suffix=".tmp")
+            self._write_manifest_locked({path.stem})
+        return path
+
+    def remove_pin(self, anchor_id: str) -> bool:
+        """Delete a global pin file and drop it from the manifest. Returns whether it existed."""
+        path = self.pin_path(anchor_id)
+        if not self.persist_dir.is_dir():
+            return False
+        with file_lock(self.manifest_path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            self._write_manifest_locked(set())
+        return True
+
+    # -- operations --------------------------------------------------------------
+    def _journal(self, op: str, session_id: str, anchor_id: str, before: Any, after: Any, **extra: Any) -> None:
+        from . import journal
+
+        journal.record_anchor_event(self.home, actor=self.actor, op=op, session_id=session_id,
+                                    anchor_id=anchor_id, before=before, after=after, **extra)
+
+    def pin(self, text: str, *, priority: Any = 50, reminder: str | None = None, probes: Any = None,
+            scope: str = "session", session_id: str) -> Anchor:
+        """Pin a standing instruction into ``session_id`` (MemLock ``guard_pin``, validated).
+
+        Text and reminder are whitespace-flattened; an empty reminder is the first sentence
+        of the text (120 chars); missing probes are derived (:func:`core.audit.derive_probes`);
+        the id is ``pin_<8 hex>``. ``scope="global"`` also writes ``persist/<id>.json`` and the
+        manifest. Journaled as kind ``anchor``.
+
+        Raises:
+            Refused: ``empty`` (no text), ``invalid`` (priority not an int 1-100, probes a
+                string, bad scope, no session), ``threat`` (the threat scan found something),
+                ``limit`` (the session already has ``max_pins`` pinned anchors).
+        """
+        flat = _audit.flatten_ws(text)
+        if not flat:
+            raise Refused("an anchor needs text; nothing was pinned", "empty", field="text")
+        prio = validate_priority(priority)
+        scope = validate_scope(scope)
+        rem = _audit.flatten_ws(reminder) or _audit.auto_reminder(flat)
+        prb = validate_probes(probes, flat)
+        if not session_id:
+            raise Refused("no session to pin into: pass a session id", "invalid", field="session_id")
+        _scan_or_refuse(flat, rem, " ".join(prb))
+        max_pins = int(self.mcfg.max_pins)
+
+        def mutate(s: SessionAnchors) -> Anchor:
+            if s.pinned_now() >= max_pins:
+                raise Refused(f"pin limit reached ({max_pins}) in session {session_id}; unpin or archive something first",
+                              "limit", max_pins=max_pins)
+            anchor = Anchor(id=new_pin_id(s.anchors), text=flat, reminder=rem, priority=prio, probes=prb, pinned=True)
+            s.add(anchor)
+            return anchor
+
+        anchor = self.update_session(session_id, mutate)
+        if scope == "global":
+            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
+        self._journal("pin", session_id, anchor.id, None, {**anchor.to_dict(), "scope": scope})
+        return anchor
+
+    def unpin(self, anchor_id: str, *, session_id: str, scope: str | None = None) -> dict[str, Any]:
+        """Remove a pinned anchor from ``session_id`` (MemLock ``unpin``: only ``pinned=true``).
+
+        With ``scope="global"`` the durable copy in ``persist/`` is deleted too (MemLock >=
+        0.5 semantics; without it a global pin is re-seeded into new sessions). A global pin
+        that is not in this session can still be unpinned with ``scope="global"``.
+
+        Returns:
+            ``{"id", "session_removed": bool, "global_removed": bool}``.
+
+        Raises:
+            Refused: ``not_found`` when the anchor is neither pinned in the session nor (with
+                ``scope="global"``) a global pin; ``invalid`` for a bad scope.
+        """
+        if scope is not None:
+            validate_scope(scope)
+        removed: dict[str, Any] = {}
+
+        def mutate(s: SessionAnchors) -> None:
+            a = s.anchors.get(anchor_id)
+            if a is None or not a.pinned:
+                return
+            removed["before"] = a.to_dict()
+            del s.anchors[anchor_id]
+            s.recount()
+
+        if session_id:
+            self.update_session(session_id, mutate)
+        global_removed = False
+        if scope == "global":
+            global_removed = self.remove_pin(anchor_id)
+        if not removed and not global_removed:
+            raise Refused(f"anchor {anchor_id!r} not found or not pinned in session {session_id}", "not_found")
+        self._journal("unpin", session_id, anchor_id, removed.get("before"), None, scope=scope or "session")
+        return {"id": anchor_id, "session_removed": bool(removed), "global_removed": global_removed}
+
+    def update(self, anchor_id: str, *, text: str | None = None, reminder: str | None = None, priority: Any = None,
+               probes: Any = None, session_id: str) -> Anchor:
+        """Edit an anchor in place, keeping its id (MemLock >= 0.4 ``update_anchor``).
+
+        The previous version goes to ``history`` (``{text, reminder, priority, probes,
+        updated_at}``, last 5 kept). A changed text without a new reminder / probes gets an
+        automatic reminder / derived probes. A global copy in ``persist/`` is rewritten too.
+
+        Raises:
+            Refused: ``not_found``, ``empty`` (text given but blank), ``invalid``,
+                ``threat``, ``no_change`` (nothing differs).
+        """
+        new_text = None if text is None else _audit.flatten_ws(text)
+        if text is not None and not new_text:
+            raise Refused("an anchor needs text; nothing was changed", "empty", field="text")
+        new_prio = None if priority is None else validate_priority(priority)
+        new_rem = None if reminder is None else _audit.flatten_ws(reminder)
+        new_probes = None if probes is None else validate_probes(probes, new_text or "")
+        scan_texts = [t for t in (new_text, new_rem, " ".join(new_probes or [])) if t]
+        if scan_texts:
+            _scan_or_refuse(*scan_texts)
+        now = time.time()
+        record: dict[str, Any] = {}
+
+        def mutate(s: SessionAnchors) -> Anchor:
+            a = s.anchors.get(anchor_id)
+            if a is None:
+                ids = ", ".join(sorted(s.anchors)[:8]) or "(none)"
+                raise Refused(f"anchor {anchor_id!r} not found in session {s.session_id}. Available ids: {ids}", "not_found")
+            text_now = new_text if new_text is not None else a.text
+            rem_now = new_rem if new_rem else (_audit.auto_reminder(text_now) if new_text is not None and new_text != a.text else a.reminder)
+            if new_probes is not None:
+                probes_now = new_probes or _audit.derive_probes(text_now)
+            elif new_text is not None and new_text != a.text:
+                probes_now = _audit.derive_probes(text_now)
+            else:
+                probes_now = list(a.probes)
+            prio_now = new_prio if new_prio is not None else a.priority
+            if (text_now, rem_now, prio_now, list(probes_now)) == (a.text, a.reminder, a.priority, list(a.probes)):
+                raise Refused(f"anchor {anchor_id!r} already has that content; nothing was changed", "no_change")
+            record["before"] = a.to_dict()
+            hist = list(a.history or [])
+            hist.append(a.version_entry(now))
+            a.history = hist[-HISTORY_CAP:]
+            a.text, a.reminder, a.priority, a.probes = text_now, rem_now, prio_now, list(probes_now)
+            return a
+
+        anchor = self.update_session(session_id, mutate)
+        if anchor_id in self.global_ids():
+            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": now})
+        self._journal("update", session_id, anchor_id, record.get("before"), anchor.to_dict())
+        return anchor
+
+    def archive(self, anchor_id: str, session_id: str, reason: str = "") -> str:
+        """Move an anchor (pinned or static) out of its session into memdeck's archive table.
+
+        A global pin's durable copy is removed as well and restored with it.
+
+        Returns:
+            the archive id.
+
+        Raises:
+            Refused: ``not_found`` when the session has no such anchor.
+        """
+        from . import archive as _archive
+
+        is_global = anchor_id in self.global_ids()
+        taken: dict[str, Any] = {}
+
+        def mutate(s: SessionAnchors) -> None:
+            a = s.anchors.get(anchor_id)
+            if a is None:
+                raise Refused(f"anchor {anchor_id!r} not found in session {s.session_id}", "not_found")
+            taken["record"] = a.to_dict()
+            del s.anchors[anchor_id]
+            if not a.pinned and anchor_id in s.static_anchor_ids:
+                s.static_anchor_ids.remove(anchor_id)
+            s.recount()
+
+        # Write the archive row first so a crash between the two steps duplicates, never loses.
+        probe = self.load_session(session_id).anchors.get(anchor_id)
+        if probe is None:
+            raise Refused(f"anchor {anchor_id!r} not found in session {session_id}", "not_found")
+        payload = {"session_id": session_id, "scope": "global" if is_global else "session", "anchor": probe.to_dict()}
+        archive_id = _archive.archive_record(self.home, kind="anchor", key=anchor_id, payload=payload,
+                                             reason=reason, actor=self.actor)
+        try:
+            self.update_session(session_id, mutate)
+        except BaseException:
+            _archive.discard_record(self.home, archive_id)
+            raise
+        if is_global:
+            self.remove_pin(anchor_id)
+        self._journal("archive", session_id, anchor_id, taken.get("record"), None, archive_id=archive_id, reason=reason)
+        return archive_id
+
+    def restore(self, archive_id: str) -> Anchor:
+        """Put an archived anchor back into its session (and ``persist/`` if it was global).
+
+        Raises:
+            Refused: ``not_found`` (no such archived anchor), ``conflict`` (the session
+                already has that id), ``limit`` (max_pins reached).
+        """
+        from . import archive as _archive
+
+        row = _archive.get_record(self.home, archive_id, kind="anchor")
+        if row is None:
+            raise Refused(f"no archived anchor {archive_id!r}", "not_found")
+        payload = row["payload"] if isinstance(row, dict) else row.payload
+        session_id = str(payload["session_id"])
+        anchor = Anchor.from_dict(payload["anchor"])
+        max_pins = int(self.mcfg.max_pins)
+
+        def mutate(s: SessionAnchors) -> Anchor:
+            if anchor.id in s.anchors:
+                raise Refused(f"session {session_id} already has an anchor {anchor.id!r}", "conflict")
+            if anchor.pinned and s.pinned_now() >= max_pins:
+                raise Refused(f"pin limit reached ({max_pins}) in session {session_id}", "limit", max_pins=max_pins)
+            s.add(anchor)
+            return anchor
+
+        self.update_session(session_id, mutate)
+        if payload.get("scope") == "global":
+            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
+        _archive.mark_restored(self.home, archive_id, actor=self.actor)
+        self._journal("restore", session_id, anchor.id, None, anchor.to_dict(), archive_id=archive_id)
+        return anchor
+
+    # -- listing ----------------------------------------------------------------
+    def all_anchors(self, session_id: str | None = None) -> list[tuple[str, Anchor]]:
+        """``(session_id, anchor)`` for one session or every session file, sorted MemLock's way."""
+        sids = [session_id] if session_id else [i.session_id for i in self.list_sessions() if i.error is None]
+        out: list[tuple[str, Anchor]] = []
+        for sid in sids:
+            try:
+                s = self.load_session(sid)
+            except UnreadableFile:
+                continue
+            out.extend((sid, a) for a in s.sorted_anchors())
+        return out
+
+
+def default_session_id(store: AnchorStore, live_session_id: str | None = None) -> str | None:
+    """The session commands act on: the live session from state.db when given, else the most
+    recently modified MemLock session file, else ``None``."""
+    if live_session_id:
+        return live_session_id
+    for info in store.list_sessions():
+        if info.error is None:
+            return info.session_id
+    return None
+
+
+def environment_root(env: dict[str, str] | None = None) -> Path:
+    """MemLock's own root resolution (>= 0.5): ``HERMES_HOME``, ``MEMLOCK_HOME``, then ``~/.memlock``."""
+    env = dict(os.environ) if env is None else env
+    for var in ("HERMES_HOME", "MEMLOCK_HOME"):
+        val = env.get(var, "").strip()
+        if val:
+            return Path(val).expanduser()
+    return Path.home() / ".memlock"
+
+
+__all__ = [
+    "Anchor", "AnchorStore", "HISTORY_CAP", "PinsReport", "SessionAnchors", "SessionFileInfo",
+    "anchors_sha256", "default_session_id", "dump_json", "new_pin_id", "safe_pin_stem", "safe_sid",
+    "safe_sid_v1", "validate_priority", "validate_probes", "validate_scope",
+]
