@@ -1,0 +1,1045 @@
+"""Read-only reader of Hermes' session store ``state.db``.
+
+memdeck never writes to ``state.db``: it is opened ``file:<path>?mode=ro`` (URI), with a busy
+timeout, without ``immutable`` (Hermes writes it live, in WAL mode), and it never runs DDL.
+Columns are selected by name (Hermes adds columns with ``ALTER TABLE``, so physical order varies)
+and features degrade when a column is missing:
+
+* no ``messages.active`` column (very old schema): every row is treated as active;
+* no ``messages.compacted`` column: in-place compaction cannot be detected (rotation still is);
+* no ``messages_fts`` / ``messages_fts_trigram``: recall falls back to ``LIKE``.
+
+:meth:`StateDB.status` says which of these apply. Every other method returns an empty result
+instead of raising when the file is missing, locked, truncated, not SQLite or of an unknown
+shape: a reader never shows a traceback.
+
+**Threads.** One :class:`StateDB` holds one SQLite connection (``check_same_thread=False``),
+used under an internal lock, so sharing an instance between threads is safe but serialised.
+The TUI uses one instance per worker thread. The connection is opened lazily and re-opened
+after any error (a locked database recovers on the next call).
+
+**Compaction events.** Hermes keeps no event table; compactions are reconstructed from the
+traces described in Hermes 0.19 ``hermes_state.archive_and_compact`` (:4421-4471),
+``_insert_message_rows`` (:4273-4357) and ``agent/conversation_compression.py:1200-1349``.
+See :meth:`StateDB.compactions` for the reconstruction rule and its limits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .compaction import decode_content, match_summary, message_text
+
+T = TypeVar("T")
+
+#: The schema version this reader was written against (Hermes 0.19 ``SCHEMA_VERSION``).
+KNOWN_SCHEMA_VERSION = 22
+STATES = ("ok", "missing", "locked", "not_sqlite", "corrupt", "empty", "unsupported")
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Hermes 0.19 agent/memory_manager.py:153-169 (sanitize_context), applied by
+# hermes_state._rows_to_conversation to user/assistant string content on load.
+_FENCE_TAG_RE = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
+_INTERNAL_CONTEXT_RE = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
+_INTERNAL_NOTE_RE = re.compile(
+    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\.\s*Treat as "
+    r"(?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
+    re.IGNORECASE,
+)
+
+
+def sanitize_context(text: str) -> str:
+    """Strip ``<memory-context>`` blocks, stray fence tags and the recall system note.
+
+    Matches Hermes 0.19 ``agent/memory_manager.py`` ``sanitize_context`` (:164-169).
+    """
+    text = _INTERNAL_CONTEXT_RE.sub("", text)
+    text = _INTERNAL_NOTE_RE.sub("", text)
+    return _FENCE_TAG_RE.sub("", text)
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class DBStatus:
+    """What the reader could make of the file.
+
+    Attributes:
+        state: one of ``ok``, ``missing`` (no file), ``locked`` (a writer holds an exclusive
+            lock past the busy timeout), ``not_sqlite`` (no SQLite header), ``corrupt``
+            (SQLite header but unreadable: truncated or malformed), ``empty`` (a valid SQLite
+            file without Hermes' tables), ``unsupported`` (Hermes tables without the columns
+            memdeck needs).
+        message: one human sentence, including any degradation (older/newer schema, FTS
+            missing).
+        schema_version: ``schema_version.version`` or None.
+        degraded: short slugs of missing features: ``no_active_column``,
+            ``no_compacted_column``, ``no_fts``, ``no_trigram``, ``newer_schema``, ``older_schema``.
+    """
+
+    state: str
+    message: str
+    schema_version: int | None = None
+    path: str = ""
+    degraded: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "message": self.message, "schema_version": self.schema_version,
+                "path": self.path, "degraded": list(self.degraded)}
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One row of ``sessions`` plus derived facts.
+
+    Attributes:
+        started_at, ended_at, last_active: epoch seconds (``last_active`` is the newest message
+            timestamp, or ``started_at`` when the session has no message).
+        message_count: Hermes' counter (the live rows after an in-place compaction).
+        live: open (``ended_at`` NULL) and the most recently active open session.
+        compactions: compaction events of this session (in-place ones plus a rotation out of it).
+    """
+
+    id: str
+    title: str | None
+    source: str
+    started_at: float
+    ended_at: float | None
+    end_reason: str | None
+    message_count: int
+    parent_session_id: str | None
+    last_active: float
+    live: bool = False
+    compactions: int = 0
+    model: str | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.ended_at is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One ``messages`` row as Hermes loads it.
+
+    Attributes:
+        content: decoded content (``\\x00json:`` lists decoded; user/assistant strings passed
+            through Hermes' ``sanitize_context`` and stripped, as ``_rows_to_conversation`` does).
+        text: the plain text of ``content`` (list parts joined with ``\\n``).
+        api_content: the exact API-bound text when it differed (plugin/recall injections).
+        timestamp: epoch seconds.
+        active, compacted: the row flags (``active`` True on schemas without the column).
+    """
+
+    id: int
+    session_id: str
+    role: str
+    content: Any
+    text: str
+    api_content: str | None
+    timestamp: float
+    active: bool
+    compacted: bool
+    tool_name: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"role", "content"}``: the shape of a conversation message (what MemLock audits)."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class CompactionEvent:
+    """One compaction reconstructed from state.db.
+
+    Attributes:
+        session_id: the session that was compacted (rotation: the parent that ended).
+        time: epoch seconds (in-place: the newest stamp of the inserted rows; rotation: the
+            parent's ``ended_at``).
+        mode: ``"in_place"`` or ``"rotation"``.
+        summary_message_id: the row carrying the summary (None when no summary row was found).
+        kind: ``"current"``, ``"historical"``, ``"legacy"`` or None (see core.compaction).
+        merged: True for the merge-into-tail ``[PRIOR CONTEXT`` shape.
+        summary_hash: sha256 hex of the summary body (MemLock ``hash_summary_body``) or None.
+        archived_count: rows taken out of the live set (in-place: the ``compacted=1`` batch;
+            rotation: the parent's live rows).
+        child_session_id: the continuation session (rotation only).
+        region_first_id, region_last_id: the id range of the inserted head + summary + tail.
+        index: 1-based position of this event among the session's events.
+    """
+
+    session_id: str
+    time: float
+    mode: str
+    summary_message_id: int | None
+    kind: str | None
+    merged: bool
+    summary_hash: str | None
+    archived_count: int
+    child_session_id: str | None = None
+    region_first_id: int | None = None
+    region_last_id: int | None = None
+    index: int = 1
+    region_ids: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("region_ids", None)
+        return d
+
+
+@dataclass(frozen=True)
+class Delta:
+    """The result of :meth:`StateDB.refresh`.
+
+    Attributes:
+        changed: something was committed by another connection since the last refresh.
+        reset: the cursor was rebuilt (first call, reconnect, rows vanished); callers should
+            reload whatever they cache.
+        data_version: ``PRAGMA data_version`` after the refresh (None when unreadable).
+        last_id: the highest message id seen.
+        new_messages: rows with ``id`` greater than the previous ``last_id`` (capped).
+        sessions_changed: ids of sessions that are new, or whose row changed (end, title,
+            counters), or that got new rows.
+        compactions: compaction events detected in the new rows.
+        truncated: more than ``max_rows`` new rows exist; the rest come on the next call.
+    """
+
+    changed: bool
+    reset: bool
+    data_version: int | None
+    last_id: int
+    new_messages: tuple[Message, ...] = ()
+    sessions_changed: tuple[str, ...] = ()
+    compactions: tuple[CompactionEvent, ...] = ()
+    truncated: bool = False
+    status: DBStatus | None = None
+
+
+# --------------------------------------------------------------------------- internals
+
+_MSG_WANTED = ("id", "session_id", "role", "content", "api_content", "timestamp", "active", "compacted", "tool_name")
+_SESSION_WANTED = ("id", "title", "source", "started_at", "ended_at", "end_reason", "message_count",
+                   "parent_session_id", "model", "rewind_count")
+
+#: Seconds within which rows inserted by one archive_and_compact call are stamped
+#: (``now, now+1e-6, ...``); a row appended later by append_message is further away.
+FRESH_STAMP_TOLERANCE = 5e-5
+
+
+class _Unavailable(Exception):
+    def __init__(self, status: DBStatus) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+class StateDB:
+    """A read-only view of one ``state.db``.
+
+    Args:
+        path: the database file (usually ``HermesHome.state_db``).
+        timeout: SQLite busy timeout in seconds for each statement (a locked database
+            degrades to ``status().state == "locked"`` after this long).
+
+    Never raises for a bad file: see :meth:`status`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 1.0) -> None:
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._status = DBStatus("missing", "not opened yet", path=str(self.path))
+        self._mcols: frozenset[str] = frozenset()
+        self._scols: frozenset[str] = frozenset()
+        self._tables: frozenset[str] = frozenset()
+        self._schema_cookie: int | None = None
+        # refresh cursor
+        self._cursor_last_id: int | None = None
+        self._cursor_data_version: int | None = None
+        self._cursor_sessions: dict[str, tuple[Any, ...]] = {}
+        self._cursor_sigs: dict[str, tuple[Any, ...]] = {}
+        self._cursor_started_max: float = 0.0
+        # full-scan cache
+        self._events_cache: tuple[int | None, int, list[CompactionEvent]] | None = None
+
+    # ------------------------------------------------------------------ connection
+
+    def close(self) -> None:
+        """Close the connection (it is re-opened lazily on the next call)."""
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                except sqlite3.Error:
+                    pass
+            self._conn = None
+            self._events_cache = None
+
+    def __enter__(self) -> "StateDB":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _classify(self, exc: BaseException) -> DBStatus:
+        msg = str(exc).lower()
+        p = str(self.path)
+        if "locked" in msg or "busy" in msg:
+            return DBStatus("locked", f"state.db is locked by another process ({exc}); retrying on the next refresh", path=p)
+        if "not a database" in msg:
+            return self._header_status() or DBStatus("corrupt", f"state.db is not a readable database ({exc})", path=p)
+        if "malformed" in msg or "corrupt" in msg or "disk i/o" in msg:
+            return DBStatus("corrupt", f"state.db is damaged or truncated ({exc})", path=p)
+        if "unable to open" in msg:
+            if not self.path.exists():
+                return DBStatus("missing", f"no state.db at {p}", path=p)
+            return DBStatus("corrupt", f"state.db could not be opened ({exc})", path=p)
+        if "no such column" in msg or "no such table" in msg:
+            return DBStatus("unsupported", f"state.db has an unexpected shape ({exc})", path=p)
+        return DBStatus("corrupt", f"state.db could not be read ({exc})", path=p)
+
+    def _header_status(self) -> DBStatus | None:
+        p = str(self.path)
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(100)
+        except FileNotFoundError:
+            return DBStatus("missing", f"no state.db at {p}", path=p)
+        except OSError as exc:
+            return DBStatus("corrupt", f"state.db could not be read ({exc})", path=p)
+        if len(head) == 0:
+            return DBStatus("empty", "state.db is an empty file (Hermes has not written it yet)", path=p)
+        if not head.startswith(_SQLITE_MAGIC):
+            return DBStatus("not_sqlite", "state.db is not an SQLite database (no SQLite header)", path=p)
+        if len(head) < 100:
+            return DBStatus("corrupt", "state.db is truncated (shorter than an SQLite header)", path=p)
+        return None
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        bad = self._header_status()
+        if bad is not None:
+            raise _Unavailable(bad)
+        uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _Unavailable(self._classify(exc)) from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            conn.execute("PRAGMA query_only = 1")
+            self._conn = conn
+            self._introspect(conn)
+        except _Unavailable:
+            self._drop()
+            raise
+        except sqlite3.Error as exc:
+            self._drop()
+            raise _Unavailable(self._classify(exc)) from exc
+        return conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+        self._events_cache = None
+        self._cursor_data_version = None
+
+    def _introspect(self, conn: sqlite3.Connection) -> None:
+        p = str(self.path)
+        tables = frozenset(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"))
+        self._tables = tables
+        self._schema_cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+        if "sessions" not in tables or "messages" not in tables:
+            if not tables:
+                raise _Unavailable(DBStatus("empty", "state.db has no tables yet (Hermes has not initialised it)", path=p))
+            raise _Unavailable(DBStatus("empty", "state.db has no sessions/messages tables (not a Hermes session store)", path=p))
+        self._mcols = frozenset(r[1] for r in conn.execute("PRAGMA table_info(messages)"))
+        self._scols = frozenset(r[1] for r in conn.execute("PRAGMA table_info(sessions)"))
+        missing = [c for c in ("id", "session_id", "role", "content") if c not in self._mcols]
+        missing += [f"sessions.{c}" for c in ("id",) if c not in self._scols]
+        if missing:
+            raise _Unavailable(DBStatus("unsupported", f"state.db lacks required columns: {', '.join(missing)}", path=p))
+        version = None
+        if "schema_version" in tables:
+            try:
+                row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+                version = int(row[0]) if row and row[0] is not None else None
+            except (sqlite3.Error, TypeError, ValueError):
+                version = None
+        degraded = []
+        notes = []
+        if "active" not in self._mcols:
+            degraded.append("no_active_column")
+            notes.append("no messages.active column: every row is treated as active")
+        if "compacted" not in self._mcols:
+            degraded.append("no_compacted_column")
+            notes.append("no messages.compacted column: in-place compactions cannot be detected")
+        if "messages_fts" not in tables:
+            degraded.append("no_fts")
+            notes.append("no messages_fts: recall uses LIKE")
+        if "messages_fts_trigram" not in tables:
+            degraded.append("no_trigram")
+        if version is not None and version > KNOWN_SCHEMA_VERSION:
+            degraded.append("newer_schema")
+            notes.append(f"schema v{version} is newer than v{KNOWN_SCHEMA_VERSION}; unknown columns are ignored")
+        elif version is not None and version < KNOWN_SCHEMA_VERSION:
+            degraded.append("older_schema")
+            notes.append(f"schema v{version} is older than v{KNOWN_SCHEMA_VERSION}")
+        msg = "state.db readable" + (f" ({'; '.join(notes)})" if notes else "")
+        self._status = DBStatus("ok", msg, version, p, tuple(degraded))
+
+    def _run(self, fn: Callable[[sqlite3.Connection], T], default: T) -> T:
+        """Run ``fn(conn)`` under the lock; on any SQLite/IO failure record the status, return default."""
+        with self._lock:
+            try:
+                conn = self._open()
+                cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+                if cookie != self._schema_cookie:
+                    self._introspect(conn)
+                    self._events_cache = None
+                return fn(conn)
+            except _Unavailable as exc:
+                self._status = exc.status
+                self._drop()
+                return default
+            except (sqlite3.Error, OSError, MemoryError) as exc:
+                self._status = self._classify(exc)
+                self._drop()
+                return default
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> DBStatus:
+        """Open (if needed) and report the database's state. Never raises."""
+        def probe(conn: sqlite3.Connection) -> DBStatus:
+            conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchall()
+            conn.execute("SELECT 1 FROM messages LIMIT 1").fetchall()
+            return self._status
+
+        return self._run(probe, None) or self._status
+
+    @property
+    def has_active(self) -> bool:
+        return "active" in self._mcols
+
+    @property
+    def has_compacted(self) -> bool:
+        return "compacted" in self._mcols
+
+    @property
+    def tables(self) -> frozenset[str]:
+        return self._tables
+
+    def connection_for_reading(self) -> Callable[[Callable[[sqlite3.Connection], T], T], T]:
+        """``run(fn, default)``: run ``fn(conn)`` on this reader's read-only connection.
+
+        For sibling core modules (recall). Errors degrade to ``default`` like every method.
+        """
+        return self._run
+
+    # ------------------------------------------------------------------ column helpers
+
+    def _msg_select(self, alias: str = "m") -> str:
+        parts = []
+        for c in _MSG_WANTED:
+            if c in self._mcols:
+                parts.append(f"{alias}.{c}")
+            elif c in ("active",):
+                parts.append("1")
+            elif c in ("compacted",):
+                parts.append("0")
+            elif c == "timestamp":
+                parts.append("0.0")
+            else:
+                parts.append("NULL")
+        return ", ".join(parts)
+
+    def _active_clause(self, alias: str = "m") -> str:
+        return f" AND {alias}.active = 1" if self.has_active else ""
+
+    @staticmethod
+    def _to_message(row: Sequence[Any]) -> Message:
+        mid, sid, role, content, api_content, ts, active, compacted, tool_name = row
+        role = role if isinstance(role, str) else str(role)
+        decoded = decode_content(content if not isinstance(content, bytes) else content.decode("utf-8", "replace"))
+        if role in ("user", "assistant") and isinstance(decoded, str):
+            decoded = sanitize_context(decoded).strip()
+        if isinstance(api_content, bytes):
+            api_content = api_content.decode("utf-8", "replace")
+        try:
+            tsf = float(ts) if ts is not None else 0.0
+        except (TypeError, ValueError):
+            tsf = 0.0
+        return Message(
+            id=int(mid), session_id=str(sid), role=role, content=decoded, text=message_text(decoded),
+            api_content=api_content if isinstance(api_content, str) else None, timestamp=tsf,
+            active=bool(active) if active is not None else True, compacted=bool(compacted),
+            tool_name=tool_name if isinstance(tool_name, str) else None,
+        )
+
+    def _session_select(self) -> str:
+        parts = []
+        for c in _SESSION_WANTED:
+            if c in self._scols:
+                parts.append(f"s.{c}")
+            elif c in ("message_count", "rewind_count"):
+                parts.append("0")
+            elif c == "source":
+                parts.append("'unknown'")
+            elif c == "started_at":
+                parts.append("0.0")
+            else:
+                parts.append("NULL")
+        ts = "m.timestamp" if "timestamp" in self._mcols else "NULL"
+        parts.append(f"(SELECT MAX({ts}) FROM messages m WHERE m.session_id = s.id)")
+        return ", ".join(parts)
+
+    @staticmethod
+    def _to_session(row: Sequence[Any], live: bool = False, compactions: int = 0) -> SessionInfo:
+        sid, title, source, started, ended, reason, count, parent, model, _rewinds, last = row
+
+        def f(v: Any, d: float | None) -> float | None:
+            try:
+                return float(v) if v is not None else d
+            except (TypeError, ValueError):
+                return d
+
+        started_f = f(started, 0.0) or 0.0
+        return SessionInfo(
+            id=str(sid), title=title if isinstance(title, str) else None, source=str(source or "unknown"),
+            started_at=started_f, ended_at=f(ended, None), end_reason=reason if isinstance(reason, str) else None,
+            message_count=int(count or 0), parent_session_id=parent if isinstance(parent, str) else None,
+            last_active=max(started_f, f(last, 0.0) or 0.0), live=live, compactions=compactions,
+            model=model if isinstance(model, str) else None,
+        )
+
+    # ------------------------------------------------------------------ sessions
+
+    def _all_session_rows(self, conn: sqlite3.Connection, where: str = "", params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        order = "s.started_at DESC, s.id DESC" if "started_at" in self._scols else "s.rowid DESC"
+        return [tuple(r) for r in conn.execute(f"SELECT {self._session_select()} FROM sessions s {where} ORDER BY {order}", params)]
+
+    @staticmethod
+    def _live_id(rows: Iterable[tuple[Any, ...]]) -> str | None:
+        best, best_key = None, None
+        for r in rows:
+            if r[4] is not None:  # ended_at
+                continue
+            key = (max(float(r[3] or 0.0), float(r[10] or 0.0)), str(r[0]))
+            if best_key is None or key > best_key:
+                best, best_key = str(r[0]), key
+        return best
+
+    def sessions(self, limit: int | None = None) -> list[SessionInfo]:
+        """Every session, newest ``started_at`` first (``limit`` caps the count).
+
+        ``live`` marks the open session with the newest activity; ``compactions`` counts each
+        session's compaction events (a full scan, cached until the database changes).
+        Returns ``[]`` when the database is unavailable (see :meth:`status`).
+        """
+        def q(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = self._all_session_rows(conn)
+            live = self._live_id(rows)
+            counts: dict[str, int] = {}
+            for ev in self._events(conn):
+                counts[ev.session_id] = counts.get(ev.session_id, 0) + 1
+            out = [self._to_session(r, live=str(r[0]) == live, compactions=counts.get(str(r[0]), 0)) for r in rows]
+            return out[:limit] if limit is not None else out
+
+        return self._run(q, [])
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        """One session by id, or None (unknown id or database unavailable)."""
+        def q(conn: sqlite3.Connection) -> SessionInfo | None:
+            rows = self._all_session_rows(conn, "WHERE s.id = ?", (session_id,))
+            if not rows:
+                return None
+            open_rows = self._all_session_rows(conn, "WHERE s.ended_at IS NULL") if "ended_at" in self._scols else rows
+            live = self._live_id(open_rows)
+            n = sum(1 for ev in self._session_events(conn, session_id) if ev.session_id == session_id)
+            return self._to_session(rows[0], live=live == session_id, compactions=n)
+
+        return self._run(q, None)
+
+    def live_session(self) -> SessionInfo | None:
+        """The open session (``ended_at`` NULL) with the newest message (else newest start), or None."""
+        def q(conn: sqlite3.Connection) -> SessionInfo | None:
+            where = "WHERE s.ended_at IS NULL" if "ended_at" in self._scols else ""
+            rows = self._all_session_rows(conn, where)
+            live = self._live_id(rows)
+            if live is None:
+                return None
+            row = next(r for r in rows if str(r[0]) == live)
+            n = sum(1 for ev in self._session_events(conn, live) if ev.session_id == live)
+            return self._to_session(row, live=True, compactions=n)
+
+        return self._run(q, None)
+
+    def lineage(self, session_id: str) -> list[SessionInfo]:
+        """The compression lineage through ``session_id``, root first, tip last.
+
+        Up: ``parent_session_id`` links to the root (cycle-safe). Down: the newest child whose
+        parent ended with ``end_reason='compression'`` (Hermes ``_COMPRESSION_CHILD_SQL``,
+        hermes_state.py:83-87), repeatedly. ``[]`` for an unknown id.
+        """
+        def q(conn: sqlite3.Connection) -> list[SessionInfo]:
+            chain: list[tuple[Any, ...]] = []
+            seen: set[str] = set()
+            cur: str | None = session_id
+            while cur and cur not in seen:
+                seen.add(cur)
+                rows = self._all_session_rows(conn, "WHERE s.id = ?", (cur,))
+                if not rows:
+                    break
+                chain.insert(0, rows[0])
+                cur = rows[0][7] if "parent_session_id" in self._scols else None
+            if not chain:
+                return []
+            tip = chain[-1]
+            while "parent_session_id" in self._scols and tip[5] == "compression":
+                kids = [r for r in self._all_session_rows(conn, "WHERE s.parent_session_id = ?", (str(tip[0]),)) if str(r[0]) not in seen]
+                if not kids:
+                    break
+                tip = kids[0]  # newest started first
+                seen.add(str(tip[0]))
+                chain.append(tip)
+            open_rows = self._all_session_rows(conn, "WHERE s.ended_at IS NULL") if "ended_at" in self._scols else chain
+            live = self._live_id(open_rows)
+            out = []
+            for r in chain:
+                n = sum(1 for ev in self._session_events(conn, str(r[0])) if ev.session_id == str(r[0]))
+                out.append(self._to_session(r, live=str(r[0]) == live, compactions=n))
+            return out
+
+        return self._run(q, [])
+
+    # ------------------------------------------------------------------ messages
+
+    def messages(self, session_id: str, include_inactive: bool = False) -> list[Message]:
+        """A session's rows in id (insertion) order; only active rows unless ``include_inactive``."""
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            clause = "" if include_inactive else self._active_clause()
+            return [self._to_message(r) for r in conn.execute(
+                f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ?{clause} ORDER BY m.id", (session_id,))]
+
+        return self._run(q, [])
+
+    def active_region(self, session_id: str) -> list[Message]:
+        """The live conversation exactly as Hermes reloads it: ``active = 1`` rows in id order.
+
+        Matches Hermes 0.19 ``get_messages_as_conversation`` (hermes_state.py:4842-4907):
+        ``ORDER BY id`` (not timestamp), ``\\x00json:`` content decoded, user/assistant text
+        passed through ``sanitize_context`` and stripped. Not reproduced: the defensive strip of
+        background-review harness rows (``_strip_background_review_harness``).
+        """
+        return self.messages(session_id, include_inactive=False)
+
+    def message(self, message_id: int) -> Message | None:
+        """One row by id (any state), or None."""
+        def q(conn: sqlite3.Connection) -> Message | None:
+            r = conn.execute(f"SELECT {self._msg_select()} FROM messages m WHERE m.id = ?", (int(message_id),)).fetchone()
+            return self._to_message(r) if r else None
+
+        return self._run(q, None)
+
+    def message_count(self) -> int:
+        """Rows in ``messages`` (all states); 0 when unavailable."""
+        return self._run(lambda c: int(c.execute("SELECT COUNT(*) FROM messages").fetchone()[0]), 0)
+
+    # ------------------------------------------------------------------ compactions
+
+    def compactions(self, session_id: str | None = None) -> list[CompactionEvent]:
+        """Compaction events, oldest first.
+
+        With ``session_id``: the events whose ``session_id`` or ``child_session_id`` is that
+        session (its in-place compactions, the rotation out of it and the rotation into it).
+
+        **In-place** (Hermes ``archive_and_compact``): one transaction flips every live row to
+        ``active=0, compacted=1`` and inserts head + summary + tail as new active rows. For each
+        session, a *summary row* is a row whose text :func:`core.compaction.match_summary`
+        recognises (current, historical or legacy prefix, or the merge-into-tail
+        ``[PRIOR CONTEXT`` shape) and whose content is not a copy of an earlier summary row of
+        the session. For the k-th summary row at position p (session rows in id order):
+
+        * *head*: if the summary row is still active, the active rows right before it; otherwise
+          the longest run right before it that repeats (role, content) the first rows of the
+          previous region (Hermes copies the first ``protect_first_n`` messages);
+        * *batch*: the ``compacted = 1`` rows from the previous region's start (or the session
+          start) up to the head; ``archived_count`` is its size. A candidate with an empty
+          batch is not an in-place event (e.g. the handoff summary of a rotation child);
+        * *tail*: the rows after the summary with consecutive global ids (one transaction),
+          the same flags, and either a fresh stamp (within :data:`FRESH_STAMP_TOLERANCE` plus
+          1e-6 s per row of the summary's stamp: ``_insert_message_rows`` stamps new rows
+          ``now + i*1e-6``) or the (role, content) of a batch row (copies keep their stamps).
+
+        Limits: a message appended within ~50 µs of the compaction with a consecutive id, or a
+        later message repeating a batch message word for word right after the tail, is counted
+        in the tail; a compaction whose summary row was later rewound or deleted is missed; a
+        head longer than the previous region cannot be told apart.
+
+        **Rotation**: a session with ``end_reason = 'compression'`` and a child whose
+        ``parent_session_id`` points at it (the newest such child); the region after it is the
+        child's initial rows (found with the same tail rule from the child's summary row).
+        """
+        def q(conn: sqlite3.Connection) -> list[CompactionEvent]:
+            if session_id is None:
+                return list(self._events(conn))
+            return self._session_events(conn, session_id)
+
+        return self._run(q, [])
+
+    def region_after(self, event: CompactionEvent) -> list[Message]:
+        """The active region as it stood right after ``event``: head + summary + tail rows.
+
+        This is what Hermes sent on the next turn (before that turn's new messages) and so what
+        MemLock audited. Ordered by id; ``[]`` when unavailable.
+        """
+        ids = event.region_ids
+        if not ids:
+            return []
+
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            out: list[Message] = []
+            chunk = 500
+            for i in range(0, len(ids), chunk):
+                part = ids[i:i + chunk]
+                out += [self._to_message(r) for r in conn.execute(
+                    f"SELECT {self._msg_select()} FROM messages m WHERE m.id IN ({','.join('?' * len(part))})", part)]
+            return sorted(out, key=lambda m: m.id)
+
+        return self._run(q, [])
+
+    def _events(self, conn: sqlite3.Connection) -> list[CompactionEvent]:
+        dv = conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._events_cache is not None and self._events_cache[0] == dv:
+            return self._events_cache[2]
+        events: list[CompactionEvent] = []
+        if self.has_compacted:
+            sids = sorted(str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM messages WHERE compacted = 1"))
+            for sid in sids:
+                events += self._inplace_events(conn, sid)
+        events += self._rotation_events(conn, None)
+        events.sort(key=lambda e: (e.time, e.session_id, e.region_first_id or 0))
+        self._events_cache = (dv, 0, events)
+        return events
+
+    def _session_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        events = self._inplace_events(conn, session_id) if self.has_compacted else []
+        events += [e for e in self._rotation_events(conn, session_id)]
+        events.sort(key=lambda e: (e.time, e.region_first_id or 0))
+        return events
+
+    def _session_rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
+        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
+                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
+        return [tuple(r) for r in conn.execute(
+            f"SELECT {', '.join(cols)} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+
+    @staticmethod
+    def _row_text(content: Any) -> str:
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", "replace")
+        return message_text(decode_content(content))
+
+    def _inplace_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        rows = self._session_rows(conn, session_id)
+        return _reconstruct_inplace(session_id, rows, self._row_text)
+
+    def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
+        if not {"parent_session_id", "end_reason"} <= self._scols:
+            return []
+        sql = ("SELECT p.id, p.ended_at, c.id, c.started_at FROM sessions p JOIN sessions c ON c.parent_session_id = p.id"
+               " WHERE p.end_reason = 'compression'")
+        params: tuple[Any, ...] = ()
+        if session_id is not None:
+            sql += " AND (p.id = ? OR c.id = ?)"
+            params = (session_id, session_id)
+        best: dict[str, tuple[Any, ...]] = {}
+        for pid, ended, cid, cstart in conn.execute(sql + " ORDER BY c.started_at", params):
+            best[str(pid)] = (pid, ended, cid, cstart)  # newest child wins
+        out = []
+        for pid, ended, cid, cstart in best.values():
+            parent_rows = self._session_rows(conn, str(pid))
+            live_parent = [r for r in parent_rows if r[3]]
+            child_rows = self._session_rows(conn, str(cid))
+            region, match, summary_id = _initial_region(child_rows, self._row_text, live_parent)
+            t = float(ended) if ended is not None else float(cstart or 0.0)
+            out.append(CompactionEvent(
+                session_id=str(pid), time=t, mode="rotation", summary_message_id=summary_id,
+                kind=match.kind if match else None, merged=bool(match and match.merged),
+                summary_hash=match.body_hash if match else None, archived_count=len(live_parent),
+                child_session_id=str(cid), region_first_id=region[0] if region else None,
+                region_last_id=region[-1] if region else None, index=1, region_ids=tuple(region),
+            ))
+        return out
+
+    # ------------------------------------------------------------------ incremental refresh
+
+    def data_version(self) -> int | None:
+        """``PRAGMA data_version`` of this connection (changes when another connection commits).
+
+        None when the database is unavailable. A new value after a reconnect is not comparable
+        with the old one (use :meth:`refresh`, which handles that).
+        """
+        return self._run(lambda c: int(c.execute("PRAGMA data_version").fetchone()[0]), None)
+
+    def reset_cursor(self) -> None:
+        """Forget the refresh cursor: the next :meth:`refresh` reports ``reset=True``."""
+        with self._lock:
+            self._cursor_last_id = None
+            self._cursor_data_version = None
+            self._cursor_sessions = {}
+            self._cursor_sigs = {}
+
+    def refresh(self, *, max_rows: int = 5000) -> Delta:
+        """What changed since the last call, at a cost independent of the database size.
+
+        Per call: ``PRAGMA data_version`` (unchanged -> return at once); rows with
+        ``id > last_id`` through the primary key (at most ``max_rows``); a re-check of the
+        session rows that are open, new since the last call, or got new rows (their end,
+        title and counters; a rewind or an in-place compaction shows as a counter change).
+        Ended sessions that are not touched are not re-read: a later rename of an ended
+        session appears only on a full :meth:`sessions`. The first call (or the first after
+        a reconnect or a vacuum that lowered the max id) sets ``reset=True`` and starts the
+        cursor at the current max id without returning old rows.
+        """
+        def q(conn: sqlite3.Connection) -> Delta:
+            dv = int(conn.execute("PRAGMA data_version").fetchone()[0])
+            max_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+            reset = self._cursor_last_id is None or self._cursor_data_version is None or max_id < (self._cursor_last_id or 0)
+            if reset:
+                self._cursor_last_id = max_id
+                self._cursor_data_version = dv
+                self._cursor_sessions = {}
+                self._cursor_sigs = {}
+                self._cursor_started_max = 0.0
+                changed_sessions = self._recheck_sessions(conn, set())
+                return Delta(True, True, dv, max_id, sessions_changed=tuple(changed_sessions), status=self._status)
+            if dv == self._cursor_data_version:
+                return Delta(False, False, dv, self._cursor_last_id or 0, status=self._status)
+            last = self._cursor_last_id or 0
+            rows = conn.execute(
+                f"SELECT {self._msg_select()} FROM messages m WHERE m.id > ? ORDER BY m.id LIMIT ?", (last, max_rows + 1)).fetchall()
+            truncated = len(rows) > max_rows
+            rows = rows[:max_rows]
+            msgs = tuple(self._to_message(r) for r in rows)
+            touched = {m.session_id for m in msgs}
+            changed_sessions = self._recheck_sessions(conn, touched)
+            events: list[CompactionEvent] = []
+            for sid in sorted({m.session_id for m in msgs if match_summary(m.text) is not None}):
+                events += [e for e in self._session_events(conn, sid)
+                           if (e.summary_message_id or 0) > last or (e.region_first_id or 0) > last]
+            new_last = msgs[-1].id if msgs else last
+            self._cursor_last_id = new_last
+            if not truncated:
+                self._cursor_data_version = dv
+            self._events_cache = None
+            return Delta(True, False, dv, new_last, msgs, tuple(sorted(changed_sessions | touched)), tuple(events), truncated, self._status)
+
+        out = self._run(q, None)
+        if out is None:
+            with self._lock:
+                self._cursor_data_version = None
+            return Delta(False, True, None, self._cursor_last_id or 0, status=self._status)
+        return out
+
+    def _recheck_sessions(self, conn: sqlite3.Connection, touched: set[str]) -> set[str]:
+        cols = [c for c in ("id", "ended_at", "end_reason", "title", "message_count", "rewind_count", "started_at") if c in self._scols]
+        conds = []
+        params: list[Any] = []
+        if "ended_at" in self._scols and not self._cursor_sigs:
+            conds.append("ended_at IS NULL")
+        if "started_at" in self._scols:
+            conds.append("started_at >= ?")
+            params.append(self._cursor_started_max)
+        if self._cursor_sessions:
+            known_open = list(self._cursor_sessions)[:500]
+            conds.append(f"id IN ({','.join('?' * len(known_open))})")
+            params += known_open
+        if touched:
+            t = list(touched)[:500]
+            conds.append(f"id IN ({','.join('?' * len(t))})")
+            params += t
+        where = " OR ".join(conds) if conds else "1"
+        changed: set[str] = set()
+        seen: dict[str, tuple[Any, ...]] = {}
+        for r in conn.execute(f"SELECT {', '.join(cols)} FROM sessions WHERE {where}", params):
+            sig = tuple(r)
+            sid = str(r[0])
+            if self._cursor_sigs.get(sid) != sig:
+                changed.add(sid)
+            self._cursor_sigs[sid] = sig
+            if "ended_at" not in self._scols or r[cols.index("ended_at")] is None:
+                seen[sid] = sig
+            if "started_at" in self._scols and r[cols.index("started_at")] is not None:
+                try:
+                    self._cursor_started_max = max(self._cursor_started_max, float(r[cols.index("started_at")]))
+                except (TypeError, ValueError):
+                    pass
+        self._cursor_sessions = seen
+        return changed
+
+
+# --------------------------------------------------------------------------- reconstruction
+
+_Row = tuple[Any, ...]  # (id, role, content, active, compacted, timestamp)
+
+
+def _key(row: _Row, text_of: Callable[[Any], str]) -> tuple[str, str]:
+    return (str(row[1]), text_of(row[2]))
+
+
+def _tail_end(rows: Sequence[_Row], p: int, stop: int, text_of: Callable[[Any], str], copies: set[tuple[str, str]]) -> int:
+    """Index one past the last row of the inserted set that contains the summary at ``p``."""
+    try:
+        ts0 = float(rows[p][5] or 0.0)
+    except (TypeError, ValueError):
+        ts0 = 0.0
+    j = p + 1
+    while j < stop:
+        prev, cur = rows[j - 1], rows[j]
+        if int(cur[0]) != int(prev[0]) + 1 or bool(cur[3]) != bool(rows[p][3]) or bool(cur[4]) != bool(rows[p][4]):
+            break
+        try:
+            ts = float(cur[5] or 0.0)
+        except (TypeError, ValueError):
+            ts = 0.0
+        fresh = abs(ts - ts0) <= FRESH_STAMP_TOLERANCE + 1e-6 * (j - p + 1)
+        if not fresh and _key(cur, text_of) not in copies:
+            break
+        j += 1
+    return j
+
+
+def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> list[CompactionEvent]:
+    # summary candidates, skipping verbatim copies of an earlier summary
+    cands: list[tuple[int, Any]] = []
+    seen_content: set[str] = set()
+    for i, r in enumerate(rows):
+        text = text_of(r[2])
+        if not text or text[:1] not in "[ \t\n\r":
+            if not (isinstance(r[2], str) and r[2].startswith("\x00json:")):
+                continue
+        m = match_summary(text)
+        if m is None:
+            continue
+        if text in seen_content:
+            continue
+        seen_content.add(text)
+        cands.append((i, m))
+    events: list[CompactionEvent] = []
+    starts: list[int] = []
+    lower = 0
+    accepted: list[tuple[int, Any, int, list[int]]] = []
+    for p, m in cands:
+        if p < lower:
+            continue
+        if rows[p][3]:  # summary still live: the head is the live run right before it
+            h = 0
+            while p - h - 1 >= lower and rows[p - h - 1][3]:
+                h += 1
+        else:
+            h = 0
+            limit = (p - lower) // 2
+            for j in range(limit, 0, -1):
+                if all(_key(rows[p - j + t], text_of) == _key(rows[lower + t], text_of) for t in range(j)):
+                    h = j
+                    break
+        start = p - h
+        batch = [i for i in range(lower, start) if rows[i][4]]
+        if not batch:
+            continue
+        accepted.append((p, m, start, batch))
+        starts.append(start)
+        lower = start
+    for k, (p, m, start, batch) in enumerate(accepted):
+        stop = accepted[k + 1][2] if k + 1 < len(accepted) else len(rows)
+        copies = {_key(rows[i], text_of) for i in batch}
+        end = _tail_end(rows, p, stop, text_of, copies)
+        region = [int(rows[i][0]) for i in range(start, end)]
+        stamps = []
+        for i in range(start, end):
+            try:
+                stamps.append(float(rows[i][5] or 0.0))
+            except (TypeError, ValueError):
+                pass
+        events.append(CompactionEvent(
+            session_id=session_id, time=max(stamps) if stamps else 0.0, mode="in_place",
+            summary_message_id=int(rows[p][0]), kind=m.kind, merged=m.merged, summary_hash=m.body_hash,
+            archived_count=len(batch), region_first_id=region[0], region_last_id=region[-1], index=k + 1,
+            region_ids=tuple(region),
+        ))
+    return events
+
+
+def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_live: Sequence[_Row]) -> tuple[list[int], Any, int | None]:
+    """A rotation child's initial rows (the compacted handoff) and its summary match."""
+    if not rows:
+        return [], None, None
+    copies = {_key(r, text_of) for r in parent_live}
+    p = None
+    match = None
+    for i, r in enumerate(rows[:64]):
+        m = match_summary(text_of(r[2]))
+        if m is not None:
+            p, match = i, m
+            break
+    if p is None:
+        # no summary row: the first run of consecutive ids
+        end = 1
+        while end < len(rows) and int(rows[end][0]) == int(rows[end - 1][0]) + 1:
+            end += 1
+        return [int(r[0]) for r in rows[:end]], None, None
+    end = _tail_end(rows, p, len(rows), text_of, copies)
+    return [int(r[0]) for r in rows[:end]], match, int(rows[p][0])
+
+
+# --------------------------------------------------------------------------- status section
+
+
+def status_section(home: Any, config: Any = None, *, limit: int = 50) -> dict[str, Any]:
+    """The ``sessions`` part of ``status --json``.
+
+    Returns ``{"sessions": [{id, title, source, started_at, ended_at, message_count,
+    compactions, live}], "state_db": DBStatus.as_dict()}`` (epoch seconds; newest first,
+    at most ``limit``). Never raises.
+
+    Args:
+        home: a ``HermesHome`` or the home directory.
+        config: unused (kept for the uniform ``section(home, config)`` signature).
+    """
+    path = home.state_db if hasattr(home, "state_db") else Path(home) / "state.db"
+    with StateDB(path) as db:
+        st = db.status()
+        items = db.sessions(limit=limit) if st.ok else []
+        st = db.status() if st.ok else st
+    return {
+        "sessions": [
+            {"id": s.id, "title": s.title, "source": s.source, "started_at": s.started_at, "ended_at": s.ended_at,
+             "message_count": s.message_count, "compactions": s.compactions, "live": s.live}
+            for s in items
+        ],
+        "state_db": st.as_dict(),
+    }
