@@ -562,7 +562,7 @@ class AnchorStore:
             before = current.to_dict() if current.path is not None else None
             result = mutate(current)
             after = current.to_dict()
-            if after != before or current.path != path:
+            if after != before:
                 atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
             return result
 

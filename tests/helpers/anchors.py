@@ -51,7 +51,7 @@ def sample_v05() -> dict[str, Any]:
     d = sample_v04()
     d["session_id"] = "20260701_090000_ffee00"
     d["anchors"] = {
-        "pin_1a2b3c4d": {**d["anchors"]["pin_1795349762_0"], "id": "pin_1a2b3c4d"},
+        "pin_1a2b3c4d": {**d["anchors"]["pin_1795349762_1"], "id": "pin_1a2b3c4d"},
         "format-bullets": {"id": "format-bullets", "text": "Use bullets", "reminder": "Use bullets",
                            "priority": 30, "probes": ["bullets"], "pinned": False, "drifted": False,
                            "last_alive_turn": 3, "future_field": {"x": 1}},
