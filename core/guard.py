@@ -1,0 +1,691 @@
+"""The per-turn guard: MemLock's hooks, tool and status command on memdeck's locked anchor store.
+
+:class:`Guard` does what MemLock's ``MemlockService`` does (``Sahil-SS9/hermes-memlock``
+``f6cfb8b`` ``__init__.py`` and ``memlock_core/__init__.py`` at ``1b27ba5``/``694ec32``):
+detect a compaction in the conversation history, audit the anchors against the active region,
+score integrity, log drift, alert, and return the reminder block to inject. The difference is
+where state lives: MemLock keeps each session's store in process memory and overwrites its file;
+the guard keeps nothing authoritative in memory. Every turn it re-reads the session file (a
+``stat`` when nothing changed) and every change goes through
+:meth:`core.anchors.AnchorStore.update_session` (sidecar lock, reload under the lock, atomic
+write), so a pin, edit or archive made by the dashboard or the CLI in another process shows in
+the very next turn and no write from either side is lost.
+
+Cost of a quiet turn (no compaction, no safety net, ``inject: on-drift``): one scan of the
+history for a summary prefix, one sha256 of the summary body if there is one, one ``stat`` of
+the session file, no audit and no write. The turn counter of a quiet turn is kept in memory
+and persisted (``turn_count``, MemLock >= 694ec32) by ``on_session_end``, which Hermes 0.19
+fires at the end of every ``run_conversation`` (``agent/turn_finalizer.py:605-630``), and by
+any write the turn makes anyway; so the write is off the pre-LLM path and the file is exact
+between turns. MemLock >= 694ec32 instead saves in ``increment_turn`` before every call.
+
+Deliberate differences from MemLock (all stricter or additive):
+
+* compaction detection also recognises Hermes' merge-into-tail shape
+  (:func:`core.compaction.find_summary`), which MemLock's ``startswith`` misses;
+* the audited active region has the current ``user_message`` appended when absent (MemLock >=
+  0.3 behaviour);
+* the semantic fallback uses the configured ``drift_threshold`` (see :mod:`core.audit`);
+* ``guard_pin`` refuses a non-integer priority or a string ``probes`` with a clear error
+  (MemLock crashes / splits the string into characters); integer priorities outside 1-100 are
+  clamped as MemLock does; pinned text is threat-scanned (:meth:`AnchorStore.pin`);
+* an alert script runs in its own session and is reaped (terminated after 5 s).
+
+No method here raises into Hermes: the hook wrappers in :mod:`core.hermes_plugin` catch and
+log everything; the methods themselves raise only on programming errors and I/O failures.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import audit as _audit
+from .anchors import Anchor, AnchorStore, SessionAnchors
+from .compaction import find_summary, message_text, split_context
+from .config import Config, MemlockConfig
+from .errors import MemdeckError, Refused
+from .home import HermesHome
+
+logger = logging.getLogger("memdeck.guard")
+
+#: The one-line hint ``/guard`` adds under MemLock's layout.
+DASHBOARD_HINT = "Open the live dashboard with `memdeck` (pins, drift log, archive/restore)."
+#: Seconds an alert script may run before it is terminated (MemLock 694ec32 reaps after 5 s).
+ALERT_SCRIPT_TIMEOUT_S = 5.0
+#: guard_pin's JSON schema: MemLock's ``_PIN_SCHEMA`` (0.2) + ``pin_id`` (0.4) + ``action`` /
+#: ``version`` (0.5), with our own descriptions.
+PIN_SCHEMA: dict[str, Any] = {
+    "name": "guard_pin",
+    "description": (
+        "Pin a standing instruction that must survive context compaction. Use 'text' to pin a "
+        "new instruction, 'unpin' with an anchor id to remove one, 'pin_id' with 'text' to "
+        "edit a pin in place, or action='rollback' with 'pin_id' to restore an earlier version."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "The standing instruction to preserve (pin or update)."},
+            "unpin": {"type": "string", "description": "Anchor id to remove (takes precedence over everything else)."},
+            "reminder": {"type": "string", "description": "Short form re-inserted after compaction (optional; default: first sentence of text, 120 chars)."},
+            "priority": {"type": "integer", "description": "Importance 1-100, higher is re-inserted first (default 50)."},
+            "probes": {"type": "array", "items": {"type": "string"}, "description": "Distinctive keywords whose presence shows the instruction survived (optional; derived from text)."},
+            "scope": {"type": "string", "enum": ["session", "global"], "description": "session (default) dies with the session; global persists across sessions. On unpin, global also deletes the durable copy."},
+            "pin_id": {"type": "string", "description": "Edit this pin in place (with text), or the pin to roll back."},
+            "action": {"type": "string", "enum": ["rollback"], "description": "rollback: restore a previous version of pin_id."},
+            "version": {"type": "integer", "description": "History index for rollback: -1 (default) the most recent previous version, 0 the oldest."},
+        },
+        "required": [],
+    },
+}
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What one ``pre_llm_call`` decided (for tests, the bench and debugging).
+
+    Attributes:
+        turn: the session's turn number.
+        compaction: a new compaction was detected (summary body hash differs from the file's).
+        safety_net: the ``hard_reinject_turns`` safety net fired.
+        audited: an audit ran.
+        score: integrity score after the audit (percent 0-100), None if no audit / no anchors.
+        drifted: ids found drifted by the audit.
+        injected: ids whose reminders are in the block.
+        block: the reminder block ("" when nothing is injected).
+        alert: the alert message raised, "" when none.
+        wrote: the session file was rewritten.
+    """
+
+    turn: int
+    compaction: bool = False
+    safety_net: bool = False
+    audited: bool = False
+    score: int | None = None
+    drifted: tuple[str, ...] = ()
+    injected: tuple[str, ...] = ()
+    block: str = ""
+    alert: str = ""
+    wrote: bool = False
+
+
+def validate_static_anchors(anchors: Sequence[Any]) -> list[dict[str, Any]]:
+    """Validate config ``memlock.anchors`` exactly as MemLock's ``_validate_anchors`` (``__init__.py:103-142``).
+
+    Drops anchors missing ``id`` or ``text``; rejects a probe-less anchor unless exactly one
+    structurally valid anchor is defined (counted over the whole list, so order does not
+    matter); default ``reminder`` = ``text[:120]``, default ``priority`` 50, ``pinned`` False.
+    Additionally the reminder is whitespace-flattened (it lands in the reminder block) and a
+    probes value that is a string counts as one probe. Warnings are logged.
+
+    Returns:
+        MemLock anchor dicts ``{id, text, reminder, priority, probes, pinned}``.
+    """
+    items = [a for a in anchors if isinstance(a, dict)]
+    total = sum(1 for a in items if a.get("id") and a.get("text"))
+    out: list[dict[str, Any]] = []
+    for a in items:
+        aid, text = a.get("id", ""), a.get("text", "")
+        if not aid or not text:
+            logger.warning("memdeck: skipping config anchor missing id or text")
+            continue
+        probes = _audit.probes_of(a)
+        if not probes and total > 1:
+            logger.warning("memdeck: config anchor %r has 0 probes and %d anchors are defined; rejecting it", aid, total)
+            continue
+        if not probes:
+            logger.warning("memdeck: config anchor %r has no probes; audits treat it as always alive", aid)
+        reminder = a.get("reminder")
+        reminder = _audit.flatten_ws(reminder) if reminder else ""
+        try:
+            priority = int(a.get("priority", 50))
+        except (TypeError, ValueError):
+            logger.warning("memdeck: config anchor %r has a non-integer priority; using 50", aid)
+            priority = 50
+        out.append({
+            "id": str(aid),
+            "text": str(text),
+            "reminder": reminder or _audit.flatten_ws(str(text)[:_audit.REMINDER_LINE_CHARS]),
+            "priority": priority,
+            "probes": probes,
+            "pinned": bool(a.get("pinned", False)),
+        })
+    return out
+
+
+def _reap(proc: subprocess.Popen, timeout: float) -> None:
+    try:
+        proc.wait(timeout=timeout)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    except Exception:  # pragma: no cover
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+
+
+def run_alert_script(script: str, message: str, timeout: float = ALERT_SCRIPT_TIMEOUT_S) -> subprocess.Popen | None:
+    """Start ``[script, message]`` detached (new session, no stdin/stdout/stderr) and reap it.
+
+    A daemon thread waits ``timeout`` seconds, then terminates the script's process group.
+    Returns the process, or None when it could not be started (logged, never raised).
+    """
+    try:
+        proc = subprocess.Popen([script, message], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except Exception as exc:
+        logger.warning("memdeck: alert script %r failed to start: %s", script, exc)
+        return None
+    threading.Thread(target=_reap, args=(proc, timeout), name="memdeck-alert-reaper", daemon=True).start()
+    return proc
+
+
+class Guard:
+    """MemLock's engine for one Hermes home, stateless between turns except the turn counters.
+
+    Args:
+        home: the Hermes home whose ``memlock/`` it guards.
+        config: a :class:`Config`, or a zero-argument callable returning the current one (the
+            plugin passes a reloader, so ``config.yaml`` edits apply on the next turn).
+        encoder: optional sentence encoder for ``detection: semantic`` (an object with
+            ``encode(list[str])`` or a callable); None loads ``embedding_model`` lazily.
+        clock: epoch-seconds clock (tests).
+        actor: journal actor of writes (``"plugin"``).
+    """
+
+    def __init__(self, home: HermesHome, config: Config | Callable[[], Config], *, encoder: Any = None,
+                 clock: Callable[[], float] = time.time, actor: str = "plugin") -> None:
+        self.home = home
+        self._config_src = config if callable(config) else (lambda c=config: c)
+        self.encoder = encoder
+        self.clock = clock
+        self.actor = actor
+        self.current_session_id = ""
+        self._turns: dict[str, int] = {}
+        self._cache: dict[str, tuple[tuple, SessionAnchors]] = {}
+        self._store: AnchorStore | None = None
+        self._store_cfg: Config | None = None
+        self.last_outcome: TurnOutcome | None = None
+        self._lock = threading.RLock()
+
+    # -- plumbing --------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        return self._config_src()
+
+    @property
+    def mcfg(self) -> MemlockConfig:
+        return self.config.memlock
+
+    @property
+    def store(self) -> AnchorStore:
+        cfg = self.config
+        if self._store is None or self._store_cfg is not cfg:
+            self._store = AnchorStore(self.home, cfg, actor=self.actor)
+            self._store_cfg = cfg
+        return self._store
+
+    def _signature(self, session_id: str) -> tuple:
+        path = self.store.find_session_file(session_id)
+        if path is None:
+            return (None,)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return (None,)
+        return (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def peek(self, session_id: str) -> SessionAnchors:
+        """The session as on disk, re-read only when its file changed (stat signature).
+
+        Raises:
+            UnreadableFile: the file exists but is not a MemLock JSON object.
+        """
+        sig = self._signature(session_id)
+        hit = self._cache.get(session_id)
+        if hit is not None and hit[0] == sig and sig != (None,):
+            return hit[1]
+        s = self.store.load_session(session_id)
+        if sig != (None,):
+            self._cache[session_id] = (sig, s)
+        else:
+            self._cache.pop(session_id, None)
+        return s
+
+    def _update(self, session_id: str, mutate: Callable[[SessionAnchors], Any]) -> Any:
+        self._cache.pop(session_id, None)
+        return self.store.update_session(session_id, mutate)
+
+    def turn_of(self, session_id: str) -> int:
+        """The last turn number seen in this process for ``session_id`` (0 = none)."""
+        return self._turns.get(session_id, 0)
+
+    # -- hooks --------------------------------------------------------------------
+    def on_session_start(self, session_id: str = "", **_: Any) -> list[str]:
+        """Seed config static anchors (validated as MemLock does) then global pins.
+
+        Anchors already in the session are left alone (MemLock ``_on_start``), so an edit made
+        in the dashboard is not overwritten by the config copy. Global pins come from
+        ``persist/`` (``scope: global`` only, quarantined files skipped). The turn counter is
+        not reset (MemLock >= 694ec32). Returns the ids added.
+        """
+        if not session_id:
+            return []
+        with self._lock:
+            self.current_session_id = session_id
+            statics = validate_static_anchors(list(self.mcfg.anchors))
+            try:
+                pins = [p for p in self.store.load_pins() if p.get("scope") == "global"]
+            except Exception as exc:  # seeding global pins must not block static seeding
+                logger.warning("memdeck: failed to read global pins: %s", exc)
+                pins = []
+
+            def mutate(s: SessionAnchors) -> list[str]:
+                added = []
+                for a in statics:
+                    if a["id"] not in s.anchors:
+                        s.add(Anchor(id=a["id"], text=a["text"], reminder=a["reminder"], priority=a["priority"],
+                                     probes=list(a["probes"]), pinned=a["pinned"]))
+                        added.append(a["id"])
+                for p in pins:
+                    pid = str(p["id"])
+                    if pid in s.anchors:
+                        continue
+                    text = str(p["text"])
+                    s.add(Anchor(id=pid, text=text, reminder=str(p.get("reminder") or text[:_audit.REMINDER_LINE_CHARS]),
+                                 priority=_audit.priority_of(p), probes=_audit.probes_of(p), pinned=True))
+                    added.append(pid)
+                return added
+
+            if not statics and not pins:
+                return []
+            return self._update(session_id, mutate)
+
+    def on_session_end(self, session_id: str = "", **_: Any) -> bool:
+        """Persist this process's turn counter when it is ahead of the file. Returns whether it wrote."""
+        if not session_id:
+            return False
+        with self._lock:
+            turn = self._turns.get(session_id, 0)
+            if not turn:
+                return False
+            snap = self.peek(session_id)
+            if snap.turn_count >= turn and snap.path is not None:
+                return False
+
+            def mutate(s: SessionAnchors) -> None:
+                if s.turn_count < turn:
+                    s.turn_count = turn
+
+            self._update(session_id, mutate)
+            return True
+
+    def pre_llm_call(self, session_id: str = "", user_message: str = "", conversation_history: list | None = None,
+                     **_: Any) -> dict[str, str] | None:
+        """The ``pre_llm_call`` hook: returns ``{"context": reminder_block}`` or None.
+
+        Matches MemLock ``_on_pre_llm`` / ``MemlockService.pre_llm_turn`` (``__init__.py:283-415``):
+        turn += 1; new compaction = a summary whose body hash differs from
+        ``last_summary_hash`` (then the hash and ``last_compaction_at`` are recorded); safety
+        net = no compaction, ``hard_reinject_turns > 0`` and ``turn - last_reinject_turn >=
+        hard_reinject_turns``; audit on either; in ``on-drift`` mode a turn without audit
+        injects nothing; candidates are every anchor (``always``), else the drifted ones, else
+        every anchor on a safety-net turn; packed by ``max_slots`` / ``max_reminder_chars``;
+        ``last_reinject_turn`` = turn when a block is returned.
+        """
+        outcome = self.run_turn(session_id, conversation_history or [], user_message)
+        return {"context": outcome.block} if outcome.block else None
+
+    def run_turn(self, session_id: str, history: Sequence[Any], user_message: str = "") -> TurnOutcome:
+        """:meth:`pre_llm_call` returning the full :class:`TurnOutcome` (see there)."""
+        if not session_id:
+            return TurnOutcome(turn=0)
+        with self._lock:
+            self.current_session_id = session_id
+            cfg = self.mcfg
+            idx, match = find_summary(history)
+            summary_hash = match.body_hash if match is not None else None
+            snap = self.peek(session_id)
+            turn = max(self._turns.get(session_id, 0), snap.turn_count) + 1
+            self._turns[session_id] = turn
+            inject_always = str(cfg.inject).strip().lower() == "always"
+            hr = int(cfg.hard_reinject_turns)
+            compaction = summary_hash is not None and summary_hash != snap.last_summary_hash
+            safety = (not compaction) and hr > 0 and (turn - snap.last_reinject_turn) >= hr
+            if not inject_always and not compaction and not safety:
+                out = TurnOutcome(turn=turn)
+                self.last_outcome = out
+                return out
+            if not snap.anchors and not compaction:
+                out = TurnOutcome(turn=turn, safety_net=safety)
+                self.last_outcome = out
+                return out
+
+            active_cache: list[Any] = []
+
+            def active_region() -> list[Any]:
+                if not active_cache:
+                    _, active = split_context(history, idx)
+                    if user_message and not any(
+                        isinstance(m, dict) and str(m.get("role", "")).lower() == "user" and message_text(m) == user_message
+                        for m in active
+                    ):
+                        active.append({"role": "user", "content": user_message})
+                    active_cache.append(active)
+                return active_cache[0]
+
+            # Audit outside the lock against the snapshot (semantic encoding can be slow);
+            # anchors added or edited meanwhile are audited again under the lock.
+            pre: dict[str, tuple[tuple, _audit.AnchorVerdict]] = {}
+            if compaction or safety:
+                anchors = snap.sorted_anchors()
+                if anchors:
+                    verdicts = _audit.run_audit(anchors, active_region(), cfg, encoder=self.encoder)
+                    pre = {a.id: (_content_key(a), verdicts[a.id]) for a in anchors if a.id in verdicts}
+            now = self.clock()
+            result: dict[str, Any] = {}
+
+            def mutate(s: SessionAnchors) -> None:
+                s.turn_count = max(s.turn_count, turn)
+                comp = summary_hash is not None and summary_hash != s.last_summary_hash
+                if comp:
+                    s.last_summary_hash = summary_hash
+                    s.last_compaction_at = now
+                net = (not comp) and hr > 0 and (turn - s.last_reinject_turn) >= hr
+                result.update(compaction=comp, safety_net=net)
+                audit_now = comp or net
+                if not inject_always and not audit_now:
+                    return
+                anchors = s.sorted_anchors()
+                if not anchors:
+                    return
+                drifted: list[str] = []
+                if audit_now:
+                    verdicts = {a.id: pre[a.id][1] for a in anchors if a.id in pre and pre[a.id][0] == _content_key(a)}
+                    stale = [a for a in anchors if a.id not in verdicts]
+                    if stale:
+                        verdicts.update(_audit.run_audit(stale, active_region(), cfg, encoder=self.encoder))
+                    ordered = {a.id: verdicts[a.id] for a in anchors if a.id in verdicts}
+                    score, drifted = s.record_audit(ordered, turn, now)
+                    result.update(audited=True, score=score, drifted=tuple(drifted))
+                    if _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor, cfg.alert_cooldown_s):
+                        result["alert"] = _audit.alert_message(score, session_id, drifted)
+                        s.last_alert_at = now
+                block, selected, _remaining = _audit.plan_reminder(anchors, drifted, cfg, safety_net=net)
+                if block:
+                    s.last_reinject_turn = turn
+                    result.update(block=block, injected=tuple(selected))
+
+            before = self._signature(session_id)
+            self._update(session_id, mutate)
+            wrote = self._signature(session_id) != before
+            alert = result.get("alert", "")
+            if alert:
+                logger.warning(alert)
+                script = str(cfg.alert_script or "").strip()
+                if script:
+                    run_alert_script(script, alert)
+            out = TurnOutcome(
+                turn=turn, compaction=result.get("compaction", False), safety_net=result.get("safety_net", False),
+                audited=result.get("audited", False), score=result.get("score"), drifted=result.get("drifted", ()),
+                injected=result.get("injected", ()), block=result.get("block", ""), alert=alert, wrote=wrote,
+            )
+            self.last_outcome = out
+            return out
+
+    # -- guard_pin --------------------------------------------------------------------
+    def pin_tool(self, args: dict | None = None, **kwargs: Any) -> str:
+        """The ``guard_pin`` tool handler (Hermes calls ``handler(args, **kwargs)``,
+        ``tools/registry.py:614-632``; 0.19 forwards ``session_id``).
+
+        Dispatch as MemLock ``pin_handler``: ``unpin`` first, then ``action: rollback``, then
+        ``pin_id`` (update), else pin. The session is the forwarded ``session_id``, else the
+        last one seen by a hook. Returns MemLock's success texts, or ``"Error: ..."`` strings
+        (never raises).
+        """
+        try:
+            return self._pin_tool(args if isinstance(args, dict) else {}, kwargs)
+        except Refused as exc:
+            return f"Error: {exc.reason}"
+        except MemdeckError as exc:
+            return f"Error: {exc}"
+        except Exception as exc:  # never let a tool call crash the turn
+            logger.exception("memdeck: guard_pin failed")
+            return f"Error: guard_pin failed ({type(exc).__name__}: {exc})"
+
+    def _pin_tool(self, args: dict, kwargs: dict) -> str:
+        session_id = str(kwargs.get("session_id") or "") or self.current_session_id
+        if not session_id:
+            return "Error: no active session; cannot pin before a session starts"
+        with self._lock:
+            self._cache.pop(session_id, None)
+            unpin_id = _flat(args.get("unpin"))
+            if unpin_id:
+                return self._unpin(session_id, unpin_id, args)
+            pin_id = _flat(args.get("pin_id"))
+            action = _flat(args.get("action")).lower()
+            if action and action != "rollback":
+                return f"Error: unknown action {action!r} (the only action is 'rollback')"
+            if action == "rollback":
+                if not pin_id:
+                    return "Error: 'pin_id' is required for rollback"
+                return self._rollback(session_id, pin_id, args)
+            if pin_id:
+                return self._update_pin(session_id, pin_id, args)
+            return self._pin(session_id, args)
+
+    def _pin(self, session_id: str, args: dict) -> str:
+        text = _audit.flatten_ws(args.get("text"))
+        if not text:
+            return "Error: 'text' is required for pin"
+        priority = _tool_priority(args.get("priority"), 50)
+        probes = _tool_probes(args.get("probes"))
+        scope = _flat(args.get("scope")).lower() or "session"
+        if scope not in ("session", "global"):
+            scope = "session"  # MemLock: invalid values become session
+        try:
+            anchor = self.store.pin(text, priority=priority, reminder=_flat(args.get("reminder")) or None,
+                                    probes=probes, scope=scope, session_id=session_id)
+        except Refused as exc:
+            if exc.code == "limit":
+                return f"Error: pin limit reached ({self.mcfg.max_pins}). Unpin something first (see /guard)."
+            if exc.code == "empty":
+                return "Error: 'text' is required for pin"
+            raise
+        note = " (global — survives sessions)" if scope == "global" else ""
+        return (f"Pinned instruction (id={anchor.id}, priority={anchor.priority}, probes={len(anchor.probes)}, "
+                f"scope={scope}{note}):\n  {anchor.text}\nWill survive context compaction.")
+
+    def _unpin(self, session_id: str, anchor_id: str, args: dict) -> str:
+        scope = _flat(args.get("scope")).lower()
+        is_global = scope == "global"
+        try:
+            res = self.store.unpin(anchor_id, session_id=session_id, scope="global" if is_global else None)
+        except Refused as exc:
+            if exc.code == "not_found":
+                return f"Error: anchor '{anchor_id}' not found or not pinned"
+            raise
+        if is_global and res.get("global_removed"):
+            return f"Unpinned globally: {anchor_id}"
+        return f"Unpinned: {anchor_id}"
+
+    def _missing_pin(self, session_id: str, pin_id: str) -> str | None:
+        s = self.store.load_session(session_id)
+        if pin_id in s.anchors:
+            return None
+        ids = [a.id for a in s.sorted_anchors() if a.pinned][:8]
+        return f"Error: pin '{pin_id}' not found. Available pin ids: {', '.join(ids) if ids else '(none)'}"
+
+    def _update_pin(self, session_id: str, pin_id: str, args: dict) -> str:
+        missing = self._missing_pin(session_id, pin_id)
+        if missing:
+            return missing
+        text = _audit.flatten_ws(args.get("text"))
+        if not text:
+            return "Error: 'text' is required for update"
+        priority = _tool_priority(args.get("priority"), None)
+        probes = _tool_probes(args.get("probes"))
+        reminder = _flat(args.get("reminder"))
+        # MemLock: an update without reminder/probes re-derives them from the new text.
+        try:
+            anchor = self.store.update(pin_id, text=text, reminder=reminder or _audit.auto_reminder(text),
+                                       priority=priority, probes=probes if probes else _audit.derive_probes(text),
+                                       session_id=session_id)
+        except Refused as exc:
+            if exc.code == "no_change":
+                return f"Error: pin '{pin_id}' already has that content; nothing was changed"
+            raise
+        note = " (global copy updated)" if pin_id in self.store.global_ids() else ""
+        return (f"Updated pin (id={pin_id}, priority={anchor.priority}, probes={len(anchor.probes)}{note}):\n"
+                f"  {anchor.text}\nPrevious version kept in history.")
+
+    def _rollback(self, session_id: str, pin_id: str, args: dict) -> str:
+        missing = self._missing_pin(session_id, pin_id)
+        if missing:
+            return missing
+        raw_version = args.get("version", -1)
+        if isinstance(raw_version, bool):
+            return "Error: 'version' must be an integer index into the pin's history"
+        try:
+            version = int(raw_version) if not isinstance(raw_version, float) or raw_version.is_integer() else None
+        except (TypeError, ValueError):
+            version = None
+        if version is None:
+            return "Error: 'version' must be an integer index into the pin's history"
+        now = self.clock()
+
+        def mutate(s: SessionAnchors) -> str | Anchor:
+            a = s.anchors.get(pin_id)
+            if a is None:
+                return f"Error: pin '{pin_id}' not found"
+            hist = list(a.history or [])
+            if not hist:
+                return (f"Error: pin '{pin_id}' has no version history to roll back to. "
+                        f"Update it first (guard_pin with pin_id + text).")
+            idx = len(hist) - 1 if version < 0 else version
+            if not 0 <= idx < len(hist):
+                return (f"Error: version index {version} out of range for pin '{pin_id}' ({len(hist)} version(s) in "
+                        f"history; use -1 for the most recent previous version).")
+            target = hist[idx]
+            # MemLock rollback_anchor: the displaced current state goes onto history first.
+            entry = a.version_entry(now)
+            entry["rolled_back_from"] = idx
+            hist.append(entry)
+            a.text = _audit.flatten_ws(target.get("text", a.text))
+            a.reminder = _audit.flatten_ws(target.get("reminder", a.reminder))
+            a.priority = _audit.priority_of(target)
+            a.probes = _audit.probes_of(target)
+            a.history = hist[-5:]
+            return a
+
+        res = self._update(session_id, mutate)
+        if isinstance(res, str):
+            return res
+        note = ""
+        if pin_id in self.store.global_ids():
+            self.store.save_pin({**res.to_dict(), "scope": "global", "pinned_at": now})
+            note = " (global copy rolled back)"
+        return (f"Rolled back pin (id={pin_id}, priority={res.priority}{note}):\n  {res.text}\n"
+                f"Displaced version kept in history.")
+
+    # -- /guard -----------------------------------------------------------------------
+    def status_text(self, raw_args: str = "", session_id: str = "") -> str:
+        """``/guard``: MemLock's status layout (``_status_cmd`` / ``status_text``) + a dashboard hint.
+
+        Reports the session given, else the last one a hook saw; ``MemLock: no active
+        session yet`` when there is none. Read fresh from disk.
+        """
+        sid = session_id or self.current_session_id
+        if not sid:
+            return "MemLock: no active session yet\n" + DASHBOARD_HINT
+        s = self.store.load_session(sid)
+        anchors = s.sorted_anchors()
+        lines = [
+            f"MemLock — session {sid}",
+            f"  integrity_score: {s.integrity_score}% (anchors: {len(anchors)})",
+            f"  pins: {sum(1 for a in anchors if a.pinned)}",
+            f"  static: {sum(1 for a in anchors if not a.pinned)}",
+            f"  last compaction: {s.last_compaction_at}",
+            "",
+        ]
+        if anchors:
+            lines.append("Anchors:")
+            for a in anchors:
+                lines.append(f"  {'[pin]' if a.pinned else '[static]'} [{'DRIFTED' if a.drifted else 'ALIVE'}] "
+                             f"{a.id} (p={a.priority}) — {a.reminder[:60]}")
+        with_history = [a for a in anchors if a.pinned and a.history]
+        if with_history:
+            lines.append("Pin version history (oldest -> newest, then current):")
+            for a in with_history:
+                heads = " | ".join(str(h.get("text", ""))[:30] for h in a.history or [])
+                lines.append(f"  {a.id} ({len(a.history or [])} prior version(s)) current: {a.text[:60]}")
+                lines.append(f"    history: {heads}")
+        if s.drift_log:
+            lines.append(f"\nDrift events: {len(s.drift_log)} (most recent first)")
+            for ev in reversed(s.drift_log[-3:]):
+                try:
+                    when = time.strftime("%H:%M:%S", time.localtime(float(ev.get("time", 0))))
+                except (TypeError, ValueError, OverflowError):
+                    when = "??:??:??"
+                lines.append(f"  {when} score={ev.get('score')}% casualties={len(ev.get('casualties') or [])}")
+        lines.append(DASHBOARD_HINT)
+        return "\n".join(lines)
+
+
+def _content_key(a: Anchor) -> tuple:
+    return (a.text, tuple(a.probes))
+
+
+def _flat(value: Any) -> str:
+    return _audit.flatten_ws(value) if value is not None else ""
+
+
+def _tool_priority(value: Any, default: int | None) -> int | None:
+    """An integer priority clamped to 1-100 like MemLock; a non-integer is refused clearly."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise Refused(f"priority must be an integer 1-100, got {value!r}", "invalid", field="priority")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise Refused(f"priority must be an integer 1-100, got {value!r}", "invalid", field="priority")
+    return max(1, min(100, value))
+
+
+def _tool_probes(value: Any) -> list[str] | None:
+    """``None`` (derive) for a missing/empty value; a string is refused (MemLock would split it
+    into characters); a list of non-empty strings is returned flattened."""
+    if value is None or value == [] or value == "":
+        return None
+    if isinstance(value, (str, bytes)):
+        raise Refused(f"probes must be an array of keywords, not a string ({value!r}); "
+                      f"e.g. [\"bullet\", \"points\"]", "invalid", field="probes")
+    if not isinstance(value, (list, tuple)):
+        raise Refused(f"probes must be an array of keywords, got {type(value).__name__}", "invalid", field="probes")
+    out = []
+    for p in value:
+        if not isinstance(p, str) or not _audit.flatten_ws(p):
+            raise Refused(f"every probe must be a non-empty string, got {p!r}", "invalid", field="probes")
+        out.append(_audit.flatten_ws(p))
+    return out

@@ -1,0 +1,151 @@
+"""memdeck's Hermes plugin: ``register(ctx)``.
+
+One module serves both ways Hermes 0.19 loads plugins (``hermes_cli/plugins.py``):
+
+* the ``hermes_agent.plugins`` entry point ``memdeck = "core.hermes_plugin"`` (memdeck installed
+  into Hermes' environment): ``_load_entrypoint_module`` calls ``ep.load()``, which for a value
+  without ``:attr`` returns this module, then ``getattr(module, "register")``. (A
+  ``module:register`` value would hand Hermes the function and fail with "no register()
+  function".)
+* the directory plugin ``$HERMES_HOME/plugins/memdeck/`` written by ``memdeck plugin install``,
+  imported as ``hermes_plugins.memdeck`` with this package vendored as ``._core``.
+
+Either way it must be listed in ``plugins.enabled``. If both are present the entry point wins
+(Hermes scans it last and keys both ``memdeck``).
+
+Registered: hooks ``on_session_start``, ``pre_llm_call``, ``on_session_end``; tool
+``guard_pin`` (toolset ``guard``, MemLock's schema); slash command ``/guard``. Every callback
+catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
+command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
+``$HERMES_HOME/config.yaml``, re-read when the file changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import Config, load_config
+from .guard import PIN_SCHEMA, Guard
+from .home import HermesHome, resolve_home
+
+logger = logging.getLogger("memdeck.plugin")
+
+#: The live guard of this process (set by :func:`register`; tests and the bench read it).
+GUARD: Guard | None = None
+
+
+def hermes_home() -> HermesHome:
+    """The home Hermes runs with: ``hermes_constants.get_hermes_home()`` when importable (it
+    honours profiles), else memdeck's own resolution (``HERMES_HOME``, active profile, ~/.hermes)."""
+    try:
+        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+
+        return HermesHome(Path(get_hermes_home()))
+    except Exception:
+        return resolve_home(None)
+
+
+class ConfigReloader:
+    """Returns the home's :class:`Config`, re-reading ``config.yaml`` only when its stat changes."""
+
+    def __init__(self, home: HermesHome) -> None:
+        self.home = home
+        self._sig: tuple | None = None
+        self._cfg: Config = Config()
+
+    def _signature(self) -> tuple:
+        try:
+            st = os.stat(self.home.config_path)
+        except OSError:
+            return (None,)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def __call__(self) -> Config:
+        sig = self._signature()
+        if sig != self._sig:
+            self._cfg = load_config(self.home)
+            self._sig = sig
+            for w in self._cfg.warnings:
+                logger.warning("memdeck: %s", w)
+        return self._cfg
+
+
+def _safe_hook(name: str, fn: Any) -> Any:
+    def hook(**kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except Exception as exc:  # never break the agent: log, inject nothing
+            logger.warning("memdeck: %s hook failed (%s: %s); continuing without it", name, type(exc).__name__, exc,
+                           exc_info=logger.isEnabledFor(logging.DEBUG))
+            return None
+
+    hook.__name__ = f"memdeck_{name}"
+    return hook
+
+
+def make_callbacks(guard: Guard) -> dict[str, Any]:
+    """The exception-proof callables :func:`register` hands to Hermes, by name."""
+
+    def on_session_start(**kw: Any) -> None:
+        guard.on_session_start(**kw)
+        return None
+
+    def on_session_end(**kw: Any) -> None:
+        guard.on_session_end(**kw)
+        return None
+
+    def pre_llm_call(**kw: Any) -> Any:
+        return guard.pre_llm_call(**kw)
+
+    def guard_pin(args: Any = None, **kw: Any) -> str:
+        try:
+            return guard.pin_tool(args, **kw)
+        except Exception as exc:  # pin_tool already catches; belt and braces
+            return f"Error: guard_pin failed ({type(exc).__name__})"
+
+    def guard_cmd(raw_args: str = "", *_: Any, **__: Any) -> str:
+        try:
+            return guard.status_text(raw_args)
+        except Exception as exc:
+            logger.warning("memdeck: /guard failed: %s", exc)
+            return f"MemLock status unavailable ({type(exc).__name__}: {exc})"
+
+    return {
+        "on_session_start": _safe_hook("on_session_start", on_session_start),
+        "pre_llm_call": _safe_hook("pre_llm_call", pre_llm_call),
+        "on_session_end": _safe_hook("on_session_end", on_session_end),
+        "guard_pin": guard_pin,
+        "guard": guard_cmd,
+    }
+
+
+def register(ctx: Any) -> None:
+    """Hermes plugin entry: wire the guard's hooks, the ``guard_pin`` tool and ``/guard``.
+
+    Never raises for runtime reasons: a failure to build the guard is logged and nothing is
+    registered (Hermes would otherwise record the plugin as failed, which is also harmless).
+    """
+    global GUARD
+    home = hermes_home()
+    reloader = ConfigReloader(home)
+    cfg = reloader()
+    if "memlock" in cfg.plugins_enabled:
+        logger.warning("memdeck: the memlock plugin is enabled too; both guard memlock/ and register guard_pin "
+                       "and /guard. Remove 'memlock' from plugins.enabled (memdeck keeps its config and anchors).")
+    guard = Guard(home, reloader, actor="plugin")
+    GUARD = guard
+    cb = make_callbacks(guard)
+    for hook in ("on_session_start", "pre_llm_call", "on_session_end"):
+        ctx.register_hook(hook, cb[hook])
+    ctx.register_tool(
+        name="guard_pin",
+        toolset="guard",
+        schema=PIN_SCHEMA,
+        handler=cb["guard_pin"],
+        description=PIN_SCHEMA["description"],
+    )
+    ctx.register_command(name="guard", handler=cb["guard"],
+                         description="MemLock status (memdeck): integrity score, anchors, drift log")
