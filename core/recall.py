@@ -1,0 +1,522 @@
+"""Recall preview, the frozen system-prompt memory block and the ``<memory-context>`` fence.
+
+Three things Hermes shows the model, reproduced from its 0.19 source so memdeck can preview them:
+
+* :func:`recall`: what ``session_search`` in discover mode returns for a query
+  (``tools/session_search_tool.py`` ``_discover`` :499-616 over ``hermes_state.search_messages``
+  :5443-5762): FTS5 over ``messages_fts`` with Hermes' query sanitiser, the trigram table for
+  CJK, a ``LIKE`` fallback, compaction-archived rows included, rewound rows hidden, cron
+  demoted, hits grouped by lineage root, ``>>>``/``<<<`` snippets and context.
+* :func:`render_memory_block` / :func:`render_prompt_blocks`: the frozen MEMORY/USER blocks
+  of the system prompt (``tools/memory_tool.py`` ``_render_block`` :674-691 and
+  ``_sanitize_entries_for_snapshot`` :218-251; joined as ``agent/system_prompt.py:480-523``).
+* :func:`memory_context_fence`: ``agent/memory_manager.py`` ``build_memory_context_block``
+  (:337-351), the fence recalled text gets when appended to a user message.
+
+All read-only; nothing here raises for a bad database or an unreadable memory file.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compaction import decode_content
+from .statedb import StateDB, sanitize_context
+
+#: Hermes ``MAX_FTS5_QUERY_CHARS`` (hermes_state.py:160).
+MAX_FTS5_QUERY_CHARS = 2048
+#: ``session_search`` defaults (tools/session_search_tool.py:40, :50, :56).
+HIDDEN_SESSION_SOURCES = ("subagent", "tool")
+DEMOTED_SESSION_SOURCES = ("cron",)
+DISCOVER_SCAN_LIMIT = 300
+
+_OPS = {"AND", "OR", "NOT"}
+
+
+# --------------------------------------------------------------------------- query sanitiser
+
+
+def sanitize_fts5_query(query: str) -> str:
+    """Make arbitrary user text safe for ``messages_fts MATCH``.
+
+    Reproduces Hermes 0.19 ``SessionDB._sanitize_fts5_query`` (hermes_state.py:5334-5411):
+    cap at 2048 chars; keep balanced ``"phrases"``, blank unmatched quotes; replace
+    ``+ { } ( ) : " ^`` with spaces; collapse ``*`` runs and drop a leading ``*``; drop a
+    dangling AND/OR/NOT at either end; quote terms joined by ``.``, ``-`` or ``_``
+    (``chat-send`` -> ``"chat-send"``). Never raises (str input).
+    """
+    query = str(query)[:MAX_FTS5_QUERY_CHARS]
+    quoted: list[str] = []
+    pieces: list[str] = []
+    i = 0
+    n = len(query)
+    while i < n:
+        ch = query[i]
+        if ch != '"':
+            pieces.append(ch)
+            i += 1
+            continue
+        end = query.find('"', i + 1)
+        if end == -1:
+            pieces.append(" ")
+            i += 1
+            continue
+        quoted.append(query[i:end + 1])
+        pieces.append(f"\x00Q{len(quoted) - 1}\x00")
+        i = end + 1
+    s = "".join(pieces)
+    s = re.sub(r'[+{}():"^]', " ", s)
+    s = re.sub(r"\*+", "*", s)
+    s = re.sub(r"(^|\s)\*", r"\1", s)
+    s = re.sub(r"(?i)^(AND|OR|NOT)\b\s*", "", s.strip())
+    s = re.sub(r"(?i)\s+(AND|OR|NOT)\s*$", "", s.strip())
+    s = re.sub(r"\b(\w+(?:[._-]\w+)+)\b", r'"\1"', s)
+    for k, q in enumerate(quoted):
+        s = s.replace(f"\x00Q{k}\x00", q)
+    return s.strip()
+
+
+def _is_cjk(cp: int) -> bool:
+    # hermes_state.py:5414-5422
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or 0x3000 <= cp <= 0x303F
+            or 0x3040 <= cp <= 0x309F or 0x30A0 <= cp <= 0x30FF or 0xAC00 <= cp <= 0xD7AF)
+
+
+def count_cjk(text: str) -> int:
+    """Number of CJK/kana/hangul code points (Hermes ``_count_cjk``)."""
+    return sum(1 for ch in text if _is_cjk(ord(ch)))
+
+
+# --------------------------------------------------------------------------- search_messages
+
+
+def _preview(raw: Any) -> str:
+    decoded = decode_content(raw)
+    if isinstance(decoded, list):
+        parts = [p.get("text", "") for p in decoded if isinstance(p, dict) and p.get("type") == "text"]
+        text = " ".join(t for t in parts if t).strip()
+        return text or "[multimodal content]"
+    if isinstance(decoded, str):
+        return decoded
+    return ""
+
+
+def search_messages(
+    db: StateDB,
+    query: str,
+    *,
+    role_filter: Sequence[str] | None = None,
+    exclude_sources: Sequence[str] | None = None,
+    source_filter: Sequence[str] | None = None,
+    limit: int = 20,
+    offset: int = 0,
+    sort: str | None = None,
+) -> list[dict[str, Any]]:
+    """Hermes ``search_messages`` over a read-only :class:`StateDB`; never raises.
+
+    Returns dicts with ``id, session_id, role, snippet, timestamp, tool_name, source, model,
+    session_started, compacted, context`` (``context``: previous, matched and next message of
+    the session, ``{"role", "content"}`` with content cut to 200 chars), best first.
+
+    Same SQL pipeline as hermes_state.py:5443-5762, with two deliberate differences: when
+    ``messages_fts`` is missing we fall back to ``LIKE`` (Hermes returns nothing), and the
+    ``LIKE`` path also hides rewound rows (Hermes' short-CJK ``LIKE`` path does not).
+    """
+    if not isinstance(query, str) or not query.strip():
+        return []
+    q = sanitize_fts5_query(query)
+    if not q:
+        return []
+    sort_norm = sort.strip().lower() if isinstance(sort, str) else None
+    order = {"newest": "ORDER BY m.timestamp DESC, rank", "oldest": "ORDER BY m.timestamp ASC, rank"}.get(sort_norm or "", "ORDER BY rank")
+
+    def run(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        mcols = _columns(conn, "messages")
+        live = "(m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= mcols else ("m.active = 1" if "active" in mcols else "1")
+        compacted_col = "m.compacted" if "compacted" in mcols else "0"
+        ts_col = "m.timestamp" if "timestamp" in mcols else "0.0"
+        tool_col = "m.tool_name" if "tool_name" in mcols else "NULL"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        filters: list[str] = []
+        fparams: list[Any] = []
+        if source_filter is not None:
+            filters.append(f"s.source IN ({','.join('?' * len(source_filter))})")
+            fparams += list(source_filter)
+        if exclude_sources is not None:
+            filters.append(f"s.source NOT IN ({','.join('?' * len(exclude_sources))})")
+            fparams += list(exclude_sources)
+        if role_filter:
+            filters.append(f"m.role IN ({','.join('?' * len(role_filter))})")
+            fparams += list(role_filter)
+        select = (f"m.id, m.session_id, m.role, {{snip}} AS snippet, m.content, {ts_col}, {tool_col}, s.source, "
+                  f"{'s.model' if 'model' in _columns(conn, 'sessions') else 'NULL'}, s.started_at, {compacted_col}")
+        matches: list[tuple[Any, ...]] | None = None
+        cjk = count_cjk(q) > 0
+        if cjk:
+            raw = q.strip('"').strip()
+            toks = [t for t in raw.split() if t.upper() not in _OPS and count_cjk(t) > 0]
+            short = any(count_cjk(t) < 3 for t in toks)
+            if count_cjk(raw) >= 3 and not short and "messages_fts_trigram" in tables:
+                parts = [t if t.upper() in _OPS else '"' + t.replace('"', '""') + '"' for t in raw.split()]
+                sql = (f"SELECT {select.format(snip=_SNIPPET_TRI)} "
+                       f"FROM messages_fts_trigram JOIN messages m ON m.id = messages_fts_trigram.rowid "
+                       f"JOIN sessions s ON s.id = m.session_id WHERE messages_fts_trigram MATCH ? AND {live}"
+                       + "".join(f" AND {f}" for f in filters) + f" {order} LIMIT ? OFFSET ?")
+                try:
+                    matches = [tuple(r) for r in conn.execute(sql, [" ".join(parts), *fparams, limit, offset])]
+                except sqlite3.OperationalError:
+                    matches = None
+            if matches is None:
+                matches = _like(conn, [t for t in raw.split() if t.upper() not in _OPS] or [raw], select, live, filters, fparams, limit, offset)
+        elif "messages_fts" in tables:
+            sql = (f"SELECT {select.format(snip=_SNIPPET)} FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                   f"JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ? AND {live}"
+                   + "".join(f" AND {f}" for f in filters) + f" {order} LIMIT ? OFFSET ?")
+            try:
+                matches = [tuple(r) for r in conn.execute(sql, [q, *fparams, limit, offset])]
+            except sqlite3.OperationalError:
+                return []
+        else:
+            toks = [t.strip('"') for t in q.split() if t.upper() not in _OPS and t.strip('"')] or [q]
+            matches = _like(conn, toks, select, live, filters, fparams, limit, offset)
+        out = []
+        for r in matches:
+            mid, sid, role, snippet, content, ts, tool, source, model, started, compacted = r
+            out.append({
+                "id": mid, "session_id": sid, "role": role, "snippet": snippet if isinstance(snippet, str) else "",
+                "timestamp": ts, "tool_name": tool, "source": source, "model": model, "session_started": started,
+                "compacted": bool(compacted), "context": _context(conn, int(mid), ts_col != "0.0"),
+            })
+        return out
+
+    return db.connection_for_reading()(run, [])
+
+
+_SNIPPET = "snippet(messages_fts, 0, '>>>', '<<<', '...', 40)"
+_SNIPPET_TRI = "snippet(messages_fts_trigram, 0, '>>>', '<<<', '...', 40)"
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _like(conn: sqlite3.Connection, tokens: list[str], select: str, live: str, filters: list[str], fparams: list[Any],
+          limit: int, offset: int) -> list[tuple[Any, ...]]:
+    mcols = _columns(conn, "messages")
+    clauses, params = [], []
+    for tok in tokens:
+        esc = tok.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cols = [c for c in ("content", "tool_name", "tool_calls") if c in mcols]
+        clauses.append("(" + " OR ".join(f"m.{c} LIKE ? ESCAPE '\\'" for c in cols) + ")")
+        params += [f"%{esc}%"] * len(cols)
+    order = "ORDER BY m.timestamp DESC" if "timestamp" in mcols else "ORDER BY m.id DESC"
+    sql = (f"SELECT {select.format(snip='substr(m.content, max(1, instr(m.content, ?) - 40), 120)')} FROM messages m "
+           f"JOIN sessions s ON s.id = m.session_id WHERE ({' OR '.join(clauses)}) AND {live}"
+           + "".join(f" AND {f}" for f in filters) + f" {order} LIMIT ? OFFSET ?")
+    try:
+        return [tuple(r) for r in conn.execute(sql, [tokens[0], *params, *fparams, limit, offset])]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _context(conn: sqlite3.Connection, mid: int, has_ts: bool) -> list[dict[str, str]]:
+    """Previous, matched and next message of the session (Hermes' context CTE), 200 chars each."""
+    try:
+        if has_ts:
+            rows = conn.execute(
+                """WITH t AS (SELECT session_id, timestamp, id FROM messages WHERE id = ?)
+                   SELECT role, content FROM (SELECT m.role, m.content FROM messages m JOIN t ON t.session_id = m.session_id
+                       WHERE m.timestamp < t.timestamp OR (m.timestamp = t.timestamp AND m.id < t.id)
+                       ORDER BY m.timestamp DESC, m.id DESC LIMIT 1)
+                   UNION ALL SELECT role, content FROM messages WHERE id = ?
+                   UNION ALL SELECT role, content FROM (SELECT m.role, m.content FROM messages m JOIN t ON t.session_id = m.session_id
+                       WHERE m.timestamp > t.timestamp OR (m.timestamp = t.timestamp AND m.id > t.id)
+                       ORDER BY m.timestamp ASC, m.id ASC LIMIT 1)""", (mid, mid)).fetchall()
+        else:
+            rows = conn.execute(
+                """SELECT role, content FROM (SELECT role, content FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id < ? ORDER BY id DESC LIMIT 1)
+                   UNION ALL SELECT role, content FROM messages WHERE id = ?
+                   UNION ALL SELECT role, content FROM (SELECT role, content FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id > ? ORDER BY id ASC LIMIT 1)""",
+                (mid, mid, mid, mid, mid)).fetchall()
+    except sqlite3.Error:
+        return []
+    return [{"role": str(r[0]), "content": _preview(r[1])[:200]} for r in rows]
+
+
+# --------------------------------------------------------------------------- recall (discover)
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One session's best hit, as ``session_search`` discover mode would show it.
+
+    Attributes:
+        session_id: the session owning the matched row (``parent_session_id`` in Hermes'
+            result is our ``lineage_root`` when it differs).
+        lineage_root: the root of its ``parent_session_id`` chain (hits are grouped by it).
+        started_at: epoch seconds of the lineage root (Hermes' ``when``).
+        snippet: FTS5 snippet with ``>>>``/``<<<`` around the match (``LIKE``: 120 chars).
+        compacted: the hit is a compaction-archived row (summarised away from the live context).
+        context: previous/matched/next message, 200 chars each.
+        window: up to ``window`` user/assistant messages each side of the hit (the hit always
+            kept), rewound rows excluded: ``{"id", "role", "content", "timestamp"}``.
+    """
+
+    session_id: str
+    lineage_root: str
+    title: str | None
+    source: str
+    model: str | None
+    started_at: float | None
+    matched_role: str
+    match_message_id: int
+    snippet: str
+    compacted: bool
+    context: tuple[dict[str, str], ...] = ()
+    window: tuple[dict[str, Any], ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["context"] = list(self.context)
+        d["window"] = list(self.window)
+        return d
+
+
+def _resolve_root(conn: sqlite3.Connection, sid: str, cache: dict[str, str]) -> str:
+    if sid in cache:
+        return cache[sid]
+    seen: set[str] = set()
+    cur = sid
+    while cur and cur not in seen:
+        seen.add(cur)
+        row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (cur,)).fetchone()
+        if not row or not row[0]:
+            break
+        cur = str(row[0])
+    cache[sid] = cur
+    return cur
+
+
+def recall(
+    db: StateDB,
+    query: str,
+    limit: int = 3,
+    *,
+    role_filter: Sequence[str] | None = ("user", "assistant"),
+    current_session_id: str | None = None,
+    window: int = 5,
+    sort: str | None = None,
+) -> list[RecallHit]:
+    """What Hermes' ``session_search(query=...)`` (discover mode) would return; never raises.
+
+    Pipeline (tools/session_search_tool.py:499-616): :func:`search_messages` with roles
+    user/assistant, sources ``subagent``/``tool`` excluded, 300 rows; a stable re-sort puts
+    ``cron`` rows after interactive ones; rows grouped by lineage root (``parent_session_id``
+    chain), the current session's lineage skipped, the best row per root kept until ``limit``
+    (clamped to 1-10) roots are found.
+
+    Not reproduced: the title-match result Hermes puts first, and the session bookends.
+    """
+    try:
+        limit = max(1, min(10, int(limit)))
+    except (TypeError, ValueError):
+        limit = 3
+    rows = search_messages(db, query, role_filter=list(role_filter) if role_filter else None,
+                           exclude_sources=list(HIDDEN_SESSION_SOURCES), limit=DISCOVER_SCAN_LIMIT, sort=sort)
+    rows.sort(key=lambda r: 1 if (r.get("source") or "") in DEMOTED_SESSION_SOURCES else 0)
+    if not rows:
+        return []
+
+    def run(conn: sqlite3.Connection) -> list[RecallHit]:
+        cache: dict[str, str] = {}
+        current_root = _resolve_root(conn, current_session_id, cache) if current_session_id else None
+        chosen: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            if len(chosen) >= limit:
+                break
+            sid = str(r["session_id"])
+            root = _resolve_root(conn, sid, cache)
+            if (current_root and root == current_root) or (current_session_id and sid == current_session_id):
+                continue
+            chosen.setdefault(root, r)
+        scols = _columns(conn, "sessions")
+        out = []
+        for root, r in chosen.items():
+            meta = conn.execute(
+                f"SELECT {'title' if 'title' in scols else 'NULL'}, source, {'model' if 'model' in scols else 'NULL'}, started_at "
+                "FROM sessions WHERE id = ?", (root,)).fetchone()
+            title, source, model, started = meta if meta else (None, r.get("source"), r.get("model"), r.get("session_started"))
+            out.append(RecallHit(
+                session_id=str(r["session_id"]), lineage_root=root, title=title, source=str(source or r.get("source") or "unknown"),
+                model=model or r.get("model"), started_at=started if started is not None else r.get("session_started"),
+                matched_role=str(r["role"]), match_message_id=int(r["id"]), snippet=r["snippet"] or "",
+                compacted=bool(r["compacted"]), context=tuple(r["context"]),
+                window=tuple(_window(conn, str(r["session_id"]), int(r["id"]), window)),
+            ))
+        return out
+
+    return db.connection_for_reading()(run, [])
+
+
+def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[str, Any]]:
+    mcols = _columns(conn, "messages")
+    live = " AND (active = 1 OR compacted = 1 OR id = ?)" if {"active", "compacted"} <= mcols else ""
+    ts = "timestamp" if "timestamp" in mcols else "NULL"
+    lp: tuple[Any, ...] = (mid,) if live else ()
+    before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id < ?{live} ORDER BY id DESC LIMIT ?",
+                          (sid, mid, *lp, n)).fetchall()
+    after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id >= ?{live} ORDER BY id ASC LIMIT ?",
+                         (sid, mid, *lp, n + 1)).fetchall()
+    rows = list(reversed(before)) + list(after)
+    out = []
+    for r in rows:
+        if r[0] != mid and r[1] not in ("user", "assistant"):
+            continue
+        content = decode_content(r[2])
+        if isinstance(content, str) and r[1] in ("user", "assistant"):
+            content = sanitize_context(content).strip()
+        out.append({"id": r[0], "role": r[1], "content": content, "timestamp": r[3]})
+    return out
+
+
+# --------------------------------------------------------------------------- system-prompt memory block
+
+#: Hermes 0.19 ``MEMORY_BLOCK_HEADERS`` (tools/memory_tool.py:64-67) and ``ENTRY_DELIMITER`` (:69).
+MEMORY_BLOCK_HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
+ENTRY_DELIMITER = "\n§\n"
+BLOCK_SEPARATOR = "═" * 46
+_FILENAMES = {"memory": "MEMORY.md", "user": "USER.md"}
+
+
+def _threat_ids(text: str) -> list[str]:
+    """Pattern ids of the strict threat scan, first occurrence order, deduplicated.
+
+    Uses ``core.threats.scan`` (36 patterns + 17 invisible characters, Hermes 0.19
+    ``tools/threat_patterns.py``). Hermes lists invisible-character ids in set order (varies
+    between runs); we list them by code point, before the pattern ids, as Hermes does.
+    """
+    from . import threats  # the memory area's scanner; imported lazily
+
+    ids: list[str] = []
+    for f in threats.scan(text):
+        pid = getattr(f, "pattern_id", None) or str(f)
+        if pid not in ids:
+            ids.append(pid)
+    inv = sorted((i for i in ids if i.startswith("invisible_unicode_")), key=lambda s: int(s.rsplit("+", 1)[-1], 16))
+    return inv + [i for i in ids if not i.startswith("invisible_unicode_")]
+
+
+def sanitize_entries_for_snapshot(entries: Iterable[str], filename: str) -> list[str]:
+    """Replace each entry that the strict threat scan flags by Hermes' ``[BLOCKED: ...]`` text.
+
+    Matches Hermes 0.19 ``MemoryStore._sanitize_entries_for_snapshot`` (tools/memory_tool.py
+    :218-251): empty entries and entries already starting with ``[BLOCKED:`` pass through.
+    """
+    out: list[str] = []
+    for entry in entries:
+        if not entry or entry.startswith("[BLOCKED:"):
+            out.append(entry)
+            continue
+        ids = _threat_ids(entry)
+        if ids:
+            out.append(f"[BLOCKED: {filename} entry contained threat pattern(s): {', '.join(ids)}. "
+                       "Removed from system prompt; use memory(action=remove) to delete the original.]")
+        else:
+            out.append(entry)
+    return out
+
+
+def read_entries_as_hermes(path: Path) -> list[str]:
+    """Entries of a memory file as Hermes 0.19 ``load_from_disk`` reads them.
+
+    ``_read_file`` (:693-712): missing/unreadable/blank -> ``[]``; split on ``"\\n§\\n"``,
+    strip, drop empties; then exact duplicates removed keeping the first (:202-203). UTF-8
+    without BOM stripping, like 0.19.
+    """
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not raw.strip():
+        return []
+    return list(dict.fromkeys(e for e in (p.strip() for p in raw.split(ENTRY_DELIMITER)) if e))
+
+
+def render_block(target: str, entries: Sequence[str], char_limit: int) -> str:
+    """Hermes ``_render_block``: ``""`` for no entries, else separator, header, separator, content.
+
+    Header: ``<MEMORY_BLOCK_HEADERS[target]> [<pct>% — <cur:,>/<limit:,> chars]`` with
+    ``pct = min(100, int(cur / limit * 100))`` and ``cur = len("\\n§\\n".join(entries))`` (chars).
+    """
+    if not entries:
+        return ""
+    content = ENTRY_DELIMITER.join(entries)
+    current = len(content)
+    pct = min(100, int((current / char_limit) * 100)) if char_limit > 0 else 0
+    key = "user" if target == "user" else "memory"
+    header = f"{MEMORY_BLOCK_HEADERS[key]} [{pct}% — {current:,}/{char_limit:,} chars]"
+    return f"{BLOCK_SEPARATOR}\n{header}\n{BLOCK_SEPARATOR}\n{content}"
+
+
+def _home_file(home: Any, target: str) -> Path:
+    if hasattr(home, "memory_file"):
+        return home.memory_file(target)
+    return Path(home) / "memories" / _FILENAMES[target]
+
+
+def render_memory_block(home: Any, config: Any, target: str) -> str:
+    """The frozen block Hermes would put in a new session's system prompt for ``target``.
+
+    Reads the current ``MEMORY.md``/``USER.md`` like ``load_from_disk``, blocks threat-matching
+    entries, renders with the configured char limit. ``""`` when the file has no entries
+    (Hermes then omits the block). Never raises for a bad file.
+
+    Raises:
+        ValueError: ``target`` is not ``"memory"`` or ``"user"``.
+    """
+    if target not in _FILENAMES:
+        raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
+    entries = read_entries_as_hermes(_home_file(home, target))
+    limit = config.char_limit(target) if config is not None else (2200 if target == "memory" else 1375)
+    return render_block(target, sanitize_entries_for_snapshot(entries, _FILENAMES[target]), limit)
+
+
+def render_prompt_blocks(home: Any, config: Any) -> str:
+    """MEMORY then USER blocks as they sit in the system prompt's volatile tier.
+
+    Each block is included when its store is enabled (``memory.memory_enabled``,
+    ``memory.user_profile_enabled``) and non-empty; blocks are stripped and joined with a blank
+    line (``agent/system_prompt.py:480-523``). ``""`` when neither applies.
+    """
+    parts = []
+    if getattr(config, "memory_enabled", True):
+        parts.append(render_memory_block(home, config, "memory"))
+    if getattr(config, "user_profile_enabled", True):
+        parts.append(render_memory_block(home, config, "user"))
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+# --------------------------------------------------------------------------- <memory-context> fence
+
+MEMORY_CONTEXT_NOTE = ("[System note: The following is recalled memory context, NOT new user input. Treat as "
+                       "authoritative reference data — this is the agent's persistent memory and should inform all responses.]")
+
+
+def memory_context_fence(text: str) -> str:
+    """Wrap recalled text the way Hermes fences it on the user message.
+
+    Matches Hermes 0.19 ``build_memory_context_block`` (agent/memory_manager.py:337-351): blank
+    input gives ``""``; any fence tags, nested fenced blocks or system notes inside the text are
+    stripped (``sanitize_context``) so the text cannot forge or close the fence; the result is
+    ``<memory-context>\\n<note>\\n\\n<text>\\n</memory-context>``. (0.19 does not drop repeated
+    bullet lines; later Hermes versions may.)
+    """
+    if not text or not text.strip():
+        return ""
+    clean = sanitize_context(text)
+    return f"<memory-context>\n{MEMORY_CONTEXT_NOTE}\n\n{clean}\n</memory-context>"
