@@ -1,9 +1,89 @@
-"""CLI commands (filled in by its issue's work)."""
+"""``memdeck sessions`` and ``memdeck recall``: read-only views of state.db.
+
+Exit codes: 0 success (also when the database is missing: the status line says so), 2 usage.
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
+import sys
+
+from ..recall import recall
+from ..statedb import StateDB
+from .common import CliContext, print_json
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    try:
+        return _dt.datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return str(ts)
+
+
+def _visible(text: str | None, width: int) -> str:
+    """One line, control characters shown as escapes (terminal-safe), cut to ``width`` chars."""
+    if not text:
+        return ""
+    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text.replace("\n", " "))
+    return out if len(out) <= width else out[: width - 1] + "…"
+
+
+def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:
+    with StateDB(ctx.home.state_db) as db:
+        st = db.status()
+        items = db.sessions(limit=args.limit) if st.ok else []
+    if args.json:
+        print_json({"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]})
+        return 0
+    if not st.ok:
+        print(f"state.db: {st.state}: {st.message}", file=sys.stderr)
+        return 0
+    if st.degraded:
+        print(f"state.db: {st.message}", file=sys.stderr)
+    if not items:
+        print("no sessions")
+        return 0
+    print(f"{'':2}{'id':<24} {'source':<10} {'started':<16} {'ended':<16} {'msgs':>5} {'cmp':>3}  title")
+    for s in items:
+        mark = "* " if s.live else "  "
+        ended = _when(s.ended_at) if s.ended_at is not None else "open"
+        print(f"{mark}{_visible(s.id, 24):<24} {_visible(s.source, 10):<10} {_when(s.started_at):<16} {ended:<16} "
+              f"{s.message_count:>5} {s.compactions:>3}  {_visible(s.title, 40)}")
+    return 0
+
+
+def _recall(args: argparse.Namespace, ctx: CliContext) -> int:
+    with StateDB(ctx.home.state_db) as db:
+        st = db.status()
+        hits = recall(db, args.query, limit=args.limit, current_session_id=args.session) if st.ok else []
+    if args.json:
+        print_json({"query": args.query, "state_db": st.as_dict(), "count": len(hits), "results": [h.as_dict() for h in hits]})
+        return 0
+    if not st.ok:
+        print(f"state.db: {st.state}: {st.message}", file=sys.stderr)
+        return 0
+    if not hits:
+        print("no matching sessions")
+        return 0
+    for h in hits:
+        lineage = f" (lineage {h.lineage_root})" if h.lineage_root != h.session_id else ""
+        flag = " [compacted]" if h.compacted else ""
+        print(f"{h.session_id}{lineage}  {_when(h.started_at)}  {h.source}  {_visible(h.title, 40)}")
+        print(f"  {h.matched_role} #{h.match_message_id}{flag}: {_visible(h.snippet, 160)}")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    return None
+    p = sub.add_parser("sessions", help="list state.db sessions (newest first; * marks the live one)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="show at most N sessions")
+    p.set_defaults(handler=_sessions)
+    r = sub.add_parser("recall", help="preview what Hermes' session_search would recall for QUERY")
+    r.add_argument("query", metavar="QUERY")
+    r.add_argument("--json", action="store_true", help="machine-readable output")
+    r.add_argument("--limit", type=int, default=3, metavar="N", help="sessions to return (1-10, default 3)")
+    r.add_argument("--session", default=None, metavar="SID", help="the current session (its lineage is skipped)")
+    r.set_defaults(handler=_recall)
