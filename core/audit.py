@@ -617,3 +617,334 @@ def reminder_lines(block: str) -> list[str]:
         if line.startswith("  - ") and not _OVERFLOW_RE.match(line):
             out.append(line[4:])
     return out
+
+
+# ══ the dashboard side: audits over state.db, lifecycle, history, status ═══════
+#
+# These read state.db through :class:`core.statedb.StateDB` and the anchor files through
+# :class:`core.anchors.AnchorStore` (imported lazily: anchors imports this module).
+
+#: Lifecycle states of an anchor (MemLock's README diagram; MemLock stores only ``drifted``).
+STATES = ("pinned", "alive", "drifted", "rehydrated", "archived")
+
+
+@dataclass(frozen=True)
+class AnchorAudit:
+    """One anchor in a :class:`SessionAudit`.
+
+    Attributes:
+        anchor: the :class:`core.anchors.Anchor`.
+        state: ``pinned`` (no compaction yet), ``alive``, ``drifted``, ``rehydrated``.
+        verdict: the audit of the current active region.
+        at_last_compaction: the audit of the region right after the last compaction (or None).
+        rehydrated_message_id: the user row whose ``api_content`` carried its reminder after
+            the last compaction (or None).
+        scope: ``global`` when ``persist/`` holds it, else ``session``.
+    """
+
+    anchor: Any
+    state: str
+    verdict: AnchorVerdict
+    at_last_compaction: AnchorVerdict | None
+    rehydrated_message_id: int | None
+    scope: str
+
+    def to_dict(self) -> dict[str, Any]:
+        a = self.anchor
+        return {
+            "id": a.id, "state": self.state, "hits": self.verdict.hits, "probes": list(self.verdict.probes),
+            "missing": list(self.verdict.missing), "similarity": self.verdict.similarity,
+            "text": a.text, "reminder": a.reminder, "priority": a.priority, "pinned": a.pinned,
+            "scope": self.scope, "rehydrated_message_id": self.rehydrated_message_id,
+        }
+
+
+@dataclass(frozen=True)
+class SessionAudit:
+    """The audit of one session: what MemLock's algorithm says about it now, and its history.
+
+    Attributes:
+        session_id: the session.
+        score: integrity score (percent 0-100) of the current active region, None without anchors.
+        anchors: per-anchor results, MemLock order (priority desc, id).
+        reminder_block: the block MemLock would inject at its next audit with the current
+            verdicts (``inject`` mode, ``max_slots``, ``max_reminder_chars``); ``""`` for none.
+        history: ``[{time, score, casualties, source, ...}]`` oldest first: one point per
+            compaction event in state.db merged with MemLock's ``drift_log`` (see
+            :func:`integrity_history`).
+        compactions: number of compaction events of the session in state.db.
+        method: ``keyword``, ``semantic`` or ``keyword-fallback``.
+    """
+
+    session_id: str
+    score: int | None
+    anchors: tuple[AnchorAudit, ...]
+    reminder_block: str
+    history: tuple[dict[str, Any], ...]
+    compactions: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``audit --json`` shape: ``{session_id, score, anchors:[{id, state, hits, probes, ...}], reminder_block, ...}``."""
+        return {
+            "session_id": self.session_id,
+            "score": self.score,
+            "anchors": [a.to_dict() for a in self.anchors],
+            "reminder_block": self.reminder_block,
+            "history": [dict(h) for h in self.history],
+            "compactions": self.compactions,
+            "method": self.method,
+        }
+
+
+def _system_prompt(db: Any, session_id: str) -> str:
+    def q(conn: Any) -> str:
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+        if "system_prompt" not in cols:
+            return ""
+        row = conn.execute("SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    try:
+        return db.connection_for_reading()(q, "")
+    except Exception:
+        return ""
+
+
+def audited_region(messages: Sequence[Any], system_prompt: str = "") -> list[Any]:
+    """The active region MemLock audits for a conversation loaded from state.db.
+
+    MemLock sees ``[system prompt] + rows``; ``split_context`` keeps index 0 (the system
+    prompt, which carries MEMORY.md/USER.md) and everything after the first summary message;
+    rows before the summary (the protected head copies) and the summary itself do not count.
+    Unlike MemLock, the merge-into-tail ``[PRIOR CONTEXT`` shape is recognised as a summary
+    (its prior-context part, the last live turn, stays active).
+    """
+    from .compaction import find_summary, split_context
+
+    from .compaction import MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER
+
+    conv = [{"role": "system", "content": system_prompt}]
+    conv += [m.as_dict() if hasattr(m, "as_dict") else m for m in messages]
+    idx, match = find_summary(conv)
+    _summary, active = split_context(conv, idx)
+    if idx is not None and match is not None and match.merged:
+        # The merged message carries the last live user turn before the delimiter: that part
+        # is conversation, not summary.
+        prior = message_text(conv[idx]).split(MERGED_SUMMARY_DELIMITER, 1)[0]
+        prior = prior.replace(MERGED_PRIOR_CONTEXT_HEADER, "", 1).strip()
+        active.insert(1, {"role": conv[idx].get("role", "user"), "content": prior})
+    return active
+
+
+def _session_events(db: Any, session_id: str) -> list[Any]:
+    return [e for e in db.compactions(session_id) if e.session_id == session_id or e.child_session_id == session_id]
+
+
+def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> int | None:
+    line = f"  - {reminder[:REMINDER_LINE_CHARS]}"
+    for m in rows:
+        if after_id is not None and m.id <= after_id:
+            continue
+        if m.role == "user" and m.api_content and REMINDER_MARKER in m.api_content and line in m.api_content:
+            return m.id
+    return None
+
+
+def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any = None, *,
+                      system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Integrity score after every compaction event of the session in state.db, merged with
+    MemLock's own ``drift_log``.
+
+    Each state.db event is audited on :meth:`StateDB.region_after` (what MemLock audited on
+    the next turn) with the *current* anchor set. A ``drift_log`` entry whose time falls
+    between an event and the next one is taken as MemLock's audit of that event: the point
+    keeps MemLock's score and casualties (``source: "memlock+state.db"``) plus ours
+    (``computed_score``). Other drift-log entries (safety-net audits, or events state.db no
+    longer shows) stay as ``source: "memlock"``; events MemLock never logged are
+    ``source: "state.db"``.
+
+    Returns:
+        ``[{time (epoch s), score, casualties, source, [event_index, mode, computed_score]}]``
+        oldest first.
+    """
+    events = list(events if events is not None else _session_events(db, session.session_id))
+    points: list[dict[str, Any]] = []
+    for ev in events:
+        region = audited_region(db.region_after(ev), system_prompt)
+        verdicts = run_audit(anchors, region, config, encoder=encoder)
+        points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
+                       "casualties": [k for k, v in verdicts.items() if not v.alive],
+                       "source": "state.db", "event_index": ev.index, "mode": ev.mode})
+    log = sorted((e for e in getattr(session, "drift_log", []) if isinstance(e.get("time"), (int, float))),
+                 key=lambda e: e["time"])
+    used: set[int] = set()
+    for i, p in enumerate(points):
+        start = p["time"]
+        end = points[i + 1]["time"] if i + 1 < len(points) else math.inf
+        for j, e in enumerate(log):
+            if j not in used and start <= e["time"] < end:
+                used.add(j)
+                p.update({"computed_score": p["score"], "score": e.get("score"),
+                          "casualties": list(e.get("casualties") or []), "source": "memlock+state.db",
+                          "memlock_time": e["time"]})
+                break
+    for j, e in enumerate(log):
+        if j not in used:
+            points.append({"time": float(e["time"]), "score": e.get("score"),
+                           "casualties": list(e.get("casualties") or []), "source": "memlock"})
+    points.sort(key=lambda p: p["time"])
+    return points
+
+
+def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Any]:
+    """The anchors MemLock would seed into a new session (``_on_start``): valid static config
+    anchors (``_validate_anchors``: id and text required; probe-less ones only when exactly
+    one valid anchor is defined) then global pins not already present."""
+    from .anchors import Anchor
+
+    cfg = _memlock_cfg(config)
+    raw = [a for a in (getattr(cfg, "anchors", ()) or ()) if isinstance(a, dict)]
+    total = sum(1 for a in raw if a.get("id") and a.get("text"))
+    out: dict[str, Any] = {}
+    for a in raw:
+        if not a.get("id") or not a.get("text"):
+            continue
+        probes = probes_of(a)
+        if not probes and total > 1:
+            continue
+        text = str(a["text"])
+        out.setdefault(str(a["id"]), Anchor(id=str(a["id"]), text=text, reminder=str(a.get("reminder") or text[:120]),
+                                            priority=priority_of(a), probes=probes, pinned=bool(a.get("pinned", False))))
+    for p in pins:
+        if p.get("scope") == "global" and str(p["id"]) not in out:
+            out[str(p["id"])] = Anchor.from_dict({**p, "pinned": True, "drifted": False, "last_alive_turn": 0})
+    return list(out.values())
+
+
+def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
+                  with_history: bool = True) -> SessionAudit:
+    """Audit one session from state.db and its MemLock file.
+
+    Anchors: the session file's (or, when there is no file, what MemLock would seed: static
+    config anchors + global pins). The current verdicts audit the region MemLock would audit
+    now (:func:`audited_region` of the session's active rows). Lifecycle per anchor:
+
+    * ``pinned``: no compaction event yet (``drifted`` when MemLock's file says so, e.g. after
+      a safety-net audit);
+    * ``alive``: alive in the region right after the last compaction, or alive again now;
+    * ``drifted``: not alive after the last compaction, not re-injected and not re-stated since;
+    * ``rehydrated``: drifted, and a later user row's ``api_content`` carries its reminder
+      line under the marker, but not alive in the current region yet.
+
+    Args:
+        db: a :class:`core.statedb.StateDB`; store: a :class:`core.anchors.AnchorStore`.
+        config: ``Config``/``MemlockConfig`` (None: the store's config).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    cfg = _memlock_cfg(config if config is not None else store.config)
+    session = store.load_session(session_id)
+    report = store.load_pins_report()
+    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
+    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(seeded_anchors(cfg, report.pins))
+    system_prompt = _system_prompt(db, session_id)
+    rows = db.active_region(session_id)
+    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
+    events = _session_events(db, session_id)
+    last = events[-1] if events else None
+    at_last = run_audit(anchors, audited_region(db.region_after(last), system_prompt), cfg, encoder=encoder) if last else {}
+    after_id = last.region_last_id if last is not None else None
+    results = []
+    for a in anchors:
+        v = current[a.id]
+        ev = at_last.get(a.id)
+        rehyd = None
+        if last is None:
+            state = "drifted" if a.drifted else "pinned"
+        elif ev is not None and ev.alive:
+            state = "alive"
+        else:
+            rehyd = _rehydrated_by(rows, after_id, reminder_of(a))
+            if rehyd is not None:
+                state = "alive" if v.alive else "rehydrated"
+            else:
+                state = "alive" if v.alive else "drifted"
+        results.append(AnchorAudit(a, state, v, ev, rehyd, "global" if a.id in global_ids else "session"))
+    drifted_now = [a.id for a in anchors if not current[a.id].alive]
+    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
+    block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
+    history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
+                                events=events) if with_history else []
+    methods = {v.method for v in current.values()} or {"keyword"}
+    return SessionAudit(session_id=session_id, score=integrity_score(current.values()), anchors=tuple(results),
+                        reminder_block=block, history=tuple(history), compactions=len(events),
+                        method=sorted(methods)[0])
+
+
+def status_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
+    """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
+
+    * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
+      the default session (the live session in state.db, else the newest MemLock file), then
+      global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
+    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
+      None; history oldest first, see :func:`integrity_history`);
+    * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
+      file, oldest first, the newest ``drift_log_limit`` entries;
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
+    """
+    from .anchors import AnchorStore, default_session_id
+    from .config import load_config
+    from .home import HermesHome
+    from .statedb import StateDB
+
+    warnings: list[str] = []
+    home = home if isinstance(home, HermesHome) else HermesHome(home)
+    config = config if config is not None else load_config(home)
+    out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
+                           "drift_log": [], "anchors_warnings": warnings}
+    try:
+        store = AnchorStore(home, config, actor="status")
+        infos = store.list_sessions()
+        log: list[dict[str, Any]] = []
+        for info in infos:
+            if info.error:
+                warnings.append(f"{info.path.name}: {info.error}")
+                continue
+            try:
+                s = store.load_session(info.session_id)
+            except Exception as exc:  # noqa: BLE001 - status never raises
+                warnings.append(f"{info.path.name}: {exc}")
+                continue
+            for e in s.drift_log:
+                if isinstance(e.get("time"), (int, float)):
+                    log.append({"time": e["time"], "session_id": s.session_id, "score": e.get("score"),
+                                "casualties": list(e.get("casualties") or [])})
+        log.sort(key=lambda e: e["time"])
+        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
+        report = store.load_pins_report()
+        warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
+        with StateDB(home.state_db) as db:
+            live = db.live_session() if db.status().ok else None
+            sid = default_session_id(store, live.id if live else None)
+            if sid is None:
+                out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
+                return out
+            sa = audit_session(db, store, sid, config, encoder=encoder)
+        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
+                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
+                           "session_id": sid, "state": r.state} for r in sa.anchors]
+        held = {r.anchor.id for r in sa.anchors}
+        out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
+        out["integrity"] = {"session_id": sid, "score": sa.score,
+                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _pin_row(p: dict[str, Any]) -> dict[str, Any]:
+    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
+            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}
