@@ -1,0 +1,400 @@
+"""One immutable value holding everything the dashboard shows, built off the UI thread.
+
+:func:`build_snapshot` reads every source through the core readers (memory files, pending
+writes, archive, state.db, MemLock anchors, the audit, recall previews) and returns a frozen
+:class:`DeckSnapshot`. It never raises: a source that fails leaves its fields empty and puts
+a one-line banner in :attr:`DeckSnapshot.errors` under the panel that shows it, so the rest
+of the dashboard keeps working (DESIGN.md: "A file or database that turns bad mid-run shows a
+clear banner in its panel").
+
+The snapshot is built by one thread at a time (the dashboard schedules the next build only
+after the last one finished), so the :class:`core.statedb.StateDB` passed in is never used
+concurrently; its ``PRAGMA data_version`` lets an unchanged database be skipped (the previous
+snapshot's session data is reused).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from .config import Config
+from .home import TARGETS, HermesHome
+
+T = TypeVar("T")
+
+#: Panels that can carry an error banner (the dashboard's panel ids).
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review")
+
+
+def _frozen(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class DeckSnapshot:
+    """Everything the dashboard renders, as of :attr:`taken_at`.
+
+    Attributes:
+        taken_at: epoch seconds when the build started (the dashboard's clock).
+        home, config: the home and config the snapshot was built from.
+        memory: target (``"memory"``/``"user"``) -> :class:`core.memory.MemoryFileState`.
+        pending: pending writes (:func:`core.pending.list_pending`), oldest first.
+        archived: archived memory entries and anchors not yet restored, newest first.
+        sessions: state.db sessions, newest first (empty without a database).
+        live_session: the session Hermes is running now (``None`` when none is live).
+        db_status: :meth:`core.statedb.StateDB.status` (``None`` without a database).
+        data_version: ``PRAGMA data_version`` at build time (``None`` without a database).
+        session_id: the session shown by Integrity / Anchors / Drift log (the one picked with
+            ``s``, else the live session, else the newest MemLock session file).
+        anchor_sessions: MemLock session files (:class:`core.anchors.SessionFileInfo`).
+        session_anchors: the shown session's :class:`core.anchors.SessionAnchors` (or None).
+        global_ids: ids of global pins (``memlock/persist``).
+        audit: :func:`core.audit.audit_session` result for the shown session (or None).
+        integrity_history: ``(epoch s, score 0-100)`` oldest first (MemLock drift log).
+        drift_log: the session's drift-log events ``{time, score, casualties, ...}``, newest first.
+        prompt_blocks: the frozen system-prompt memory blocks the next session will get.
+        reminder_block: the reminder block MemLock would inject next (``""`` when none).
+        findings: text -> :func:`core.threats.scan` findings, for every entry and pending
+            write text that has any (texts without findings are absent).
+        errors: panel id -> banner text for every source that failed.
+        warnings: config warnings and other non-fatal notes.
+    """
+
+    taken_at: float
+    home: HermesHome
+    config: Config
+    memory: Mapping[str, Any] = field(default_factory=_frozen)
+    pending: tuple[Any, ...] = ()
+    archived: tuple[Any, ...] = ()
+    sessions: tuple[Any, ...] = ()
+    live_session: Any = None
+    db_status: Any = None
+    data_version: int | None = None
+    session_id: str | None = None
+    anchor_sessions: tuple[Any, ...] = ()
+    session_anchors: Any = None
+    global_ids: frozenset[str] = frozenset()
+    audit: Any = None
+    integrity_history: tuple[tuple[float, int], ...] = ()
+    drift_log: tuple[Mapping[str, Any], ...] = ()
+    prompt_blocks: str = ""
+    reminder_block: str = ""
+    findings: Mapping[str, tuple[Any, ...]] = field(default_factory=_frozen)
+    errors: Mapping[str, str] = field(default_factory=_frozen)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def archive_count(self) -> int:
+        """How many archived records can be restored."""
+        return len(self.archived)
+
+    def error_for(self, panel: str) -> str | None:
+        """The banner text for ``panel`` (``None`` when its sources are fine)."""
+        return self.errors.get(panel)
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.by_panel: dict[str, list[str]] = {}
+
+    def add(self, panels: tuple[str, ...], source: str, exc: BaseException) -> None:
+        msg = f"{source}: {_describe(exc)}"
+        for p in panels:
+            lst = self.by_panel.setdefault(p, [])
+            if msg not in lst:
+                lst.append(msg)
+
+    def frozen(self) -> Mapping[str, str]:
+        return _frozen({p: " · ".join(v) for p, v in self.by_panel.items()})
+
+
+def _describe(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    text = reason if isinstance(reason, str) and reason else str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return f"not available ({exc.name})"
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _guard(errors: _Errors, panels: tuple[str, ...], source: str, fn: Callable[[], T], default: T) -> T:
+    try:
+        return fn()
+    except Exception as exc:  # a failed source becomes a banner, never a crash
+        errors.add(panels, source, exc)
+        return default
+
+
+def open_statedb(home: HermesHome) -> Any:
+    """Open the home's state.db read-only, or return ``None`` when there is none.
+
+    Raises:
+        whatever :class:`core.statedb.StateDB` raises for a database that exists but cannot
+        be opened (the caller shows it as a banner).
+    """
+    if not home.state_db.exists():
+        return None
+    from .statedb import StateDB
+
+    return StateDB(home.state_db)
+
+
+def _pick_session(requested: str | None, live: Any, anchor_sessions: tuple[Any, ...]) -> str | None:
+    if requested:
+        return requested
+    live_id = _attr(live, "id") or _attr(live, "session_id")
+    if live_id:
+        return str(live_id)
+    for info in anchor_sessions:
+        if getattr(info, "error", None) is None:
+            return info.session_id
+    return None
+
+
+def _attr(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _pending_texts(p: Any) -> list[str]:
+    """The texts a pending write would put into memory (``content`` of each add/replace)."""
+    payload = _attr(p, "payload", {}) or {}
+    out: list[str] = []
+    if isinstance(payload, Mapping):
+        if payload.get("content"):
+            out.append(str(payload["content"]))
+        for op in payload.get("operations") or ():
+            if isinstance(op, Mapping) and op.get("content"):
+                out.append(str(op["content"]))
+    return out
+
+
+def build_snapshot(
+    home: HermesHome,
+    config: Config,
+    db: Any,
+    previous: DeckSnapshot | None = None,
+    *,
+    session_id: str | None = None,
+    now: float | None = None,
+) -> DeckSnapshot:
+    """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
+
+    Args:
+        home: the Hermes home.
+        config: its config.
+        db: a :class:`core.statedb.StateDB` (or ``None`` when the home has no state.db).
+        previous: the last snapshot; its state.db section is reused when ``PRAGMA
+            data_version`` did not change and the same session is shown.
+        session_id: the session to show (default: live session, else newest MemLock file).
+        now: epoch seconds stamped as :attr:`DeckSnapshot.taken_at` (default ``time.time()``).
+
+    Returns:
+        the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
+    """
+    errors = _Errors()
+    taken_at = time.time() if now is None else float(now)
+    warnings = list(getattr(config, "warnings", ()) or ())
+
+    # ── memory files ──
+    memory: dict[str, Any] = {}
+    for target in TARGETS:
+        def _read(target: str = target) -> Any:
+            from .memory import read_memory
+
+            return read_memory(home, config, target)
+
+        state = _guard(errors, ("capacity", "review"), f"{home.memory_file(target).name}", _read, None)
+        if state is not None:
+            memory[target] = state
+            err = _attr(state, "error")
+            if err:
+                errors.add(("capacity",), home.memory_file(target).name, RuntimeError(str(err)))
+
+    # ── pending writes and archive ──
+    def _pending() -> tuple[Any, ...]:
+        from .pending import list_pending
+
+        return tuple(list_pending(home))
+
+    pending = _guard(errors, ("review",), "pending writes", _pending, ())
+
+    def _archived() -> tuple[Any, ...]:
+        from .archive import list_archived
+
+        return tuple(list_archived(home))
+
+    archived = _guard(errors, ("capacity", "anchors"), "archive", _archived, ())
+
+    # ── state.db ──
+    sessions: tuple[Any, ...] = ()
+    live = None
+    status = None
+    data_version = None
+    db_unchanged = False
+    if db is not None:
+        delta = _guard(errors, ("integrity", "recall"), "state.db", lambda: db.refresh(), None)
+        status = _guard(errors, ("integrity",), "state.db", lambda: db.status(), None)
+        data_version = _attr(delta, "data_version")
+        db_unchanged = delta is not None and not delta.changed and not delta.reset
+        state = _attr(status, "state")
+        if state is not None and state != "ok":
+            errors.add(("integrity", "recall"), "state.db", RuntimeError(str(_attr(status, "message", state))))
+        if db_unchanged and previous is not None and previous.db_status == status:
+            sessions, live = previous.sessions, previous.live_session
+        else:
+            sessions = _guard(errors, ("integrity",), "state.db sessions", lambda: tuple(db.sessions()), ())
+            live = _guard(errors, ("integrity",), "state.db live session", lambda: db.live_session(), None)
+
+    # ── MemLock anchors ──
+    from .anchors import AnchorStore
+
+    store = AnchorStore(home, config, actor="tui")
+    anchor_sessions = _guard(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
+    for info in anchor_sessions:
+        if getattr(info, "error", None):
+            warnings.append(f"memlock: {info.path.name}: {info.error}")
+    shown = _pick_session(session_id, live, anchor_sessions)
+    session_anchors = None
+    if shown:
+        session_anchors = _guard(errors, ("anchors", "integrity", "drift"), "memlock session", lambda: store.load_session(shown), None)
+    global_ids = _guard(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
+
+    # ── audit, integrity history, drift log ──
+    audit = None
+    if shown and session_anchors is not None:
+        def _audit() -> Any:
+            from .audit import audit_session
+
+            return audit_session(db, store, shown, config)
+
+        reuse_audit = (
+            previous is not None
+            and previous.session_id == shown
+            and db_unchanged
+            and _attr(previous.session_anchors, "to_dict", None) is not None
+            and previous.session_anchors.to_dict() == session_anchors.to_dict()
+            and previous.audit is not None
+        )
+        audit = previous.audit if reuse_audit and previous is not None else _guard(
+            errors, ("integrity", "anchors", "drift"), "audit", _audit, None
+        )
+    history: tuple[tuple[float, int], ...] = ()
+    drift_log: tuple[Mapping[str, Any], ...] = ()
+    if session_anchors is not None:
+        events = [e for e in session_anchors.drift_log if isinstance(e, Mapping)]
+        history = tuple(
+            (float(e.get("time") or 0.0), int(e["score"]))
+            for e in events
+            if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
+        )
+        drift_log = tuple(_frozen(e) for e in reversed(events))
+    ah = _attr(audit, "history")
+    if ah:
+        try:
+            history = tuple((float(t), int(s)) for t, s in ah)
+        except (TypeError, ValueError):
+            pass
+
+    # ── prompt blocks, reminder, memory-context preview ──
+    def _blocks() -> str:
+        from .recall import render_prompt_blocks
+
+        return render_prompt_blocks(home, config)
+
+    prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
+    reminder = str(_attr(audit, "reminder_block", "") or "")
+
+    # ── threat findings for every entry and pending write (off the UI thread) ──
+    def _findings() -> dict[str, tuple[Any, ...]]:
+        from .threats import scan
+
+        texts: list[str] = []
+        for st in memory.values():
+            for e in _attr(st, "entries", ()) or ():
+                texts.append(e if isinstance(e, str) else str(_attr(e, "text", "")))
+        for p in pending:
+            texts.extend(_pending_texts(p))
+        out: dict[str, tuple[Any, ...]] = {}
+        for t in texts:
+            if t and t not in out:
+                found = tuple(scan(t))
+                if found:
+                    out[t] = found
+        return out
+
+    findings = _guard(errors, ("review",), "threat scan", _findings, {})
+
+    return DeckSnapshot(
+        taken_at=taken_at,
+        home=home,
+        config=config,
+        memory=_frozen(memory),
+        pending=pending,
+        archived=archived,
+        sessions=sessions,
+        live_session=live,
+        db_status=status,
+        data_version=data_version,
+        session_id=shown,
+        anchor_sessions=anchor_sessions,
+        session_anchors=session_anchors,
+        global_ids=global_ids,
+        audit=audit,
+        integrity_history=history,
+        drift_log=drift_log,
+        prompt_blocks=prompt_blocks or "",
+        reminder_block=reminder,
+        findings=_frozen(findings),
+        errors=errors.frozen(),
+        warnings=tuple(warnings),
+    )
+
+
+@dataclass(frozen=True)
+class RecallPreview:
+    """What the Recall panel shows for one query.
+
+    Attributes:
+        query: the query text.
+        hits: :class:`core.recall.RecallHit` values, one per session lineage, best first.
+        fence: the ``<memory-context>`` block those hits would make (``""`` when none), built
+            with :func:`core.recall.memory_context_fence` from one ``- <title>: <snippet>``
+            line per hit.
+    """
+
+    query: str
+    hits: tuple[Any, ...] = ()
+    fence: str = ""
+
+
+def _unmark(snippet: str) -> str:
+    return snippet.replace(">>>", "").replace("<<<", "")
+
+
+def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: int = 10) -> tuple[RecallPreview | None, str | None]:
+    """Run a recall query for the Recall panel: ``(preview, error banner or None)``. Never raises.
+
+    Uses :func:`core.recall.recall` (Hermes ``session_search`` discover mode, ``limit`` 1-10
+    lineages).
+    """
+    if not query.strip():
+        return None, None
+    if db is None:
+        return None, "no state.db in this home: nothing to recall"
+    try:
+        from .recall import memory_context_fence, recall
+
+        hits = tuple(recall(db, query, limit=limit))
+        lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
+        fence = memory_context_fence("\n".join(lines)) if lines else ""
+        return RecallPreview(query, hits, fence), None
+    except Exception as exc:
+        return None, f"recall: {_describe(exc)}"

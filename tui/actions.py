@@ -1,0 +1,473 @@
+"""The dashboard's actions: what each key does with the current selection.
+
+Every write is a closure over one core operation, run by ``MemdeckApp.run_write`` in a
+thread worker (group ``write``); the result comes back as a toast. Destructive actions ask
+first (:class:`tui.screens.confirm.ConfirmScreen`). Nothing here touches a file directly.
+These functions are bound as methods of :class:`tui.app.MemdeckApp`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from core.errors import Refused
+
+from .messages import WriteOutcome
+from .safe_text import safe_plain, safe_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .app import MemdeckApp
+
+# Which selection kinds each action needs (None: works without a selection).
+_NEEDS: dict[str, tuple[str, ...] | None] = {
+    "pin": None,
+    "unpin": ("anchor",),
+    "archive": ("entry", "anchor"),
+    "restore": None,
+    "edit": ("entry", "anchor"),
+    "new_entry": None,
+    "move": ("entry",),
+    "approve": ("pending",),
+    "reject": ("pending",),
+    "undo": None,
+    "filter": None,
+    "pick_session": None,
+    "pick_profile": None,
+    "toggle_pause": None,
+    "toggle_theme": None,
+    "next_panel": None,
+    "prev_panel": None,
+}
+
+
+def action_enabled(app: "MemdeckApp", action: str) -> bool | None:
+    """``check_action`` rule: True when the key applies here; None shows it dimmed."""
+    need = _NEEDS.get(action, None)
+    if need is None:
+        return True
+    sel = app.selection()
+    if sel is None or sel.kind not in need:
+        return None
+    if action == "unpin" and not getattr(sel.obj, "pinned", False):
+        return None
+    return True
+
+
+def refusal_outcome(exc: Refused) -> WriteOutcome:
+    """A toast for a refusal: the reason, plus what the caller can act on.
+
+    Overflow lists the entries you could archive (largest first), mirroring Hermes 0.19's
+    refusal responses that carry ``current_entries`` and ``usage``
+    (``tools/memory_tool.py:346-396``).
+    """
+    detail: list[str] = []
+    d = exc.details or {}
+    if exc.code == "overflow":
+        usage = d.get("usage")
+        if usage:
+            detail.append(f"usage: {usage}")
+        entries = [str(e) for e in d.get("current_entries") or []]
+        if entries:
+            detail.append("entries you could archive (a), largest first:")
+            for e in sorted(entries, key=len, reverse=True)[:5]:
+                one = safe_plain(e, single_line=True)
+                detail.append(f"  · {len(e):,} chars  {one[:60]}{'…' if len(one) > 60 else ''}")
+    elif exc.code == "threat":
+        for key in ("findings", "pattern_ids", "patterns"):
+            v = d.get(key)
+            if v:
+                ids = [str(getattr(f, "pattern_id", f)) for f in v]
+                detail.append("findings: " + ", ".join(ids))
+                break
+    return WriteOutcome(False, safe_plain(exc.reason), exc.code, detail)
+
+
+def _target_name(target: str | None) -> str:
+    return "MEMORY.md" if target == "memory" else "USER.md"
+
+
+def _preview(text: str | None, n: int = 60) -> str:
+    one = safe_plain(text or "", single_line=True)
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def _confirm(app: "MemdeckApp", title: str, body: Text | str, then: Any, label: str = "Yes") -> None:
+    from .screens.confirm import ConfirmScreen
+
+    def done(ok: bool | None) -> None:
+        if ok:
+            then()
+
+    app.push_screen(ConfirmScreen(title, body, confirm_label=label), done)
+
+
+def _memory_store(app: "MemdeckApp") -> Any:
+    from core.memory import MemoryStore
+
+    return MemoryStore(app.home, app.config, actor="tui")
+
+
+def _anchor_store(app: "MemdeckApp") -> Any:
+    from core.anchors import AnchorStore
+
+    return AnchorStore(app.home, app.config, actor="tui")
+
+
+def _nothing(app: "MemdeckApp", what: str) -> None:
+    app.notify(f"select {what} first", severity="warning", markup=False, timeout=3)
+
+
+# ── p / u ──────────────────────────────────────────────────────────────────
+
+
+def action_pin(self: "MemdeckApp") -> None:
+    """Pin the selected entry as an anchor, or new text, in the shown session (modal)."""
+    from .screens.editors import PinScreen
+
+    sel = self.selection()
+    text = sel.text if sel is not None and sel.kind == "entry" else ""
+    sid = getattr(self.snapshot, "session_id", None) or self.session_id
+    if not sid:
+        self.notify("no session to pin into: no live session and no MemLock session file (press s)",
+                    severity="warning", markup=False)
+        return
+
+    def done(values: dict[str, Any] | None) -> None:
+        if not values:
+            return
+
+        def op() -> Any:
+            return _anchor_store(self).pin(values["text"], priority=values["priority"], probes=values["probes"],
+                                           reminder=values.get("reminder") or None, scope=values["scope"], session_id=sid)
+
+        self.run_write("pin", op, lambda a: f"pinned {a.id} (priority {a.priority}, {values['scope']}) in {sid}")
+
+    self.push_screen(PinScreen(text, self.config), done)
+
+
+def action_unpin(self: "MemdeckApp") -> None:
+    sel = self.selection()
+    if sel is None or sel.kind != "anchor":
+        return _nothing(self, "a pinned anchor in Anchors")
+    aid, sid = sel.anchor_id, sel.session_id
+    is_global = aid in getattr(self.snapshot, "global_ids", frozenset())
+    body = Text("Unpin ")
+    body.append_text(safe_text(aid or "", single_line=True, style="bold"))
+    body.append(" from session ")
+    body.append_text(safe_text(sid or "", single_line=True))
+    body.append("?\n")
+    body.append_text(safe_text(_preview(sel.text, 200)))
+    if is_global:
+        body.append("\nIt is a global pin: its durable copy in memlock/persist is removed too.", "yellow")
+
+    def op() -> Any:
+        return _anchor_store(self).unpin(aid, session_id=sid, scope="global" if is_global else None)
+
+    _confirm(self, "Unpin anchor", body, lambda: self.run_write("unpin", op, f"unpinned {aid}"), "Unpin")
+
+
+# ── a / R ──────────────────────────────────────────────────────────────────
+
+
+def action_archive(self: "MemdeckApp") -> None:
+    sel = self.selection()
+    if sel is None or sel.kind not in ("entry", "anchor"):
+        return _nothing(self, "an entry (Capacity, Review) or an anchor (Anchors)")
+    if sel.kind == "anchor":
+        aid, sid = sel.anchor_id, sel.session_id
+        body = Text("Archive anchor ")
+        body.append_text(safe_text(aid or "", single_line=True, style="bold"))
+        body.append("? It leaves the session; R restores it.\n")
+        body.append_text(safe_text(_preview(sel.text, 200)))
+
+        def op_a() -> Any:
+            return _anchor_store(self).archive(aid, sid, reason="archived from the dashboard")
+
+        _confirm(self, "Archive anchor", body, lambda: self.run_write("archive", op_a, lambda rid: f"archived {aid} ({rid})"), "Archive")
+        return
+    target, text = sel.target, sel.text or ""
+    body = Text(f"Archive this {_target_name(target)} entry ({len(text):,} chars)? R restores it.\n")
+    body.append_text(safe_text(_preview(text, 300)))
+
+    def op_e() -> Any:
+        from core.archive import archive_entry
+
+        return archive_entry(self.home, self.config, target, text, actor="tui")
+
+    _confirm(self, "Archive entry", body,
+             lambda: self.run_write("archive", op_e, f"archived a {_target_name(target)} entry ({len(text):,} chars freed)"), "Archive")
+
+
+def action_restore(self: "MemdeckApp") -> None:
+    """Pick an archived entry or anchor and restore it."""
+    from .screens.pickers import PickerScreen
+
+    snap = self.snapshot
+    records = list(getattr(snap, "archived", ()) or ())
+    if not records:
+        self.notify("the archive is empty: nothing to restore", markup=False, timeout=3)
+        return
+    options = []
+    for rec in records:
+        options.append((str(_rget(rec, "id", "archive_id")), _archive_label(rec)))
+
+    def done(rid: str | None) -> None:
+        if not rid:
+            return
+        rec = next((r for r in records if str(_rget(r, "id", "archive_id")) == rid), None)
+        kind = str(_rget(rec, "kind") or "memory")
+        if kind == "anchor":
+            def op() -> Any:
+                return _anchor_store(self).restore(rid)
+
+            self.run_write("restore", op, lambda a: f"restored anchor {a.id}")
+        else:
+            def op2() -> Any:
+                from core.archive import restore_entry
+
+                return restore_entry(self.home, self.config, rid, actor="tui")
+
+            self.run_write("restore", op2, "restored the entry")
+
+    self.push_screen(PickerScreen("Restore from the archive", options), done)
+
+
+def _rget(rec: Any, *names: str) -> Any:
+    for n in names:
+        v = rec.get(n) if isinstance(rec, dict) else getattr(rec, n, None)
+        if v is not None:
+            return v
+    return None
+
+
+def _archive_label(rec: Any) -> Text:
+    kind = str(_rget(rec, "kind") or "memory")
+    payload = _rget(rec, "payload") or {}
+    t = Text()
+    if kind == "anchor":
+        a = payload.get("anchor", {}) if isinstance(payload, dict) else {}
+        t.append("anchor  ", "cyan")
+        t.append_text(safe_text(str(a.get("id", "")), single_line=True, style="bold"))
+        t.append("  ")
+        t.append_text(safe_text(_preview(str(a.get("text", "")), 70)))
+    else:
+        target = _rget(rec, "target") or (payload.get("target") if isinstance(payload, dict) else None)
+        text = _rget(rec, "text", "content") or (payload.get("text") or payload.get("content") if isinstance(payload, dict) else "")
+        t.append(f"{'MEMORY' if target == 'memory' else 'USER'}  ", "green")
+        t.append_text(safe_text(_preview(str(text or ""), 80)))
+    return t
+
+
+# ── e / n / m ──────────────────────────────────────────────────────────────
+
+
+def action_edit(self: "MemdeckApp") -> None:
+    from .screens.editors import AnchorEditScreen, EntryEditScreen
+
+    sel = self.selection()
+    if sel is None or sel.kind not in ("entry", "anchor"):
+        return _nothing(self, "an entry or an anchor")
+    if sel.kind == "anchor":
+        aid, sid = sel.anchor_id, sel.session_id
+
+        def done_a(values: dict[str, Any] | None) -> None:
+            if not values:
+                return
+
+            def op() -> Any:
+                return _anchor_store(self).update(aid, text=values["text"], reminder=values.get("reminder"),
+                                                  priority=values["priority"], probes=values["probes"], session_id=sid)
+
+            self.run_write("edit", op, f"updated anchor {aid}")
+
+        self.push_screen(AnchorEditScreen(sel.obj, self.config), done_a)
+        return
+    target, old = sel.target or "memory", sel.text or ""
+
+    def done(values: dict[str, Any] | None) -> None:
+        if not values:
+            return
+        new = values["text"]
+
+        def op() -> Any:
+            return _memory_store(self).replace(target, old, new)
+
+        self.run_write("edit", op, f"saved the {_target_name(target)} entry ({len(new.strip()):,} chars)")
+
+    self.push_screen(EntryEditScreen(self.home, self.config, target, old, title=f"Edit {_target_name(target)} entry"), done)
+
+
+def action_new_entry(self: "MemdeckApp") -> None:
+    from .screens.editors import EntryEditScreen
+
+    sel = self.selection()
+    target = sel.target if sel is not None and sel.target in ("memory", "user") else "memory"
+
+    def done(values: dict[str, Any] | None) -> None:
+        if not values:
+            return
+        tgt, text = values["target"], values["text"]
+
+        def op() -> Any:
+            return _memory_store(self).add(tgt, text)
+
+        self.run_write("new entry", op, lambda r: _result_message(r, f"added to {_target_name(tgt)}"))
+
+    self.push_screen(EntryEditScreen(self.home, self.config, target, "", title="New entry", choose_target=True), done)
+
+
+def _result_message(result: Any, default: str) -> str:
+    msg = getattr(result, "message", None)
+    if isinstance(result, dict):
+        msg = result.get("message")
+    return f"{default}: {msg}" if msg else default
+
+
+def action_move(self: "MemdeckApp") -> None:
+    sel = self.selection()
+    if sel is None or sel.kind != "entry":
+        return _nothing(self, "an entry in Capacity or Review")
+    src = sel.target or "memory"
+    dst = "user" if src == "memory" else "memory"
+    text = sel.text or ""
+
+    def op() -> Any:
+        return _memory_store(self).move(src, text, dst)
+
+    self.run_write("move", op, f"moved the entry from {_target_name(src)} to {_target_name(dst)}")
+
+
+# ── A / X ──────────────────────────────────────────────────────────────────
+
+
+def action_approve(self: "MemdeckApp") -> None:
+    sel = self.selection()
+    if sel is None or sel.kind != "pending":
+        return _nothing(self, "a pending write in Review")
+    pid = sel.pending_id or ""
+
+    def op() -> Any:
+        from core.pending import approve
+
+        return approve(self.home, self.config, pid, actor="tui")
+
+    self.run_write("approve", op, f"approved pending write {pid}")
+
+
+def action_reject(self: "MemdeckApp") -> None:
+    sel = self.selection()
+    if sel is None or sel.kind != "pending":
+        return _nothing(self, "a pending write in Review")
+    pid = sel.pending_id or ""
+    body = Text("Reject pending write ")
+    body.append_text(safe_text(pid, single_line=True, style="bold"))
+    body.append("? It is discarded and never applied.\n")
+    body.append_text(safe_text(_preview(sel.text, 300)))
+
+    def op() -> Any:
+        from core.pending import reject
+
+        return reject(self.home, pid, actor="tui")
+
+    _confirm(self, "Reject pending write", body, lambda: self.run_write("reject", op, f"rejected pending write {pid}"), "Reject")
+
+
+# ── z ──────────────────────────────────────────────────────────────────────
+
+
+def action_undo(self: "MemdeckApp") -> None:
+    from core import journal
+
+    try:
+        last = journal.last_undoable(self.home)
+    except Exception as exc:
+        self.notify(f"undo: {exc}", severity="error", markup=False)
+        return
+    if last is None:
+        self.notify("nothing to undo", markup=False, timeout=3)
+        return
+    body = Text("Undo the last memdeck write?\n")
+    body.append_text(safe_text(journal.describe(last)))
+
+    def op() -> Any:
+        return journal.undo(self.home, self.config, actor="tui")
+
+    _confirm(self, "Undo", body, lambda: self.run_write("undo", op, lambda r: _result_message(r, "undone")), "Undo")
+
+
+# ── / s P ──────────────────────────────────────────────────────────────────
+
+
+def action_filter(self: "MemdeckApp") -> None:
+    self.panel().open_filter()
+
+
+def action_pick_session(self: "MemdeckApp") -> None:
+    from .screens.pickers import PickerScreen
+
+    snap = self.snapshot
+    options: list[tuple[str, Text]] = []
+    seen: set[str] = set()
+    for s in getattr(snap, "sessions", ()) or ():
+        sid = str(getattr(s, "id", ""))
+        if not sid or sid in seen:
+            continue
+        seen.add(sid)
+        t = Text()
+        t.append("● " if getattr(s, "live", False) else "  ", "green")
+        t.append_text(safe_text(sid, single_line=True, style="bold"))
+        title = getattr(s, "title", None)
+        if title:
+            t.append("  ")
+            t.append_text(safe_text(title, single_line=True, max_chars=40))
+        t.append(f"  {getattr(s, 'source', '')} · {getattr(s, 'message_count', 0)} msgs", "dim")
+        if getattr(s, "compactions", 0):
+            t.append(f" · {s.compactions} compactions", "dim")
+        options.append((sid, t))
+    for info in getattr(snap, "anchor_sessions", ()) or ():
+        sid = info.session_id
+        if sid in seen:
+            continue
+        seen.add(sid)
+        t = Text("  ")
+        t.append_text(safe_text(sid, single_line=True, style="bold"))
+        t.append("  MemLock file only", "dim")
+        options.append((sid, t))
+    if not options:
+        self.notify("no sessions: no state.db sessions and no MemLock session files", markup=False)
+        return
+
+    def done(sid: str | None) -> None:
+        if sid:
+            self.session_id = sid
+            self.notify(f"showing session {safe_plain(sid, single_line=True)}", markup=False, timeout=3)
+            self.request_refresh(force=True)
+
+    self.push_screen(PickerScreen("Show session", options, selected=getattr(snap, "session_id", None)), done)
+
+
+def action_pick_profile(self: "MemdeckApp") -> None:
+    from core.home import list_profiles, root_of
+
+    from .screens.pickers import PickerScreen
+
+    homes = list_profiles(root_of(self.home.path))
+    options = []
+    for h in homes:
+        t = Text()
+        t.append_text(safe_text(h.profile, single_line=True, style="bold"))
+        t.append("  ")
+        t.append_text(safe_text(str(h.path), single_line=True, style="dim"))
+        options.append((str(h.path), t))
+
+    def done(path: str | None) -> None:
+        if not path:
+            return
+        h = next((x for x in homes if str(x.path) == path), None)
+        if h is not None and h.path != self.home.path:
+            self.switch_home(h)
+            self.notify(f"profile {safe_plain(h.profile)}", markup=False, timeout=3)
+
+    self.push_screen(PickerScreen("Switch profile", options, selected=str(self.home.path)), done)

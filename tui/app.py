@@ -1,0 +1,480 @@
+"""The memdeck dashboard: a Textual app over one immutable :class:`core.snapshot.DeckSnapshot`.
+
+Data flows one way (DESIGN.md): watchfiles wakes the app -> a thread worker builds a new
+snapshot from the core readers -> the UI thread applies it inside ``batch_update()``. Writes
+flow the other way only through the core: key -> action -> thread worker (group ``write``) ->
+core operation -> :class:`~tui.messages.WriteDone` -> toast; the watcher then sees the file
+change and the next snapshot shows it. Widgets never touch files.
+
+Use :func:`make_app` (the CLI and the tests do).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from core.config import Config, load_config
+from core.errors import MemdeckError, Refused
+from core.home import HermesHome
+
+from .commands import DeckCommands
+from .keymap import PANEL_IDS, PANELS, app_bindings
+from .messages import RecallReady, SnapshotReady, WriteDone, WriteOutcome
+from .safe_text import safe_text
+
+Clock = Callable[[], float]
+
+
+class DeckScreen(Screen):
+    """The main screen. When it becomes current again (a modal closed), refresh if needed."""
+
+    def on_screen_resume(self) -> None:
+        app = self.app
+        if isinstance(app, MemdeckApp):
+            app.resume_after_modal()
+
+
+class MemdeckApp(App[None]):
+    """The dashboard. Build it with :func:`make_app`.
+
+    Attributes:
+        home: the Hermes home shown (changes with the profile picker).
+        config: its config (re-read when ``config.yaml`` changes).
+        snapshot: the last applied :class:`core.snapshot.DeckSnapshot` (``None`` before the first).
+        refresh_count: snapshots applied so far (tests wait on it).
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "memdeck"
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")] + app_bindings()
+    COMMANDS = App.COMMANDS | {DeckCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    paused: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        home: HermesHome,
+        *,
+        config: Config | None = None,
+        watch: bool = True,
+        demo: bool = False,
+        clock: Clock | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.home = home
+        self.config = config if config is not None else load_config(home)
+        self.watch_enabled = watch
+        self.demo = demo
+        self.clock: Clock = clock or time.time
+        self.session_id = session_id
+        self.snapshot: Any = None
+        self.refresh_count = 0
+        self._db: Any = None
+        self._refreshing = False
+        self._dirty = False
+        self._last_error_toast: dict[str, str] = {}
+
+    # ── layout ──────────────────────────────────────────────────────────
+
+    def get_default_screen(self) -> Screen:
+        return DeckScreen(id="deck")
+
+    def compose(self) -> ComposeResult:
+        from .widgets.panels import (
+            AnchorsPanel,
+            CapacityPanel,
+            DriftPanel,
+            IntegrityPanel,
+            RecallPanel,
+            ReviewPanel,
+        )
+
+        classes = {
+            "integrity": IntegrityPanel,
+            "anchors": AnchorsPanel,
+            "drift": DriftPanel,
+            "capacity": CapacityPanel,
+            "recall": RecallPanel,
+            "review": ReviewPanel,
+        }
+        yield Static(self._status_line(), id="statusline")
+        with TabbedContent(initial="integrity", id="panels"):
+            for i, (pid, title) in enumerate(PANELS, 1):
+                with TabPane(f"{i} {title}", id=pid):
+                    yield classes[pid](id=f"panel-{pid}")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.theme = "textual-dark"
+        self.request_refresh()
+        if self.watch_enabled:
+            self.start_watchers()
+        self.call_after_refresh(self._focus_panel)
+
+    # ── panels ──────────────────────────────────────────────────────────
+
+    @property
+    def current_panel_id(self) -> str:
+        return self.query_one("#panels", TabbedContent).active or "integrity"
+
+    def panel(self, pid: str | None = None) -> Any:
+        return self.query_one(f"#panel-{pid or self.current_panel_id}")
+
+    def _focus_panel(self) -> None:
+        try:
+            self.panel().focus_primary()
+        except Exception:  # the panel may not be mounted yet during shutdown
+            pass
+
+    def action_show_panel(self, pid: str) -> None:
+        if pid in PANEL_IDS:
+            self.query_one("#panels", TabbedContent).active = pid
+            self.call_after_refresh(self._focus_panel)
+
+    def action_next_panel(self) -> None:
+        i = PANEL_IDS.index(self.current_panel_id)
+        self.action_show_panel(PANEL_IDS[(i + 1) % len(PANEL_IDS)])
+
+    def action_prev_panel(self) -> None:
+        i = PANEL_IDS.index(self.current_panel_id)
+        self.action_show_panel(PANEL_IDS[(i - 1) % len(PANEL_IDS)])
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+        self.call_after_refresh(self._focus_panel)
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    # ── status line ─────────────────────────────────────────────────────
+
+    def _status_line(self) -> Text:
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(" memdeck ", "bold reverse")
+        t.append(" ")
+        t.append_text(safe_text(self.home.profile, single_line=True, style="bold"))
+        t.append(" · ")
+        t.append_text(safe_text(str(self.home.path), single_line=True, style="dim"))
+        if self.demo:
+            t.append(" · demo", "italic")
+        t.append(" · ")
+        if self.paused:
+            t.append("⏸ PAUSED (space resumes)", "bold yellow reverse")
+        elif not self.watch_enabled:
+            t.append("static (no watcher)", "dim")
+        else:
+            t.append("● live", "bold green")
+        snap = self.snapshot
+        if snap is not None and getattr(snap, "taken_at", None):
+            t.append(" · updated ", "dim")
+            t.append(time.strftime("%H:%M:%S", time.localtime(snap.taken_at)), "dim")
+        return t
+
+    def update_status_line(self) -> None:
+        try:
+            self.query_one("#statusline", Static).update(self._status_line())
+        except Exception:
+            pass
+
+    def watch_paused(self, paused: bool) -> None:
+        self.update_status_line()
+        self.refresh_bindings()
+        if not paused:
+            self.resume_after_modal()
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.notify("live refresh paused" if self.paused else "live refresh resumed", markup=False, timeout=2)
+
+    # ── snapshot refresh (Dolphie: the next one starts only after the last finished) ──
+
+    def _refresh_blocked(self) -> bool:
+        return self.paused or isinstance(self.screen, ModalScreen)
+
+    def request_refresh(self, *, force: bool = False) -> None:
+        """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
+
+        A request that arrives while blocked is remembered and served once unblocked.
+        ``force`` ignores the pause (the user asked for this change, e.g. a session switch).
+        """
+        if self._refreshing or (self._refresh_blocked() and not force):
+            self._dirty = True
+            return
+        self._dirty = False
+        self._refreshing = True
+        self._refresh_worker()
+
+    def resume_after_modal(self) -> None:
+        if self._dirty and not self._refresh_blocked():
+            self.request_refresh()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
+    def _refresh_worker(self) -> None:
+        from core.snapshot import build_snapshot, open_statedb
+
+        try:
+            if self._db is None:
+                self._db = open_statedb(self.home)
+            snap = build_snapshot(
+                self.home,
+                self.config,
+                self._db,
+                previous=self.snapshot,
+                session_id=self.session_id,
+                now=self.clock(),
+            )
+        except BaseException as exc:  # build_snapshot never raises; belt and braces
+            snap = exc
+        self.post_message(SnapshotReady(snap))
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        self._refreshing = False
+        snap = message.snapshot
+        if isinstance(snap, BaseException):
+            self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
+        else:
+            self.apply_snapshot(snap)
+        if self._dirty and not self._refresh_blocked():
+            self.request_refresh()
+
+    def apply_snapshot(self, snap: Any) -> None:
+        """Show ``snap`` in every panel at once (one repaint)."""
+        previous = self.snapshot
+        self.snapshot = snap
+        if previous is not None and previous.data_version != snap.data_version:
+            try:
+                q = self.query_one("#panel-recall").query_text
+            except Exception:
+                q = ""
+            if q.strip():
+                self.run_recall(q)
+        if self.session_id is None and getattr(snap, "session_id", None):
+            self.session_id = snap.session_id
+        with self.batch_update():
+            for pid in PANEL_IDS:
+                try:
+                    self.panel(pid).show_snapshot(snap)
+                except Exception as exc:  # a panel bug must not kill the app
+                    self.log.error(f"panel {pid} failed to render: {exc!r}")
+                    try:
+                        self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
+                    except Exception:
+                        pass
+            self.update_status_line()
+        self.refresh_count += 1
+        self.refresh_bindings()
+
+    # ── watchers (Posting: awatch loops in exclusive workers) ─────────────
+
+    def start_watchers(self) -> None:
+        self._watch_home()
+        self._watch_dirs()
+
+    def _watched_dirs(self) -> list[Path]:
+        h = self.home
+        cands = [h.memories_dir, h.path / "pending", h.memlock_dir, h.memdeck_dir]
+        return [p for p in cands if p.is_dir()]
+
+    @work(exclusive=True, group="dir-watcher", exit_on_error=False)
+    async def _watch_dirs(self) -> None:
+        from watchfiles import awatch
+
+        from .watcher import DEBOUNCE_MS, STEP_MS, DeckFilter
+
+        paths = self._watched_dirs()
+        if not paths:
+            return
+        async for _changes in awatch(
+            *paths, watch_filter=DeckFilter(), debounce=DEBOUNCE_MS, step=STEP_MS, recursive=True,
+            ignore_permission_denied=True,
+        ):
+            self.request_refresh()
+
+    @work(exclusive=True, group="home-watcher", exit_on_error=False)
+    async def _watch_home(self) -> None:
+        from watchfiles import awatch
+
+        from .watcher import DEBOUNCE_MS, STEP_MS, HomeFilter
+
+        if not self.home.path.is_dir():
+            return
+        async for changes in awatch(
+            self.home.path, watch_filter=HomeFilter(), debounce=DEBOUNCE_MS, step=STEP_MS, recursive=False,
+            ignore_permission_denied=True,
+        ):
+            names = {Path(p).name for _c, p in changes}
+            if names & {"memories", "memlock", "pending", "memdeck"}:
+                self._watch_dirs()  # a watched directory appeared or vanished: re-arm
+            if "config.yaml" in names:
+                self.config = load_config(self.home)
+            self.request_refresh()
+
+    # ── selection helpers ───────────────────────────────────────────────
+
+    def selection(self) -> Any:
+        """What the current panel has selected (see ``Panel.selected``), or ``None``."""
+        try:
+            return self.panel().selected()
+        except Exception:
+            return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        from .actions import action_enabled
+
+        if action.startswith("show_panel") or action in {"quit", "help", "command_palette"}:
+            return True
+        return action_enabled(self, action)
+
+    # ── writes: key -> action -> worker -> core -> message -> toast ─────
+
+    def run_write(self, action: str, op: Callable[[], Any], success: Callable[[Any], str] | str) -> None:
+        """Run core operation ``op`` in a write worker and toast its outcome.
+
+        ``success`` is the toast text, or a function of ``op``'s result that returns it.
+        """
+        self._write_worker(action, op, success)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="write")
+    def _write_worker(self, action: str, op: Callable[[], Any], success: Callable[[Any], str] | str) -> None:
+        from .actions import refusal_outcome
+
+        try:
+            result = op()
+            text = success(result) if callable(success) else success
+            outcome = WriteOutcome(True, text)
+        except Refused as exc:
+            outcome = refusal_outcome(exc)
+        except MemdeckError as exc:
+            outcome = WriteOutcome(False, str(exc), "error")
+        except Exception as exc:  # never a traceback in the TUI
+            outcome = WriteOutcome(False, f"{type(exc).__name__}: {exc}", "error")
+        self.post_message(WriteDone(action, outcome))
+
+    def on_write_done(self, message: WriteDone) -> None:
+        o = message.outcome
+        body = o.message if not o.detail else o.message + "\n" + "\n".join(o.detail)
+        if o.ok:
+            self.notify(body, title=message.action, markup=False, timeout=4)
+        else:
+            title = f"{message.action}: refused" if o.code not in ("", "error") else f"{message.action}: failed"
+            self.notify(body, title=title, severity="error", markup=False, timeout=8)
+        self.request_refresh(force=True)
+
+    # ── recall (its own worker, re-run on each query) ────────────────────
+
+    def run_recall(self, query: str) -> None:
+        self._recall_worker(query)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="recall")
+    def _recall_worker(self, query: str) -> None:
+        from core.snapshot import run_recall
+
+        try:
+            if self._db is None:
+                from core.snapshot import open_statedb
+
+                self._db = open_statedb(self.home)
+            result, error = run_recall(self._db, query, self.home, self.config)
+        except Exception as exc:
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        self.post_message(RecallReady(query, result, error))
+
+    def on_recall_ready(self, message: RecallReady) -> None:
+        try:
+            self.query_one("#panel-recall").show_recall(message.query, message.result, message.error)
+        except Exception as exc:
+            self.log.error(f"recall render failed: {exc!r}")
+
+    # ── profile switching ───────────────────────────────────────────────
+
+    def switch_home(self, home: HermesHome) -> None:
+        """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
+        if self._db is not None:
+            close = getattr(self._db, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
+        self.home = home
+        self.config = load_config(home)
+        self._db = None
+        self.session_id = None
+        self.snapshot = None
+        if self.watch_enabled:
+            self.start_watchers()
+        self.update_status_line()
+        self.request_refresh(force=True)
+
+    async def action_quit(self) -> None:
+        self.workers.cancel_group(self, "dir-watcher")
+        self.workers.cancel_group(self, "home-watcher")
+        self.exit()
+
+    # actions that open modals or run writes live in tui/actions.py
+    from .actions import (  # noqa: E402  (methods bound onto the class)
+        action_approve,
+        action_archive,
+        action_edit,
+        action_filter,
+        action_move,
+        action_new_entry,
+        action_pick_profile,
+        action_pick_session,
+        action_pin,
+        action_reject,
+        action_restore,
+        action_undo,
+        action_unpin,
+    )
+
+
+def make_app(
+    home: HermesHome | str | os.PathLike[str],
+    *,
+    config: Config | None = None,
+    watch: bool = True,
+    demo: bool = False,
+    clock: Clock | None = None,
+    now: float | None = None,
+    session_id: str | None = None,
+) -> MemdeckApp:
+    """Build the dashboard for ``home`` (the factory the CLI and the tests use).
+
+    Args:
+        home: a :class:`core.home.HermesHome` or a home directory path.
+        config: the home's config (default: ``load_config(home)``).
+        watch: run the watchfiles workers (tests and snapshots pass False).
+        demo: mark the status line as a demo home.
+        clock: a function returning epoch seconds (default ``time.time``).
+        now: a fixed "now" in epoch seconds (shorthand for ``clock=lambda: now``; for stable
+            snapshots).
+        session_id: the session shown first (default: the live session).
+    """
+    if not isinstance(home, HermesHome):
+        home = HermesHome(Path(home))
+    if now is not None and clock is None:
+        fixed = float(now)
+        clock = lambda: fixed  # noqa: E731
+    return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id)

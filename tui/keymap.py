@@ -1,0 +1,99 @@
+"""Every key of the dashboard, in one list: the footer, the help screen ``?`` and the command
+palette are all generated from it, and every binding has an ``id`` so a user keymap
+(``App.set_keymap({"memdeck.pin": "ctrl+k"})``) can rebind it (Posting's rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+PANELS: tuple[tuple[str, str], ...] = (
+    ("integrity", "Integrity"),
+    ("anchors", "Anchors"),
+    ("drift", "Drift log"),
+    ("capacity", "Capacity"),
+    ("recall", "Recall"),
+    ("review", "Review"),
+)
+PANEL_IDS = tuple(p for p, _ in PANELS)
+
+_PANEL_GROUP = Binding.Group("panel", compact=True)
+
+
+@dataclass(frozen=True)
+class KeyHelp:
+    """One row of the keys table: key as shown, action id, what it does, where it applies."""
+
+    key: str
+    binding_id: str
+    action: str
+    what: str
+    where: str
+
+
+#: (key, action, footer label, id, help text, where it applies)
+_SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
+    ("p", "pin", "Pin", "memdeck.pin", "pin the selected entry as an anchor, or new text (modal: priority, probes, scope)", "Capacity, Anchors"),
+    ("u", "unpin", "Unpin", "memdeck.unpin", "unpin the selected anchor (asks first)", "Anchors"),
+    ("a", "archive", "Archive", "memdeck.archive", "archive the selected entry or anchor (asks first)", "Capacity, Anchors, Review"),
+    ("R", "restore", "Restore", "memdeck.restore", "restore an archived entry or anchor (picker)", "anywhere"),
+    ("e", "edit", "Edit", "memdeck.edit", "edit the selected entry or anchor (live char budget and threat scan)", "Capacity, Anchors, Review"),
+    ("n", "new_entry", "New", "memdeck.new", "add a new entry to MEMORY.md or USER.md", "anywhere"),
+    ("m", "move", "Move", "memdeck.move", "move the selected entry to the other target", "Capacity, Review"),
+    ("A", "approve", "Approve", "memdeck.approve", "approve the selected pending write", "Review"),
+    ("X", "reject", "Reject", "memdeck.reject", "reject the selected pending write (asks first)", "Review"),
+    ("z", "undo", "Undo", "memdeck.undo", "undo the last memdeck write (asks first)", "anywhere"),
+    ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "anywhere"),
+    ("s", "pick_session", "Session", "memdeck.session", "choose the session shown by Integrity, Anchors and Drift log", "anywhere"),
+    ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
+    ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
+    ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
+    ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
+    ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
+    ("question_mark", "help", "Help", "memdeck.help", "this help", "anywhere"),
+    ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action)", "anywhere"),
+    ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
+)
+
+_DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "⇧tab"}
+
+
+def app_bindings() -> list[Binding]:
+    """The dashboard's bindings, each with an ``id``; ``1``-``6`` jump to a panel."""
+    out: list[Binding] = []
+    for key, action, label, bid, _help, _where in _SPEC:
+        out.append(
+            Binding(
+                key,
+                action,
+                label,
+                id=bid,
+                key_display=_DISPLAY.get(key),
+                priority=action in {"command_palette"},
+                show=action not in {"prev_panel"},
+            )
+        )
+    for i, (pid, title) in enumerate(PANELS, 1):
+        out.append(
+            Binding(str(i), f"show_panel('{pid}')", title, id=f"memdeck.panel.{pid}", group=_PANEL_GROUP)
+        )
+    return out
+
+
+def keys_table() -> list[KeyHelp]:
+    """Rows for the help screen and the README keys table."""
+    rows = [KeyHelp(_DISPLAY.get(k, k), bid, a, h, w) for k, a, _l, bid, h, w in _SPEC]
+    rows.insert(
+        -4,
+        KeyHelp("1-6", "memdeck.panel.*", "show_panel", "jump to Integrity, Anchors, Drift log, Capacity, Recall, Review", "anywhere"),
+    )
+    return rows
+
+
+def palette_entries() -> list[tuple[str, str, str]]:
+    """``(title, help, action)`` for every action, for the command palette provider."""
+    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC if a not in {"command_palette"}]
+    out += [(f"Show {title}", f"jump to the {title} panel", f"show_panel('{pid}')") for pid, title in PANELS]
+    return out

@@ -1,0 +1,60 @@
+"""Messages that carry results from worker threads back to the UI thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.message import Message
+
+
+class SnapshotReady(Message):
+    """A new :class:`core.snapshot.DeckSnapshot` was built off the UI thread."""
+
+    def __init__(self, snapshot: Any) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+
+class FilesChanged(Message):
+    """The watcher saw changes to files the dashboard shows (paths are absolute)."""
+
+    def __init__(self, paths: frozenset[str]) -> None:
+        super().__init__()
+        self.paths = paths
+
+
+@dataclass
+class WriteOutcome:
+    """The result of one write action, shown as a toast.
+
+    Attributes:
+        ok: True on success.
+        message: one line for the toast (success text, or the refusal reason).
+        code: ``Refused.code`` on refusal, ``"error"`` for other failures, ``""`` on success.
+        detail: extra lines (e.g. the entries you could archive on overflow).
+    """
+
+    ok: bool
+    message: str
+    code: str = ""
+    detail: list[str] = field(default_factory=list)
+
+
+class WriteDone(Message):
+    """A write worker finished (successfully or not)."""
+
+    def __init__(self, action: str, outcome: WriteOutcome) -> None:
+        super().__init__()
+        self.action = action
+        self.outcome = outcome
+
+
+class RecallReady(Message):
+    """Recall results for ``query`` were computed off the UI thread."""
+
+    def __init__(self, query: str, result: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.query = query
+        self.result = result
+        self.error = error

@@ -1,0 +1,1 @@
+"""Modal screens: confirmation, help, editors and pickers."""

@@ -1,0 +1,289 @@
+"""Modal editors: a memory entry (live char budget + live threat scan) and an anchor / pin.
+
+The editors only *preview* the core's checks (the same scan, the same usage arithmetic from
+``core.memory``) so the Save button is disabled for what the core would refuse; the write
+itself still goes through the core, which checks again under its lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static, TextArea
+
+from ..safe_text import safe_text
+
+
+def scan_findings(text: str) -> list[Any]:
+    """:func:`core.threats.scan` of ``text`` (``[]`` when the scanner is unavailable)."""
+    try:
+        from core.threats import scan
+    except ImportError:
+        return []
+    try:
+        return list(scan(text))
+    except Exception:
+        return []
+
+
+def findings_text(text: str, findings: list[Any]) -> Text:
+    if not findings:
+        return Text("✓ threat scan: clean", style="green")
+    t = Text("✗ threat scan: ", style="bold red")
+    ids = []
+    for f in findings:
+        pid = str(getattr(f, "pattern_id", f))
+        if pid not in ids:
+            ids.append(pid)
+    t.append(", ".join(ids), "red")
+    for f in findings[:3]:
+        s, e = getattr(f, "start", None), getattr(f, "end", None)
+        if isinstance(s, int) and isinstance(e, int):
+            t.append("\n  at ", "dim")
+            t.append_text(safe_text(text[max(0, s - 10): e + 10], single_line=True, highlights=[(min(s, 10), min(s, 10) + (e - s))]))
+    return t
+
+
+class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
+    """Edit or write a memory entry. Dismisses with ``{"target", "text"}`` or ``None``."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Save", id="editor.save"),
+        Binding("escape", "cancel", "Cancel", id="editor.cancel"),
+    ]
+
+    def __init__(self, home: Any, config: Any, target: str, text: str, *, title: str, choose_target: bool = False) -> None:
+        super().__init__()
+        self.home = home
+        self.config = config
+        self.target = target
+        self.original = text
+        self.title_text = title
+        self.choose_target = choose_target
+        self.ok = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="editor-box", classes="dialog"):
+            yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
+            if self.choose_target:
+                yield Select([("MEMORY.md (memory)", "memory"), ("USER.md (user)", "user")], value=self.target,
+                             allow_blank=False, id="editor-target")
+            yield TextArea(self.original, id="editor-text", soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
+            yield Static(id="editor-budget")
+            yield Static(id="editor-findings")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save (ctrl+s)", variant="primary", id="editor-save")
+                yield Button("Cancel (esc)", id="editor-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#editor-text", TextArea).focus()
+        self._check()
+
+    def _entries(self, target: str) -> list[str]:
+        snap = getattr(self.app, "snapshot", None)
+        state = snap.memory.get(target) if snap is not None else None
+        out = []
+        for e in getattr(state, "entries", None) or ():
+            out.append(e if isinstance(e, str) else str(getattr(e, "text", "")))
+        return out
+
+    def _usage_after(self, target: str, new: str) -> tuple[int, int]:
+        """Chars the target would use after this save (Hermes counts ``"\\n§\\n".join``)."""
+        entries = self._entries(target)
+        if not self.choose_target and self.original in entries:
+            entries = [new if e == self.original else e for e in entries]
+        elif new not in entries:
+            entries = entries + [new]
+        try:
+            from core.memory import ENTRY_DELIMITER
+        except ImportError:
+            ENTRY_DELIMITER = "\n§\n"
+        return len(ENTRY_DELIMITER.join(e for e in entries if e)), int(self.config.char_limit(target))
+
+    def _current_target(self) -> str:
+        if self.choose_target:
+            v = self.query_one("#editor-target", Select).value
+            return v if isinstance(v, str) else self.target
+        return self.target
+
+    def _check(self) -> None:
+        text = self.query_one("#editor-text", TextArea).text.strip()
+        target = self._current_target()
+        used, limit = self._usage_after(target, text)
+        findings = scan_findings(text) if text else []
+        budget = Text()
+        budget.append(f"{len(text):,} chars · {'MEMORY.md' if target == 'memory' else 'USER.md'} after save: ")
+        over = used > limit
+        budget.append(f"{used:,}/{limit:,} ({used * 100 / max(1, limit):.0f}%)", "bold red" if over else "green")
+        if over:
+            budget.append(f"  ✗ {used - limit:,} chars over the limit", "bold red")
+        if not text:
+            budget.append("  ✗ empty", "bold red")
+        elif text == self.original.strip() and not self.choose_target:
+            budget.append("  (unchanged)", "dim")
+        self.query_one("#editor-budget", Static).update(budget)
+        self.query_one("#editor-findings", Static).update(findings_text(text, findings))
+        self.ok = bool(text) and not over and not findings and (self.choose_target or text != self.original.strip())
+        self.query_one("#editor-save", Button).disabled = not self.ok
+
+    @on(TextArea.Changed)
+    def _changed(self) -> None:
+        self._check()
+
+    @on(Select.Changed)
+    def _target_changed(self) -> None:
+        self._check()
+
+    @on(Button.Pressed, "#editor-save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#editor-cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
+
+    def action_save(self) -> None:
+        self._check()
+        if not self.ok:
+            self.app.notify("not saved: fix what the editor shows in red first", severity="warning", markup=False)
+            return
+        self.dismiss({"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()})
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PinScreen(ModalScreen["dict[str, Any] | None"]):
+    """Pin text as an anchor: text, priority (1-100), probes (comma separated; empty = derived),
+    scope (session / global). Dismisses with the values or ``None``."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "save", "Pin", id="pin.save"),
+        Binding("escape", "cancel", "Cancel", id="pin.cancel"),
+    ]
+
+    def __init__(self, text: str, config: Any, *, title: str = "Pin an anchor", priority: int = 50,
+                 probes: list[str] | None = None, reminder: str = "", show_scope: bool = True) -> None:
+        super().__init__()
+        self.text = text
+        self.config = config
+        self.title_text = title
+        self.priority = priority
+        self.probes = probes or []
+        self.reminder = reminder
+        self.show_scope = show_scope
+        self.ok = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="pin-box", classes="dialog"):
+            yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
+            yield TextArea(self.text, id="pin-text", soft_wrap=True, tab_behavior="focus")
+            with Horizontal(classes="form-row"):
+                yield Label("priority")
+                yield Input(str(self.priority), id="pin-priority", type="integer", max_length=3)
+                if self.show_scope:
+                    yield Label("scope")
+                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False, id="pin-scope")
+            with Horizontal(classes="form-row"):
+                yield Label("probes")
+                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text", id="pin-probes")
+            with Horizontal(classes="form-row"):
+                yield Label("reminder")
+                yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder")
+            yield Static(id="pin-check")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Save (ctrl+s)", variant="primary", id="pin-save")
+                yield Button("Cancel (esc)", id="pin-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#pin-text", TextArea).focus()
+        self._check()
+
+    def _values(self) -> dict[str, Any]:
+        probes_raw = self.query_one("#pin-probes", Input).value
+        probes = [p.strip() for p in probes_raw.split(",") if p.strip()]
+        scope = "session"
+        if self.show_scope:
+            v = self.query_one("#pin-scope", Select).value
+            scope = v if isinstance(v, str) else "session"
+        prio_raw = self.query_one("#pin-priority", Input).value.strip()
+        try:
+            prio: Any = int(prio_raw)
+        except ValueError:
+            prio = prio_raw
+        return {
+            "text": self.query_one("#pin-text", TextArea).text.strip(),
+            "priority": prio,
+            "probes": probes or None,
+            "reminder": self.query_one("#pin-reminder", Input).value.strip(),
+            "scope": scope,
+        }
+
+    def _check(self) -> None:
+        v = self._values()
+        problems: list[str] = []
+        if not v["text"]:
+            problems.append("an anchor needs text")
+        if not isinstance(v["priority"], int) or not 1 <= v["priority"] <= 100:
+            problems.append("priority must be a whole number 1-100")
+        joined = " ".join([v["text"], v["reminder"], " ".join(v["probes"] or [])])
+        findings = scan_findings(joined) if joined.strip() else []
+        t = Text()
+        if problems:
+            t.append("✗ " + "; ".join(problems) + "\n", "bold red")
+        t.append_text(findings_text(joined, findings))
+        if not v["probes"] and v["text"]:
+            try:
+                from core.audit import derive_probes
+
+                t.append("\nprobes derived: ", "dim")
+                t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))
+            except Exception:
+                pass
+        self.query_one("#pin-check", Static).update(t)
+        self.ok = not problems and not findings
+        self.query_one("#pin-save", Button).disabled = not self.ok
+
+    @on(TextArea.Changed)
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        self._check()
+
+    @on(Button.Pressed, "#pin-save")
+    def _save_pressed(self) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#pin-cancel")
+    def _cancel_pressed(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.action_save()
+
+    def action_save(self) -> None:
+        self._check()
+        if not self.ok:
+            self.app.notify("not saved: fix what the form shows in red first", severity="warning", markup=False)
+            return
+        self.dismiss(self._values())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class AnchorEditScreen(PinScreen):
+    """Edit an anchor's text, priority, probes and reminder (the core keeps the old version)."""
+
+    def __init__(self, anchor: Any, config: Any) -> None:
+        super().__init__(
+            anchor.text, config, title=f"Edit anchor {anchor.id}", priority=int(anchor.priority),
+            probes=list(anchor.probes), reminder=anchor.reminder, show_scope=False,
+        )

@@ -1,0 +1,412 @@
+"""The six panels. Each one renders a :class:`core.snapshot.DeckSnapshot` and nothing else.
+
+A panel never reads or writes a file: it gets a snapshot in :meth:`Panel.show_snapshot`,
+shows a banner when its sources failed, and reports what is selected (:meth:`Panel.selected`)
+so the app's actions know what a key applies to. Every piece of data text goes through
+:func:`tui.safe_text.safe_text`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Digits, Input, Static
+
+from ..safe_text import safe_text
+from . import view
+from .table import DeckTable
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a key applies to.
+
+    Attributes:
+        kind: ``"entry"`` (a memory entry), ``"anchor"``, ``"pending"`` (a pending write),
+            ``"archived"`` (an archive row), ``"event"`` (a drift-log event).
+        key: the row key.
+        target: ``"memory"``/``"user"`` for entries and pending writes.
+        text: the entry / anchor text.
+        anchor_id, session_id, pending_id: ids when they apply.
+        obj: the core object behind the row.
+    """
+
+    kind: str
+    key: str
+    target: str | None = None
+    text: str | None = None
+    anchor_id: str | None = None
+    session_id: str | None = None
+    pending_id: str | None = None
+    obj: Any = None
+
+
+class Banner(Static):
+    """A one-line red banner saying which source of this panel failed (hidden when fine)."""
+
+    DEFAULT_CSS = "Banner { display: none; }"
+
+    def set(self, text: str | None) -> None:
+        if text:
+            self.update(safe_text("⚠ " + text, single_line=True))
+            self.display = True
+        else:
+            self.display = False
+
+
+class Panel(Vertical):
+    """Base of the six panels."""
+
+    can_focus = False
+    filter_text: str = ""
+
+    def compose_banner(self) -> ComposeResult:
+        yield Banner(id=f"{self.id}-banner", classes="banner")
+
+    def compose_filter(self) -> ComposeResult:
+        yield Input(placeholder="filter rows (esc clears)", id=f"{self.id}-filter", classes="filter")
+
+    def show_banner(self, text: str | None) -> None:
+        try:
+            self.query_one(Banner).set(text)
+        except Exception:
+            pass
+
+    def show_snapshot(self, snap: Any) -> None:
+        raise NotImplementedError
+
+    def selected(self) -> Selection | None:
+        return None
+
+    def primary(self) -> Any:
+        try:
+            return self.query_one(DeckTable)
+        except Exception:
+            return None
+
+    def focus_primary(self) -> None:
+        w = self.primary()
+        if w is not None:
+            w.focus()
+
+    # filter
+    def open_filter(self) -> None:
+        try:
+            box = self.query_one(f"#{self.id}-filter", Input)
+        except Exception:
+            return
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, ".filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        snap = getattr(self.app, "snapshot", None)
+        if snap is not None:
+            self.show_snapshot(snap)
+
+    @on(Input.Submitted, ".filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.focus_primary()
+
+    def clear_filter(self) -> None:
+        try:
+            box = self.query_one(f"#{self.id}-filter", Input)
+        except Exception:
+            return
+        box.value = ""
+        box.display = False
+        self.filter_text = ""
+        self.focus_primary()
+
+    def matches(self, *texts: Any) -> bool:
+        f = self.filter_text.strip().lower()
+        if not f:
+            return True
+        return any(f in str(t).lower() for t in texts if t is not None)
+
+    @property
+    def now(self) -> float:
+        clock = getattr(self.app, "clock", None)
+        return clock() if callable(clock) else time.time()
+
+
+# ── Integrity ───────────────────────────────────────────────────────────────
+
+
+class IntegrityPanel(Panel):
+    """The shown session's integrity score (large), its sparkline, floor and last compaction."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        with Horizontal(id="integrity-top"):
+            with Vertical(id="score-box"):
+                yield Static(Text("integrity score", style="dim"), id="score-label")
+                yield Digits("--", id="score")
+            yield Static(id="integrity-facts")
+        yield Static(Text("score across compactions (0-100, oldest → newest)", style="dim"), id="spark-label")
+        yield Static(id="sparkline")
+        yield Static(id="integrity-anchors")
+        yield Static(id="integrity-reminder")
+
+    def primary(self) -> Any:
+        return None
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("integrity"))
+        score = view.current_score(snap)
+        floor = int(snap.config.memlock.alert_floor)
+        digits = self.query_one("#score", Digits)
+        digits.update("--" if score is None else f"{score}")
+        low = score is not None and score < floor
+        self.set_class(low, "below-floor")
+        self.set_class(score is not None and not low, "above-floor")
+        self.query_one("#integrity-facts", Static).update(view.integrity_facts(snap, self.now))
+        width = max(10, (self.size.width or 60) - 2)
+        self.query_one("#sparkline", Static).update(view.sparkline(snap.integrity_history, floor, width))
+        self.query_one("#integrity-anchors", Static).update(view.anchor_summary(snap))
+        self.query_one("#integrity-reminder", Static).update(view.reminder_preview(snap))
+
+
+# ── Anchors ─────────────────────────────────────────────────────────────────
+
+
+class AnchorsPanel(Panel):
+    """One row per anchor, sorted as MemLock re-injects them (priority desc, id asc)."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield from self.compose_filter()
+        yield DeckTable(
+            [("state", "state"), ("pri", "pri"), ("probes", "probes"), ("scope", "scope"), ("id", "id"), ("reminder", "reminder")],
+            id="anchors-table",
+        )
+        with VerticalScroll(id="anchors-detail-box", classes="detail"):
+            yield Static(id="anchors-detail")
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("anchors"))
+        self._rows = [r for r in view.anchor_rows(snap) if self.matches(r.anchor_id, r.text, r.reminder, r.state)]
+        table = self.query_one(DeckTable)
+        table.sync([(r.key, r.cells()) for r in self._rows])
+        self._show_detail()
+
+    def _current(self) -> Any:
+        key = self.query_one(DeckTable).selected_key
+        for r in getattr(self, "_rows", []):
+            if r.key == key:
+                return r
+        return None
+
+    def _show_detail(self) -> None:
+        r = self._current()
+        self.query_one("#anchors-detail", Static).update(view.anchor_detail(r) if r else Text("no anchors in this session", style="dim"))
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def selected(self) -> Selection | None:
+        r = self._current()
+        if r is None:
+            return None
+        if r.state == "archived":
+            return Selection("archived", r.key, text=r.text, anchor_id=r.anchor_id, session_id=r.session_id, obj=r.obj)
+        return Selection("anchor", r.key, text=r.text, anchor_id=r.anchor_id, session_id=r.session_id, obj=r.obj)
+
+
+# ── Drift log ───────────────────────────────────────────────────────────────
+
+
+class DriftPanel(Panel):
+    """Every audit (MemLock drift log), newest first; the selected one explained below."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield from self.compose_filter()
+        yield DeckTable([("time", "time"), ("score", "score"), ("lost", "lost"), ("casualties", "casualties")], id="drift-table")
+        with VerticalScroll(id="drift-detail-box", classes="detail"):
+            yield Static(id="drift-detail")
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("drift"))
+        self._snap = snap
+        self._rows = [r for r in view.drift_rows(snap, self.now) if self.matches(*r.casualties, r.when)]
+        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
+        self._show_detail()
+
+    def _current(self) -> Any:
+        key = self.query_one(DeckTable).selected_key
+        for r in getattr(self, "_rows", []):
+            if r.key == key:
+                return r
+        return None
+
+    def _show_detail(self) -> None:
+        r = self._current()
+        snap = getattr(self, "_snap", None)
+        out = view.drift_detail(snap, r, self.now) if (r and snap) else Text("no audits recorded for this session yet", style="dim")
+        self.query_one("#drift-detail", Static).update(out)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def selected(self) -> Selection | None:
+        r = self._current()
+        return Selection("event", r.key, obj=r.event) if r else None
+
+
+# ── Capacity ────────────────────────────────────────────────────────────────
+
+
+class CapacityPanel(Panel):
+    """MEMORY.md / USER.md usage bars, the entries with sizes and threat flags, the next
+    session's frozen prompt block."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield Static(id="usage-memory", classes="usage")
+        yield Static(id="usage-user", classes="usage")
+        yield from self.compose_filter()
+        yield DeckTable([("target", "target"), ("n", "#"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")], id="capacity-table")
+        with VerticalScroll(id="capacity-detail-box", classes="detail"):
+            yield Static(id="capacity-detail")
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("capacity"))
+        self._snap = snap
+        width = max(20, (self.size.width or 78) - 2)
+        for target in ("memory", "user"):
+            self.query_one(f"#usage-{target}", Static).update(view.usage_bar(snap, target, width))
+        self._rows = [r for r in view.entry_rows(snap) if self.matches(r.text, r.target)]
+        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
+        self._show_detail()
+
+    def _current(self) -> Any:
+        key = self.query_one(DeckTable).selected_key
+        for r in getattr(self, "_rows", []):
+            if r.key == key:
+                return r
+        return None
+
+    def _show_detail(self) -> None:
+        snap = getattr(self, "_snap", None)
+        if snap is None:
+            return
+        self.query_one("#capacity-detail", Static).update(view.capacity_detail(snap, self._current()))
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def selected(self) -> Selection | None:
+        r = self._current()
+        if r is None:
+            return None
+        return Selection("entry", r.key, target=r.target, text=r.text, obj=r.entry)
+
+
+# ── Recall ──────────────────────────────────────────────────────────────────
+
+
+class RecallPanel(Panel):
+    """A query box; results grouped by session; the next reminder block; the fence preview."""
+
+    query_text: str = ""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield Input(placeholder="recall: type a query and press enter", id="recall-query")
+        with VerticalScroll(id="recall-results-box"):
+            yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
+        with Horizontal(id="recall-previews"):
+            with VerticalScroll(classes="preview"):
+                yield Static(id="recall-reminder")
+            with VerticalScroll(classes="preview"):
+                yield Static(id="recall-fence")
+
+    def primary(self) -> Any:
+        return self.query_one("#recall-query", Input)
+
+    def open_filter(self) -> None:
+        self.query_one("#recall-query", Input).focus()
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("recall"))
+        self._snap = snap
+        self.query_one("#recall-reminder", Static).update(view.reminder_preview(snap, title="reminder block MemLock would inject next"))
+        self._show_fence()
+
+    def _show_fence(self) -> None:
+        snap = getattr(self, "_snap", None)
+        self.query_one("#recall-fence", Static).update(view.fence_preview(snap, getattr(self, "_result", None), self.query_text))
+
+    @on(Input.Submitted, "#recall-query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.query_text = event.value
+        self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
+        self.app.run_recall(event.value)  # type: ignore[attr-defined]
+
+    def show_recall(self, query: str, result: Any, error: str | None) -> None:
+        if query != self.query_text:
+            return
+        self._result = result
+        self.show_banner(error)
+        self.query_one("#recall-results", Static).update(view.recall_results(result, query, self.now))
+        self._show_fence()
+
+
+# ── Review ──────────────────────────────────────────────────────────────────
+
+
+class ReviewPanel(Panel):
+    """Pending writes and flagged entries, each with its threat findings highlighted."""
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield from self.compose_filter()
+        yield DeckTable([("kind", "kind"), ("id", "id"), ("target", "target"), ("action", "action"), ("findings", "findings"), ("text", "text")], id="review-table")
+        with VerticalScroll(id="review-detail-box", classes="detail"):
+            yield Static(id="review-detail")
+
+    def show_snapshot(self, snap: Any) -> None:
+        self.show_banner(snap.error_for("review"))
+        self._snap = snap
+        self._rows = [r for r in view.review_rows(snap, self.now) if self.matches(r.text, r.ident, r.kind)]
+        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
+        self._show_detail()
+
+    def _current(self) -> Any:
+        key = self.query_one(DeckTable).selected_key
+        for r in getattr(self, "_rows", []):
+            if r.key == key:
+                return r
+        return None
+
+    def _show_detail(self) -> None:
+        r = self._current()
+        self.query_one("#review-detail", Static).update(
+            view.review_detail(r) if r else Text("nothing to review: no pending writes and no flagged entries", style="dim")
+        )
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def selected(self) -> Selection | None:
+        r = self._current()
+        if r is None:
+            return None
+        if r.kind == "pending":
+            return Selection("pending", r.key, target=r.target, text=r.text, pending_id=r.ident, obj=r.obj)
+        return Selection("entry", r.key, target=r.target, text=r.text, obj=r.obj)

@@ -1,0 +1,681 @@
+"""Pure functions from a :class:`core.snapshot.DeckSnapshot` to rows and Rich renderables.
+
+No I/O, no Textual: unit-testable. Every data string goes through
+:func:`tui.safe_text.safe_text`; labels written here are constants.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ..safe_text import safe_text
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+STATE_STYLES = {
+    "pinned": "bold cyan",
+    "alive": "bold green",
+    "drifted": "bold red",
+    "rehydrated": "bold yellow",
+    "archived": "dim",
+    "static": "bold blue",
+}
+
+
+def _get(obj: Any, *names: str, default: Any = None) -> Any:
+    """The first present attribute / key of ``names`` on ``obj``."""
+    if obj is None:
+        return default
+    for n in names:
+        if isinstance(obj, Mapping):
+            if n in obj and obj[n] is not None:
+                return obj[n]
+        else:
+            v = getattr(obj, n, None)
+            if v is not None:
+                return v
+    return default
+
+
+# ── time ────────────────────────────────────────────────────────────────────
+
+
+def ago(then: float | None, now: float) -> str:
+    """``"12 min ago"`` style, from epoch seconds."""
+    if not then:
+        return "never"
+    d = max(0.0, now - float(then))
+    if d < 60:
+        return f"{int(d)} s ago"
+    if d < 3600:
+        return f"{int(d // 60)} min ago"
+    if d < 86400 * 2:
+        return f"{d / 3600:.1f} h ago"
+    return f"{int(d // 86400)} d ago"
+
+
+def clock(then: float | None) -> str:
+    if not then:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(then)))
+
+
+def short_clock(then: float | None, now: float) -> str:
+    if not then:
+        return "—"
+    fmt = "%H:%M:%S" if abs(now - float(then)) < 86400 else "%m-%d %H:%M"
+    return time.strftime(fmt, time.localtime(float(then)))
+
+
+# ── integrity ───────────────────────────────────────────────────────────────
+
+
+def current_score(snap: Any) -> int | None:
+    """The shown session's integrity score: the audit's, else MemLock's stored one."""
+    score = _get(snap.audit, "score", "integrity_score")
+    if score is None:
+        score = _get(snap.session_anchors, "integrity_score")
+    try:
+        return None if score is None else int(score)
+    except (TypeError, ValueError):
+        return None
+
+
+def last_compaction(snap: Any) -> float | None:
+    t = _get(snap.audit, "last_compaction_at")
+    if t is None:
+        comps = _get(snap.audit, "compactions") or ()
+        times = [float(_get(c, "time", default=0) or 0) for c in comps]
+        t = max(times) if times else None
+    if t is None:
+        t = _get(snap.session_anchors, "last_compaction_at")
+    return t
+
+
+def integrity_facts(snap: Any, now: float) -> Text:
+    floor = int(snap.config.memlock.alert_floor)
+    score = current_score(snap)
+    t = Text()
+    t.append("session   ", "dim")
+    if snap.session_id:
+        t.append_text(safe_text(snap.session_id, single_line=True, style="bold"))
+        live_id = _get(snap.live_session, "id")
+        if live_id and live_id == snap.session_id:
+            t.append("  ● live", "green")
+    else:
+        t.append("none (no live session, no MemLock session file)", "dim")
+    t.append("\nfloor     ", "dim")
+    t.append(f"{floor}")
+    if score is not None:
+        if score < floor:
+            t.append(f"  ▼ {floor - score} below the floor", "bold red")
+        else:
+            t.append("  ✓ at or above the floor", "green")
+    lc = last_compaction(snap)
+    t.append("\ncompacted ", "dim")
+    t.append(f"{clock(lc)}  ({ago(lc, now)})" if lc else "never")
+    comps = _get(snap.audit, "compactions")
+    n = len(comps) if comps is not None else _get(snap.live_session, "compactions")
+    if n:
+        t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
+    t.append("\ndetection ", "dim")
+    t.append(f"{snap.config.memlock.detection} · inject {snap.config.memlock.inject}")
+    if snap.db_status is not None:
+        t.append("\nstate.db  ", "dim")
+        st = _get(snap.db_status, "state", default="?")
+        t.append(str(st), "green" if st == "ok" else "bold red")
+    return t
+
+
+def sparkline(history: Sequence[tuple[float, int]], floor: int, width: int) -> Text:
+    """Scores 0-100 as block characters (fixed scale), red below ``floor``; newest at right."""
+    if not history:
+        return Text("no audits yet: the score appears after the first compaction", style="dim")
+    pts = list(history)[-max(1, width // 2):]
+    t = Text()
+    for _when, score in pts:
+        s = max(0, min(100, int(score)))
+        ch = SPARK[min(len(SPARK) - 1, s * len(SPARK) // 101)]
+        t.append(ch + " ", "red" if s < floor else "green")
+    t.append(f"  {pts[0][1]} → {pts[-1][1]}", "dim")
+    return t
+
+
+def anchor_summary(snap: Any) -> Text:
+    rows = anchor_rows(snap)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    t = Text("anchors   ", style="dim")
+    if not rows:
+        t.append("none", "dim")
+        return t
+    first = True
+    for state in ("pinned", "alive", "drifted", "rehydrated", "static", "archived"):
+        if counts.get(state):
+            if not first:
+                t.append(" · ")
+            t.append(f"{counts[state]} {state}", STATE_STYLES.get(state, ""))
+            first = False
+    return t
+
+
+def reminder_preview(snap: Any, title: str = "next reminder block") -> RenderableType:
+    block = getattr(snap, "reminder_block", "") if snap is not None else ""
+    head = Text(title, style="bold")
+    if not block:
+        return Group(head, Text("nothing to re-inject: no drifted anchor", style="dim"))
+    return Group(head, safe_text(block))
+
+
+# ── anchors ─────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class AnchorRow:
+    key: str
+    anchor_id: str
+    session_id: str | None
+    state: str
+    priority: int
+    hits: int | None
+    probes: tuple[str, ...]
+    missing: tuple[str, ...]
+    scope: str
+    reminder: str
+    text: str
+    obj: Any = None
+    history: int = 0
+
+    def cells(self) -> tuple[Any, ...]:
+        probes = f"{self.hits}/{len(self.probes)}" if self.hits is not None else f"–/{len(self.probes)}"
+        return (
+            Text(self.state, style=STATE_STYLES.get(self.state, "")),
+            Text(str(self.priority), justify="right"),
+            Text(probes, justify="right"),
+            Text(self.scope),
+            safe_text(self.anchor_id, single_line=True),
+            safe_text(self.reminder, single_line=True, max_chars=200),
+        )
+
+
+def _verdict(audit: Any, aid: str) -> Any:
+    for name in ("verdicts", "anchors", "per_anchor"):
+        coll = _get(audit, name)
+        if isinstance(coll, Mapping) and aid in coll:
+            return coll[aid]
+        if isinstance(coll, (list, tuple)):
+            for v in coll:
+                if str(_get(v, "anchor_id", "id", default="")) == aid:
+                    return v
+    return None
+
+
+def anchor_rows(snap: Any) -> list[AnchorRow]:
+    """Live anchors sorted as MemLock re-injects them (priority desc, id asc), then archived."""
+    sa = snap.session_anchors
+    rows: list[AnchorRow] = []
+    if sa is not None:
+        for a in sa.sorted_anchors():
+            v = _verdict(snap.audit, a.id)
+            state = _get(v, "state")
+            if state is None:
+                state = "drifted" if a.drifted else ("pinned" if a.pinned and a.last_alive_turn == 0 else ("alive" if a.pinned else "static"))
+            hits = _get(v, "hits")
+            missing = tuple(_get(v, "missing", default=()) or ())
+            rows.append(
+                AnchorRow(
+                    key=f"a:{a.id}",
+                    anchor_id=a.id,
+                    session_id=sa.session_id,
+                    state=str(state),
+                    priority=int(a.priority),
+                    hits=None if hits is None else int(hits),
+                    probes=tuple(a.probes),
+                    missing=missing,
+                    scope="global" if a.id in snap.global_ids else ("static" if not a.pinned else "session"),
+                    reminder=a.reminder,
+                    text=a.text,
+                    obj=a,
+                    history=len(a.history or ()),
+                )
+            )
+    for rec in snap.archived:
+        if str(_get(rec, "kind", default="")) != "anchor":
+            continue
+        payload = _get(rec, "payload", default={}) or {}
+        if snap.session_id and str(payload.get("session_id", "")) != snap.session_id:
+            continue
+        a = payload.get("anchor") or {}
+        aid = str(a.get("id", _get(rec, "key", default="?")))
+        rid = str(_get(rec, "id", "archive_id", default=aid))
+        rows.append(
+            AnchorRow(
+                key=f"x:{rid}",
+                anchor_id=aid,
+                session_id=str(payload.get("session_id", "")) or None,
+                state="archived",
+                priority=int(a.get("priority", 0) or 0),
+                hits=None,
+                probes=tuple(str(p) for p in a.get("probes", []) or []),
+                missing=(),
+                scope=str(payload.get("scope", "session")),
+                reminder=str(a.get("reminder", "")),
+                text=str(a.get("text", "")),
+                obj=rec,
+            )
+        )
+    return rows
+
+
+def anchor_detail(r: AnchorRow) -> RenderableType:
+    t = Text()
+    t.append(r.state.upper(), STATE_STYLES.get(r.state, "bold"))
+    t.append("  ")
+    t.append_text(safe_text(r.anchor_id, single_line=True, style="bold"))
+    t.append(f"  priority {r.priority} · {r.scope}")
+    if r.history:
+        t.append(f" · {r.history} earlier version{'s' if r.history != 1 else ''}", "dim")
+    t.append("\n")
+    t.append_text(safe_text(r.text))
+    t.append("\nreminder: ", "dim")
+    t.append_text(safe_text(r.reminder))
+    t.append("\nprobes:   ", "dim")
+    missing = set(r.missing)
+    for i, p in enumerate(r.probes):
+        if i:
+            t.append(" ")
+        t.append_text(safe_text(p, single_line=True, style="red strike" if p in missing else "green"))
+    if r.missing:
+        t.append("\nmissing from the active region: ", "dim")
+        t.append_text(safe_text(", ".join(r.missing), style="red"))
+    return t
+
+
+# ── drift log ───────────────────────────────────────────────────────────────
+
+
+@dataclass
+class DriftRow:
+    key: str
+    when: str
+    time: float
+    score: int | None
+    casualties: tuple[str, ...]
+    event: Any
+    cells: tuple[Any, ...] = ()
+
+
+def drift_rows(snap: Any, now: float) -> list[DriftRow]:
+    floor = int(snap.config.memlock.alert_floor)
+    rows = []
+    n = len(snap.drift_log)
+    for i, ev in enumerate(snap.drift_log):
+        when = float(ev.get("time") or 0.0)
+        score = ev.get("score")
+        cas = tuple(str(c) for c in ev.get("casualties") or ())
+        stext = Text("—" if score is None else str(score), justify="right",
+                     style="bold red" if isinstance(score, (int, float)) and score < floor else "green")
+        cells = (
+            Text(short_clock(when, now)),
+            stext,
+            Text(str(len(cas)), justify="right", style="red" if cas else "dim"),
+            safe_text(", ".join(cas) if cas else "—", single_line=True, max_chars=200),
+        )
+        rows.append(DriftRow(f"e:{n - i}:{when!r}", short_clock(when, now), when, score, cas, ev, cells))
+    return rows
+
+
+def drift_detail(snap: Any, r: DriftRow, now: float) -> RenderableType:
+    t = Text()
+    t.append(f"audit at {clock(r.time)} ({ago(r.time, now)}) · score ", "")
+    t.append("—" if r.score is None else str(r.score), "bold")
+    comp = _event_compaction(snap, r.time)
+    t.append("\ncompaction cut: ", "dim")
+    if comp is None:
+        t.append("no compaction found in state.db before this audit", "dim")
+    else:
+        mode = _get(comp, "mode", default="?")
+        t.append(f"#{_get(comp, 'index', default='?')} {mode} at {clock(_get(comp, 'time'))}")
+        arch = _get(comp, "archived_count")
+        if arch is not None:
+            t.append(f" · {arch} messages compacted away")
+        first, last = _get(comp, "region_first_id"), _get(comp, "region_last_id")
+        if first is not None:
+            t.append(f" · active region starts at message id {first}")
+        sm = _get(comp, "summary_message_id")
+        if sm is not None:
+            t.append(f" · summary in message {sm}")
+    if not r.casualties:
+        t.append("\nno casualties: every anchor was alive", "green")
+        return t
+    rows = {ar.anchor_id: ar for ar in anchor_rows(snap)}
+    for aid in r.casualties:
+        t.append("\n✗ ", "red")
+        t.append_text(safe_text(aid, single_line=True, style="bold"))
+        ar = rows.get(aid)
+        if ar is None:
+            t.append("  (no longer in this session)", "dim")
+            continue
+        t.append("  ")
+        t.append_text(safe_text(ar.reminder, single_line=True, max_chars=120))
+        missing = ar.missing or ()
+        if missing:
+            t.append("\n   missing probes: ", "dim")
+            t.append_text(safe_text(", ".join(missing), style="red"))
+        elif ar.probes:
+            t.append("\n   probes: ", "dim")
+            t.append_text(safe_text(", ".join(ar.probes)))
+    return t
+
+
+def _event_compaction(snap: Any, when: float) -> Any:
+    comps = list(_get(snap.audit, "compactions", default=()) or ())
+    before = [c for c in comps if float(_get(c, "time", default=0) or 0) <= when + 1e-6]
+    if before:
+        return max(before, key=lambda c: float(_get(c, "time", default=0) or 0))
+    return comps[0] if comps else None
+
+
+# ── capacity ────────────────────────────────────────────────────────────────
+
+
+def _entries(state: Any) -> list[Any]:
+    return list(_get(state, "entries", default=()) or ())
+
+
+def entry_text(entry: Any) -> str:
+    if isinstance(entry, str):
+        return entry
+    return str(_get(entry, "text", "content", default=""))
+
+
+def usage_of(snap: Any, target: str) -> tuple[int, int]:
+    """``(chars used, char limit)`` of ``target`` from the core's memory state."""
+    state = snap.memory.get(target)
+    limit = _get(state, "limit", "char_limit", default=None)
+    if limit is None:
+        limit = snap.config.char_limit(target)
+    used = _get(state, "usage", "chars", "char_count", "used", default=None)
+    if isinstance(used, (tuple, list)):
+        used = used[0]
+    if not isinstance(used, int):
+        used = 0
+    return int(used), int(limit)
+
+
+def usage_bar(snap: Any, target: str, width: int) -> Text:
+    name = "MEMORY.md" if target == "memory" else "USER.md  "
+    state = snap.memory.get(target)
+    t = Text()
+    t.append(f"{name} ", "bold")
+    if state is None:
+        t.append("unavailable", "red")
+        return t
+    used, limit = usage_of(snap, target)
+    pct = 0 if limit <= 0 else used * 100 / limit
+    label = f" {pct:5.1f}%  {used:,}/{limit:,} chars · {len(_entries(state))} entries"
+    bar_w = max(10, width - len(name) - 1 - len(label))
+    filled = min(bar_w, int(round(bar_w * min(pct, 100) / 100)))
+    style = "red" if pct >= 90 else ("yellow" if pct >= 75 else "green")
+    t.append("█" * filled, style)
+    t.append("░" * (bar_w - filled), "dim")
+    t.append(label, "bold red" if pct > 100 else "")
+    return t
+
+
+@dataclass
+class EntryRow:
+    key: str
+    target: str
+    index: int
+    text: str
+    chars: int
+    findings: tuple[Any, ...]
+    entry: Any
+    cells: tuple[Any, ...] = ()
+
+
+def findings_for(snap: Any, text: str, entry: Any = None) -> tuple[Any, ...]:
+    own = _get(entry, "findings")
+    if own is not None and not isinstance(entry, str):
+        return tuple(own)
+    fm = getattr(snap, "findings", None) or {}
+    return tuple(fm.get(text, ()))
+
+
+def flag_text(findings: Sequence[Any]) -> Text:
+    if not findings:
+        return Text("ok", style="green")
+    ids = sorted({str(_get(f, "pattern_id", default="?")) for f in findings})
+    return Text("⚠ " + ",".join(ids), style="bold red", no_wrap=True, overflow="ellipsis")
+
+
+def entry_rows(snap: Any) -> list[EntryRow]:
+    rows = []
+    for target in ("memory", "user"):
+        for i, e in enumerate(_entries(snap.memory.get(target)), 1):
+            text = entry_text(e)
+            eid = _get(e, "id", "entry_id", default=None) if not isinstance(e, str) else None
+            key = f"{target}:{eid or i}"
+            fnd = findings_for(snap, text, e)
+            cells = (
+                Text("MEMORY" if target == "memory" else "USER", style="bold"),
+                Text(str(i), justify="right"),
+                Text(f"{len(text):,}", justify="right"),
+                flag_text(fnd),
+                safe_text(text, single_line=True, max_chars=300),
+            )
+            rows.append(EntryRow(key, target, i, text, len(text), fnd, e, cells))
+    return rows
+
+
+def highlighted(text: str, findings: Sequence[Any]) -> Text:
+    spans = []
+    for f in findings:
+        s, e = _get(f, "start"), _get(f, "end")
+        if isinstance(s, int) and isinstance(e, int):
+            spans.append((s, max(e, s + 1)))
+    return safe_text(text, highlights=spans)
+
+
+def findings_legend(findings: Sequence[Any]) -> Text:
+    t = Text()
+    for f in findings:
+        t.append("\n⚠ ", "bold red")
+        t.append(str(_get(f, "pattern_id", default="?")), "bold")
+        exc = _get(f, "excerpt")
+        if exc:
+            t.append("  ")
+            t.append_text(safe_text(exc, single_line=True, max_chars=80, style="dim"))
+    return t
+
+
+def capacity_detail(snap: Any, r: EntryRow | None) -> RenderableType:
+    parts: list[RenderableType] = []
+    if r is not None:
+        head = Text()
+        head.append(f"{'MEMORY.md' if r.target == 'memory' else 'USER.md'} entry {r.index} · {r.chars:,} chars", "bold")
+        parts.append(head)
+        body = highlighted(r.text, r.findings)
+        body.append_text(findings_legend(r.findings))
+        parts.append(body)
+        parts.append(Text(""))
+    parts.append(Text("next session's frozen prompt block", style="bold"))
+    parts.append(safe_text(snap.prompt_blocks) if snap.prompt_blocks else Text("(empty: nothing will be injected)", style="dim"))
+    return Group(*parts)
+
+
+# ── recall ──────────────────────────────────────────────────────────────────
+
+
+def _hits(result: Any) -> list[Any]:
+    if result is None:
+        return []
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    return list(_get(result, "hits", "results", "items", default=()) or ())
+
+
+def recall_results(result: Any, query: str, now: float) -> RenderableType:
+    hits = _hits(result)
+    if not query.strip():
+        return Text("type a query to preview what session recall would find", style="dim")
+    if not hits:
+        return Text("no matches", style="dim")
+    groups: dict[str, list[Any]] = {}
+    order: list[str] = []
+    for h in hits:
+        sid = str(_get(h, "session_id", default="?"))
+        if sid not in groups:
+            groups[sid] = []
+            order.append(sid)
+        groups[sid].append(h)
+    t = Text()
+    for gi, sid in enumerate(order):
+        if gi:
+            t.append("\n")
+        t.append("▌ ", "bold cyan")
+        t.append_text(safe_text(sid, single_line=True, style="bold"))
+        first = groups[sid][0]
+        title = _get(first, "session_title", "title")
+        if title:
+            t.append("  ")
+            t.append_text(safe_text(title, single_line=True, max_chars=60, style="italic"))
+        t.append(f"  {len(groups[sid])} hit{'s' if len(groups[sid]) != 1 else ''}\n", "dim")
+        for h in groups[sid]:
+            t.append("  ")
+            role = _get(h, "role")
+            if role:
+                t.append(f"{role}: ", "dim")
+            t.append_text(snippet_text(h, query))
+            t.append("\n")
+    return t
+
+
+def snippet_text(hit: Any, query: str) -> Text:
+    """A recall snippet, literal, with the matched spans highlighted (from the core's spans,
+    else every case-insensitive occurrence of each query word)."""
+    snippet = str(_get(hit, "snippet", "text", "content", default=""))
+    spans = _get(hit, "spans", "highlights", default=None)
+    hl: list[tuple[int, int]] = []
+    if spans:
+        for s in spans:
+            try:
+                hl.append((int(s[0]), int(s[1])))
+            except (TypeError, ValueError, IndexError):
+                continue
+    else:
+        low = snippet.lower()
+        for word in {w for w in query.lower().split() if len(w) >= 2}:
+            start = 0
+            while (i := low.find(word, start)) >= 0:
+                hl.append((i, i + len(word)))
+                start = i + len(word)
+    return safe_text(snippet, single_line=True, max_chars=240, highlights=[(s, e, "bold reverse yellow") for s, e in hl])
+
+
+def fence_preview(snap: Any, result: Any, query: str) -> RenderableType:
+    head = Text("<memory-context> preview (appended to the user message)", style="bold")
+    fence = _get(result, "memory_context", "fence", default=None) or (getattr(snap, "memory_context", "") if snap else "")
+    if not fence:
+        return Group(head, Text("run a query to preview the fenced block", style="dim"))
+    return Group(head, safe_text(fence))
+
+
+# ── review ──────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class ReviewRow:
+    key: str
+    kind: str
+    ident: str
+    target: str | None
+    action: str
+    text: str
+    findings: tuple[Any, ...]
+    obj: Any
+    created_at: float | None = None
+    cells: tuple[Any, ...] = ()
+    extra: list[str] = field(default_factory=list)
+
+
+def pending_text(p: Any) -> str:
+    payload = _get(p, "payload", default={}) or {}
+    parts = []
+    for key in ("content", "old_text"):
+        v = payload.get(key) if isinstance(payload, Mapping) else None
+        if v:
+            parts.append(str(v))
+    ops = payload.get("operations") if isinstance(payload, Mapping) else None
+    if isinstance(ops, list):
+        for op in ops:
+            if isinstance(op, Mapping):
+                parts.append(f"{op.get('action', '?')}: {op.get('content') or op.get('old_text') or ''}")
+    if not parts:
+        parts.append(str(_get(p, "summary", default="")))
+    return "\n".join(parts)
+
+
+def review_rows(snap: Any, now: float) -> list[ReviewRow]:
+    rows = []
+    for p in snap.pending:
+        pid = str(_get(p, "id", "pending_id", default="?"))
+        payload = _get(p, "payload", default={}) or {}
+        target = payload.get("target") if isinstance(payload, Mapping) else None
+        action = str(payload.get("action", _get(p, "action", default="?"))) if isinstance(payload, Mapping) else "?"
+        text = str(_get(p, "content", default="") or pending_text(p))
+        fnd = tuple(_get(p, "findings", default=()) or ()) or findings_for(snap, text)
+        cells = (
+            Text("pending", style="yellow"),
+            safe_text(pid, single_line=True),
+            Text(str(target or "?")),
+            Text(action),
+            flag_text(fnd),
+            safe_text(text, single_line=True, max_chars=200),
+        )
+        rows.append(ReviewRow(f"p:{pid}", "pending", pid, target, action, text, fnd, p, _get(p, "created_at"), cells))
+    for er in entry_rows(snap):
+        if not er.findings:
+            continue
+        cells = (
+            Text("flagged", style="bold red"),
+            Text(f"#{er.index}"),
+            Text(er.target),
+            Text("entry"),
+            flag_text(er.findings),
+            safe_text(er.text, single_line=True, max_chars=200),
+        )
+        rows.append(ReviewRow(f"f:{er.key}", "flagged", f"#{er.index}", er.target, "entry", er.text, er.findings, er.entry, None, cells))
+    return rows
+
+
+def review_detail(r: ReviewRow) -> RenderableType:
+    t = Text()
+    if r.kind == "pending":
+        t.append("pending write ", "bold yellow")
+        t.append_text(safe_text(r.ident, single_line=True, style="bold"))
+        t.append(f" · {r.action} → {r.target or '?'}")
+        origin = _get(r.obj, "origin")
+        if origin:
+            t.append(" · from ", "dim")
+            t.append_text(safe_text(origin, single_line=True))
+        summary = _get(r.obj, "summary")
+        if summary:
+            t.append("\n")
+            t.append_text(safe_text(summary, style="italic"))
+        t.append("\nA approves, X rejects\n", "dim")
+    else:
+        t.append("flagged entry ", "bold red")
+        t.append(f"{r.ident} in {'MEMORY.md' if r.target == 'memory' else 'USER.md'}")
+        t.append(" · Hermes replaces it with [BLOCKED: …] in the next system prompt\n", "dim")
+    t.append_text(highlighted(r.text, r.findings))
+    t.append_text(findings_legend(r.findings))
+    return t
