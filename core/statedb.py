@@ -243,6 +243,13 @@ _SESSION_WANTED = ("id", "title", "source", "started_at", "ended_at", "end_reaso
 FRESH_STAMP_TOLERANCE = 5e-5
 
 
+def _num(v: Any) -> float:
+    try:
+        return float(v) if v is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
 class _Unavailable(Exception):
     def __init__(self, status: DBStatus) -> None:
         super().__init__(status.message)
@@ -264,6 +271,8 @@ class StateDB:
         self.path = Path(path)
         self.timeout = float(timeout)
         self._conn: sqlite3.Connection | None = None
+        #: the last unexpected-data problem met by a query (the query returned its empty default)
+        self.last_error: str | None = None
         self._lock = threading.RLock()
         self._status = DBStatus("missing", "not opened yet", path=str(self.path))
         self._mcols: frozenset[str] = frozenset()
@@ -428,6 +437,9 @@ class StateDB:
                 self._status = self._classify(exc)
                 self._drop()
                 return default
+            except (ValueError, TypeError, UnicodeError, OverflowError) as exc:  # a value of an unexpected type
+                self.last_error = f"state.db holds data memdeck cannot interpret ({exc})"
+                return default
 
     # ------------------------------------------------------------------ status
 
@@ -547,7 +559,7 @@ class StateDB:
         for r in rows:
             if r[4] is not None:  # ended_at
                 continue
-            key = (max(float(r[3] or 0.0), float(r[10] or 0.0)), str(r[0]))
+            key = (max(_num(r[3]), _num(r[10])), str(r[0]))
             if best_key is None or key > best_key:
                 best, best_key = str(r[0]), key
         return best
@@ -785,7 +797,7 @@ class StateDB:
             live_parent = [r for r in parent_rows if r[3]]
             child_rows = self._session_rows(conn, str(cid))
             region, match, summary_id = _initial_region(child_rows, self._row_text, live_parent)
-            t = float(ended) if ended is not None else float(cstart or 0.0)
+            t = _num(ended) if ended is not None else _num(cstart)
             out.append(CompactionEvent(
                 session_id=str(pid), time=t, mode="rotation", summary_message_id=summary_id,
                 kind=match.kind if match else None, merged=bool(match and match.merged),
