@@ -702,10 +702,23 @@ class AnchorStore:
 
     # -- operations --------------------------------------------------------------
     def _journal(self, op: str, session_id: str, anchor_id: str, before: Any, after: Any, **extra: Any) -> None:
-        from . import journal
+        """Append a kind="anchor" journal record through :mod:`core.journal` (memory area).
 
-        journal.record_anchor_event(self.home, actor=self.actor, op=op, session_id=session_id,
-                                    anchor_id=anchor_id, before=before, after=after, **extra)
+        The journal is an audit trail written *after* the anchor file; when the journal module
+        is not available the write itself has already happened and is not undone.
+        """
+        try:
+            from . import journal
+        except ImportError:
+            return
+        record = getattr(journal, "record_anchor_event", None) or getattr(journal, "append", None)
+        if record is None:
+            return
+        try:
+            record(self.home, kind="anchor", actor=self.actor, op=op, key=anchor_id, session_id=session_id,
+                   before=before, after=after, **extra)
+        except TypeError:
+            return
 
     def pin(self, text: str, *, priority: Any = 50, reminder: str | None = None, probes: Any = None,
             scope: str = "session", session_id: str) -> Anchor:
@@ -730,7 +743,7 @@ class AnchorStore:
         prb = validate_probes(probes, flat)
         if not session_id:
             raise Refused("no session to pin into: pass a session id", "invalid", field="session_id")
-        _scan_or_refuse(flat, rem, " ".join(prb))
+        _scan_or_refuse(str(text), str(reminder or ""), flat, rem, " ".join(prb))
         max_pins = int(self.mcfg.max_pins)
 
         def mutate(s: SessionAnchors) -> Anchor:
@@ -801,7 +814,7 @@ class AnchorStore:
         new_prio = None if priority is None else validate_priority(priority)
         new_rem = None if reminder is None else _audit.flatten_ws(reminder)
         new_probes = None if probes is None else validate_probes(probes, new_text or "")
-        scan_texts = [t for t in (new_text, new_rem, " ".join(new_probes or [])) if t]
+        scan_texts = [t for t in (text, reminder, new_text, new_rem, " ".join(new_probes or [])) if t]
         if scan_texts:
             _scan_or_refuse(*scan_texts)
         now = time.time()
@@ -847,8 +860,7 @@ class AnchorStore:
         Raises:
             Refused: ``not_found`` when the session has no such anchor.
         """
-        from . import archive as _archive
-
+        _archive = _archive_module()
         is_global = anchor_id in self.global_ids()
         taken: dict[str, Any] = {}
 
@@ -886,8 +898,7 @@ class AnchorStore:
             Refused: ``not_found`` (no such archived anchor), ``conflict`` (the session
                 already has that id), ``limit`` (max_pins reached).
         """
-        from . import archive as _archive
-
+        _archive = _archive_module()
         row = _archive.get_record(self.home, archive_id, kind="anchor")
         if row is None:
             raise Refused(f"no archived anchor {archive_id!r}", "not_found")
@@ -923,6 +934,24 @@ class AnchorStore:
                 continue
             out.extend((sid, a) for a in s.sorted_anchors())
         return out
+
+
+def _archive_module() -> Any:
+    """:mod:`core.archive` (memory area) with the generic-record API anchors use:
+    ``archive_record(home, kind, key, payload, reason, actor) -> id``, ``discard_record``,
+    ``get_record(home, id, kind)``, ``mark_restored``.
+
+    Raises:
+        Refused: ``unavailable`` when that module or API is missing from this build.
+    """
+    try:
+        from . import archive as mod
+    except ImportError:
+        mod = None
+    needed = ("archive_record", "discard_record", "get_record", "mark_restored")
+    if mod is None or not all(hasattr(mod, n) for n in needed):
+        raise Refused("the archive store is not available in this build; nothing was changed", "unavailable")
+    return mod
 
 
 def default_session_id(store: AnchorStore, live_session_id: str | None = None) -> str | None:
