@@ -54,8 +54,11 @@ class DeckSnapshot:
         session_anchors: the shown session's :class:`core.anchors.SessionAnchors` (or None).
         global_ids: ids of global pins (``memlock/persist``).
         audit: :func:`core.audit.audit_session` result for the shown session (or None).
-        integrity_history: ``(epoch s, score 0-100)`` oldest first (MemLock drift log).
-        drift_log: the session's drift-log events ``{time, score, casualties, ...}``, newest first.
+        integrity_history: ``(epoch s, score 0-100)`` oldest first, one per audit point.
+        drift_log: the session's audit points, newest first: :attr:`core.audit.SessionAudit.history`
+            (``{time, score, casualties, source, [event_index, mode, computed_score]}``: state.db
+            compaction events merged with MemLock's drift log), else MemLock's ``drift_log``.
+        compactions: the shown session's :class:`core.statedb.CompactionEvent` values, oldest first.
         prompt_blocks: the frozen system-prompt memory blocks the next session will get.
         reminder_block: the reminder block MemLock would inject next (``""`` when none).
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
@@ -81,6 +84,7 @@ class DeckSnapshot:
     audit: Any = None
     integrity_history: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
+    compactions: tuple[Any, ...] = ()
     prompt_blocks: str = ""
     reminder_block: str = ""
     findings: Mapping[str, tuple[Any, ...]] = field(default_factory=_frozen)
@@ -288,20 +292,20 @@ def build_snapshot(
         )
     history: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
-    if session_anchors is not None:
-        events = [e for e in session_anchors.drift_log if isinstance(e, Mapping)]
-        history = tuple(
-            (float(e.get("time") or 0.0), int(e["score"]))
-            for e in events
-            if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
-        )
-        drift_log = tuple(_frozen(e) for e in reversed(events))
-    ah = _attr(audit, "history")
-    if ah:
-        try:
-            history = tuple((float(t), int(s)) for t, s in ah)
-        except (TypeError, ValueError):
-            pass
+    points = _attr(audit, "history")
+    if points:
+        # core.audit.integrity_history: state.db compaction events merged with MemLock's drift log
+        drift_log = tuple(_frozen(p) for p in reversed(points) if isinstance(p, Mapping))
+    elif session_anchors is not None:
+        drift_log = tuple(_frozen(e) for e in reversed(session_anchors.drift_log) if isinstance(e, Mapping))
+    history = tuple(
+        (float(e.get("time") or 0.0), int(e["score"]))
+        for e in reversed(drift_log)
+        if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
+    )
+    compactions: tuple[Any, ...] = ()
+    if db is not None and shown:
+        compactions = _guard(errors, ("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())
 
     # ── prompt blocks, reminder, memory-context preview ──
     def _blocks() -> str:
@@ -349,6 +353,7 @@ def build_snapshot(
         global_ids=global_ids,
         audit=audit,
         integrity_history=history,
+        compactions=compactions,
         drift_log=drift_log,
         prompt_blocks=prompt_blocks or "",
         reminder_block=reminder,

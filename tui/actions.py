@@ -14,6 +14,7 @@ from rich.text import Text
 
 from core.errors import Refused
 
+from .guard import guarded
 from .messages import WriteOutcome
 from .safe_text import safe_plain, safe_text
 
@@ -122,6 +123,7 @@ def _nothing(app: "MemdeckApp", what: str) -> None:
 # ── p / u ──────────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_pin(self: "MemdeckApp") -> None:
     """Pin the selected entry as an anchor, or new text, in the shown session (modal)."""
     from .screens.editors import PinScreen
@@ -147,6 +149,7 @@ def action_pin(self: "MemdeckApp") -> None:
     self.push_screen(PinScreen(text, self.config), done)
 
 
+@guarded
 def action_unpin(self: "MemdeckApp") -> None:
     sel = self.selection()
     if sel is None or sel.kind != "anchor":
@@ -171,6 +174,7 @@ def action_unpin(self: "MemdeckApp") -> None:
 # ── a / R ──────────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_archive(self: "MemdeckApp") -> None:
     sel = self.selection()
     if sel is None or sel.kind not in ("entry", "anchor"):
@@ -200,6 +204,7 @@ def action_archive(self: "MemdeckApp") -> None:
              lambda: self.run_write("archive", op_e, f"archived a {_target_name(target)} entry ({len(text):,} chars freed)"), "Archive")
 
 
+@guarded
 def action_restore(self: "MemdeckApp") -> None:
     """Pick an archived entry or anchor and restore it."""
     from .screens.pickers import PickerScreen
@@ -263,6 +268,7 @@ def _archive_label(rec: Any) -> Text:
 # ── e / n / m ──────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_edit(self: "MemdeckApp") -> None:
     from .screens.editors import AnchorEditScreen, EntryEditScreen
 
@@ -299,6 +305,7 @@ def action_edit(self: "MemdeckApp") -> None:
     self.push_screen(EntryEditScreen(self.home, self.config, target, old, title=f"Edit {_target_name(target)} entry"), done)
 
 
+@guarded
 def action_new_entry(self: "MemdeckApp") -> None:
     from .screens.editors import EntryEditScreen
 
@@ -325,6 +332,7 @@ def _result_message(result: Any, default: str) -> str:
     return f"{default}: {msg}" if msg else default
 
 
+@guarded
 def action_move(self: "MemdeckApp") -> None:
     sel = self.selection()
     if sel is None or sel.kind != "entry":
@@ -342,6 +350,7 @@ def action_move(self: "MemdeckApp") -> None:
 # ── A / X ──────────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_approve(self: "MemdeckApp") -> None:
     sel = self.selection()
     if sel is None or sel.kind != "pending":
@@ -356,6 +365,7 @@ def action_approve(self: "MemdeckApp") -> None:
     self.run_write("approve", op, f"approved pending write {pid}")
 
 
+@guarded
 def action_reject(self: "MemdeckApp") -> None:
     sel = self.selection()
     if sel is None or sel.kind != "pending":
@@ -377,6 +387,7 @@ def action_reject(self: "MemdeckApp") -> None:
 # ── z ──────────────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_undo(self: "MemdeckApp") -> None:
     from core import journal
 
@@ -400,10 +411,12 @@ def action_undo(self: "MemdeckApp") -> None:
 # ── / s P ──────────────────────────────────────────────────────────────────
 
 
+@guarded
 def action_filter(self: "MemdeckApp") -> None:
     self.panel().open_filter()
 
 
+@guarded
 def action_pick_session(self: "MemdeckApp") -> None:
     from .screens.pickers import PickerScreen
 
@@ -448,6 +461,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
     self.push_screen(PickerScreen("Show session", options, selected=getattr(snap, "session_id", None)), done)
 
 
+@guarded
 def action_pick_profile(self: "MemdeckApp") -> None:
     from core.home import list_profiles, root_of
 

@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Digits, Input, Static
 
+from ..guard import guarded
 from ..safe_text import safe_text
 from . import view
 from .table import DeckTable
@@ -108,6 +109,7 @@ class Panel(Vertical):
         box.focus()
 
     @on(Input.Changed, ".filter")
+    @guarded
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         snap = getattr(self.app, "snapshot", None)
@@ -207,6 +209,7 @@ class AnchorsPanel(Panel):
                 return r
         return None
 
+    @guarded
     def _show_detail(self) -> None:
         r = self._current()
         self.query_one("#anchors-detail", Static).update(view.anchor_detail(r) if r else Text("no anchors in this session", style="dim"))
@@ -251,6 +254,7 @@ class DriftPanel(Panel):
                 return r
         return None
 
+    @guarded
     def _show_detail(self) -> None:
         r = self._current()
         snap = getattr(self, "_snap", None)
@@ -299,6 +303,7 @@ class CapacityPanel(Panel):
                 return r
         return None
 
+    @guarded
     def _show_detail(self) -> None:
         snap = getattr(self, "_snap", None)
         if snap is None:
@@ -352,11 +357,13 @@ class RecallPanel(Panel):
         self.query_one("#recall-fence", Static).update(view.fence_preview(snap, getattr(self, "_result", None), self.query_text))
 
     @on(Input.Submitted, "#recall-query")
+    @guarded
     def _submitted(self, event: Input.Submitted) -> None:
         self.query_text = event.value
         self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
         self.app.run_recall(event.value)  # type: ignore[attr-defined]
 
+    @guarded
     def show_recall(self, query: str, result: Any, error: str | None) -> None:
         if query != self.query_text:
             return
@@ -393,6 +400,7 @@ class ReviewPanel(Panel):
                 return r
         return None
 
+    @guarded
     def _show_detail(self) -> None:
         r = self._current()
         self.query_one("#review-detail", Static).update(

@@ -88,14 +88,11 @@ def current_score(snap: Any) -> int | None:
 
 
 def last_compaction(snap: Any) -> float | None:
-    t = _get(snap.audit, "last_compaction_at")
-    if t is None:
-        comps = _get(snap.audit, "compactions") or ()
-        times = [float(_get(c, "time", default=0) or 0) for c in comps]
-        t = max(times) if times else None
-    if t is None:
-        t = _get(snap.session_anchors, "last_compaction_at")
-    return t
+    """Epoch seconds of the shown session's last compaction (state.db, else MemLock's file)."""
+    times = [float(_get(c, "time", default=0) or 0) for c in getattr(snap, "compactions", ()) or ()]
+    if times:
+        return max(times)
+    return _get(snap.session_anchors, "last_compaction_at")
 
 
 def integrity_facts(snap: Any, now: float) -> Text:
@@ -120,12 +117,11 @@ def integrity_facts(snap: Any, now: float) -> Text:
     lc = last_compaction(snap)
     t.append("\ncompacted ", "dim")
     t.append(f"{clock(lc)}  ({ago(lc, now)})" if lc else "never")
-    comps = _get(snap.audit, "compactions")
-    n = len(comps) if comps is not None else _get(snap.live_session, "compactions")
+    n = len(getattr(snap, "compactions", ()) or ()) or _get(snap.audit, "compactions", default=0)
     if n:
         t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
     t.append("\ndetection ", "dim")
-    t.append(f"{snap.config.memlock.detection} · inject {snap.config.memlock.inject}")
+    t.append(f"{_get(snap.audit, 'method', default=snap.config.memlock.detection)} · inject {snap.config.memlock.inject}")
     if snap.db_status is not None:
         t.append("\nstate.db  ", "dim")
         st = _get(snap.db_status, "state", default="?")
@@ -192,6 +188,8 @@ class AnchorRow:
     text: str
     obj: Any = None
     history: int = 0
+    at_last: Any = None
+    rehydrated_by: int | None = None
 
     def cells(self) -> tuple[Any, ...]:
         probes = f"{self.hits}/{len(self.probes)}" if self.hits is not None else f"–/{len(self.probes)}"
@@ -205,15 +203,11 @@ class AnchorRow:
         )
 
 
-def _verdict(audit: Any, aid: str) -> Any:
-    for name in ("verdicts", "anchors", "per_anchor"):
-        coll = _get(audit, name)
-        if isinstance(coll, Mapping) and aid in coll:
-            return coll[aid]
-        if isinstance(coll, (list, tuple)):
-            for v in coll:
-                if str(_get(v, "anchor_id", "id", default="")) == aid:
-                    return v
+def _anchor_audit(audit: Any, aid: str) -> Any:
+    """The :class:`core.audit.AnchorAudit` of anchor ``aid`` (None without an audit)."""
+    for aa in _get(audit, "anchors", default=()) or ():
+        if str(getattr(getattr(aa, "anchor", None), "id", "")) == aid:
+            return aa
     return None
 
 
@@ -222,13 +216,20 @@ def anchor_rows(snap: Any) -> list[AnchorRow]:
     sa = snap.session_anchors
     rows: list[AnchorRow] = []
     if sa is not None:
-        for a in sa.sorted_anchors():
-            v = _verdict(snap.audit, a.id)
-            state = _get(v, "state")
-            if state is None:
-                state = "drifted" if a.drifted else ("pinned" if a.pinned and a.last_alive_turn == 0 else ("alive" if a.pinned else "static"))
-            hits = _get(v, "hits")
-            missing = tuple(_get(v, "missing", default=()) or ())
+        audited = {str(aa.anchor.id): aa for aa in _get(snap.audit, "anchors", default=()) or ()}
+        anchors = [aa.anchor for aa in audited.values()] if audited else sa.sorted_anchors()
+        for a in anchors:
+            aa = audited.get(a.id)
+            v = getattr(aa, "verdict", None)
+            if aa is not None:
+                state = aa.state
+            else:  # no audit (no state.db): MemLock's own flag is all there is
+                state = "drifted" if a.drifted else "pinned"
+            hits = getattr(v, "hits", None)
+            missing = tuple(getattr(v, "missing", ()) or ())
+            scope = getattr(aa, "scope", None) or ("global" if a.id in snap.global_ids else "session")
+            if not a.pinned:
+                scope = f"{scope}·static"
             rows.append(
                 AnchorRow(
                     key=f"a:{a.id}",
@@ -237,13 +238,15 @@ def anchor_rows(snap: Any) -> list[AnchorRow]:
                     state=str(state),
                     priority=int(a.priority),
                     hits=None if hits is None else int(hits),
-                    probes=tuple(a.probes),
+                    probes=tuple(getattr(v, "probes", None) or a.probes),
                     missing=missing,
-                    scope="global" if a.id in snap.global_ids else ("static" if not a.pinned else "session"),
+                    scope=scope,
                     reminder=a.reminder,
                     text=a.text,
                     obj=a,
                     history=len(a.history or ()),
+                    at_last=getattr(aa, "at_last_compaction", None),
+                    rehydrated_by=getattr(aa, "rehydrated_message_id", None),
                 )
             )
     for rec in snap.archived:
@@ -295,6 +298,8 @@ def anchor_detail(r: AnchorRow) -> RenderableType:
     if r.missing:
         t.append("\nmissing from the active region: ", "dim")
         t.append_text(safe_text(", ".join(r.missing), style="red"))
+    if r.rehydrated_by is not None:
+        t.append(f"\nreminder re-injected in message {r.rehydrated_by}", "yellow")
     return t
 
 
@@ -328,7 +333,7 @@ def drift_rows(snap: Any, now: float) -> list[DriftRow]:
             Text(str(len(cas)), justify="right", style="red" if cas else "dim"),
             safe_text(", ".join(cas) if cas else "—", single_line=True, max_chars=200),
         )
-        rows.append(DriftRow(f"e:{n - i}:{when!r}", short_clock(when, now), when, score, cas, ev, cells))
+        rows.append(DriftRow(f"e:{when!r}:{ev.get('event_index', '')}", short_clock(when, now), when, score, cas, ev, cells))
     return rows
 
 
@@ -336,22 +341,31 @@ def drift_detail(snap: Any, r: DriftRow, now: float) -> RenderableType:
     t = Text()
     t.append(f"audit at {clock(r.time)} ({ago(r.time, now)}) · score ", "")
     t.append("—" if r.score is None else str(r.score), "bold")
-    comp = _event_compaction(snap, r.time)
+    src = r.event.get("source")
+    if src:
+        t.append(f" · from {src}", "dim")
+    comp = _event_compaction(snap, r.event)
     t.append("\ncompaction cut: ", "dim")
     if comp is None:
-        t.append("no compaction found in state.db before this audit", "dim")
+        t.append("no compaction in state.db matches this audit (a safety-net audit, or an older event)", "dim")
     else:
-        mode = _get(comp, "mode", default="?")
+        mode = str(_get(comp, "mode", default="?")).replace("_", "-")
         t.append(f"#{_get(comp, 'index', default='?')} {mode} at {clock(_get(comp, 'time'))}")
         arch = _get(comp, "archived_count")
         if arch is not None:
-            t.append(f" · {arch} messages compacted away")
+            t.append(f" · {arch} messages summarised away")
         first, last = _get(comp, "region_first_id"), _get(comp, "region_last_id")
         if first is not None:
-            t.append(f" · active region starts at message id {first}")
+            t.append(f"\n   the active region after it starts at message id {first}")
+            if last is not None and last != first:
+                t.append(f" (head + summary + kept tail: ids {first}-{last})")
         sm = _get(comp, "summary_message_id")
         if sm is not None:
-            t.append(f" · summary in message {sm}")
+            t.append(f"\n   summary in message {sm}")
+        child = _get(comp, "child_session_id")
+        if child:
+            t.append("\n   continued in session ")
+            t.append_text(safe_text(child, single_line=True))
     if not r.casualties:
         t.append("\nno casualties: every anchor was alive", "green")
         return t
@@ -365,9 +379,13 @@ def drift_detail(snap: Any, r: DriftRow, now: float) -> RenderableType:
             continue
         t.append("  ")
         t.append_text(safe_text(ar.reminder, single_line=True, max_chars=120))
-        missing = ar.missing or ()
+        at_last = ar.at_last
+        if at_last is not None and comp is not None and comp is (list(getattr(snap, "compactions", ()) or ()) or [None])[-1]:
+            missing, label = tuple(getattr(at_last, "missing", ()) or ()), "missing after this compaction"
+        else:
+            missing, label = ar.missing or (), "missing now"
         if missing:
-            t.append("\n   missing probes: ", "dim")
+            t.append(f"\n   {label}: ", "dim")
             t.append_text(safe_text(", ".join(missing), style="red"))
         elif ar.probes:
             t.append("\n   probes: ", "dim")
@@ -375,12 +393,20 @@ def drift_detail(snap: Any, r: DriftRow, now: float) -> RenderableType:
     return t
 
 
-def _event_compaction(snap: Any, when: float) -> Any:
-    comps = list(_get(snap.audit, "compactions", default=()) or ())
+def _event_compaction(snap: Any, event: Mapping[str, Any]) -> Any:
+    """The state.db compaction event an audit point belongs to (by ``event_index``, else the
+    last compaction at or before its time)."""
+    comps = list(getattr(snap, "compactions", ()) or ())
+    idx = event.get("event_index")
+    if idx is not None:
+        for c in comps:
+            if _get(c, "index") == idx:
+                return c
+    when = float(event.get("time") or 0.0)
     before = [c for c in comps if float(_get(c, "time", default=0) or 0) <= when + 1e-6]
     if before:
         return max(before, key=lambda c: float(_get(c, "time", default=0) or 0))
-    return comps[0] if comps else None
+    return None
 
 
 # ── capacity ────────────────────────────────────────────────────────────────
