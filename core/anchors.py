@@ -559,7 +559,7 @@ class AnchorStore:
                 current = self.load_session(session_id)
             except UnreadableFile as exc:
                 raise Refused(str(exc), "unreadable") from exc
-            before = current.to_dict() if current.path is not None else None
+            before = current.to_dict()
             result = mutate(current)
             after = current.to_dict()
             if after != before:
