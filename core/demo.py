@@ -709,6 +709,7 @@ def _write_state_db(home: HermesHome, plan: DemoPlan) -> _LiveState:
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     conn = hs.create_state_db(db)
+    conn.execute("PRAGMA synchronous=OFF")  # a generated file: no per-commit fsync needed
     try:
         _older_sessions(conn, plan)
         state = _live_session(conn, plan)
@@ -885,8 +886,10 @@ def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:
     # Compaction 2: protect_first_n decays to 0 after the first compaction (:2886-2901); the
     # tail starts with an assistant row, so the summary is a user row.
     turn += 1
+    # This one runs mid-turn (after the last tool round, context over the threshold), so the
+    # next turn's user row comes after the compacted batch and carries the reminder block.
     _compact(conn, sid, state, cfg, sp, _SUMMARY_2, _C2_USER, next(times), turn,
-             keep_head=0, keep_tail=3, summary_role="user")
+             keep_head=0, keep_tail=3, summary_role="user", preflight=False)
     for role, text in _PHASE_C:
         turn += role == "user"
         hs.append_message(conn, sid, role, text, timestamp=next(times))
@@ -896,15 +899,26 @@ def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:
 
 def _compact(conn: sqlite3.Connection, sid: str, state: _LiveState, cfg: MemlockConfig, system_prompt: str,
              summary: str, user_text: str, when: float, turn: int, *, keep_head: int, keep_tail: int,
-             summary_role: str) -> None:
-    """One in-place compaction, then what MemLock does on that turn: detect the new summary,
-    audit, score, and inject the reminder block into the turn's user row (``api_content``)."""
+             summary_role: str, preflight: bool = True) -> None:
+    """One in-place compaction, then what MemLock does on the next turn: detect the new
+    summary, audit, score, and inject the reminder block into that turn's user row
+    (``api_content``).
+
+    ``preflight``: the compaction ran before the turn's API call, so the turn's user row is part
+    of the compacted batch (Hermes ``agent/turn_context.py``: "In-place preflight compaction
+    has ALREADY inserted this turn's user row"); otherwise it ran mid-turn and the next user
+    row is appended after the batch, 30 s later.
+    """
+    extra = [{"role": "user", "content": user_text}] if preflight else []
     hs.compact_in_place(conn, sid, summary, keep_head=keep_head, keep_tail=keep_tail, now=when,
-                        summary_role=summary_role, extra_tail=[{"role": "user", "content": user_text}])
+                        summary_role=summary_role, extra_tail=extra)
+    if not preflight:
+        hs.append_message(conn, sid, "user", user_text, timestamp=when + 30.0)
     verdicts = keyword_audit(state.anchors, _audit_region(conn, sid, system_prompt), cfg.drift_threshold)
     _apply_audit(state.anchors, verdicts, turn)
     drifted = [a["id"] for a in state.anchors if a["drifted"]]
-    state.audits.append({"time": when + 0.5, "turn": turn, "score": integrity_score(state.anchors),
+    audit_at = (when if preflight else when + 30.0) + 0.5  # MemLock audits in that turn's pre_llm_call
+    state.audits.append({"time": audit_at, "turn": turn, "score": integrity_score(state.anchors),
                          "casualties": drifted})
     block, selected, remaining = plan_reminder(state.anchors, drifted, cfg)
     state.reinjections.append({"turn": turn, "selected": selected, "remaining": remaining, "block": block})
@@ -1089,6 +1103,7 @@ def build_big_home(path: str | os.PathLike[str], messages: int = 1_000_000, *, s
     plan = demo_plan(seed, now)
     rng = random.Random(seed ^ 0x5EED)
     conn = hs.create_state_db(home.state_db)
+    conn.execute("PRAGMA synchronous=OFF")
     try:
         if not fts:
             for stem in ("messages_fts", "messages_fts_trigram"):

@@ -1,0 +1,99 @@
+"""``memdeck`` without a command: open the Textual dashboard on a Hermes home (or the demo home).
+
+Textual is imported lazily here, only on this path, so ``core`` stays importable without it
+(tests/core/test_isolation.py). Every failure is reported as one line on stderr, never a
+traceback: exit 1 for a failure (the dashboard cannot be imported, the home cannot be built or
+read), 2 for a usage error (bad ``--profile``/``--home``), 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from ..config import load_config
+from ..errors import MemdeckError
+from ..home import HermesHome, HomeError, resolve_home
+
+
+def _say(msg: str) -> None:
+    print(f"memdeck: {msg}", file=sys.stderr)
+
+
+def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
+    """The home the dashboard opens and whether it is the demo home.
+
+    With ``--demo`` the demo home is rebuilt from scratch (seed ``--seed``, default 7) in
+    :func:`core.demo.demo_home_dir` (``$XDG_CACHE_HOME/memdeck/demo-<seed>``, or a temp dir when
+    the cache is not writable), its clock set to the current second so the live session looks
+    live. Otherwise the home is resolved like every command (``--home``, ``--profile``,
+    ``HERMES_HOME``, the active profile, ``~/.hermes``).
+
+    Raises:
+        HomeError: the profile name is invalid or the profile does not exist.
+        MemdeckError: the resolved home is not a directory.
+        OSError: the demo home could not be written anywhere.
+    """
+    if getattr(args, "demo", False):
+        from ..demo import DEMO_SEED, fresh_demo_home
+
+        seed = getattr(args, "seed", None)
+        return fresh_demo_home(DEMO_SEED if seed is None else int(seed), now=float(int(time.time()))), True
+    home = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
+    if not home.path.is_dir():
+        raise MemdeckError(
+            f"no Hermes home at {home.path} (set HERMES_HOME, pass --home PATH, or try `memdeck --demo`)"
+        )
+    return home, False
+
+
+def _load_factory() -> Any:
+    """``tui.app.make_app``, or ``None`` with the reason printed when the TUI cannot be imported."""
+    try:
+        from tui.app import make_app  # lazy: the only place core reaches for the TUI
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        _say(f"error: the dashboard is not available ({missing} could not be imported); "
+             "reinstall memdeck with its dependencies (pip install memdeck)")
+        return None
+    return make_app
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """Open the dashboard for the home ``args`` select; returns the process exit code.
+
+    Args:
+        args: the parsed ``memdeck`` arguments (``home``, ``profile``, ``demo``, ``seed``).
+
+    Returns:
+        0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
+        error, 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
+    """
+    try:
+        home, demo = resolve_dashboard_home(args)
+    except HomeError as exc:
+        _say(f"error: {exc}")
+        return 2
+    except (MemdeckError, OSError) as exc:
+        _say(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    make_app = _load_factory()
+    if make_app is None:
+        return 1
+    try:
+        config = load_config(home)
+        app = make_app(home, config=config, watch=True, demo=demo)
+        app.run()
+        code = getattr(app, "return_code", 0) or 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the one place a broad catch is right: never show a traceback
+        _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
+        return 1
+    if demo:
+        _say(f"the demo home is {home.path} (rebuilt fresh on every --demo run)")
+    return int(code)

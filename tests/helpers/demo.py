@@ -1,0 +1,58 @@
+"""Demo-home fixtures for every area's tests (TUI pilots and snapshots included).
+
+Use them from a test module with ``from tests.helpers.demo import demo_home, demo_home_template``
+(pytest finds imported fixtures). The template is built once per test session; each test gets
+its own copy, so a test that writes (pin, archive, approve ...) never leaks into another.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.demo import DEMO_NOW, DEMO_SEED, build_demo_home, demo_plan
+from core.home import HermesHome
+
+
+@pytest.fixture(scope="session")
+def demo_home_template(tmp_path_factory: pytest.TempPathFactory) -> HermesHome:
+    """The demo home for seed 7 at :data:`core.demo.DEMO_NOW`, built once. Do not write to it."""
+    return build_demo_home(tmp_path_factory.mktemp("demo-template") / "home", seed=DEMO_SEED, now=DEMO_NOW)
+
+
+@pytest.fixture
+def demo_home(demo_home_template: HermesHome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HermesHome:
+    """A private copy of the demo home (seed 7, ``DEMO_NOW``), exported as ``HERMES_HOME``."""
+    dest = tmp_path / "demo_home"
+    shutil.copytree(demo_home_template.path, dest, symlinks=True)
+    monkeypatch.setenv("HERMES_HOME", str(dest))
+    return HermesHome(dest)
+
+
+def db_rows(home: HermesHome) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the tables the demo writes, ordered, for equality checks."""
+    conn = sqlite3.connect(f"file:{home.state_db}?mode=ro", uri=True)
+    try:
+        out = {}
+        for table, order in (("sessions", "id"), ("messages", "id"), ("schema_version", "version")):
+            out[table] = [tuple(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY {order}")]
+        return out
+    finally:
+        conn.close()
+
+
+def file_bytes(home: HermesHome) -> dict[str, bytes]:
+    """``relative path -> bytes`` of every file of the home except the SQLite database files."""
+    root = Path(home.path)
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith("state.db")
+    }
+
+
+__all__ = ["demo_home", "demo_home_template", "db_rows", "file_bytes", "demo_plan", "DEMO_NOW", "DEMO_SEED"]
