@@ -1,0 +1,218 @@
+"""memdeck plugin install/uninstall: the directory plugin, its vendored core, config.yaml opt-in."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from core.cli import main as cli_main
+from core.hermes_plugin import make_callbacks, register
+from core.plugin_install import (
+    PLUGIN_NAME,
+    install_plugin,
+    plugin_dir,
+    plugin_files,
+    plugin_status,
+    uninstall_plugin,
+    vendored_files,
+)
+from tests.helpers.plugin import BULLETS, REPO, RecordingContext, history, seed, write_config
+
+CONFIG = """\
+# Hermes config (hand-edited; keep my comments)
+model:
+  default: anthropic/claude   # main model
+plugins:
+  enabled:
+  - disk-cleanup  # trusted
+  disabled: []
+memlock:
+  detection: keyword   # the MemLock config memdeck reuses
+  max_slots: 4
+"""
+
+
+def test_vendored_core_is_the_import_closure_without_cli():
+    files = vendored_files()
+    assert "hermes_plugin.py" in files and "guard.py" in files and "anchors.py" in files
+    assert "audit.py" in files and "compaction.py" in files and "__init__.py" in files
+    assert not any(f.startswith("cli/") for f in files)
+    assert "plugin_install.py" not in files  # the installer is not needed at runtime
+    pf = plugin_files()
+    assert set(pf) == {"plugin.yaml", "__init__.py"} | {f"_core/{f}" for f in files}
+    assert b"from ._core.hermes_plugin import register" in pf["__init__.py"]
+    assert b"MemoryProvider" not in pf["__init__.py"]  # Hermes would reclassify it as a memory provider
+
+
+def test_install_writes_enables_and_is_idempotent(hermes_home):
+    write_config(hermes_home, CONFIG)
+    res = install_plugin(hermes_home)
+    assert res.files_changed and res.config_changed
+    assert res.enabled == ["disk-cleanup", PLUGIN_NAME]
+    assert res.backup is not None and res.backup.read_text(encoding="utf-8") == CONFIG
+    new = hermes_home.config_path.read_text(encoding="utf-8")
+    assert new == CONFIG.replace("  - disk-cleanup  # trusted\n", "  - disk-cleanup  # trusted\n  - memdeck\n")
+    on_disk = {p.relative_to(plugin_dir(hermes_home)).as_posix(): p.read_bytes()
+               for p in plugin_dir(hermes_home).rglob("*") if p.is_file()}
+    assert on_disk == plugin_files()
+    assert not (hermes_home.memdeck_dir / "staging").exists()
+    again = install_plugin(hermes_home)
+    assert not again.files_changed and not again.config_changed and again.backup is None
+    assert hermes_home.config_path.read_text(encoding="utf-8") == new
+    assert len(list(hermes_home.path.glob("config.yaml.bak-*"))) == 1
+    st = plugin_status(hermes_home)
+    assert st["installed"] and st["up_to_date"] and st["enabled"] and not st["memlock_enabled"]
+
+
+def test_install_replaces_an_outdated_tree(hermes_home):
+    install_plugin(hermes_home)
+    stray = plugin_dir(hermes_home) / "_core" / "old_module.py"
+    stray.write_text("x = 1\n")
+    (plugin_dir(hermes_home) / "_core" / "guard.py").write_text("broken\n")
+    assert not plugin_status(hermes_home)["up_to_date"]
+    res = install_plugin(hermes_home)
+    assert res.files_changed and not stray.exists()
+    assert plugin_status(hermes_home)["up_to_date"]
+
+
+def test_uninstall_reverses_install_and_is_idempotent(hermes_home):
+    write_config(hermes_home, CONFIG)
+    install_plugin(hermes_home)
+    seed(hermes_home, "s1", BULLETS)  # anchors are never touched by uninstall
+    res = uninstall_plugin(hermes_home)
+    assert res.files_changed and res.config_changed and res.enabled == ["disk-cleanup"]
+    assert hermes_home.config_path.read_text(encoding="utf-8") == CONFIG
+    assert not plugin_dir(hermes_home).exists()
+    assert (hermes_home.memlock_dir / "s1.json").exists()
+    assert len(list(hermes_home.path.glob("config.yaml.bak-*"))) == 2
+    again = uninstall_plugin(hermes_home)
+    assert not again.files_changed and not again.config_changed
+
+
+def test_install_without_config_creates_it(hermes_home):
+    res = install_plugin(hermes_home)
+    assert res.backup is None
+    assert hermes_home.config_path.read_text(encoding="utf-8") == "plugins:\n  enabled:\n  - memdeck\n"
+
+
+def test_memlock_and_disabled_warnings(hermes_home):
+    write_config(hermes_home, "plugins:\n  enabled: [memlock]\n  disabled: [memdeck]\n")
+    res = install_plugin(hermes_home)
+    assert res.enabled == ["memlock", "memdeck"]
+    assert any("memlock is enabled too" in w for w in res.warnings)
+    assert any("plugins.disabled" in w for w in res.warnings)
+
+
+def test_bad_config_refused_files_untouched(hermes_home):
+    write_config(hermes_home, "plugins:\n  enabled: memdeck\n")
+    from core.errors import Refused
+
+    with pytest.raises(Refused):
+        install_plugin(hermes_home)
+    assert hermes_home.config_path.read_text(encoding="utf-8") == "plugins:\n  enabled: memdeck\n"
+    assert not list(hermes_home.path.glob("config.yaml.bak-*"))
+
+
+def test_cli_install_status_uninstall(hermes_home, capsys):
+    write_config(hermes_home, CONFIG)
+    assert cli_main(["plugin", "install", "--home", str(hermes_home.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"installed {plugin_dir(hermes_home)}" in out and "backup: config.yaml.bak-" in out
+    assert cli_main(["plugin", "status", "--home", str(hermes_home.path), "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["installed"] and st["enabled"]
+    assert cli_main(["plugin", "uninstall", "--home", str(hermes_home.path)]) == 0
+    assert not plugin_dir(hermes_home).exists()
+    assert cli_main(["plugin", "install", "--home", str(hermes_home.path), "--no-enable"]) == 0
+    assert plugin_dir(hermes_home).is_dir()
+    import yaml
+
+    assert yaml.safe_load(hermes_home.config_path.read_text(encoding="utf-8"))["plugins"]["enabled"] == ["disk-cleanup"]
+
+
+def test_register_wires_hooks_tool_command(hermes_home):
+    ctx = RecordingContext()
+    register(ctx)
+    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end"}
+    assert ctx.tools["guard_pin"]["toolset"] == "guard"
+    assert ctx.tools["guard_pin"]["schema"]["name"] == "guard_pin"
+    assert "guard" in ctx.commands
+
+
+def test_hook_exceptions_never_propagate(hermes_home, caplog):
+    class Boom:
+        def __getattr__(self, name):
+            def fail(*a, **k):
+                raise RuntimeError(f"boom in {name}")
+            return fail
+
+    cb = make_callbacks(Boom())  # type: ignore[arg-type]
+    assert cb["pre_llm_call"](session_id="s", conversation_history=[], user_message="x") is None
+    assert cb["on_session_start"](session_id="s") is None
+    assert cb["on_session_end"](session_id="s") is None
+    assert cb["guard_pin"]({"text": "x"}, session_id="s").startswith("Error:")
+    assert "unavailable" in cb["guard"]("")
+    assert "pre_llm_call hook failed (RuntimeError: boom in pre_llm_call)" in caplog.text
+
+
+def test_hook_survives_a_corrupt_session_file(hermes_home):
+    write_config(hermes_home, "memlock:\n  inject: always\n")
+    ctx = RecordingContext()
+    register(ctx)
+    path = hermes_home.memlock_dir / "s1.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{oops", encoding="utf-8")
+    pre = ctx.hooks["pre_llm_call"][0]
+    assert pre(session_id="s1", conversation_history=history(["x"]), user_message="x") is None
+    assert path.read_text(encoding="utf-8") == "{oops"
+
+
+BLOCKER = r"""
+import sys, importlib.abc, importlib.util, json, types
+BLOCKED = {"numpy", "yaml", "ruamel", "sentence_transformers", "textual", "rich", "core", "hermes_cli", "agent"}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"blocked: {name}")
+        return None
+sys.meta_path.insert(0, Block())
+plugin_dir, sid = sys.argv[1], sys.argv[2]
+ns = types.ModuleType("hermes_plugins"); ns.__path__ = []; sys.modules["hermes_plugins"] = ns
+spec = importlib.util.spec_from_file_location("hermes_plugins.memdeck", plugin_dir + "/__init__.py",
+                                              submodule_search_locations=[plugin_dir])
+mod = importlib.util.module_from_spec(spec); sys.modules["hermes_plugins.memdeck"] = mod
+spec.loader.exec_module(mod)
+class Ctx:
+    hooks = {}; tools = {}; commands = {}
+    def register_hook(self, n, cb): self.hooks[n] = cb
+    def register_tool(self, name, toolset, schema, handler, **k): self.tools[name] = handler
+    def register_command(self, name, handler, description="", args_hint=""): self.commands[name] = handler
+ctx = Ctx(); mod.register(ctx)
+prefix = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below."
+hist = [{"role": "system", "content": "s"}, {"role": "user", "content": prefix + " old stuff"},
+        {"role": "user", "content": "hello there"}]
+ctx.hooks["on_session_start"](session_id=sid)
+res = ctx.hooks["pre_llm_call"](session_id=sid, conversation_history=hist, user_message="hello there")
+pin = ctx.tools["guard_pin"]({"text": "Answer in French."}, session_id=sid)
+print("RESULT" + json.dumps({"res": res, "pin": pin,
+      "loaded": sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)}))
+"""
+
+
+def test_vendored_plugin_keyword_path_needs_only_the_stdlib(hermes_home):
+    install_plugin(hermes_home)
+    seed(hermes_home, "s1", BULLETS)
+    proc = subprocess.run([sys.executable, "-c", BLOCKER, str(plugin_dir(hermes_home)), "s1"], capture_output=True,
+                          text=True, timeout=60, env={"HERMES_HOME": str(hermes_home.path), "PATH": "/usr/bin:/bin"},
+                          cwd=str(hermes_home.path))
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
+    assert line, proc.stderr[-3000:]
+    out = json.loads(line[6:])
+    assert out["loaded"] == []
+    assert out["res"] == {"context": "[Standing instructions — still active]\n"
+                                     "  - Always reply in bullet points, never paragraphs"}
+    assert out["pin"].startswith("Pinned instruction (id=pin_"), out["pin"]
