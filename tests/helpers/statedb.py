@@ -28,7 +28,7 @@ def build_history(path: Path) -> dict[str, object]:
     hs.append_message(conn, "s2", "user", "in the child session", timestamp=4100)
     hs.add_session(conn, "s3", source="telegram", title="chat", started_at=500)
     hs.append_message(conn, "s3", "user", "kubernetes question from telegram", timestamp=501)
-    rid = hs.append_message(conn, "s3", "assistant", "secretword that was rewound", timestamp=502)
+    rid = hs.append_message(conn, "s3", "user", "secretword that was rewound", timestamp=502)
     hs.rewind(conn, "s3", rid)
     hs.end_session(conn, "s3", "user_exit", ended_at=600)
     hs.add_session(conn, "s4", source="cron", title="nightly", started_at=5000)
