@@ -1,0 +1,96 @@
+"""``memdeck`` / ``memdeck --demo``: the dashboard launcher (core/cli/dashboard.py)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from core.cli import build_parser, main
+from core.cli.dashboard import run_dashboard
+from core.demo import DEMO_MARKER, demo_home_dir
+
+
+class FakeApp:
+    def __init__(self, home, boom: Exception | None = None) -> None:
+        self.home, self.boom, self.ran, self.return_code = home, boom, False, 0
+
+    def run(self) -> None:
+        self.ran = True
+        if self.boom is not None:
+            raise self.boom
+
+
+@pytest.fixture
+def fake_tui(monkeypatch: pytest.MonkeyPatch):
+    """Replace ``tui.app`` by a module whose ``make_app`` records its arguments."""
+    calls: list[dict] = []
+    mod = types.ModuleType("tui.app")
+
+    def make_app(home, *, config=None, watch=True, demo=False):
+        app = FakeApp(home, getattr(mod, "boom", None))
+        calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app})
+        return app
+
+    mod.make_app = make_app
+    monkeypatch.setitem(sys.modules, "tui.app", mod)
+    return mod, calls
+
+
+def test_demo_builds_a_fresh_home_in_the_cache_and_opens_it(fake_tui, tmp_path: Path, monkeypatch, capsys) -> None:
+    _mod, calls = fake_tui
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["--demo", "--seed", "3"]) == 0
+    (call,) = calls
+    assert call["demo"] is True and call["watch"] is True and call["app"].ran
+    assert call["home"].path == demo_home_dir(3) and (call["home"].path / DEMO_MARKER).exists()
+    assert call["home"].memory_file("memory").exists() and call["config"].memory_char_limit == 2200
+    assert "demo home is" in capsys.readouterr().err
+
+
+def test_real_home_is_resolved_like_the_commands(fake_tui, tmp_path: Path, monkeypatch) -> None:
+    _mod, calls = fake_tui
+    home = tmp_path / "h"
+    (home / "memories").mkdir(parents=True)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    assert main([]) == 0
+    assert calls[0]["home"].path == home and calls[0]["demo"] is False
+
+
+def test_missing_home_is_one_line_and_exit_1(fake_tui, tmp_path: Path, capsys) -> None:
+    _mod, calls = fake_tui
+    assert main(["--home", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Hermes home at" in err and "--demo" in err
+    assert calls == []
+
+
+def test_unknown_profile_is_a_usage_error(fake_tui, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    assert main(["--profile", "ghost"]) == 2
+    assert "ghost" in capsys.readouterr().err
+
+
+def test_tui_not_importable_is_a_clear_error(monkeypatch, tmp_path: Path, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "tui.app", None)  # makes `from tui.app import ...` raise ImportError
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    args = build_parser().parse_args(["--demo"])
+    assert run_dashboard(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("memdeck: error: the dashboard is not available") and "Traceback" not in err
+
+
+def test_a_crash_inside_the_app_is_one_line_not_a_traceback(fake_tui, tmp_path: Path, monkeypatch, capsys) -> None:
+    mod, _calls = fake_tui
+    mod.boom = RuntimeError("terminal went away")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert main(["--demo"]) == 1
+    err = capsys.readouterr().err
+    assert err == "memdeck: error: the dashboard stopped: RuntimeError: terminal went away\n"
+
+
+def test_demo_with_a_command_is_refused(capsys) -> None:
+    assert main(["--demo", "sessions"]) == 2
+    assert "--demo opens the dashboard" in capsys.readouterr().err
