@@ -60,6 +60,8 @@ logger = logging.getLogger("memdeck.guard")
 DASHBOARD_HINT = "Open the live dashboard with `memdeck` (pins, drift log, archive/restore)."
 #: Seconds an alert script may run before it is terminated (MemLock 694ec32 reaps after 5 s).
 ALERT_SCRIPT_TIMEOUT_S = 5.0
+#: Session snapshots kept by :meth:`Guard.peek` (most recently used).
+_CACHE_SESSIONS = 64
 #: guard_pin's JSON schema: MemLock's ``_PIN_SCHEMA`` (0.2) + ``pin_id`` (0.4) + ``action`` /
 #: ``version`` (0.5), with our own descriptions.
 PIN_SCHEMA: dict[str, Any] = {
@@ -265,7 +267,10 @@ class Guard:
             return hit[1]
         s = self.store.load_session(session_id)
         if sig != (None,):
+            self._cache.pop(session_id, None)
             self._cache[session_id] = (sig, s)
+            while len(self._cache) > _CACHE_SESSIONS:  # a gateway serves many sessions: keep the recent ones
+                self._cache.pop(next(iter(self._cache)))
         else:
             self._cache.pop(session_id, None)
         return s
