@@ -1,0 +1,120 @@
+"""Regenerate the README's pictures (``screenshots/*.svg``) from the demo home.
+
+    python screenshots/make_screenshots.py [--out DIR] [--only NAME ...]
+
+Every picture is the real app (``tui.app.make_app``) on the deterministic demo home (seed 7,
+``core.demo.DEMO_NOW``) with a fixed clock, UTC, animations off and no file watchers, run
+headless at a fixed terminal size with ``App.run_test(size=...)`` and saved with
+``App.save_screenshot``. Re-running it on an unchanged tree gives the same pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Before Textual is imported: no animations, no cursor blink differences, a fixed zone.
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+os.environ["TZ"] = "UTC"
+if hasattr(time, "tzset"):
+    time.tzset()
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.demo import DEMO_NOW, DEMO_SEED, build_demo_home  # noqa: E402
+
+#: Where the pictures' demo home is built (wiped and rebuilt on each run; shown in the status line).
+DEMO_PATH = Path(tempfile.gettempdir()) / "memdeck-demo"
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One picture: file stem, panel id, terminal size (columns, rows), theme, recall query."""
+
+    name: str
+    panel: str
+    size: tuple[int, int] = (120, 40)
+    theme: str = "textual-dark"
+    query: str = ""
+
+
+SHOTS: tuple[Shot, ...] = (
+    Shot("integrity", "integrity"),
+    Shot("anchors", "anchors"),
+    Shot("drift", "drift"),
+    Shot("capacity", "capacity"),
+    Shot("recall", "recall", query="rate limit"),
+    Shot("review", "review"),
+    Shot("anchors-80x24", "anchors", size=(80, 24)),
+    Shot("capacity-light", "capacity", theme="textual-light"),
+)
+
+
+async def _settle(pilot, app, rounds: int = 200) -> None:
+    """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
+    for _ in range(rounds):
+        await pilot.pause()
+        busy = [w for w in app.workers if w.group in ("refresh", "recall", "write") and not w.is_finished]
+        for w in busy:
+            await w.wait()
+        await pilot.pause()
+        if app.refresh_count >= 1 and not busy and not getattr(app, "_refreshing", False):
+            return
+    raise RuntimeError("the app did not settle")
+
+
+async def take(shot: Shot, home, out: Path) -> Path:
+    """Run the app headless for ``shot`` and save its SVG to ``out/<name>.svg``."""
+    from tui.app import make_app
+
+    app = make_app(home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=shot.size) as pilot:
+        await _settle(pilot, app)
+        app.theme = shot.theme
+        app.action_show_panel(shot.panel)
+        await _settle(pilot, app)
+        if shot.query:
+            app.query_one("#recall-query").value = shot.query
+            app.run_recall(shot.query)
+            await _settle(pilot, app)
+        await pilot.pause()
+        app.save_screenshot(filename=f"{shot.name}.svg", path=str(out))
+    return out / f"{shot.name}.svg"
+
+
+async def main_async(out: Path, only: set[str]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    # A fixed path: the status line shows the home's path, and the pictures must not change.
+    home = build_demo_home(DEMO_PATH, seed=DEMO_SEED, now=DEMO_NOW)
+    for shot in SHOTS:
+        if only and shot.name not in only:
+            continue
+        written.append(await take(shot, home, out))
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="output directory")
+    parser.add_argument("--only", nargs="*", default=[], help="picture names to regenerate (default: all)")
+    args = parser.parse_args(argv)
+    names = {s.name for s in SHOTS}
+    unknown = set(args.only) - names
+    if unknown:
+        parser.error(f"unknown picture(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
+    for path in asyncio.run(main_async(args.out, set(args.only))):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
