@@ -1,0 +1,7 @@
+"""``python -m core.cli`` runs the ``memdeck`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
