@@ -1092,9 +1092,10 @@ def build_big_home(path: str | os.PathLike[str], messages: int = 1_000_000, *, s
     """The demo home plus ``messages`` extra rows in older sessions (for benchmarks).
 
     The extra sessions (``per_session`` messages each, alternating user/assistant, epoch-second
-    timestamps going back in time) are inserted with ``executemany`` in one transaction. With
-    ``fts=False`` the FTS5 triggers are dropped before the bulk insert and recreated afterwards
-    (the tables then lack the bulk rows: faster, for benches that do not search).
+    timestamps going back in time) are inserted with ``executemany`` in one transaction, with
+    the FTS5 triggers dropped; with ``fts`` the new rows are then indexed in one statement per
+    FTS table (the triggers' document text), else the FTS tables lack them (faster, for
+    benches that do not search). The triggers are restored either way.
 
     Returns:
         the :class:`HermesHome`; its live session is still the demo's.
@@ -1105,10 +1106,12 @@ def build_big_home(path: str | os.PathLike[str], messages: int = 1_000_000, *, s
     conn = hs.create_state_db(home.state_db)
     conn.execute("PRAGMA synchronous=OFF")
     try:
-        if not fts:
-            for stem in ("messages_fts", "messages_fts_trigram"):
-                for kind in ("insert", "delete", "update"):
-                    conn.execute(f"DROP TRIGGER IF EXISTS {stem}_{kind}")
+        # Bulk load without the per-row FTS triggers; index the new rows in one statement per
+        # FTS table afterwards (same document text as the triggers), then restore the triggers.
+        for stem in ("messages_fts", "messages_fts_trigram"):
+            for kind in ("insert", "delete", "update"):
+                conn.execute(f"DROP TRIGGER IF EXISTS {stem}_{kind}")
+        first_new = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]) + 1
         n_sessions = max(1, -(-messages // per_session))
         base = plan.now - 10 * 86400
         conn.execute("BEGIN")
@@ -1137,8 +1140,14 @@ def build_big_home(path: str | os.PathLike[str], messages: int = 1_000_000, *, s
                     return
 
         hs.append_many(conn, rows())
-        if not fts:
-            conn.executescript(hs.FTS_SQL)
+        if fts:
+            doc = "COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, '')"
+            conn.execute("BEGIN")
+            for table in ("messages_fts", "messages_fts_trigram"):
+                conn.execute(f"INSERT INTO {table}(rowid, content) SELECT id, {doc} FROM messages WHERE id >= ?",
+                             (first_new,))
+            conn.execute("COMMIT")
+        conn.executescript(hs.FTS_SQL)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
