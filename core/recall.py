@@ -116,6 +116,7 @@ def search_messages(
     limit: int = 20,
     offset: int = 0,
     sort: str | None = None,
+    with_context: bool = True,
 ) -> list[dict[str, Any]]:
     """Hermes ``search_messages`` over a read-only :class:`StateDB`; never raises.
 
@@ -190,7 +191,8 @@ def search_messages(
             out.append({
                 "id": mid, "session_id": sid, "role": role, "snippet": snippet if isinstance(snippet, str) else "",
                 "timestamp": ts, "tool_name": tool, "source": source, "model": model, "session_started": started,
-                "compacted": bool(compacted), "context": _context(conn, int(mid), ts_col != "0.0"),
+                "compacted": bool(compacted),
+                "context": _context(conn, int(mid), ts_col != "0.0") if with_context else [],
             })
         return out
 
@@ -228,15 +230,17 @@ def _context(conn: sqlite3.Connection, mid: int, has_ts: bool) -> list[dict[str,
     """Previous, matched and next message of the session (Hermes' context CTE), 200 chars each."""
     try:
         if has_ts:
-            rows = conn.execute(
-                """WITH t AS (SELECT session_id, timestamp, id FROM messages WHERE id = ?)
-                   SELECT role, content FROM (SELECT m.role, m.content FROM messages m JOIN t ON t.session_id = m.session_id
-                       WHERE m.timestamp < t.timestamp OR (m.timestamp = t.timestamp AND m.id < t.id)
-                       ORDER BY m.timestamp DESC, m.id DESC LIMIT 1)
-                   UNION ALL SELECT role, content FROM messages WHERE id = ?
-                   UNION ALL SELECT role, content FROM (SELECT m.role, m.content FROM messages m JOIN t ON t.session_id = m.session_id
-                       WHERE m.timestamp > t.timestamp OR (m.timestamp = t.timestamp AND m.id > t.id)
-                       ORDER BY m.timestamp ASC, m.id ASC LIMIT 1)""", (mid, mid)).fetchall()
+            # Same rows as Hermes' CTE (previous/next by (timestamp, id) within the session),
+            # written with row values so SQLite walks idx_messages_session instead of the session.
+            t = conn.execute("SELECT session_id, timestamp FROM messages WHERE id = ?", (mid,)).fetchone()
+            if t is None:
+                return []
+            prev = conn.execute("SELECT role, content FROM messages WHERE session_id = ? AND (timestamp, id) < (?, ?) "
+                                "ORDER BY timestamp DESC, id DESC LIMIT 1", (t[0], t[1], mid)).fetchall()
+            cur = conn.execute("SELECT role, content FROM messages WHERE id = ?", (mid,)).fetchall()
+            nxt = conn.execute("SELECT role, content FROM messages WHERE session_id = ? AND (timestamp, id) > (?, ?) "
+                               "ORDER BY timestamp ASC, id ASC LIMIT 1", (t[0], t[1], mid)).fetchall()
+            rows = prev + cur + nxt
         else:
             rows = conn.execute(
                 """SELECT role, content FROM (SELECT role, content FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id < ? ORDER BY id DESC LIMIT 1)
@@ -327,7 +331,8 @@ def recall(
     except (TypeError, ValueError):
         limit = 3
     rows = search_messages(db, query, role_filter=list(role_filter) if role_filter else None,
-                           exclude_sources=list(HIDDEN_SESSION_SOURCES), limit=DISCOVER_SCAN_LIMIT, sort=sort)
+                           exclude_sources=list(HIDDEN_SESSION_SOURCES), limit=DISCOVER_SCAN_LIMIT, sort=sort,
+                           with_context=False)
     rows.sort(key=lambda r: 1 if (r.get("source") or "") in DEMOTED_SESSION_SOURCES else 0)
     if not rows:
         return []
@@ -355,7 +360,8 @@ def recall(
                 session_id=str(r["session_id"]), lineage_root=root, title=title, source=str(source or r.get("source") or "unknown"),
                 model=model or r.get("model"), started_at=started if started is not None else r.get("session_started"),
                 matched_role=str(r["role"]), match_message_id=int(r["id"]), snippet=r["snippet"] or "",
-                compacted=bool(r["compacted"]), context=tuple(r["context"]),
+                compacted=bool(r["compacted"]),
+                context=tuple(_context(conn, int(r["id"]), "timestamp" in _columns(conn, "messages"))),
                 window=tuple(_window(conn, str(r["session_id"]), int(r["id"]), window)),
             ))
         return out

@@ -358,3 +358,19 @@ def test_status_section_shape(history, tmp_path: Path) -> None:
     assert set(sec["sessions"][0]) == {"id", "title", "source", "started_at", "ended_at", "message_count", "compactions", "live"}
     assert json.loads(json.dumps(sec))["state_db"]["state"] == "ok"
     assert status_section(tmp_path / "nothing") == {"sessions": [], "state_db": StateDB(tmp_path / "nothing" / "state.db").status().as_dict()}
+
+
+def test_install_fts_bulk_equals_triggers(tmp_path: Path) -> None:
+    a = hs.create_state_db(tmp_path / "a.db")
+    b = hs.create_state_db(tmp_path / "b.db", fts=False)
+    for conn in (a, b):
+        hs.add_session(conn, "z", started_at=1)
+        for i in range(20):
+            hs.append_message(conn, "z", "user", f"word{i % 5} filler {i}", timestamp=2 + i)
+    hs.install_fts(b)
+    hs.append_message(b, "z", "user", "word9 after install", timestamp=50)
+    hs.append_message(a, "z", "user", "word9 after install", timestamp=50)
+    for q in ("word1", "filler", "word9", "wor*"):
+        qa = [r[0] for r in a.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (q,))]
+        qb = [r[0] for r in b.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (q,))]
+        assert qa == qb and qa
