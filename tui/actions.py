@@ -21,41 +21,6 @@ from .safe_text import safe_plain, safe_text
 if TYPE_CHECKING:  # pragma: no cover
     from .app import MemdeckApp
 
-# Which selection kinds each action needs (None: works without a selection).
-_NEEDS: dict[str, tuple[str, ...] | None] = {
-    "pin": None,
-    "unpin": ("anchor",),
-    "archive": ("entry", "anchor"),
-    "restore": None,
-    "edit": ("entry", "anchor"),
-    "new_entry": None,
-    "move": ("entry",),
-    "approve": ("pending",),
-    "reject": ("pending",),
-    "undo": None,
-    "filter": None,
-    "pick_session": None,
-    "pick_profile": None,
-    "toggle_pause": None,
-    "toggle_theme": None,
-    "next_panel": None,
-    "prev_panel": None,
-}
-
-
-def action_enabled(app: "MemdeckApp", action: str) -> bool | None:
-    """``check_action`` rule: True when the key applies here; None shows it dimmed."""
-    need = _NEEDS.get(action, None)
-    if need is None:
-        return True
-    sel = app.selection()
-    if sel is None or sel.kind not in need:
-        return None
-    if action == "unpin" and not getattr(sel.obj, "pinned", False):
-        return None
-    return True
-
-
 def refusal_outcome(exc: Refused) -> WriteOutcome:
     """A toast for a refusal: the reason, plus what the caller can act on.
 

@@ -31,7 +31,7 @@ from core.errors import MemdeckError, Refused
 from core.home import HermesHome
 
 from .commands import DeckCommands
-from .keymap import PANEL_IDS, PANELS, app_bindings
+from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import RecallReady, SnapshotReady, WriteDone, WriteOutcome
 from .safe_text import safe_text
 
@@ -40,6 +40,8 @@ Clock = Callable[[], float]
 
 class DeckScreen(Screen):
     """The main screen. When it becomes current again (a modal closed), refresh if needed."""
+
+    BINDINGS = screen_bindings()
 
     def on_screen_resume(self) -> None:
         app = self.app
@@ -156,7 +158,6 @@ class MemdeckApp(App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.refresh_bindings()
         self.call_after_refresh(self._focus_panel)
 
     def action_help(self) -> None:
@@ -199,7 +200,6 @@ class MemdeckApp(App[None]):
 
     def watch_paused(self, paused: bool) -> None:
         self.update_status_line()
-        self.refresh_bindings()
         if not paused:
             self.resume_after_modal()
 
@@ -283,7 +283,6 @@ class MemdeckApp(App[None]):
                         pass
             self.update_status_line()
         self.refresh_count += 1
-        self.refresh_bindings()
 
     # ── watchers (Posting: awatch loops in exclusive workers) ─────────────
 
@@ -338,13 +337,6 @@ class MemdeckApp(App[None]):
             return self.panel().selected()
         except Exception:
             return None
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        from .actions import action_enabled
-
-        if action.startswith("show_panel") or action in {"quit", "help", "command_palette"}:
-            return True
-        return action_enabled(self, action)
 
     # ── writes: key -> action -> worker -> core -> message -> toast ─────
 

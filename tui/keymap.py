@@ -60,10 +60,26 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
 _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "⇧tab"}
 
 
+#: Keys bound on the main screen rather than the app: the Screen base class binds tab to
+#: focus_next, and the screen is consulted before the app.
+SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
+
+
+def screen_bindings() -> list[Binding]:
+    """tab / shift+tab between panels, bound on the main screen (actions run on the app)."""
+    return [
+        Binding(key, f"app.{action}", label, id=bid, key_display=_DISPLAY.get(key), show=action == "next_panel")
+        for key, action, label, bid, _h, _w in _SPEC
+        if action in SCREEN_ACTIONS
+    ]
+
+
 def app_bindings() -> list[Binding]:
     """The dashboard's bindings, each with an ``id``; ``1``-``6`` jump to a panel."""
     out: list[Binding] = []
     for key, action, label, bid, _help, _where in _SPEC:
+        if action in SCREEN_ACTIONS:
+            continue
         out.append(
             Binding(
                 key,

@@ -69,6 +69,10 @@ class Panel(Vertical):
 
     can_focus = False
     filter_text: str = ""
+    BINDINGS = [Binding("escape", "clear_filter", "Clear filter", show=False, id="memdeck.clear_filter")]
+
+    def action_clear_filter(self) -> None:
+        self.clear_filter()
 
     def compose_banner(self) -> ComposeResult:
         yield Banner(id=f"{self.id}-banner", classes="banner")
@@ -148,6 +152,8 @@ class Panel(Vertical):
 class IntegrityPanel(Panel):
     """The shown session's integrity score (large), its sparkline, floor and last compaction."""
 
+    can_focus = True
+
     def compose(self) -> ComposeResult:
         yield from self.compose_banner()
         with Horizontal(id="integrity-top"):
@@ -161,7 +167,7 @@ class IntegrityPanel(Panel):
         yield Static(id="integrity-reminder")
 
     def primary(self) -> Any:
-        return None
+        return self
 
     def show_snapshot(self, snap: Any) -> None:
         self.show_banner(snap.error_for("integrity"))
@@ -341,10 +347,13 @@ class RecallPanel(Panel):
                 yield Static(id="recall-fence")
 
     def primary(self) -> Any:
-        return self.query_one("#recall-query", Input)
+        return self.query_one("#recall-results-box")
 
     def open_filter(self) -> None:
         self.query_one("#recall-query", Input).focus()
+
+    def clear_filter(self) -> None:
+        self.focus_primary()
 
     def show_snapshot(self, snap: Any) -> None:
         self.show_banner(snap.error_for("recall"))

@@ -1,0 +1,57 @@
+"""Fixtures for the dashboard tests: a demo home in tmp_path, apps with fixed clocks, waiting
+for workers (never sleeping)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from core.demo import DEMO_NOW, build_demo_home
+from core.home import HermesHome
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clock text in the panels is local time: pin the zone so snapshots are stable."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+
+
+@pytest.fixture
+def demo_home(tmp_path: Path) -> HermesHome:
+    return build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
+
+
+WRITE_GROUPS = ("write", "refresh", "recall")
+
+
+async def settle(pilot, app, rounds: int = 50) -> None:
+    """Wait until no write/refresh/recall worker runs and no refresh is queued."""
+    for _ in range(rounds):
+        await pilot.pause()
+        busy = [w for w in app.workers if w.group in WRITE_GROUPS and not w.is_finished]
+        for w in busy:
+            await w.wait()
+        await pilot.pause()
+        if not busy and not app._refreshing and not (app._dirty and not app._refresh_blocked()):
+            return
+    raise AssertionError("the app did not settle")
+
+
+async def wait_for(pilot, predicate, rounds: int = 400) -> None:
+    """Pump the app until ``predicate()`` holds (bounded by rounds of 50 ms pauses, not timed)."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    assert predicate(), "condition never became true"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Pilot tests run on asyncio through anyio's pytest plugin (no extra dependency)."""
+    return "asyncio"
