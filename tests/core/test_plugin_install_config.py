@@ -155,7 +155,7 @@ def test_set_enabled_backs_up_and_refuses_untouched(hermes_home):
 NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(lambda s: s != "memdeck" and s not in {"null", "true", "false", "yes", "no", "on", "off"}), min_size=1, max_size=5, unique=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(names=NAMES, indent=st.sampled_from([0, 2, 4]), comment=st.booleans(), flow=st.booleans())
 def test_add_then_remove_round_trips(names, indent, comment, flow):
     pad = " " * indent
