@@ -43,7 +43,8 @@ class DeckSnapshot:
         home, config: the home and config the snapshot was built from.
         memory: target (``"memory"``/``"user"``) -> :class:`core.memory.MemoryFileState`.
         pending: pending writes (:func:`core.pending.list_pending`), oldest first.
-        archived: archived memory entries and anchors not yet restored, newest first.
+        archived: :class:`core.archive.ArchivedItem` rows (memory entries and anchors) in state
+            ``archived``, newest first.
         sessions: state.db sessions, newest first (empty without a database).
         live_session: the session Hermes is running now (``None`` when none is live).
         db_status: :meth:`core.statedb.StateDB.status` (``None`` without a database).
@@ -231,9 +232,9 @@ def build_snapshot(
     pending = _guard(errors, ("review",), "pending writes", _pending, ())
 
     def _archived() -> tuple[Any, ...]:
-        from .archive import list_archived
+        from .archive import items
 
-        return tuple(list_archived(home))
+        return tuple(items(home, kind=None, state="archived"))
 
     archived = _guard(errors, ("capacity", "anchors"), "archive", _archived, ())
 

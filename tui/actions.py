@@ -161,9 +161,7 @@ def action_archive(self: "MemdeckApp") -> None:
     body.append_text(safe_text(_preview(text, 300)))
 
     def op_e() -> Any:
-        from core.archive import archive_entry
-
-        return archive_entry(self.home, self.config, target, text, actor="tui")
+        return _memory_store(self).archive(target, text, reason="archived from the dashboard")
 
     _confirm(self, "Archive entry", body,
              lambda: self.run_write("archive", op_e, f"archived a {_target_name(target)} entry ({len(text):,} chars freed)"), "Archive")
@@ -181,12 +179,12 @@ def action_restore(self: "MemdeckApp") -> None:
         return
     options = []
     for rec in records:
-        options.append((str(_rget(rec, "id", "archive_id")), _archive_label(rec)))
+        options.append((str(_rget(rec, "archive_id", "id")), _archive_label(rec)))
 
     def done(rid: str | None) -> None:
         if not rid:
             return
-        rec = next((r for r in records if str(_rget(r, "id", "archive_id")) == rid), None)
+        rec = next((r for r in records if str(_rget(r, "archive_id", "id")) == rid), None)
         kind = str(_rget(rec, "kind") or "memory")
         if kind == "anchor":
             def op() -> Any:
@@ -195,9 +193,7 @@ def action_restore(self: "MemdeckApp") -> None:
             self.run_write("restore", op, lambda a: f"restored anchor {a.id}")
         else:
             def op2() -> Any:
-                from core.archive import restore_entry
-
-                return restore_entry(self.home, self.config, rid, actor="tui")
+                return _memory_store(self).restore(int(rid))
 
             self.run_write("restore", op2, "restored the entry")
 
@@ -354,23 +350,27 @@ def action_reject(self: "MemdeckApp") -> None:
 
 @guarded
 def action_undo(self: "MemdeckApp") -> None:
+    """Undo the most recent memdeck change recorded in the journal (asks first)."""
     from core import journal
 
-    try:
-        last = journal.last_undoable(self.home)
-    except Exception as exc:
-        self.notify(f"undo: {exc}", severity="error", markup=False)
+    rows = journal.last_undoable(self.home)
+    if not rows:
+        self.notify("nothing to undo: the journal has no change that is not already undone", markup=False, timeout=3)
         return
-    if last is None:
-        self.notify("nothing to undo", markup=False, timeout=3)
-        return
-    body = Text("Undo the last memdeck write?\n")
-    body.append_text(safe_text(journal.describe(last)))
+    last = rows[-1]
+    body = Text("Undo the last memdeck change?\n")
+    body.append(f"{last.op} · {last.kind}", "bold")
+    if last.target:
+        body.append(" · ")
+        body.append_text(safe_text(str(last.target), single_line=True))
+    body.append(f" · by {last.actor}", "dim")
+    if len(rows) > 1:
+        body.append(f" · {len(rows)} journal rows in one change", "dim")
 
     def op() -> Any:
         return journal.undo(self.home, self.config, actor="tui")
 
-    _confirm(self, "Undo", body, lambda: self.run_write("undo", op, lambda r: _result_message(r, "undone")), "Undo")
+    _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {last.op} ({last.kind})"), "Undo")
 
 
 # ── / s P ──────────────────────────────────────────────────────────────────
