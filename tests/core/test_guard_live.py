@@ -76,7 +76,7 @@ def archive_available() -> bool:
         from core import archive
     except ImportError:
         return False
-    return all(hasattr(archive, f) for f in ("archive_record", "get_record", "mark_restored"))
+    return all(hasattr(archive, f) for f in ("archive_record", "discard_record", "get_record", "mark_restored"))
 
 
 @pytest.mark.skipif(not archive_available(), reason="core.archive (memory area) is not in this build yet")
