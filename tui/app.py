@@ -376,6 +376,11 @@ class MemdeckApp(App[None]):
     # ── recall (its own worker, re-run on each query) ────────────────────
 
     def run_recall(self, query: str) -> None:
+        """Preview recall for ``query`` in a worker; the Recall panel shows the result."""
+        try:
+            self.query_one("#panel-recall").query_text = query
+        except Exception:
+            pass
         self._recall_worker(query)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recall")

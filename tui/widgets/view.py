@@ -546,65 +546,104 @@ def _hits(result: Any) -> list[Any]:
         return []
     if isinstance(result, (list, tuple)):
         return list(result)
-    return list(_get(result, "hits", "results", "items", default=()) or ())
+    return list(_get(result, "hits", default=()) or ())
 
 
 def recall_results(result: Any, query: str, now: float) -> RenderableType:
+    """Recall hits (:class:`core.recall.RecallHit`) grouped by session lineage, each with the
+    message before and after the match; the match highlighted."""
     hits = _hits(result)
     if not query.strip():
         return Text("type a query to preview what session recall would find", style="dim")
     if not hits:
         return Text("no matches", style="dim")
     groups: dict[str, list[Any]] = {}
-    order: list[str] = []
     for h in hits:
-        sid = str(_get(h, "session_id", default="?"))
-        if sid not in groups:
-            groups[sid] = []
-            order.append(sid)
-        groups[sid].append(h)
+        groups.setdefault(str(_get(h, "lineage_root", "session_id", default="?")), []).append(h)
     t = Text()
-    for gi, sid in enumerate(order):
+    for gi, (root, items) in enumerate(groups.items()):
         if gi:
             t.append("\n")
+        first = items[0]
         t.append("▌ ", "bold cyan")
-        t.append_text(safe_text(sid, single_line=True, style="bold"))
-        first = groups[sid][0]
-        title = _get(first, "session_title", "title")
-        if title:
-            t.append("  ")
-            t.append_text(safe_text(title, single_line=True, max_chars=60, style="italic"))
-        t.append(f"  {len(groups[sid])} hit{'s' if len(groups[sid]) != 1 else ''}\n", "dim")
-        for h in groups[sid]:
-            t.append("  ")
-            role = _get(h, "role")
-            if role:
-                t.append(f"{role}: ", "dim")
-            t.append_text(snippet_text(h, query))
-            t.append("\n")
+        title = _get(first, "title")
+        t.append_text(safe_text(title or root, single_line=True, max_chars=70, style="bold"))
+        t.append("  ")
+        t.append_text(safe_text(root, single_line=True, style="dim"))
+        src = _get(first, "source")
+        started = _get(first, "started_at")
+        meta = " · ".join(x for x in (str(src) if src else "", clock(started) if started else "") if x)
+        if meta:
+            t.append(f"  {meta}", "dim")
+        t.append("\n")
+        for h in items:
+            sid = str(_get(h, "session_id", default=root))
+            if sid != root:
+                t.append("  in ", "dim")
+                t.append_text(safe_text(sid, single_line=True, style="dim"))
+                t.append("\n")
+            ctx = list(_get(h, "context", default=()) or ())
+            matched = str(_get(h, "matched_role", default=""))
+            shown_match = False
+            for c in ctx:
+                role = str(c.get("role", "")) if isinstance(c, Mapping) else ""
+                content = str(c.get("content", "")) if isinstance(c, Mapping) else str(c)
+                is_match = not shown_match and role == matched and _unmark(_get(h, "snippet", default="")).strip()[:20] in content
+                if is_match:
+                    shown_match = True
+                    t.append(f"  ▸ {role}: ", "bold")
+                    t.append_text(snippet_text(h, query))
+                else:
+                    t.append(f"    {role}: ", "dim")
+                    t.append_text(safe_text(content, single_line=True, max_chars=160, style="dim"))
+                t.append("\n")
+            if not shown_match:
+                t.append(f"  ▸ {matched}: ", "bold")
+                t.append_text(snippet_text(h, query))
+                t.append("\n")
+            if _get(h, "compacted"):
+                t.append("    (this message was compacted away from the live context)\n", "yellow")
     return t
 
 
+def _unmark(s: str) -> str:
+    return str(s).replace(">>>", "").replace("<<<", "")
+
+
 def snippet_text(hit: Any, query: str) -> Text:
-    """A recall snippet, literal, with the matched spans highlighted (from the core's spans,
-    else every case-insensitive occurrence of each query word)."""
-    snippet = str(_get(hit, "snippet", "text", "content", default=""))
-    spans = _get(hit, "spans", "highlights", default=None)
-    hl: list[tuple[int, int]] = []
-    if spans:
-        for s in spans:
-            try:
-                hl.append((int(s[0]), int(s[1])))
-            except (TypeError, ValueError, IndexError):
-                continue
+    """A recall snippet, literal, with the FTS5 match (between ``>>>`` and ``<<<``) highlighted;
+    without markers, every case-insensitive occurrence of each query word."""
+    raw = str(_get(hit, "snippet", "text", "content", default=""))
+    hl: list[tuple[int, int, str]] = []
+    style = "bold reverse yellow"
+    if ">>>" in raw and "<<<" in raw:
+        out, i = [], 0
+        pos = 0
+        while i < len(raw):
+            if raw.startswith(">>>", i):
+                j = raw.find("<<<", i + 3)
+                if j < 0:
+                    out.append(raw[i:])
+                    break
+                seg = raw[i + 3 : j]
+                hl.append((pos, pos + len(seg), style))
+                out.append(seg)
+                pos += len(seg)
+                i = j + 3
+            else:
+                out.append(raw[i])
+                pos += 1
+                i += 1
+        snippet = "".join(out)
     else:
+        snippet = raw
         low = snippet.lower()
         for word in {w for w in query.lower().split() if len(w) >= 2}:
             start = 0
-            while (i := low.find(word, start)) >= 0:
-                hl.append((i, i + len(word)))
-                start = i + len(word)
-    return safe_text(snippet, single_line=True, max_chars=240, highlights=[(s, e, "bold reverse yellow") for s, e in hl])
+            while (k := low.find(word, start)) >= 0:
+                hl.append((k, k + len(word), style))
+                start = k + len(word)
+    return safe_text(snippet, single_line=True, max_chars=240, highlights=hl)
 
 
 def fence_preview(snap: Any, result: Any, query: str) -> RenderableType:
