@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -34,8 +34,8 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(Text(self._title, style="bold"), classes="dialog-title")
             yield Static(self._body, id="confirm-body")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(f"{self._confirm_label} (y)", variant="error", id="confirm-yes")
-                yield Button("Cancel (n)", variant="default", id="confirm-no")
+                yield Button(f"{self._confirm_label} (y)", variant="error", id="confirm-yes", compact=True)
+                yield Button("Cancel (n)", variant="default", id="confirm-no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

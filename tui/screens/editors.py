@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
@@ -69,17 +69,17 @@ class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
         self.ok = False
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="editor-box", classes="dialog"):
+        with VerticalScroll(id="editor-box", classes="dialog"):
             yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
             if self.choose_target:
                 yield Select([("MEMORY.md (memory)", "memory"), ("USER.md (user)", "user")], value=self.target,
-                             allow_blank=False, id="editor-target")
+                             allow_blank=False, id="editor-target", compact=True)
             yield TextArea(self.original, id="editor-text", soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
             yield Static(id="editor-budget")
             yield Static(id="editor-findings")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Save (ctrl+s)", variant="primary", id="editor-save")
-                yield Button("Cancel (esc)", id="editor-cancel")
+                yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
+                yield Button("Cancel (esc)", id="editor-cancel", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#editor-text", TextArea).focus()
@@ -181,25 +181,25 @@ class PinScreen(ModalScreen["dict[str, Any] | None"]):
         self.ok = False
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="pin-box", classes="dialog"):
+        with VerticalScroll(id="pin-box", classes="dialog"):
             yield Static(Text(self.title_text, style="bold"), classes="dialog-title")
             yield TextArea(self.text, id="pin-text", soft_wrap=True, tab_behavior="focus")
             with Horizontal(classes="form-row"):
                 yield Label("priority")
-                yield Input(str(self.priority), id="pin-priority", type="integer", max_length=3)
+                yield Input(str(self.priority), id="pin-priority", type="integer", max_length=3, compact=True)
                 if self.show_scope:
                     yield Label("scope")
-                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False, id="pin-scope")
+                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False, id="pin-scope", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("probes")
-                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text", id="pin-probes")
+                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text", id="pin-probes", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("reminder")
-                yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder")
+                yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
             yield Static(id="pin-check")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Save (ctrl+s)", variant="primary", id="pin-save")
-                yield Button("Cancel (esc)", id="pin-cancel")
+                yield Button("Save (ctrl+s)", variant="primary", id="pin-save", compact=True)
+                yield Button("Cancel (esc)", id="pin-cancel", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#pin-text", TextArea).focus()
