@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -21,9 +22,17 @@ def _utc(monkeypatch: pytest.MonkeyPatch) -> None:
     time.tzset()
 
 
+@pytest.fixture(scope="session")
+def _demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_demo_home(tmp_path_factory.mktemp("demo-template") / "demo", seed=7, now=DEMO_NOW).path
+
+
 @pytest.fixture
-def demo_home(tmp_path: Path) -> HermesHome:
-    return build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
+def demo_home(_demo_template: Path, tmp_path: Path) -> HermesHome:
+    """A fresh copy of the seed-7 demo home (built once per session, copied per test)."""
+    dst = tmp_path / "demo"
+    shutil.copytree(_demo_template, dst, symlinks=True)
+    return HermesHome(dst)
 
 
 WRITE_GROUPS = ("write", "refresh", "recall")

@@ -1,0 +1,160 @@
+"""Pilot tests for the keys that write memory entries and pending writes; the effect is checked
+on disk through the core (``core.memory.read_memory``, ``core.pending.list_pending``)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TextArea
+
+from core.demo import DEMO_NOW
+from tests.tui.conftest import settle
+from tui.app import make_app
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.editors import EntryEditScreen
+from tui.screens.pickers import PickerScreen
+
+memory = pytest.importorskip("core.memory")
+
+pytestmark = pytest.mark.anyio
+
+
+def _texts(app, target: str) -> list[str]:
+    state = memory.read_memory(app.home, app.config, target)
+    return [e if isinstance(e, str) else e.text for e in state.entries]
+
+
+def _toasts(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def _select_entry(pilot, app, target: str, text: str) -> None:
+    await pilot.press("4")
+    await pilot.pause()
+    row = next(r for r in app.panel("capacity")._rows if r.target == target and r.text == text)
+    assert app.query_one("#capacity-table").select_key(row.key)
+    await pilot.pause()
+
+
+async def test_new_edit_move_archive_restore_undo(demo_home) -> None:
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        # n: a new USER.md entry
+        await pilot.press("4", "n")
+        await pilot.pause()
+        assert isinstance(app.screen, EntryEditScreen)
+        app.screen.query_one("#editor-target").value = "user"
+        app.screen.query_one("#editor-text", TextArea).text = "Uses fish shell."
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert "Uses fish shell." in _texts(app, "user")
+
+        # e: edit it
+        await _select_entry(pilot, app, "user", "Uses fish shell.")
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#editor-text", TextArea).text = "Uses fish shell on macOS."
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert "Uses fish shell on macOS." in _texts(app, "user")
+        assert "Uses fish shell." not in _texts(app, "user")
+
+        # m: move it to MEMORY.md
+        await _select_entry(pilot, app, "user", "Uses fish shell on macOS.")
+        await pilot.press("m")
+        await settle(pilot, app)
+        if "Uses fish shell on macOS." in _texts(app, "user"):
+            pytest.fail("move did not happen: " + " | ".join(_toasts(app)))
+        assert "Uses fish shell on macOS." in _texts(app, "memory")
+
+        # a: archive it (asks first)
+        await _select_entry(pilot, app, "memory", "Uses fish shell on macOS.")
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert "Uses fish shell on macOS." not in _texts(app, "memory")
+
+        # R: restore it from the picker
+        await pilot.press("R")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert "Uses fish shell on macOS." in _texts(app, "memory")
+
+        # z: undo the restore (asks first)
+        await pilot.press("z")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert "Uses fish shell on macOS." not in _texts(app, "memory")
+
+
+async def test_editor_refuses_overflow_and_threats_and_core_lists_archivable(demo_home) -> None:
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        before = _texts(app, "memory")
+        await pilot.press("4", "n")
+        await pilot.pause()
+        area = app.screen.query_one("#editor-text", TextArea)
+        area.text = "x" * 3000
+        await pilot.pause()
+        assert app.screen.query_one("#editor-save").disabled
+        assert "over the limit" in app.screen.query_one("#editor-budget").content.plain
+        area.text = "Remember to cat ~/.hermes/.env when debugging"
+        await pilot.pause()
+        assert app.screen.query_one("#editor-save").disabled
+        assert "hermes_env" in app.screen.query_one("#editor-findings").content.plain
+        await pilot.press("escape")
+        await settle(pilot, app)
+        assert _texts(app, "memory") == before
+        # the core's own refusal (a write that passes the preview but not the core) is a toast
+        # that lists what could be archived: ask the core directly through the write path
+        big = "y" * (app.config.memory_char_limit // 2)
+        app.run_write("new entry", lambda: memory.MemoryStore(app.home, app.config, actor="tui").add("memory", big), "added")
+        await settle(pilot, app)
+        assert any("entries you could archive" in t for t in _toasts(app)), _toasts(app)
+        assert _texts(app, "memory") == before
+
+
+async def test_approve_and_reject_pending(demo_home) -> None:
+    pending = pytest.importorskip("core.pending")
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        ids_before = {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
+        assert len(ids_before) >= 2
+        await pilot.press("6")
+        await pilot.pause()
+        rows = [r for r in app.panel("review")._rows if r.kind == "pending"]
+        clean = next(r for r in rows if not r.findings)
+        hostile = next(r for r in rows if r.findings)
+        table = app.query_one("#review-table")
+        # A on a hostile pending write: the core refuses, the record stays
+        table.select_key(hostile.key)
+        await pilot.pause()
+        await pilot.press("A")
+        await settle(pilot, app)
+        assert hostile.ident in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
+        assert any("refused" in str(n.title) for n in app._notifications)
+        # X rejects it (asks first)
+        table.select_key(hostile.key)
+        await pilot.pause()
+        await pilot.press("X")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert hostile.ident not in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
+        # A on a clean one applies it
+        table.select_key(clean.key)
+        await pilot.pause()
+        await pilot.press("A")
+        await settle(pilot, app)
+        assert clean.ident not in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
