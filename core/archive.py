@@ -1,0 +1,177 @@
+"""The archive: entries (or anchors) moved out of their file into memdeck.db, restorable.
+
+Generic table API (any ``kind``; the anchors area reuses it): :func:`insert`,
+:func:`set_state`, :func:`get`, :func:`items`, :func:`count`. The memory operations
+themselves are ``MemoryStore.archive`` / ``MemoryStore.restore`` (``core/memory.py``).
+
+Crash safety (archive and restore are atomic with respect to each other). Every step runs
+while holding the target file's sidecar lock:
+
+* archive: (1) insert the row with ``state="archiving"`` and commit; (2) atomically rewrite
+  the file without the entry; (3) set ``state="archived"`` + journal, commit.
+* restore: (1) ``archived`` -> ``restoring``, commit; (2) atomically rewrite the file with the
+  entry appended (budget + threat scan first; a refusal returns the row to ``archived``);
+  (3) ``restoring`` -> ``restored`` + journal, commit.
+
+A process killed between steps leaves an intent row. :func:`recover_memory` (run by every
+archive/restore/listing, under the same lock, so never while a live writer is mid-way)
+resolves it by looking at the file: ``archiving`` + entry still in the file -> the row is
+deleted (nothing was archived); ``archiving`` + entry gone -> ``archived``; ``restoring`` +
+entry in the file -> ``restored``; ``restoring`` + entry absent -> back to ``archived``. So an
+entry is never both in the file and ``archived``, and never in neither (unless someone else
+removed it from the file, in which case the archive copy is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import deckdb
+from .home import HermesHome
+
+STATES = ("archiving", "archived", "restoring", "restored")
+
+
+@dataclass(frozen=True)
+class ArchivedItem:
+    """One archive row. ``archived_at``/``restored_at`` are epoch seconds."""
+
+    archive_id: int
+    kind: str
+    target: str
+    text: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    actor: str = "cli"
+    archived_at: float = 0.0
+    state: str = "archived"
+    restored_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "archive_id": self.archive_id, "kind": self.kind, "target": self.target, "text": self.text,
+            "payload": self.payload, "reason": self.reason, "actor": self.actor,
+            "archived_at": self.archived_at, "state": self.state, "restored_at": self.restored_at,
+        }
+
+
+def _item(r: sqlite3.Row) -> ArchivedItem:
+    try:
+        payload = json.loads(r["payload"] or "{}")
+    except ValueError:
+        payload = {}
+    return ArchivedItem(r["archive_id"], r["kind"], r["target"], r["text"], payload if isinstance(payload, dict) else {},
+                        r["reason"], r["actor"], r["archived_at"], r["state"], r["restored_at"])
+
+
+def insert(conn: sqlite3.Connection, *, kind: str, target: str, text: str, actor: str, reason: str = "",
+           payload: dict[str, Any] | None = None, state: str = "archiving", ts: float | None = None) -> int:
+    """Insert an archive row and return its ``archive_id`` (joins ``conn``'s transaction).
+
+    Raises:
+        ValueError: ``state`` is not one of :data:`STATES`.
+    """
+    if state not in STATES:
+        raise ValueError(f"invalid archive state {state!r}")
+    cur = conn.execute(
+        "INSERT INTO archive (kind, target, text, payload, reason, actor, archived_at, state) VALUES (?,?,?,?,?,?,?,?)",
+        (kind, target, text, json.dumps(payload or {}, ensure_ascii=False), reason or "", actor,
+         time.time() if ts is None else ts, state),
+    )
+    return int(cur.lastrowid)
+
+
+def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: str | None = None) -> bool:
+    """Set a row's state (``restored`` also stamps ``restored_at``; ``archived`` clears it).
+
+    With ``expect``, only a row currently in that state changes (compare-and-set).
+
+    Returns:
+        True when a row changed.
+    """
+    if state not in STATES:
+        raise ValueError(f"invalid archive state {state!r}")
+    restored_at = time.time() if state == "restored" else None
+    q = "UPDATE archive SET state = ?, restored_at = ? WHERE archive_id = ?"
+    args: tuple[Any, ...] = (state, restored_at, archive_id)
+    if expect is not None:
+        q += " AND state = ?"
+        args += (expect,)
+    return conn.execute(q, args).rowcount > 0
+
+
+def delete_intent(conn: sqlite3.Connection, archive_id: int) -> bool:
+    """Delete a row still in ``archiving`` (an archive that never happened)."""
+    return conn.execute("DELETE FROM archive WHERE archive_id = ? AND state = 'archiving'", (archive_id,)).rowcount > 0
+
+
+def get(home: HermesHome | Path, archive_id: int, *, conn: sqlite3.Connection | None = None) -> ArchivedItem | None:
+    """One row by id, or None (also None when memdeck.db does not exist)."""
+    if conn is None and not deckdb.db_path(home).exists():
+        return None
+    with deckdb.opened(home, conn) as c:
+        r = c.execute("SELECT * FROM archive WHERE archive_id = ?", (int(archive_id),)).fetchone()
+    return _item(r) if r else None
+
+
+def items(home: HermesHome | Path, *, kind: str | None = "memory", state: str | None = "archived",
+          limit: int | None = None, conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
+    """Archive rows, newest first, filtered by ``kind`` and ``state`` (None = any)."""
+    if conn is None and not deckdb.db_path(home).exists():
+        return []
+    q = "SELECT * FROM archive WHERE 1=1"
+    args: list[Any] = []
+    if kind is not None:
+        q += " AND kind = ?"
+        args.append(kind)
+    if state is not None:
+        q += " AND state = ?"
+        args.append(state)
+    q += " ORDER BY archive_id DESC"
+    if limit is not None:
+        q += " LIMIT ?"
+        args.append(int(limit))
+    with deckdb.opened(home, conn) as c:
+        return [_item(r) for r in c.execute(q, args).fetchall()]
+
+
+def count(home: HermesHome | Path, *, kind: str | None = "memory", state: str = "archived") -> int:
+    """How many rows are in ``state`` (0 when memdeck.db does not exist)."""
+    if not deckdb.db_path(home).exists():
+        return 0
+    with deckdb.opened(home) as c:
+        if kind is None:
+            return int(c.execute("SELECT COUNT(*) FROM archive WHERE state = ?", (state,)).fetchone()[0])
+        return int(c.execute("SELECT COUNT(*) FROM archive WHERE kind = ? AND state = ?", (kind, state)).fetchone()[0])
+
+
+def pending_intents(home: HermesHome | Path, kind: str = "memory", *, conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
+    """Rows left in ``archiving``/``restoring`` (an interrupted archive or restore)."""
+    if conn is None and not deckdb.db_path(home).exists():
+        return []
+    with deckdb.opened(home, conn) as c:
+        rows = c.execute("SELECT * FROM archive WHERE kind = ? AND state IN ('archiving','restoring') ORDER BY archive_id",
+                         (kind,)).fetchall()
+    return [_item(r) for r in rows]
+
+
+def recover_memory(home: HermesHome, config: Any = None, *, lock_timeout: float = 10.0) -> int:
+    """Resolve interrupted memory archive/restore intents (see the module docstring).
+
+    Takes each intent's target lock, re-reads the row and the file, and finishes or rolls back.
+    An intent whose file is unreadable is left as it is (nothing is guessed).
+
+    Returns:
+        how many intents were resolved.
+
+    Raises:
+        LockTimeout: a target stayed locked longer than ``lock_timeout`` seconds.
+    """
+    from .memory import recover_intents  # lazy: memory imports this module
+
+    return recover_intents(home, config, lock_timeout=lock_timeout)

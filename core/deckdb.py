@@ -1,0 +1,155 @@
+"""memdeck's own SQLite store: ``$HERMES_HOME/memdeck/memdeck.db``.
+
+One database per Hermes home, WAL mode, ``synchronous=FULL``, busy timeout (default 10 s), so
+many memdeck processes (CLI, TUI, plugin) can append at once. Hermes never reads it.
+
+Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`), both generic over ``kind``
+(``"memory"`` for MEMORY.md/USER.md entries, ``"anchor"`` for MemLock anchors):
+
+``journal``
+    ``journal_id`` INTEGER PK (monotonic), ``ts`` REAL (epoch seconds), ``actor`` TEXT
+    (``cli``/``tui``/``plugin``), ``op`` TEXT (``add``, ``replace``, ``remove``, ``edit``,
+    ``move``, ``normalize``, ``batch``, ``archive``, ``restore``, ``approve``, ``reject``,
+    ``undo``, ... anchors add their own), ``kind`` TEXT, ``target`` TEXT (``memory``/``user``
+    or an anchor id), ``before`` TEXT / ``after`` TEXT (for ``kind="memory"``: the whole
+    canonical file text of ``target`` before and after, or NULL), ``detail`` TEXT (JSON
+    object), ``txn`` TEXT (groups rows of one multi-file operation, e.g. a ``move``),
+    ``undone_by`` INTEGER (the ``journal_id`` of the undo that reverted this row).
+
+``archive``
+    ``archive_id`` INTEGER PK, ``kind``, ``target``, ``text`` (the archived entry/anchor text),
+    ``payload`` TEXT (JSON object; anything the kind needs to restore faithfully), ``reason``,
+    ``actor``, ``archived_at`` REAL, ``state`` TEXT (``archiving`` -> ``archived`` ->
+    ``restoring`` -> ``restored``; the ``*ing`` states are crash-recovery intents, see
+    ``core/archive.py``), ``restored_at`` REAL or NULL.
+
+The database is created on first use (directory 0700). Opening never deletes data; an
+unknown newer ``user_version`` is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import MemdeckError
+from .home import HermesHome
+
+SCHEMA_VERSION = 1
+DB_NAME = "memdeck.db"
+DEFAULT_BUSY_TIMEOUT = 10.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal (
+    journal_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    actor TEXT NOT NULL,
+    op TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    before TEXT,
+    after TEXT,
+    detail TEXT NOT NULL DEFAULT '{}',
+    txn TEXT,
+    undone_by INTEGER
+);
+CREATE INDEX IF NOT EXISTS journal_kind_idx ON journal(kind, journal_id);
+CREATE INDEX IF NOT EXISTS journal_txn_idx ON journal(txn);
+CREATE TABLE IF NOT EXISTS archive (
+    archive_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    text TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '{}',
+    reason TEXT NOT NULL DEFAULT '',
+    actor TEXT NOT NULL,
+    archived_at REAL NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('archiving', 'archived', 'restoring', 'restored')),
+    restored_at REAL
+);
+CREATE INDEX IF NOT EXISTS archive_state_idx ON archive(kind, state);
+"""
+
+
+class DeckDBError(MemdeckError):
+    """memdeck.db cannot be opened or has an unknown schema version."""
+
+
+def db_path(home: HermesHome | Path) -> Path:
+    """``<home>/memdeck/memdeck.db``."""
+    base = home.memdeck_dir if isinstance(home, HermesHome) else Path(home) / "memdeck"
+    return base / DB_NAME
+
+
+def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -> sqlite3.Connection:
+    """Open (creating if needed) memdeck.db in autocommit mode with WAL and a busy timeout.
+
+    Args:
+        home: the Hermes home.
+        timeout: seconds SQLite waits on a locked database before ``sqlite3.OperationalError``.
+
+    Returns:
+        a connection with ``row_factory = sqlite3.Row``; use :func:`transaction` for writes.
+
+    Raises:
+        DeckDBError: the directory cannot be created, the file is not a database, or its
+            schema version is newer than this memdeck understands.
+    """
+    path = db_path(home)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise DeckDBError(f"cannot open {path}: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise DeckDBError(f"{path} has schema version {version}; this memdeck understands {SCHEMA_VERSION}")
+        if version < SCHEMA_VERSION:
+            with transaction(conn):
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DeckDBError(f"{path} is not usable: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
+    return conn
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+    """Yield ``conn`` if given, else a fresh connection closed on exit."""
+    if conn is not None:
+        yield conn
+        return
+    c = connect(home)
+    try:
+        yield c
+    finally:
+        c.close()
