@@ -76,8 +76,10 @@ class MemdeckApp(App[None]):
         demo: bool = False,
         clock: Clock | None = None,
         session_id: str | None = None,
+        home_label: str | None = None,
     ) -> None:
         super().__init__()
+        self.home_label = home_label
         self.home = home
         self.config = config if config is not None else load_config(home)
         self.watch_enabled = watch
@@ -176,7 +178,8 @@ class MemdeckApp(App[None]):
         t.append(" ")
         t.append_text(safe_text(self.home.profile, single_line=True, style="bold"))
         t.append(" · ")
-        t.append_text(safe_text(str(self.home.path), single_line=True, style="dim"))
+        label = self.home_label if self.home_label is not None else str(self.home.path)
+        t.append_text(safe_text(label, single_line=True, style="dim"))
         if self.demo:
             t.append(" · demo", "italic")
         t.append(" · ")
@@ -200,8 +203,25 @@ class MemdeckApp(App[None]):
 
     def watch_paused(self, paused: bool) -> None:
         self.update_status_line()
+        self._relabel_pause(paused)
         if not paused:
             self.resume_after_modal()
+
+    def _relabel_pause(self, paused: bool) -> None:
+        """The footer says when live refresh is paused (Dolphie): the space key's label changes."""
+        import dataclasses
+
+        changed = False
+        for key, bindings in self._bindings.key_to_bindings.items():
+            new = []
+            for b in bindings:
+                if b.action == "toggle_pause":
+                    b = dataclasses.replace(b, description="PAUSED · resume" if paused else "Pause")
+                    changed = True
+                new.append(b)
+            self._bindings.key_to_bindings[key] = new
+        if changed:
+            self.refresh_bindings()
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
@@ -415,6 +435,7 @@ class MemdeckApp(App[None]):
                 except Exception:
                     pass
         self.home = home
+        self.home_label = None
         self.config = load_config(home)
         self._db = None
         self.session_id = None
@@ -456,6 +477,7 @@ def make_app(
     clock: Clock | None = None,
     now: float | None = None,
     session_id: str | None = None,
+    home_label: str | None = None,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -468,10 +490,12 @@ def make_app(
         now: a fixed "now" in epoch seconds (shorthand for ``clock=lambda: now``; for stable
             snapshots).
         session_id: the session shown first (default: the live session).
+        home_label: text shown instead of the home's path in the status line (snapshots).
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
     if now is not None and clock is None:
         fixed = float(now)
         clock = lambda: fixed  # noqa: E731
-    return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id)
+    return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
+                      home_label=home_label)

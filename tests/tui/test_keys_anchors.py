@@ -213,6 +213,8 @@ async def test_pause_holds_refreshes_until_resumed(demo_home) -> None:
         await pilot.pause()
         assert app.paused
         assert "PAUSED" in str(app.query_one("#statusline").content)
+        footer_labels = [b.description for _k, b in app._bindings if b.action == "toggle_pause"]
+        assert footer_labels == ["PAUSED · resume"]
         count = app.refresh_count
         app.request_refresh()
         await settle(pilot, app)

@@ -41,11 +41,11 @@ def _run_before(*keys: str, theme: str | None = None):
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 @pytest.mark.parametrize("panel", PANEL_IDS)
 def test_panel(snap_compare, demo_home, panel: str, size: tuple[int, int]) -> None:
-    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
     key = str(PANEL_IDS.index(panel) + 1)
     assert snap_compare(app, terminal_size=size, run_before=_run_before(key))
 
 
 def test_light_theme_capacity(snap_compare, demo_home) -> None:
-    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
     assert snap_compare(app, terminal_size=(120, 40), run_before=_run_before("4", theme="textual-light"))
