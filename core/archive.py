@@ -175,3 +175,63 @@ def recover_memory(home: HermesHome, config: Any = None, *, lock_timeout: float 
     from .memory import recover_intents  # lazy: memory imports this module
 
     return recover_intents(home, config, lock_timeout=lock_timeout)
+
+
+# ---------------------------------------------------------------------------------------
+# One-call helpers (own connection + transaction each) for kinds whose write is a single
+# file step, e.g. anchors: ``archive_record`` before removing the record, ``discard_record``
+# if that removal fails, ``mark_restored`` after putting it back.
+
+
+def archive_record(home: HermesHome | Path, *, kind: str, key: str, payload: dict[str, Any] | None = None,
+                   reason: str = "", actor: str = "cli", text: str | None = None) -> int:
+    """Insert an ``archived`` row for ``kind``/``key`` (``key`` is stored as ``target``).
+
+    ``text`` defaults to ``payload["anchor"]["text"]`` when present, else ``key``.
+    Returns the new ``archive_id``.
+    """
+    if text is None:
+        inner = (payload or {}).get("anchor")
+        text = str(inner.get("text", key)) if isinstance(inner, dict) else str(key)
+    with deckdb.opened(home) as c, deckdb.transaction(c):
+        return insert(c, kind=kind, target=key, text=text, actor=actor, reason=reason, payload=payload, state="archived")
+
+
+def _as_id(archive_id: Any) -> int | None:
+    try:
+        return int(str(archive_id).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def discard_record(home: HermesHome | Path, archive_id: Any) -> bool:
+    """Delete an archive row outright (the archive step it belonged to did not happen)."""
+    aid = _as_id(archive_id)
+    if aid is None or not deckdb.db_path(home).exists():
+        return False
+    with deckdb.opened(home) as c, deckdb.transaction(c):
+        return c.execute("DELETE FROM archive WHERE archive_id = ?", (aid,)).rowcount > 0
+
+
+def get_record(home: HermesHome | Path, archive_id: Any, *, kind: str | None = None,
+               state: str | None = "archived") -> ArchivedItem | None:
+    """The row ``archive_id`` if it has ``kind`` and ``state`` (None = any); else None.
+
+    A non-numeric id gives None rather than an error.
+    """
+    aid = _as_id(archive_id)
+    if aid is None:
+        return None
+    item = get(home, aid)
+    if item is None or (kind is not None and item.kind != kind) or (state is not None and item.state != state):
+        return None
+    return item
+
+
+def mark_restored(home: HermesHome | Path, archive_id: Any, *, actor: str = "cli") -> bool:
+    """Set an ``archived`` row to ``restored`` (stamps ``restored_at``). Returns True if it changed."""
+    aid = _as_id(archive_id)
+    if aid is None:
+        return False
+    with deckdb.opened(home) as c, deckdb.transaction(c):
+        return set_state(c, aid, "restored", expect="archived")
