@@ -10,14 +10,15 @@ Sources:
   UTF-8 body) and ``split_context`` (index 0 always active, 1..summary_idx the summary region,
   everything after the summary active). MemLock misses the merge-into-tail shape; we detect it.
 
-Like MemLock, the prefixes are taken from Hermes' own module when it is importable (inside a
-running agent), so summary-body hashes agree with MemLock's; otherwise frozen literals are used.
+Like MemLock, the prefixes are taken from Hermes' own module inside a running agent, so
+summary-body hashes agree with MemLock's; otherwise frozen literals are used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,18 +61,17 @@ CONTENT_JSON_PREFIX = "\x00json:"
 def known_prefixes() -> tuple[tuple[str, str], ...]:
     """``(kind, prefix)`` pairs, longest-match first: current, historical, legacy, lead.
 
-    Uses Hermes' ``agent.context_compressor`` constants when importable (as MemLock does),
-    else the frozen 0.19 literals. ``kind`` is ``"current"``, ``"historical"`` or ``"legacy"``.
+    Uses Hermes' ``agent.context_compressor`` constants when that module is already loaded
+    (inside a running agent, as MemLock does), else the frozen 0.19 literals. ``kind`` is ``"current"``, ``"historical"`` or ``"legacy"``.
     """
     current, legacy, historical = SUMMARY_PREFIX_0_19, LEGACY_SUMMARY_PREFIX, ()
-    try:  # pragma: no cover - depends on the host
-        from agent import context_compressor as cc  # type: ignore[import-not-found]
-
-        current = getattr(cc, "SUMMARY_PREFIX", current)
-        legacy = getattr(cc, "LEGACY_SUMMARY_PREFIX", legacy)
-        historical = tuple(getattr(cc, "_HISTORICAL_SUMMARY_PREFIXES", ()))
-    except Exception:
-        pass
+    # Only when we run inside Hermes (its compressor is already loaded): importing Hermes'
+    # ``agent`` package from the dashboard would cost a second and pull in half the agent.
+    cc = sys.modules.get("agent.context_compressor")
+    if cc is not None:  # pragma: no cover - depends on the host
+        current = getattr(cc, "SUMMARY_PREFIX", current) or current
+        legacy = getattr(cc, "LEGACY_SUMMARY_PREFIX", legacy) or legacy
+        historical = tuple(p for p in getattr(cc, "_HISTORICAL_SUMMARY_PREFIXES", ()) if isinstance(p, str))
     pairs = [("current", current)]
     pairs += [("historical", p) for p in historical]
     if current != SUMMARY_PREFIX_0_19:

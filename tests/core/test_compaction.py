@@ -69,3 +69,27 @@ def test_message_text_shapes() -> None:
     assert message_text({"content": "\x00json:" + json.dumps(parts)}) == "a\nb"
     assert message_text({"content": None}) == ""
     assert decode_content("\x00json:{broken") == "\x00json:{broken"
+
+
+def test_hermes_prefixes_are_used_only_when_already_loaded(monkeypatch) -> None:
+    import sys
+    import types
+
+    from core import compaction
+
+    fake = types.ModuleType("agent.context_compressor")
+    fake.SUMMARY_PREFIX = "[CONTEXT COMPACTION — REFERENCE ONLY] NEWER PREFIX:"
+    fake.LEGACY_SUMMARY_PREFIX = LEGACY_SUMMARY_PREFIX
+    fake._HISTORICAL_SUMMARY_PREFIXES = ("[CONTEXT COMPACTION — REFERENCE ONLY] OLD:",)
+    compaction.known_prefixes.cache_clear()
+    monkeypatch.setitem(sys.modules, "agent.context_compressor", fake)
+    try:
+        m = match_summary(fake.SUMMARY_PREFIX + " body")
+        assert m.prefix == fake.SUMMARY_PREFIX and m.body == "body"
+        assert match_summary("[CONTEXT COMPACTION — REFERENCE ONLY] OLD: x").kind == "historical"
+        # the frozen 0.19 prefix is still recognised as historical
+        assert match_summary(SUMMARY_PREFIX_0_19 + " b").body == "b"
+    finally:
+        monkeypatch.delitem(sys.modules, "agent.context_compressor")
+        compaction.known_prefixes.cache_clear()
+    assert match_summary(SUMMARY_PREFIX_0_19 + " b").kind == "current"
