@@ -57,8 +57,16 @@ MERGED_SUMMARY_DELIMITER = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]"
 CONTENT_JSON_PREFIX = "\x00json:"
 
 
-@lru_cache(maxsize=1)
 def known_prefixes() -> tuple[tuple[str, str], ...]:
+    """``(kind, prefix)`` pairs, longest-match first; see :func:`_known_prefixes`."""
+    return _known_prefixes(sys.modules.get("agent.context_compressor") is not None)
+
+
+known_prefixes.cache_clear = lambda: _known_prefixes.cache_clear()  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=2)
+def _known_prefixes(hermes_loaded: bool) -> tuple[tuple[str, str], ...]:
     """``(kind, prefix)`` pairs, longest-match first: current, historical, legacy, lead.
 
     Uses Hermes' ``agent.context_compressor`` constants when that module is already loaded
