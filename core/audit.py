@@ -834,8 +834,9 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
       a safety-net audit);
     * ``alive``: alive in the region right after the last compaction, or alive again now;
     * ``drifted``: not alive after the last compaction, not re-injected and not re-stated since;
-    * ``rehydrated``: drifted, and a later user row's ``api_content`` carries its reminder
-      line under the marker, but not alive in the current region yet.
+    * ``rehydrated``: drifted, and a user row after the last summary row (the compacted
+      tail included: Hermes re-inserts the triggering turn there) carries its reminder line
+      under the marker in ``api_content``, but the anchor is not alive in the current region yet.
 
     Args:
         db: a :class:`core.statedb.StateDB`; store: a :class:`core.anchors.AnchorStore`.
@@ -855,7 +856,11 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     events = _session_events(db, session_id)
     last = events[-1] if events else None
     at_last = run_audit(anchors, audited_region(db.region_after(last), system_prompt), cfg, encoder=encoder) if last else {}
-    after_id = last.region_last_id if last is not None else None
+    # Rows after the summary row count: with Hermes' preflight compaction the turn that
+    # triggered it (whose api_content carries the reminder) is re-inserted in the batch's tail.
+    after_id = None
+    if last is not None:
+        after_id = last.summary_message_id if last.summary_message_id is not None else last.region_last_id
     results = []
     for a in anchors:
         v = current[a.id]

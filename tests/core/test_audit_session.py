@@ -154,3 +154,19 @@ def test_seeded_when_no_session_file(hermes_home: HermesHome) -> None:
     with StateDB(hermes_home.state_db) as db:
         sa = audit_session(db, store, "s1")
     assert [(a.anchor.id, a.scope) for a in sa.anchors] == [("pin_glob", "global")]
+
+
+def test_reminder_on_turn_reinserted_in_compacted_tail_counts_as_rehydrated(setup) -> None:
+    """Hermes' preflight compaction re-inserts the triggering user turn in the batch's tail;
+    the reminder MemLock injected into that turn's api_content must count."""
+    home, conn, store = setup
+    for i in range(5):
+        HS.append_message(conn, "s1", "user", f"turn {i}: use metric units, indent with tabs", timestamp=T0 + i)
+    reminder_turn = {"role": "user", "content": "what next?",
+                     "api_content": f"what next?\n\n{REMINDER_MARKER}\n  - Use metric units"}
+    HS.compact_in_place(conn, "s1", "Earlier: units and indentation.", keep_head=1, keep_tail=0,
+                        now=T0 + 100, extra_tail=[reminder_turn])
+    with StateDB(home.state_db) as db:
+        by = {a.anchor.id: a for a in audit_session(db, store, "s1").anchors}
+    assert by["a_metric"].state == "rehydrated"
+    assert by["b_tabs"].state == "drifted"
