@@ -341,6 +341,8 @@ class MemoryStore:
         self.config = config or load_config(home)
         self.actor = actor
         self.lock_timeout = lock_timeout
+        #: merged into every journal row's detail (e.g. ``{"pending_id": ...}`` for approvals)
+        self.journal_extra: dict[str, Any] = {}
 
     # -- plumbing ------------------------------------------------------------------------
     def path(self, target: str) -> Path:
@@ -406,7 +408,7 @@ class MemoryStore:
     def _journal(self, conn: Any, op: str, target: str, before: str | None, after: str | None,
                  detail: dict[str, Any], txn: str | None = None) -> int:
         return journal.record(self.home, actor=self.actor, op=op, kind="memory", target=target, before=before,
-                              after=after, detail=detail, txn=txn, conn=conn)
+                              after=after, detail={**detail, **self.journal_extra}, txn=txn, conn=conn)
 
     def _result(self, op: str, target: str, entries: Sequence[str], message: str, **kw: Any) -> WriteResult:
         return WriteResult(op, target, message, entries=_entries_of(entries), chars=usage_chars(entries),

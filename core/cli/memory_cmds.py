@@ -1,9 +1,347 @@
-"""CLI commands (filled in by its issue's work)."""
+"""CLI commands of the memory area: status, memory ..., archive, restore, undo, pending, scan, journal.
+
+Exit codes: 0 success (also a no-op such as adding an existing entry), 1 refused or failed
+(reason on stderr; an overflow also lists the current entries with ids and sizes so you can
+choose what to archive), 2 usage. ``--json`` prints the result (or the refusal, on stdout,
+with exit 1) as JSON.
+
+Writes made here are direct user actions: they are applied even when ``memory.write_approval``
+is on (that gate is for the agent; see ``core/pending.py``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
+import sys
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+from .. import journal as _journal
+from .. import pending as _pending
+from ..archive import items as _archived_items
+from ..errors import Refused
+from ..home import TARGETS
+from ..memory import MemoryStore, WriteResult, read_memory, scan_memory
+from ..status import build_status
+from ..threats import INVISIBLE_CHARS
+from .common import CliContext, UsageError, add_target_arg, print_json
+
+
+def safe(text: str, *, one_line: bool = False, width: int | None = None) -> str:
+    """Terminal-safe text: control, escape and invisible characters shown as ``<U+XXXX>``."""
+    out = []
+    for ch in text:
+        if ch == "\n":
+            out.append(" ⏎ " if one_line else "\n")
+        elif ch == "\t":
+            out.append("\t")
+        elif ch in INVISIBLE_CHARS or unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}:
+            out.append(f"<U+{ord(ch):04X}>")
+        else:
+            out.append(ch)
+    s = "".join(out)
+    if width is not None and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _print_entries(entries: list[dict[str, Any]], stream: Any = sys.stdout) -> None:
+    for e in entries:
+        flag = f"  ⚠ {','.join(e.get('threats') or [])}" if e.get("threats") else ""
+        print(f"  {e['id']}  {e['chars']:>5} chars  {safe(e['text'], one_line=True, width=90)}{flag}", file=stream)
+
+
+def _refused(exc: Refused, as_json: bool) -> int:
+    if as_json:
+        print_json(exc.to_dict())
+        return 1
+    _err(f"memdeck: refused: {safe(exc.reason)}")
+    d = exc.details
+    if exc.code == "overflow" and d.get("current_entries"):
+        _err(f"current usage {d.get('usage')} chars; entries (id, size) you could archive or shorten:")
+        _print_entries(d["current_entries"], sys.stderr)
+        _err("archive one with: memdeck archive ID")
+    elif exc.code == "ambiguous" and d.get("candidates"):
+        _err("candidates:")
+        for c in d["candidates"]:
+            where = f"[{c['target']}] " if "target" in c else ""
+            _err(f"  {where}{c['id']}  {safe(str(c.get('preview', '')), one_line=True, width=90)}")
+    elif exc.code == "threat" and d.get("findings"):
+        for f in d["findings"][:10]:
+            _err(f"  {f['id']} at {f['start']}-{f['end']}: {safe(f['excerpt'], one_line=True, width=80)}")
+    elif exc.code == "no_match" and d.get("current_entries"):
+        _err("current entries:")
+        _print_entries(d["current_entries"], sys.stderr)
+    return 1
+
+
+def _run(args: argparse.Namespace, fn: Callable[[], Any]) -> int:
+    as_json = bool(getattr(args, "json", False))
+    try:
+        res = fn()
+    except Refused as exc:
+        return _refused(exc, as_json)
+    if as_json:
+        print_json(res.to_dict() if hasattr(res, "to_dict") else res)
+    elif isinstance(res, WriteResult):
+        extra = f" [{res.entry_id}]" if res.entry_id else ""
+        arch = f" archive #{res.archive_id}" if res.archive_id is not None and res.op == "archive" else ""
+        print(f"{res.message}{extra}{arch} {res.target}: {res.usage} chars")
+        if res.backup:
+            print(f"backup: {res.backup}")
+    elif isinstance(res, dict) and "message" in res:
+        print(res["message"])
+    return 0
+
+
+def _store(ctx: CliContext) -> MemoryStore:
+    return MemoryStore(ctx.home, ctx.config, actor=ctx.actor)
+
+
+# -- handlers -------------------------------------------------------------------------------
+def _status(args: argparse.Namespace, ctx: CliContext) -> int:
+    st = build_status(ctx.home, ctx.config)
+    if args.json:
+        print_json(st)
+        return 0
+    print(f"home: {st['home']} (profile {st['profile']})")
+    for t in TARGETS:
+        m = st["memory"][t]
+        name = "MEMORY.md" if t == "memory" else "USER.md"
+        state = "" if m["exists"] else " (no file yet)"
+        print(f"\n{name}: {m['chars']:,}/{m['limit']:,} chars ({m['pct']}%), {len(m['entries'])} entries{state}")
+        if m["error"]:
+            print(f"  ✗ unreadable: {safe(m['error'])}")
+        if m["drift"]:
+            print(f"  ! drift: {m['drift']} (memdeck memory normalize --target {t})")
+        _print_entries(m["entries"])
+    pend = st["pending"]
+    print(f"\npending writes: {len(pend)}")
+    for p in pend:
+        flag = f"  ⚠ {','.join(p['threats'])}" if p["threats"] else ""
+        bad = f"  ✗ malformed: {safe(p['malformed'], one_line=True)}" if p["malformed"] else ""
+        print(f"  {p['id']}  {p['action'] or '?':8} {p['target']:6} {p['origin']:17} "
+              f"{safe(p['summary'], one_line=True, width=60)}{flag}{bad}")
+    print(f"archived entries: {st['archived']}")
+    for w in st["config_warnings"]:
+        print(f"warning: {safe(w)}")
+    return 0
+
+
+def _mem_list(args: argparse.Namespace, ctx: CliContext) -> int:
+    targets = [args.target] if args.target else list(TARGETS)
+    data = {t: read_memory(ctx.home, ctx.config, t).to_dict() for t in targets}
+    if args.json:
+        print_json(data)
+        return 0
+    for t, m in data.items():
+        print(f"{t}: {m['chars']:,}/{m['limit']:,} chars")
+        _print_entries(m["entries"])
+    return 0
+
+
+def _add(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).add(args.target, args.text))
+
+
+def _replace(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).replace(args.target, args.old, args.new))
+
+
+def _remove(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).remove(args.target, args.selector))
+
+
+def _edit(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).edit(args.id, args.text, args.target))
+
+
+def _move(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).move(args.source, args.id, args.to))
+
+
+def _normalize(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _store(ctx).normalize(args.target))
+
+
+def _archive(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.list:
+        rows = _archived_items(ctx.home, kind=None if args.all_kinds else "memory")
+        if args.json:
+            print_json([r.to_dict() for r in rows])
+            return 0
+        if not rows:
+            print("the archive is empty")
+        for r in rows:
+            when = _dt.datetime.fromtimestamp(r.archived_at).strftime("%Y-%m-%d %H:%M")
+            reason = f"  ({safe(r.reason, one_line=True, width=40)})" if r.reason else ""
+            print(f"  #{r.archive_id}  {r.kind:6} {r.target:8} {when}  {safe(r.text, one_line=True, width=70)}{reason}")
+        return 0
+    if not args.selector:
+        raise UsageError("archive needs ID_OR_SUBSTRING (or --list)")
+    return _run(args, lambda: _store(ctx).archive(args.target, args.selector, reason=args.reason))
+
+
+def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
+    aid = args.archive_id.lstrip("#")
+    if not aid.isdigit():
+        raise UsageError(f"ARCHIVE_ID is a number (see `memdeck archive --list`), got {args.archive_id!r}")
+    return _run(args, lambda: _store(ctx).restore(int(aid)))
+
+
+def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _journal.undo(ctx.home, ctx.config, actor=ctx.actor))
+
+
+def _pending_list(args: argparse.Namespace, ctx: CliContext) -> int:
+    recs = _pending.list_pending(ctx.home)
+    if args.json:
+        print_json([r.to_dict() for r in recs])
+        return 0
+    if not recs:
+        print("no pending memory writes")
+    for r in recs:
+        flag = f"  ⚠ {','.join(r.threats)}" if r.threats else ""
+        bad = f"  ✗ malformed: {safe(r.malformed, one_line=True)}" if r.malformed else ""
+        print(f"{r.id}  {r.action or '?'} {r.target} ({r.origin}){flag}{bad}")
+        for line in safe(r.text).splitlines() or [""]:
+            print(f"    {line}")
+    return 0
+
+
+def _pending_approve(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _pending.approve(ctx.home, ctx.config, args.id, actor=ctx.actor))
+
+
+def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
+    return _run(args, lambda: _pending.reject(ctx.home, args.id, actor=ctx.actor))
+
+
+def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
+    found = scan_memory(ctx.home, ctx.config)
+    pend = [r for r in _pending.list_pending(ctx.home) if r.threats]
+    if args.json:
+        print_json({"memory": found, "pending": [{"id": r.id, "threats": list(r.threats), "findings": list(r.findings)} for r in pend]})
+        return 0
+    total = sum(len(v) for v in found.values()) + len(pend)
+    for t, rows in found.items():
+        for row in rows:
+            print(f"[{t}] {row['id']}  {safe(row['text'], one_line=True, width=70)}")
+            for f in row["findings"]:
+                print(f"    {f['id']} at {f['start']}-{f['end']}: {safe(f['excerpt'], one_line=True, width=70)}")
+    for r in pend:
+        print(f"[pending] {r.id}  {', '.join(r.threats)}")
+    print(f"{total} flagged item(s)" if total else "no threats found")
+    return 0
+
+
+def _journal_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
+    rows = _journal.entries(ctx.home, limit=args.limit)
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+        return 0
+    if not rows:
+        print("the journal is empty")
+    for r in rows:
+        when = _dt.datetime.fromtimestamp(r.ts).strftime("%Y-%m-%d %H:%M:%S")
+        undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
+        what = r.detail.get("text") or r.detail.get("pending_id") or ""
+        print(f"#{r.journal_id:<5} {when}  {r.actor:6} {r.op:9} {r.kind:6} {r.target:8} "
+              f"{safe(str(what), one_line=True, width=60)}{undone}")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    return None
+    def js(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("status", help="memory usage, entries, pending writes and archive count")
+    js(p)
+    p.set_defaults(handler=_status)
+
+    p = sub.add_parser("memory", help="change MEMORY.md / USER.md entries (locked, atomic, journaled)")
+    msub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    q = msub.add_parser("list", help="list entries with ids and sizes")
+    add_target_arg(q, required=False)
+    q.set_defaults(target=None)
+    js(q)
+    q.set_defaults(handler=_mem_list)
+    q = msub.add_parser("add", help="append an entry")
+    add_target_arg(q)
+    q.add_argument("text")
+    js(q)
+    q.set_defaults(handler=_add)
+    q = msub.add_parser("replace", help="replace the whole entry OLD (id, id prefix or unique substring) with NEW")
+    add_target_arg(q)
+    q.add_argument("old")
+    q.add_argument("new")
+    js(q)
+    q.set_defaults(handler=_replace)
+    q = msub.add_parser("remove", help="delete an entry (id, id prefix or unique substring)")
+    add_target_arg(q)
+    q.add_argument("selector", metavar="ID_OR_SUBSTRING")
+    js(q)
+    q.set_defaults(handler=_remove)
+    q = msub.add_parser("edit", help="rewrite the entry ID with TEXT")
+    q.add_argument("id")
+    q.add_argument("text")
+    q.add_argument("--target", choices=TARGETS, default=None, help="where the entry is (default: search both)")
+    js(q)
+    q.set_defaults(handler=_edit)
+    q = msub.add_parser("move", help="move the entry ID to the other file")
+    q.add_argument("id")
+    q.add_argument("--to", choices=TARGETS, required=True)
+    q.add_argument("--from", dest="source", choices=TARGETS, default=None)
+    js(q)
+    q.set_defaults(handler=_move)
+    q = msub.add_parser("normalize", help="rewrite a drifted file in the canonical form (a .bak copy is kept)")
+    add_target_arg(q)
+    js(q)
+    q.set_defaults(handler=_normalize)
+
+    p = sub.add_parser("archive", help="move an entry into memdeck's archive (restore puts it back)")
+    p.add_argument("selector", nargs="?", metavar="ID_OR_SUBSTRING")
+    p.add_argument("--target", choices=TARGETS, default=None, help="where the entry is (default: search both)")
+    p.add_argument("--reason", default="")
+    p.add_argument("--list", action="store_true", help="list archived entries")
+    p.add_argument("--all-kinds", action="store_true", help="with --list: anchors too")
+    js(p)
+    p.set_defaults(handler=_archive)
+
+    p = sub.add_parser("restore", help="put an archived entry back (budget and threat checks apply)")
+    p.add_argument("archive_id", metavar="ARCHIVE_ID")
+    js(p)
+    p.set_defaults(handler=_restore)
+
+    p = sub.add_parser("undo", help="undo the last change recorded in the journal (if the file still holds it)")
+    js(p)
+    p.set_defaults(handler=_undo)
+
+    p = sub.add_parser("pending", help="review Hermes' staged memory writes (write approval)")
+    psub = p.add_subparsers(dest="pending_command", metavar="ACTION", required=True)
+    q = psub.add_parser("list", help="list pending writes with threat findings")
+    js(q)
+    q.set_defaults(handler=_pending_list)
+    q = psub.add_parser("approve", help="apply a pending write through the core, then drop it")
+    q.add_argument("id")
+    js(q)
+    q.set_defaults(handler=_pending_approve)
+    q = psub.add_parser("reject", help="drop a pending write (journaled)")
+    q.add_argument("id")
+    js(q)
+    q.set_defaults(handler=_pending_reject)
+
+    p = sub.add_parser("scan", help="threat-scan every entry on disk and every pending write")
+    js(p)
+    p.set_defaults(handler=_scan)
+
+    p = sub.add_parser("journal", help="list recent changes made through memdeck")
+    p.add_argument("--limit", type=int, default=20)
+    js(p)
+    p.set_defaults(handler=_journal_cmd)

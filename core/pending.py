@@ -1,0 +1,234 @@
+"""Pending memory writes: Hermes' write-approval staging in ``$HERMES_HOME/pending/memory``.
+
+Record format (Hermes 0.19 ``tools/write_approval.py`` ``stage_write`` :114-151): one
+``<id>.json`` per staged write with ``id`` (8 hex), ``subsystem``, ``action``, ``summary``,
+``origin`` (``foreground``/``background_review``), ``created_at`` (epoch seconds) and
+``payload`` = ``{action, target, content, old_text}`` or ``{action: "batch", target,
+operations}``.
+
+* :func:`list_pending` lists every ``*.json`` (oldest first, as Hermes' ``list_pending``),
+  threat-scans each payload, and lists a malformed record as malformed instead of failing.
+* :func:`approve` replays the payload through memdeck's core exactly as Hermes'
+  ``apply_memory_pending`` (``tools/memory_tool.py`` :1052-1070) would (batch included,
+  substring matching), then removes the record; a refused replay keeps the record, as Hermes'
+  ``_approve`` does (``hermes_cli/write_approval_commands.py``).
+* :func:`reject` removes the record and journals it (``op="reject"``, detail = the record).
+
+Note on write approval: ``memory.write_approval`` gates the *agent's* writes (Hermes stages
+them here). memdeck's own CLI/TUI writes are direct user actions and are applied directly;
+approving here is the user's decision for an agent write.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import journal
+from .config import Config, load_config
+from .errors import Refused
+from .home import TARGETS, HermesHome
+from .threats import pattern_ids, scan
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """One staged write.
+
+    Attributes:
+        id: the record id (file stem). path: the record file.
+        action: ``add``/``replace``/``remove``/``batch`` ('' when unknown).
+        target: ``memory``/``user`` (Hermes' default ``memory`` when absent).
+        origin, summary, created_at (epoch seconds, 0 when absent), payload (the raw dict).
+        threats: pattern ids found in the payload's add/replace contents.
+        findings: the findings as dicts (id, start, end, excerpt), per content scanned.
+        malformed: why the record cannot be applied, or None.
+        text: the content shown to a reviewer (content, or the batch's operations listed).
+    """
+
+    id: str
+    path: Path
+    action: str = ""
+    target: str = "memory"
+    origin: str = "foreground"
+    summary: str = ""
+    created_at: float = 0.0
+    payload: dict[str, Any] = field(default_factory=dict)
+    threats: tuple[str, ...] = ()
+    findings: tuple[dict[str, Any], ...] = ()
+    malformed: str | None = None
+    text: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "action": self.action, "target": self.target, "origin": self.origin,
+                "summary": self.summary, "created_at": self.created_at, "threats": list(self.threats),
+                "malformed": self.malformed, "text": self.text, "payload": self.payload}
+
+
+def _contents(payload: dict[str, Any]) -> list[str]:
+    """The texts a replay would write (add/replace contents), for scanning."""
+    if payload.get("action") == "batch":
+        out = []
+        for op in payload.get("operations") or []:
+            if isinstance(op, dict) and op.get("action") in {"add", "replace"} and op.get("content"):
+                out.append(str(op["content"]))
+        return out
+    if payload.get("action") in {"add", "replace"} and payload.get("content"):
+        return [str(payload["content"])]
+    return []
+
+
+def _describe(payload: dict[str, Any]) -> str:
+    act = payload.get("action")
+    if act == "batch":
+        lines = []
+        for op in payload.get("operations") or []:
+            op = op if isinstance(op, dict) else {}
+            a = op.get("action", "?")
+            if a == "remove":
+                lines.append(f"- remove: {op.get('old_text', '')}")
+            elif a == "replace":
+                lines.append(f"- replace: {op.get('old_text', '')} -> {op.get('content', '')}")
+            else:
+                lines.append(f"- {a}: {op.get('content', '')}")
+        return "\n".join(lines)
+    if act == "replace":
+        return f"old: {payload.get('old_text') or ''}\nnew: {payload.get('content') or ''}"
+    if act == "remove":
+        return str(payload.get("old_text") or "")
+    return str(payload.get("content") or "")
+
+
+def _problem(rec: Any) -> str | None:
+    if not isinstance(rec, dict):
+        return "the record is not a JSON object"
+    payload = rec.get("payload")
+    if not isinstance(payload, dict):
+        return "the record has no payload object"
+    act = payload.get("action")
+    if act not in {"add", "replace", "remove", "batch"}:
+        return f"unknown staged action {act!r}"
+    target = payload.get("target", "memory") or "memory"
+    if target not in TARGETS:
+        return f"invalid target {target!r}"
+    if act == "batch":
+        ops = payload.get("operations")
+        if not isinstance(ops, list) or not all(isinstance(o, dict) or o is None for o in ops):
+            return "batch operations is not a list of objects"
+    for key in ("content", "old_text"):
+        if payload.get(key) is not None and not isinstance(payload.get(key), str):
+            return f"{key} is not a string"
+    return None
+
+
+def load_record(path: Path) -> PendingWrite:
+    """Parse one record file (never raises: problems are reported in ``malformed``)."""
+    pid = path.name[:-5] if path.name.endswith(".json") else path.name
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return PendingWrite(pid, path, malformed=f"cannot read the record: {exc}")
+    except ValueError as exc:
+        return PendingWrite(pid, path, malformed=f"not valid JSON: {exc}")
+    problem = _problem(rec)
+    if problem and not isinstance(rec, dict):
+        return PendingWrite(pid, path, malformed=problem)
+    payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    findings: list[dict[str, Any]] = []
+    ids: list[str] = []
+    for text in _contents(payload):
+        f = scan(text)
+        findings.extend(x.to_dict() for x in f)
+        ids.extend(pattern_ids(f))
+    try:
+        created = float(rec.get("created_at") or 0.0)
+    except (TypeError, ValueError):
+        created = 0.0
+    return PendingWrite(
+        id=str(rec.get("id") or pid) if _ID_RE.match(str(rec.get("id") or pid)) else pid, path=path,
+        action=str(payload.get("action") or rec.get("action") or ""), target=str(payload.get("target") or "memory"),
+        origin=str(rec.get("origin") or "foreground"), summary=str(rec.get("summary") or ""), created_at=created,
+        payload=payload, threats=tuple(dict.fromkeys(ids)), findings=tuple(findings), malformed=problem,
+        text=_describe(payload),
+    )
+
+
+def list_pending(home: HermesHome) -> list[PendingWrite]:
+    """Every pending memory write, oldest first (by ``created_at``). Never raises."""
+    d = home.pending_dir
+    try:
+        paths = sorted(p for p in d.glob("*.json") if p.is_file())
+    except OSError:
+        return []
+    recs = [load_record(p) for p in paths]
+    recs.sort(key=lambda r: (r.created_at, r.id))
+    return recs
+
+
+def _find(home: HermesHome, pending_id: str) -> PendingWrite:
+    pid = (pending_id or "").strip()
+    if not _ID_RE.match(pid):
+        raise Refused(f"invalid pending id {pending_id!r}", code="invalid")
+    path = home.pending_dir / f"{pid}.json"
+    if not path.is_file():
+        raise Refused(f"no pending memory write with id '{pid}'", code="not_found")
+    return load_record(path)
+
+
+def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str = "cli") -> Any:
+    """Apply a pending write through the core, then remove its record.
+
+    Returns the ``WriteResult`` of the replay.
+
+    Raises:
+        Refused: ``not_found``/``invalid`` (id), ``malformed`` (the record cannot be applied),
+            or any refusal of the replay (``threat``, ``overflow``, ``no_match``, ``ambiguous``,
+            ``drift``, ``unreadable``); the record is kept in every refusal.
+    """
+    from .memory import MemoryStore  # lazy: memory -> journal -> ...
+
+    rec = _find(home, pending_id)
+    if rec.malformed:
+        raise Refused(f"pending write {rec.id} is malformed: {rec.malformed}", code="malformed")
+    store = MemoryStore(home, config or load_config(home), actor=actor)
+    store.journal_extra = {"pending_id": rec.id, "origin": rec.origin}
+    p = rec.payload
+    target = str(p.get("target") or "memory")
+    if p.get("action") == "batch":
+        result = store.apply_batch(target, p.get("operations") or [])
+    else:
+        result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
+    try:
+        rec.path.unlink()
+    except FileNotFoundError:
+        pass
+    return result
+
+
+def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, Any]:
+    """Discard a pending write (its record file is removed; the journal keeps a copy).
+
+    Returns ``{"id", "action", "target", "journal_id"}``.
+
+    Raises:
+        Refused: ``not_found``/``invalid`` id.
+    """
+    rec = _find(home, pending_id)
+    target = rec.target if rec.target in TARGETS else "memory"
+    try:
+        raw = rec.path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        raw = ""
+    jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
+                         detail={"pending_id": rec.id, "record": raw, "action": rec.action})
+    try:
+        rec.path.unlink()
+    except FileNotFoundError:
+        pass
+    return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
+            "message": f"Rejected pending write {rec.id}."}
