@@ -170,6 +170,9 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
 
 def _pending_texts(p: Any) -> list[str]:
     """The texts a pending write would put into memory (``content`` of each add/replace)."""
+    shown = _attr(p, "text")
+    if isinstance(shown, str) and shown:
+        return [shown]  # core.pending.PendingWrite.text: what a reviewer sees
     payload = _attr(p, "payload", {}) or {}
     out: list[str] = []
     if isinstance(payload, Mapping):

@@ -34,19 +34,22 @@ def refusal_outcome(exc: Refused) -> WriteOutcome:
         usage = d.get("usage")
         if usage:
             detail.append(f"usage: {usage}")
-        entries = [str(e) for e in d.get("current_entries") or []]
+        entries = [str(e.get("text", "")) if isinstance(e, dict) else str(e) for e in d.get("current_entries") or []]
         if entries:
             detail.append("entries you could archive (a), largest first:")
             for e in sorted(entries, key=len, reverse=True)[:5]:
                 one = safe_plain(e, single_line=True)
                 detail.append(f"  · {len(e):,} chars  {one[:60]}{'…' if len(one) > 60 else ''}")
     elif exc.code == "threat":
-        for key in ("findings", "pattern_ids", "patterns"):
-            v = d.get(key)
-            if v:
-                ids = [str(getattr(f, "pattern_id", f)) for f in v]
-                detail.append("findings: " + ", ".join(ids))
-                break
+        ids = [str(x) for x in d.get("threats") or []]
+        if not ids:
+            ids = [str(f.get("id", "?")) if isinstance(f, dict) else str(getattr(f, "pattern_id", f)) for f in d.get("findings") or []]
+        if ids:
+            detail.append("findings: " + ", ".join(dict.fromkeys(ids)))
+    elif exc.code == "ambiguous":
+        for c in d.get("candidates") or []:
+            if isinstance(c, dict):
+                detail.append(f"  · {c.get('id', '?')}  {safe_plain(str(c.get('preview', '')), single_line=True)[:60]}")
     return WriteOutcome(False, safe_plain(exc.reason), exc.code, detail)
 
 
@@ -160,8 +163,10 @@ def action_archive(self: "MemdeckApp") -> None:
     body = Text(f"Archive this {_target_name(target)} entry ({len(text):,} chars)? R restores it.\n")
     body.append_text(safe_text(_preview(text, 300)))
 
+    selector = getattr(sel.obj, "id", None) or text
+
     def op_e() -> Any:
-        return _memory_store(self).archive(target, text, reason="archived from the dashboard")
+        return _memory_store(self).archive(target, selector, reason="archived from the dashboard")
 
     _confirm(self, "Archive entry", body,
              lambda: self.run_write("archive", op_e, f"archived a {_target_name(target)} entry ({len(text):,} chars freed)"), "Archive")
@@ -252,6 +257,7 @@ def action_edit(self: "MemdeckApp") -> None:
         self.push_screen(AnchorEditScreen(sel.obj, self.config), done_a)
         return
     target, old = sel.target or "memory", sel.text or ""
+    selector = getattr(sel.obj, "id", None) or old
 
     def done(values: dict[str, Any] | None) -> None:
         if not values:
@@ -259,7 +265,7 @@ def action_edit(self: "MemdeckApp") -> None:
         new = values["text"]
 
         def op() -> Any:
-            return _memory_store(self).replace(target, old, new)
+            return _memory_store(self).replace(target, selector, new)
 
         self.run_write("edit", op, f"saved the {_target_name(target)} entry ({len(new.strip()):,} chars)")
 
@@ -300,10 +306,10 @@ def action_move(self: "MemdeckApp") -> None:
         return _nothing(self, "an entry in Capacity or Review")
     src = sel.target or "memory"
     dst = "user" if src == "memory" else "memory"
-    text = sel.text or ""
+    selector = getattr(sel.obj, "id", None) or sel.text or ""
 
     def op() -> Any:
-        return _memory_store(self).move(src, text, dst)
+        return _memory_store(self).move(src, selector, dst)
 
     self.run_write("move", op, f"moved the entry from {_target_name(src)} to {_target_name(dst)}")
 

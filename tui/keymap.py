@@ -102,7 +102,7 @@ def keys_table() -> list[KeyHelp]:
     """Rows for the help screen and the README keys table."""
     rows = [KeyHelp(_DISPLAY.get(k, k), bid, a, h, w) for k, a, _l, bid, h, w in _SPEC]
     rows.insert(
-        -4,
+        -3,
         KeyHelp("1-6", "memdeck.panel.*", "show_panel", "jump to Integrity, Anchors, Drift log, Capacity, Recall, Review", "anywhere"),
     )
     return rows

@@ -428,9 +428,7 @@ def usage_of(snap: Any, target: str) -> tuple[int, int]:
     limit = _get(state, "limit", "char_limit", default=None)
     if limit is None:
         limit = snap.config.char_limit(target)
-    used = _get(state, "usage", "chars", "char_count", "used", default=None)
-    if isinstance(used, (tuple, list)):
-        used = used[0]
+    used = _get(state, "chars", default=0)
     if not isinstance(used, int):
         used = 0
     return int(used), int(limit)
@@ -453,6 +451,10 @@ def usage_bar(snap: Any, target: str, width: int) -> Text:
     t.append("█" * filled, style)
     t.append("░" * (bar_w - filled), "dim")
     t.append(label, "bold red" if pct > 100 else "")
+    drift = _get(state, "drift")
+    if drift:
+        t.append("\n  ⚠ ", "bold yellow")
+        t.append_text(safe_text(f"does not round-trip: {drift} (Hermes refuses replace/remove until it is normalized)", single_line=True, style="yellow"))
     return t
 
 
@@ -479,7 +481,7 @@ def findings_for(snap: Any, text: str, entry: Any = None) -> tuple[Any, ...]:
 def flag_text(findings: Sequence[Any]) -> Text:
     if not findings:
         return Text("ok", style="green")
-    ids = sorted({str(_get(f, "pattern_id", default="?")) for f in findings})
+    ids = sorted({str(_get(f, "pattern_id", "id", default="?")) for f in findings})
     return Text("⚠ " + ",".join(ids), style="bold red", no_wrap=True, overflow="ellipsis")
 
 
@@ -515,7 +517,7 @@ def findings_legend(findings: Sequence[Any]) -> Text:
     t = Text()
     for f in findings:
         t.append("\n⚠ ", "bold red")
-        t.append(str(_get(f, "pattern_id", default="?")), "bold")
+        t.append(str(_get(f, "pattern_id", "id", default="?")), "bold")
         exc = _get(f, "excerpt")
         if exc:
             t.append("  ")
@@ -694,10 +696,12 @@ def review_rows(snap: Any, now: float) -> list[ReviewRow]:
     for p in snap.pending:
         pid = str(_get(p, "id", "pending_id", default="?"))
         payload = _get(p, "payload", default={}) or {}
-        target = payload.get("target") if isinstance(payload, Mapping) else None
-        action = str(payload.get("action", _get(p, "action", default="?"))) if isinstance(payload, Mapping) else "?"
-        text = str(_get(p, "content", default="") or pending_text(p))
-        fnd = tuple(_get(p, "findings", default=()) or ()) or findings_for(snap, text)
+        target = _get(p, "target") or (payload.get("target") if isinstance(payload, Mapping) else None)
+        action = str(_get(p, "action") or (payload.get("action", "?") if isinstance(payload, Mapping) else "?"))
+        text = str(_get(p, "text", default="") or pending_text(p))
+        fnd = findings_for(snap, text)
+        if not fnd and _get(p, "threats"):
+            fnd = tuple({"pattern_id": t} for t in p.threats)
         cells = (
             Text("pending", style="yellow"),
             safe_text(pid, single_line=True),
@@ -725,6 +729,11 @@ def review_rows(snap: Any, now: float) -> list[ReviewRow]:
 def review_detail(r: ReviewRow) -> RenderableType:
     t = Text()
     if r.kind == "pending":
+        malformed = _get(r.obj, "malformed")
+        if malformed:
+            t.append("malformed: ", "bold red")
+            t.append_text(safe_text(malformed, single_line=True))
+            t.append("\n")
         t.append("pending write ", "bold yellow")
         t.append_text(safe_text(r.ident, single_line=True, style="bold"))
         t.append(f" · {r.action} → {r.target or '?'}")
