@@ -1,0 +1,156 @@
+"""Archive/restore of memory entries: round trip, checks on restore, and crash safety by injection."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import archive, deckdb
+from core import memory as memory_mod
+from core.config import Config
+from core.errors import Refused
+from core.home import HermesHome
+from core.memory import MemoryStore, parse_entries
+from tests.helpers.memory import HOSTILE, write_raw
+
+
+class Crash(BaseException):
+    """Stands in for the process dying at this point."""
+
+
+def entries(home: HermesHome, target: str = "memory") -> list[str]:
+    p = home.memory_file(target)
+    return parse_entries(p.read_text()) if p.exists() else []
+
+
+def states(home: HermesHome) -> list[tuple[str, str]]:
+    return [(i.text, i.state) for i in archive.items(home, kind="memory", state=None)]
+
+
+def assert_consistent(home: HermesHome, text: str) -> None:
+    """Nothing lost, nothing duplicated: the text is in the file xor archived."""
+    in_file = entries(home).count(text)
+    archived = sum(1 for t, s in states(home) if t == text and s == "archived")
+    assert in_file + archived == 1, (in_file, states(home))
+
+
+@pytest.fixture
+def store(hermes_home: HermesHome) -> MemoryStore:
+    s = MemoryStore(hermes_home, Config())
+    s.add("memory", "keep me")
+    s.add("memory", "old fact")
+    return s
+
+
+def test_archive_and_restore_round_trip(hermes_home: HermesHome, store: MemoryStore) -> None:
+    r = store.archive(None, "old", reason="stale")
+    assert entries(hermes_home) == ["keep me"] and r.archive_id is not None
+    item = archive.get(hermes_home, r.archive_id)
+    assert item and (item.text, item.target, item.reason, item.state) == ("old fact", "memory", "stale", "archived")
+    assert archive.count(hermes_home) == 1
+    store.restore(r.archive_id)
+    assert entries(hermes_home) == ["keep me", "old fact"]
+    assert archive.get(hermes_home, r.archive_id).state == "restored"
+    with pytest.raises(Refused) as ei:
+        store.restore(r.archive_id)
+    assert ei.value.code == "not_found"
+
+
+def test_restore_goes_through_budget_and_scan(hermes_home: HermesHome) -> None:
+    s = MemoryStore(hermes_home, Config(memory_char_limit=30))
+    s.add("memory", "a" * 20)
+    aid = s.archive("memory", "aaa").archive_id
+    s.add("memory", "b" * 20)
+    with pytest.raises(Refused) as ei:
+        s.restore(aid)
+    assert ei.value.code == "overflow" and archive.get(hermes_home, aid).state == "archived"
+    with deckdb.opened(hermes_home) as c, deckdb.transaction(c):
+        hostile = archive.insert(c, kind="memory", target="user", text=HOSTILE["ssh_backdoor"], actor="t", state="archived")
+    with pytest.raises(Refused) as ei:
+        s.restore(hostile)
+    assert ei.value.code == "threat" and archive.get(hermes_home, hostile).state == "archived"
+
+
+def test_restore_of_text_already_in_the_file_does_not_duplicate(hermes_home: HermesHome, store: MemoryStore) -> None:
+    aid = store.archive(None, "old fact").archive_id
+    store.add("memory", "old fact")
+    r = store.restore(aid)
+    assert r.changed is False and entries(hermes_home).count("old fact") == 1
+
+
+@pytest.mark.parametrize("step", ["after_intent", "after_write"])
+def test_archive_crash_between_steps_recovers(hermes_home: HermesHome, store: MemoryStore, monkeypatch, step: str) -> None:
+    if step == "after_intent":
+        monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
+    else:
+        real = memory_mod._archive.set_state
+
+        def boom(conn, aid, state, **kw):
+            if state == "archived":
+                raise Crash()
+            return real(conn, aid, state, **kw)
+
+        monkeypatch.setattr(memory_mod._archive, "set_state", boom)
+    with pytest.raises(Crash):
+        store.archive(None, "old fact")
+    monkeypatch.undo()
+    assert [s for _, s in states(hermes_home)] == ["archiving"]
+    assert memory_mod.recover_intents(hermes_home, Config()) == 1
+    assert_consistent(hermes_home, "old fact")
+    assert archive.pending_intents(hermes_home) == []
+    # and the usual operations work afterwards
+    if step == "after_write":
+        aid = archive.items(hermes_home)[0].archive_id
+        store.restore(aid)
+        assert "old fact" in entries(hermes_home)
+
+
+@pytest.mark.parametrize("step", ["after_intent", "after_write"])
+def test_restore_crash_between_steps_recovers(hermes_home: HermesHome, store: MemoryStore, monkeypatch, step: str) -> None:
+    aid = store.archive(None, "old fact").archive_id
+    if step == "after_intent":
+        monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
+    else:
+        real = memory_mod._archive.set_state
+
+        def boom(conn, aid_, state, **kw):
+            if state == "restored":
+                raise Crash()
+            return real(conn, aid_, state, **kw)
+
+        monkeypatch.setattr(memory_mod._archive, "set_state", boom)
+    with pytest.raises(Crash):
+        store.restore(aid)
+    monkeypatch.undo()
+    assert archive.get(hermes_home, aid).state == "restoring"
+    # recovery runs implicitly at the start of the next archive/restore under the lock
+    store.add("memory", "unrelated")
+    if step == "after_intent":
+        store.restore(aid)
+    else:
+        with pytest.raises(Refused):
+            store.restore(aid)  # already resolved to restored by recovery
+    assert entries(hermes_home).count("old fact") == 1
+    assert archive.get(hermes_home, aid).state == "restored"
+
+
+def test_generic_helpers_for_other_kinds(hermes_home: HermesHome) -> None:
+    aid = archive.archive_record(hermes_home, kind="anchor", key="pin_x", payload={"anchor": {"text": "Cite"}}, reason="r")
+    rec = archive.get_record(hermes_home, aid, kind="anchor")
+    assert rec and rec.text == "Cite" and rec.payload["anchor"]["text"] == "Cite"
+    assert archive.get_record(hermes_home, aid, kind="memory") is None
+    assert archive.get_record(hermes_home, "no-such-archive") is None
+    assert archive.mark_restored(hermes_home, aid) and archive.get(hermes_home, aid).state == "restored"
+    assert not archive.mark_restored(hermes_home, aid)
+    aid2 = archive.archive_record(hermes_home, kind="anchor", key="pin_y")
+    assert archive.discard_record(hermes_home, aid2) and archive.get(hermes_home, aid2) is None
+    assert archive.count(hermes_home, kind="anchor") == 0 and archive.count(hermes_home, kind="memory") == 0
+
+
+def test_unreadable_file_leaves_intent_untouched(hermes_home: HermesHome, store: MemoryStore, monkeypatch) -> None:
+    monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
+    with pytest.raises(Crash):
+        store.archive(None, "old fact")
+    monkeypatch.undo()
+    write_raw(hermes_home, "memory", b"\xff\xfe")
+    assert memory_mod.recover_intents(hermes_home) == 0
+    assert [s for _, s in states(hermes_home)] == ["archiving"]
