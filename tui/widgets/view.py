@@ -444,7 +444,9 @@ def usage_bar(snap: Any, target: str, width: int) -> Text:
         return t
     used, limit = usage_of(snap, target)
     pct = 0 if limit <= 0 else used * 100 / limit
-    label = f" {pct:5.1f}%  {used:,}/{limit:,} chars · {len(_entries(state))} entries"
+    shown_pct = _get(state, "pct")  # Hermes' own rounding (the prompt block header shows it)
+    pct_text = f"{shown_pct}%" if isinstance(shown_pct, int) else f"{pct:.0f}%"
+    label = f" {pct_text:>4}  {used:,}/{limit:,} chars · {len(_entries(state))} entries"
     bar_w = max(10, width - len(name) - 1 - len(label))
     filled = min(bar_w, int(round(bar_w * min(pct, 100) / 100)))
     style = "red" if pct >= 90 else ("yellow" if pct >= 75 else "green")
