@@ -51,7 +51,8 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def _print_entries(entries: list[dict[str, Any]], stream: Any = sys.stdout) -> None:
+def _print_entries(entries: list[dict[str, Any]], stream: Any = None) -> None:
+    stream = stream or sys.stdout
     for e in entries:
         flag = f"  ⚠ {','.join(e.get('threats') or [])}" if e.get("threats") else ""
         print(f"  {e['id']}  {e['chars']:>5} chars  {safe(e['text'], one_line=True, width=90)}{flag}", file=stream)

@@ -1,0 +1,94 @@
+"""Pending writes: listing (malformed included), scanning, approve (Hermes replay), reject."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core import journal
+from core.config import Config
+from core.errors import Refused
+from core.home import HermesHome
+from core.memory import MemoryStore
+from core.pending import approve, list_pending, reject
+from tests.helpers.memory import HOSTILE
+
+
+def stage(home: HermesHome, pid: str, payload: dict, created: float = 1.0, origin: str = "background_review") -> None:
+    d = home.pending_dir
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"id": pid, "subsystem": "memory", "action": payload.get("action"), "summary": "s", "origin": origin,
+           "created_at": created, "payload": payload}
+    (d / f"{pid}.json").write_text(json.dumps(rec))
+
+
+def mem(home: HermesHome, target: str = "memory") -> str:
+    p = home.memory_file(target)
+    return p.read_text() if p.exists() else ""
+
+
+def test_list_scans_and_reports_malformed(hermes_home: HermesHome) -> None:
+    stage(hermes_home, "aaaa0001", {"action": "add", "target": "user", "content": "Likes tea"}, created=2)
+    stage(hermes_home, "aaaa0002", {"action": "add", "target": "memory", "content": HOSTILE["hermes_env"]}, created=1)
+    stage(hermes_home, "aaaa0003", {"action": "frob"}, created=3)
+    (hermes_home.pending_dir / "broken.json").write_text("{not json")
+    recs = {r.id: r for r in list_pending(hermes_home)}
+    assert [r.id for r in list_pending(hermes_home)][:3] == ["broken", "aaaa0002", "aaaa0001"]
+    assert recs["aaaa0002"].threats == ("hermes_env",) and recs["aaaa0001"].threats == ()
+    assert recs["aaaa0001"].target == "user" and recs["aaaa0001"].origin == "background_review"
+    assert recs["broken"].malformed and "JSON" in recs["broken"].malformed
+    assert recs["aaaa0003"].malformed and "frob" in recs["aaaa0003"].malformed
+
+
+def test_list_of_missing_dir_is_empty(hermes_home: HermesHome) -> None:
+    assert list_pending(hermes_home) == []
+
+
+def test_approve_applies_and_removes_record(hermes_home: HermesHome) -> None:
+    stage(hermes_home, "bbbb0001", {"action": "add", "target": "user", "content": "Likes tea", "old_text": None})
+    r = approve(hermes_home, Config(), "bbbb0001")
+    assert mem(hermes_home, "user") == "Likes tea" and not list_pending(hermes_home)
+    assert journal.entries(hermes_home)[0].detail["pending_id"] == "bbbb0001" and r.op == "add"
+
+
+def test_approve_batch_uses_hermes_substring_rule(hermes_home: HermesHome) -> None:
+    s = MemoryStore(hermes_home, Config())
+    s.add("memory", "alpha one")
+    s.add("memory", "beta two")
+    stage(hermes_home, "bbbb0002", {"action": "batch", "target": "memory", "operations": [
+        {"action": "replace", "old_text": "alpha", "content": "alpha 1"}, {"action": "remove", "old_text": "beta"}]})
+    approve(hermes_home, Config(), "bbbb0002")
+    assert mem(hermes_home) == "alpha 1"
+
+
+def test_refused_approve_keeps_record_and_file(hermes_home: HermesHome) -> None:
+    stage(hermes_home, "cccc0001", {"action": "add", "target": "memory", "content": HOSTILE["ssh_backdoor"]})
+    stage(hermes_home, "cccc0002", {"action": "remove", "target": "memory", "old_text": "nothing"})
+    for pid, code in (("cccc0001", "threat"), ("cccc0002", "no_match")):
+        with pytest.raises(Refused) as ei:
+            approve(hermes_home, Config(), pid)
+        assert ei.value.code == code
+    assert {r.id for r in list_pending(hermes_home)} == {"cccc0001", "cccc0002"}
+    assert not hermes_home.memory_file("memory").exists()
+
+
+def test_reject_removes_and_journals(hermes_home: HermesHome) -> None:
+    stage(hermes_home, "dddd0001", {"action": "add", "target": "user", "content": "x"})
+    out = reject(hermes_home, "dddd0001")
+    assert out["id"] == "dddd0001" and not list_pending(hermes_home)
+    row = journal.entries(hermes_home)[0]
+    assert row.op == "reject" and row.target == "user" and "dddd0001" in row.detail["record"]
+    with pytest.raises(Refused) as ei:
+        reject(hermes_home, "dddd0001")
+    assert ei.value.code == "not_found"
+    with pytest.raises(Refused) as ei:
+        reject(hermes_home, "../etc/passwd")
+    assert ei.value.code == "invalid"
+
+
+def test_malformed_record_cannot_be_approved(hermes_home: HermesHome) -> None:
+    stage(hermes_home, "eeee0001", {"action": "add", "target": "nowhere", "content": "x"})
+    with pytest.raises(Refused) as ei:
+        approve(hermes_home, Config(), "eeee0001")
+    assert ei.value.code == "malformed" and list_pending(hermes_home)

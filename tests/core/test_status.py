@@ -1,0 +1,50 @@
+"""build_status: the status --json contract."""
+
+from __future__ import annotations
+
+import json
+
+from core import status as status_mod
+from core.config import Config, load_config
+from core.home import HermesHome
+from core.memory import MemoryStore, entry_id
+from tests.helpers.memory import HOSTILE, write_raw
+
+
+def test_status_contract(hermes_home: HermesHome) -> None:
+    s = MemoryStore(hermes_home, Config())
+    s.add("memory", "First fact")
+    s.add("user", "Likes tea")
+    s.archive(None, "tea")
+    write_raw(hermes_home, "memory", "First fact\n§\n" + HOSTILE["ssh_access"])
+    d = hermes_home.pending_dir
+    d.mkdir(parents=True)
+    (d / "abcd0001.json").write_text(json.dumps({"id": "abcd0001", "origin": "foreground", "created_at": 1,
+                                                "payload": {"action": "add", "target": "user", "content": "x"}}))
+    (hermes_home.path / "config.yaml").write_text("memory:\n  memory_char_limit: lots\n")
+    st = status_mod.build_status(hermes_home, load_config(hermes_home))
+    json.dumps(st)  # serialisable
+    assert st["home"] == str(hermes_home.path)
+    mem = st["memory"]["memory"]
+    assert mem["limit"] == 2200 and mem["chars"] == len("First fact\n§\n" + HOSTILE["ssh_access"])
+    assert mem["entries"][0] == {"id": entry_id("First fact"), "text": "First fact", "chars": 10, "threats": []}
+    assert mem["entries"][1]["threats"] == ["ssh_access"]
+    assert st["memory"]["user"]["entries"] == [] and st["memory"]["user"]["limit"] == 1375
+    assert st["pending"] == [{"id": "abcd0001", "action": "add", "target": "user", "origin": "foreground", "summary": "",
+                              "created_at": 1.0, "threats": [], "malformed": None}]
+    assert st["archived"] == 1
+    assert st["config_warnings"] and "memory_char_limit" in st["config_warnings"][0]
+
+
+def test_sections_are_merged_and_isolated(hermes_home: HermesHome, monkeypatch) -> None:
+    monkeypatch.setattr(status_mod, "_REGISTERED", {})
+    status_mod.register_section("extra", lambda h, c: {"ok": True})
+    status_mod.register_section("broken", lambda h, c: 1 / 0)
+    monkeypatch.setattr(status_mod, "SECTION_PROVIDERS", [("nope", "no_such_module", "f")])
+    st = status_mod.build_status(hermes_home)
+    assert st["extra"] == {"ok": True} and "ZeroDivisionError" in st["broken"]["error"] and "nope" not in st
+
+
+def test_status_of_an_empty_home_creates_nothing(hermes_home: HermesHome) -> None:
+    st = status_mod.build_status(hermes_home)
+    assert st["archived"] == 0 and st["pending"] == [] and not hermes_home.memdeck_dir.exists()
