@@ -1,0 +1,67 @@
+"""Crash test: writers SIGKILLed at random moments; the file is always old-or-new and complete,
+and no stray temp file survives the next write."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import time
+
+from core import deckdb
+from core.config import Config
+from core.home import HermesHome
+from core.memory import MemoryStore, parse_entries, serialize_entries
+
+ROUNDS = 200
+
+
+def _child(home: HermesHome, tag: str) -> None:
+    try:
+        s = MemoryStore(home, Config(), actor="cli", lock_timeout=5)
+        k = 0
+        while True:
+            s.add("memory", f"{tag}-{k}")
+            s.remove("memory", f"{tag}-{k}")
+            k += 1
+    finally:
+        os._exit(0)
+
+
+def test_sigkill_during_writes_never_tears_the_file(hermes_home: HermesHome) -> None:
+    rng = random.Random(1234)
+    store = MemoryStore(hermes_home, Config())
+    base = ["keep: alpha", "keep: beta\nmultiline", "keep: gamma §"]
+    for e in base:
+        store.add("memory", e)
+    path = hermes_home.memory_file("memory")
+    seen_new = 0
+    for i in range(ROUNDS):
+        tag = f"crash{i}"
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child
+            _child(hermes_home, tag)
+        time.sleep(rng.uniform(0, 0.006))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raw = path.read_text(encoding="utf-8")
+        entries = parse_entries(raw)
+        assert raw == serialize_entries(entries), f"round {i}: torn or non-canonical file {raw!r}"
+        assert entries[:3] == base
+        extra = entries[3:]
+        assert len(extra) <= 1 and all(e.startswith(f"{tag}-") for e in extra), (i, extra)
+        seen_new += bool(extra)
+        # the next write removes any temp left by the killed writer
+        if extra:
+            store.remove("memory", extra[0])
+        else:
+            store.add("memory", "marker")
+            store.remove("memory", "marker")
+        assert not list(hermes_home.memories_dir.glob(".mem_*.tmp")), f"round {i}: stray temp survived"
+        assert not list(hermes_home.memories_dir.glob(".bak_*"))
+    assert parse_entries(path.read_text()) == base
+    assert seen_new > 0  # some kills landed between an add and its remove
+    conn = sqlite3.connect(deckdb.db_path(hermes_home))
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
