@@ -10,7 +10,7 @@ from pathlib import Path
 def test_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     home = tmp_path / "h"
     (home / "memories").mkdir(parents=True)
-    (home / "memories" / "MEMORY.md").write_text("\n§\n".join(f"entry number {i}" for i in range(200)), encoding="utf-8")
+    (home / "memories" / "MEMORY.md").write_text("\n§\n".join(f"entry number {i}" for i in range(4000)), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "core.cli", "--home", str(home), "status"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()
