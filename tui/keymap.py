@@ -77,7 +77,9 @@ def screen_bindings() -> list[Binding]:
 def app_bindings() -> list[Binding]:
     """The dashboard's bindings, each with an ``id``; ``1``-``6`` jump to a panel."""
     out: list[Binding] = []
-    for key, action, label, bid, _help, _where in _SPEC:
+    # The footer shows bindings in order: the pause state first, so "PAUSED" is always visible.
+    spec = sorted(_SPEC, key=lambda row: row[1] != "toggle_pause")
+    for key, action, label, bid, _help, _where in spec:
         if action in SCREEN_ACTIONS:
             continue
         out.append(

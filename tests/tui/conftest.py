@@ -51,13 +51,13 @@ async def settle(pilot, app, rounds: int = 50) -> None:
     raise AssertionError("the app did not settle")
 
 
-async def wait_for(pilot, predicate, rounds: int = 400) -> None:
+async def wait_for(pilot, predicate, rounds: int = 400, describe=None) -> None:
     """Pump the app until ``predicate()`` holds (bounded by rounds of 50 ms pauses, not timed)."""
     for _ in range(rounds):
         if predicate():
             return
         await pilot.pause(0.05)
-    assert predicate(), "condition never became true"
+    assert predicate(), f"condition never became true ({describe() if describe else ''})"
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from textual.widgets import Input, TextArea
 
 from core.anchors import AnchorStore
 from core.demo import DEMO_NOW
-from tests.tui.conftest import settle
+from tests.tui.conftest import settle, wait_for
 from tui.app import make_app
 from tui.keymap import keys_table
 from tui.screens.confirm import ConfirmScreen
@@ -62,8 +62,7 @@ async def test_pin_new_text_writes_an_anchor(demo_home) -> None:
         await settle(pilot, app)
         before = set(_session(app).anchors)
         await pilot.press("2", "p")
-        await pilot.pause()
-        assert isinstance(app.screen, PinScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PinScreen) and app.screen.is_mounted)
         app.screen.query_one("#pin-text", TextArea).text = "Always run ruff before committing Python code."
         app.screen.query_one("#pin-priority", Input).value = "77"
         await pilot.pause()
@@ -88,8 +87,7 @@ async def test_pin_refuses_hostile_text_and_writes_nothing(demo_home) -> None:
         await pilot.pause()
         assert app.screen.query_one("#pin-save").disabled
         await pilot.press("ctrl+s")
-        await pilot.pause()
-        assert isinstance(app.screen, PinScreen)  # not dismissed
+        await wait_for(pilot, lambda: isinstance(app.screen, PinScreen) and app.screen.is_mounted)
         assert any("not saved" in t for t in _toasts(app))
         await pilot.press("escape")
         await settle(pilot, app)
@@ -103,8 +101,7 @@ async def test_unpin_asks_then_removes_the_global_pin(demo_home) -> None:
         gid = sorted(app.snapshot.global_ids)[0]
         await _goto_anchor(pilot, app, gid)
         await pilot.press("u")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("n")  # cancel: nothing happens
         await settle(pilot, app)
         assert gid in _session(app).anchors
@@ -124,8 +121,7 @@ async def test_edit_anchor_changes_priority_and_keeps_history(demo_home) -> None
         aid = next(a.id for a in _session(app).sorted_anchors() if a.pinned)
         await _goto_anchor(pilot, app, aid)
         await pilot.press("e")
-        await pilot.pause()
-        assert isinstance(app.screen, AnchorEditScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, AnchorEditScreen) and app.screen.is_mounted)
         app.screen.query_one("#pin-priority", Input).value = "12"
         await pilot.pause()
         await pilot.press("ctrl+s")
@@ -160,14 +156,12 @@ async def test_archive_and_restore_anchor(demo_home) -> None:
         aid = next(a.id for a in _session(app).sorted_anchors() if a.drifted)
         await _goto_anchor(pilot, app, aid)
         await pilot.press("a")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await settle(pilot, app)
         assert aid not in _session(app).anchors
         await pilot.press("R")
-        await pilot.pause()
-        assert isinstance(app.screen, PickerScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         await pilot.press("enter")
         await settle(pilot, app)
         assert aid in _session(app).anchors
@@ -179,8 +173,7 @@ async def test_session_picker_switches_the_shown_session(demo_home) -> None:
         await settle(pilot, app)
         first = app.snapshot.session_id
         await pilot.press("s")
-        await pilot.pause()
-        assert isinstance(app.screen, PickerScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         values = [v for v, _ in app.screen._options]
         other = next(v for v in values if v != first)
         await pilot.press(*(["down"] * (values.index(other) - values.index(first))) if values.index(other) > values.index(first) else ["up"] * (values.index(first) - values.index(other)))
@@ -196,8 +189,7 @@ async def test_profile_picker_switches_home(demo_home) -> None:
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
         await pilot.press("P")
-        await pilot.pause()
-        assert isinstance(app.screen, PickerScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         await pilot.press("down", "enter")
         await settle(pilot, app)
         assert app.home.profile == "work"
@@ -234,43 +226,45 @@ async def test_theme_toggle_tabs_filter_help_palette_quit(demo_home) -> None:
         assert app.theme == "textual-dark"
         assert app.current_panel_id == "integrity"
         await pilot.press("tab")
-        await pilot.pause()
-        assert app.current_panel_id == "anchors"
+        await wait_for(pilot, lambda: app.current_panel_id == "anchors")
+        await settle(pilot, app)
         await pilot.press("shift+tab")
-        await pilot.pause()
-        assert app.current_panel_id == "integrity"
+        await wait_for(pilot, lambda: app.current_panel_id == "integrity",
+                       describe=lambda: f"panel={app.current_panel_id} focused={app.focused!r} screen={app.screen!r}")
         for key, pid in zip("123456", ("integrity", "anchors", "drift", "capacity", "recall", "review")):
             await pilot.press(key)
-            await pilot.pause()
-            assert app.current_panel_id == pid
+            await wait_for(pilot, lambda pid=pid: app.current_panel_id == pid)
         # in Recall, / focuses the query box and digits are typed, not panel keys
-        await pilot.press("5", "slash", "6")
-        await pilot.pause()
+        await pilot.press("5")
+        await wait_for(pilot, lambda: app.current_panel_id == "recall")
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: app.query_one("#recall-query", Input).has_focus)
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.query_one("#recall-query", Input).value == "6")
         assert app.current_panel_id == "recall"
-        assert app.query_one("#recall-query", Input).value == "6"
-        await pilot.press("escape", "6")
-        await pilot.pause()
-        assert app.current_panel_id == "review"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.query_one("#recall-query", Input).has_focus)
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.current_panel_id == "review")
         # filter the anchors table
-        await pilot.press("2", "slash")
-        await pilot.pause()
+        await pilot.press("2")
+        await wait_for(pilot, lambda: app.current_panel_id == "anchors" and app.query_one("#anchors-table").has_focus)
+        await pilot.press("slash")
         box = app.query_one("#panel-anchors-filter", Input)
-        assert box.display and box.has_focus
+        await wait_for(pilot, lambda: box.display and box.has_focus)
         await pilot.press("u", "v")
-        await pilot.pause()
+        await wait_for(pilot, lambda: box.value == "uv")
         keys = app.query_one("#anchors-table").keys
         assert keys and all("uv" in app.panel("anchors")._rows[i].text.lower() or "uv" in app.panel("anchors")._rows[i].reminder.lower() for i in range(len(keys)))
         await pilot.press("escape")
         await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
         await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.press("escape")
-        await pilot.pause()
+        await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running

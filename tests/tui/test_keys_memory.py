@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import TextArea
 
 from core.demo import DEMO_NOW
-from tests.tui.conftest import settle
+from tests.tui.conftest import settle, wait_for
 from tui.app import make_app
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.editors import EntryEditScreen
@@ -41,8 +41,7 @@ async def test_new_edit_move_archive_restore_undo(demo_home) -> None:
         await settle(pilot, app)
         # n: a new USER.md entry
         await pilot.press("4", "n")
-        await pilot.pause()
-        assert isinstance(app.screen, EntryEditScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen) and app.screen.is_mounted)
         app.screen.query_one("#editor-target").value = "user"
         app.screen.query_one("#editor-text", TextArea).text = "Uses fish shell."
         await pilot.pause()
@@ -72,24 +71,21 @@ async def test_new_edit_move_archive_restore_undo(demo_home) -> None:
         # a: archive it (asks first)
         await _select_entry(pilot, app, "memory", "Uses fish shell on macOS.")
         await pilot.press("a")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await settle(pilot, app)
         assert "Uses fish shell on macOS." not in _texts(app, "memory")
 
         # R: restore it from the picker
         await pilot.press("R")
-        await pilot.pause()
-        assert isinstance(app.screen, PickerScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         await pilot.press("enter")
         await settle(pilot, app)
         assert "Uses fish shell on macOS." in _texts(app, "memory")
 
         # z: undo the restore (asks first)
         await pilot.press("z")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await settle(pilot, app)
         assert "Uses fish shell on macOS." not in _texts(app, "memory")
@@ -147,8 +143,7 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         table.select_key(hostile.key)
         await pilot.pause()
         await pilot.press("X")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
         await pilot.press("y")
         await settle(pilot, app)
         assert hostile.ident not in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
