@@ -124,3 +124,25 @@ async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> Non
         await wait_for(pilot, lambda: any(marker in r.text for r in app.panel("capacity")._rows))
         table = app.query_one("#capacity-table")
         assert any(marker in table.get_row(k)[-1].plain for k in table.keys)
+
+
+async def test_rows_update_in_place_and_the_cursor_stays_on_its_row(demo_home) -> None:
+    from core.memory import MemoryStore
+
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await pilot.pause()
+        table = app.query_one("#capacity-table")
+        rows = app.panel("capacity")._rows
+        chosen = rows[5]
+        assert table.select_key(chosen.key)
+        await pilot.pause()
+        # another writer removes an entry *above* the cursor: the rows shift, the cursor follows its row
+        MemoryStore(app.home, app.config, actor="test").remove("memory", rows[0].entry.id)
+        app.request_refresh()
+        await settle(pilot, app)
+        assert rows[0].key not in table.keys
+        assert table.selected_key == chosen.key
+        assert table.cursor_row == table.keys.index(chosen.key) == 4
