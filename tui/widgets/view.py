@@ -599,7 +599,10 @@ def recall_results(result: Any, query: str, now: float) -> RenderableType:
                     t.append_text(snippet_text(h, query))
                 else:
                     t.append(f"    {role}: ", "dim")
-                    t.append_text(safe_text(content, single_line=True, max_chars=160, style="dim"))
+                    if content.strip():
+                        t.append_text(safe_text(content, single_line=True, max_chars=160, style="dim"))
+                    else:
+                        t.append("(no text: a tool call)", "dim italic")
                 t.append("\n")
             if not shown_match:
                 t.append(f"  ▸ {matched}: ", "bold")
