@@ -16,35 +16,23 @@ Prints a markdown table; ``--quick`` runs the 10k size only and fewer repeats.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_encoder import FakeEncoder  # noqa: E402
 
 from core import audit as A  # noqa: E402
 from core.anchors import AnchorStore  # noqa: E402
 from core.config import load_config  # noqa: E402
 from core.demo import build_big_home  # noqa: E402
 from core.statedb import StateDB  # noqa: E402
-
-
-class FakeEncoder:
-    """Deterministic 384-dim vectors seeded by each text's sha256 (no model)."""
-
-    dim = 384
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim))
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest()[:8], "little")
-            out[i] = np.random.default_rng(seed).standard_normal(self.dim)
-        return out
 
 
 def _time(fn, repeats: int) -> tuple[float, float]:

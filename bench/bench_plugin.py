@@ -23,16 +23,17 @@ numbers measure memdeck's own work; a real sentence-transformers model adds its 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_encoder import FakeEncoder  # noqa: E402
 
 from core import hermes_plugin  # noqa: E402
 from core.anchors import Anchor, AnchorStore  # noqa: E402
@@ -44,19 +45,6 @@ SID = "bench_session"
 N_ANCHORS = 16
 ACTIVE_CHARS = 200_000
 MSG_CHARS = 2_000
-
-
-class FakeEncoder:
-    """Deterministic 384-dim vectors seeded by each text's sha256 (no model)."""
-
-    dim = 384
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.empty((len(texts), self.dim))
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest()[:8], "little")
-            out[i] = np.random.default_rng(seed).standard_normal(self.dim)
-        return out
 
 
 class Ctx:

@@ -113,17 +113,6 @@ def anchors_sha256(anchors: Any) -> str:
 # ── records ────────────────────────────────────────────────────────────────
 
 
-def _as_int(value: Any, default: int) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    try:
-        return int(float(value))
-    except (TypeError, ValueError):
-        return default
-
-
 @dataclass
 class Anchor:
     """One anchor record of a MemLock session file (``store.py:94-121`` ``add_anchor``).
@@ -165,11 +154,11 @@ class Anchor:
             id=aid,
             text=text,
             reminder=text[: _audit.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
-            priority=_as_int(data.get("priority", 50), 50),
+            priority=_audit.as_int(data.get("priority", 50), 50),
             probes=_audit.probes_of(data),
             pinned=bool(data.get("pinned", False)),
             drifted=bool(data.get("drifted", False)),
-            last_alive_turn=_as_int(data.get("last_alive_turn", 0), 0),
+            last_alive_turn=_audit.as_int(data.get("last_alive_turn", 0), 0),
             history=[h for h in history if isinstance(h, dict)] if isinstance(history, list) else None,
             extra={k: v for k, v in data.items() if k not in _ANCHOR_KEYS},
         )
@@ -245,14 +234,14 @@ class SessionAnchors:
             session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
             anchors=anchors,
             static_anchor_ids=[str(x) for x in data.get("static_anchor_ids") or [] if isinstance(x, (str, int))],
-            pinned_count=_as_int(data.get("pinned_count", 0), 0),
+            pinned_count=_audit.as_int(data.get("pinned_count", 0), 0),
             last_summary_hash=data.get("last_summary_hash"),
             last_compaction_at=data.get("last_compaction_at"),
             integrity_score=data.get("integrity_score"),
             drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
             last_alert_at=data.get("last_alert_at"),
-            last_reinject_turn=_as_int(data.get("last_reinject_turn", 0), 0),
-            turn_count=_as_int(data.get("turn_count", 0), 0),
+            last_reinject_turn=_audit.as_int(data.get("last_reinject_turn", 0), 0),
+            turn_count=_audit.as_int(data.get("turn_count", 0), 0),
             extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},
             path=path,
             sha_ok=sha_ok,

@@ -88,9 +88,9 @@ def probes_of(anchor: Any) -> list[str]:
         return []
 
 
-def priority_of(anchor: Any) -> int:
-    """The anchor's priority as an int (50 when missing or not a number)."""
-    value = _get(anchor, "priority", 50)
+def as_int(value: Any, default: int) -> int:
+    """``value`` as an int read from a hand-editable file: ints as they are, bools as 0/1,
+    numbers and numeric strings truncated (``"7.9"`` -> 7); anything else gives ``default``."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -98,7 +98,12 @@ def priority_of(anchor: Any) -> int:
     try:
         return int(float(value))
     except (TypeError, ValueError):
-        return 50
+        return default
+
+
+def priority_of(anchor: Any) -> int:
+    """The anchor's priority as an int (50 when missing or not a number)."""
+    return as_int(_get(anchor, "priority", 50), 50)
 
 
 def reminder_of(anchor: Any) -> str:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hermes_schema as hs
+from .anchors import anchors_sha256, dump_json, safe_pin_stem, safe_sid
 from .audit import integrity_score, keyword_audit, plan_reminder
 from .compaction import find_summary, match_summary, split_context
 from .config import MemlockConfig
@@ -347,11 +348,6 @@ def demo_plan(seed: int = DEMO_SEED, now: float | None = None) -> DemoPlan:
 def _write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8"))
-
-
-def _json_text(data: Any) -> str:
-    """MemLock / Hermes JSON: ``indent=2``, ``ensure_ascii=False``, no trailing newline."""
-    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 def _yaml_str(s: str) -> str:
@@ -681,7 +677,7 @@ def _write_pending(home: HermesHome, plan: DemoPlan) -> None:
             "created_at": created,
             "payload": {"action": action, "target": target, "content": content, "old_text": old_text},
         }
-        _write_text(home.pending_dir / f"{pid}.json", _json_text(record))
+        _write_text(home.pending_dir / f"{pid}.json", dump_json(record))
 
 
 @dataclass
@@ -973,9 +969,9 @@ def _write_memlock(home: HermesHome, plan: DemoPlan, state: _LiveState) -> None:
         "last_alert_at": last["time"],
         "last_reinject_turn": state.reinjections[-1]["turn"],
         "turn_count": state.turn_count,
-        "self_sha256": hashlib.sha256(json.dumps(anchors_map, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest(),
+        "self_sha256": anchors_sha256(anchors_map),
     }
-    _write_text(home.memlock_dir / f"{safe_sid(plan.live_session_id)}.json", _json_text(store))
+    _write_text(home.memlock_dir / f"{safe_sid(plan.live_session_id)}.json", dump_json(store))
 
     # The rotation child session: same static + global anchors, all alive after its one audit.
     child = plan.session_ids["rotation_child"]
@@ -998,9 +994,9 @@ def _write_memlock(home: HermesHome, plan: DemoPlan, state: _LiveState) -> None:
         "last_alert_at": None,
         "last_reinject_turn": 0,
         "turn_count": 2,
-        "self_sha256": hashlib.sha256(json.dumps(child_anchors, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest(),
+        "self_sha256": anchors_sha256(child_anchors),
     }
-    _write_text(home.memlock_dir / f"{safe_sid(child)}.json", _json_text(child_store))
+    _write_text(home.memlock_dir / f"{safe_sid(child)}.json", dump_json(child_store))
 
     # The global pin and its manifest (MemLock >= 0.5 FileStore.save_pin / _write_manifest).
     persist = home.memlock_dir / "persist"
@@ -1010,32 +1006,11 @@ def _write_memlock(home: HermesHome, plan: DemoPlan, state: _LiveState) -> None:
            "probes": list(spec.probes), "pinned": True, "scope": "global",
            "pinned_at": plan.now - 9 * 86400 + 1234.5}
     stem = safe_pin_stem(aid)
-    _write_text(persist / f"{stem}.json", _json_text(pin))
+    _write_text(persist / f"{stem}.json", dump_json(pin))
     data = (persist / f"{stem}.json").read_bytes()
     manifest = {"version": 1, "generated_at": pin["pinned_at"],
                 "pins": {stem: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}}}
-    _write_text(persist / "manifest.json", _json_text(manifest))
-
-
-def safe_sid(session_id: str) -> str:
-    """MemLock >= 0.5.1 session-file stem: ``/`` -> ``_slash_``, ``.`` -> ``_dot_``, other
-    characters outside ``[A-Za-z0-9_-]`` -> ``_`` (``memlock_core/store.py::_safe_sid``)."""
-    out = []
-    for c in session_id:
-        if c == "/":
-            out.append("_slash_")
-        elif c == ".":
-            out.append("_dot_")
-        elif c.isascii() and (c.isalnum() or c in "-_"):
-            out.append(c)
-        else:
-            out.append("_")
-    return "".join(out)
-
-
-def safe_pin_stem(anchor_id: str) -> str:
-    """MemLock ``FileStore._pin_path`` stem: alphanumerics, ``-`` and ``_`` kept, else ``_``."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in anchor_id)
+    _write_text(persist / "manifest.json", dump_json(manifest))
 
 
 # ── where --demo builds ────────────────────────────────────────────────────

@@ -27,11 +27,12 @@ Write semantics mirrored (same module):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .compaction import CONTENT_JSON_PREFIX, MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER, SUMMARY_END_MARKER, SUMMARY_PREFIX_0_19
@@ -202,6 +203,19 @@ def create_state_db(path: str | os.PathLike[str], *, fts: bool = True, version: 
     return conn
 
 
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    """``BEGIN`` (``BEGIN IMMEDIATE`` when ``immediate``) ... ``COMMIT``; ``ROLLBACK`` on any exception.
+    ``conn`` must be in autocommit mode (``isolation_level=None``, as :func:`create_state_db` opens it)."""
+    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
 def install_fts(conn: sqlite3.Connection) -> None:
     """Create both FTS5 tables, index every existing row in bulk, then add the six triggers.
 
@@ -209,15 +223,10 @@ def install_fts(conn: sqlite3.Connection) -> None:
     call this. The result is the same index the per-row triggers would have built.
     """
     doc = "COALESCE(content, '') || ' ' || COALESCE(tool_name, '') || ' ' || COALESCE(tool_calls, '')"
-    conn.execute("BEGIN")
-    try:
+    with _transaction(conn):
         for table, tok in (("messages_fts", ""), ("messages_fts_trigram", ", tokenize='trigram'")):
             conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(content{tok})")
             conn.execute(f"INSERT INTO {table}(rowid, content) SELECT id, {doc} FROM messages ORDER BY id")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     conn.executescript(FTS_SQL)
 
 
@@ -289,15 +298,10 @@ def append_message(
     """Append one active message (Hermes ``append_message``); returns the new row id."""
     msg = {"role": role, "content": content, "api_content": api_content, "tool_name": tool_name,
            "tool_calls": tool_calls, "tool_call_id": tool_call_id}
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(conn, immediate=True):
         cur = conn.execute(_INSERT_SQL, _row_values(session_id, msg, time.time() if timestamp is None else timestamp))
         conn.execute("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?",
                      (_n_tool_calls(msg), session_id))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return int(cur.lastrowid)
 
 
@@ -306,8 +310,7 @@ def append_many(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, Any, fl
 
     For benchmarks (``executemany``). ``message_count`` is recomputed for the touched sessions.
     """
-    conn.execute("BEGIN")
-    try:
+    with _transaction(conn):
         touched: set[str] = set()
 
         def gen():
@@ -319,10 +322,6 @@ def append_many(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, Any, fl
         for sid in touched:
             conn.execute("UPDATE sessions SET message_count = (SELECT COUNT(*) FROM messages WHERE session_id = ? AND active = 1)"
                          " WHERE id = ?", (sid, sid))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _insert_rows(conn: sqlite3.Connection, session_id: str, messages: Sequence[dict[str, Any]], now: float) -> tuple[int, int]:
@@ -367,6 +366,16 @@ def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str,
     return [{"role": r[0], "content": r[1], "api_content": r[2], "tool_name": r[3], "timestamp": r[4]} for r in rows]
 
 
+def _head_tail(live: list[dict[str, Any]], keep_head: int, keep_tail: int,
+               keep_timestamps: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Copies of the first ``keep_head`` and last ``keep_tail`` live rows a compaction keeps
+    (the tail never overlaps the head); without ``keep_timestamps`` the copies lose theirs."""
+    def copy(m: dict[str, Any]) -> dict[str, Any]:
+        return dict(m) if keep_timestamps else {k: v for k, v in m.items() if k != "timestamp"}
+
+    return [copy(m) for m in live[:keep_head]], [copy(m) for m in live[max(keep_head, len(live) - keep_tail):]]
+
+
 def compact_in_place(
     conn: sqlite3.Connection,
     session_id: str,
@@ -391,12 +400,8 @@ def compact_in_place(
     (as after a resume, when the messages were loaded from state.db); otherwise every new row
     is stamped ``now, now+1e-6, ...``.
     """
-    live = active_messages(conn, session_id)
-    head = [dict(m) for m in live[:keep_head]]
-    tail = [dict(m) for m in live[max(keep_head, len(live) - keep_tail):]] + [dict(m) for m in extra_tail]
-    for m in head + tail[: len(tail) - len(extra_tail)]:
-        if not keep_timestamps:
-            m.pop("timestamp", None)
+    head, tail = _head_tail(active_messages(conn, session_id), keep_head, keep_tail, keep_timestamps)
+    tail += [dict(m) for m in extra_tail]
     if merge_into_tail and tail:
         first = tail[0]
         first["content"] = merged_summary_content(str(first.get("content") or ""), summary_text, prefix=prefix)
@@ -404,15 +409,10 @@ def compact_in_place(
     else:
         role = summary_role or _summary_role(head)
         compacted = head + [summary_message(summary_text, role=role, prefix=prefix)] + tail
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(conn, immediate=True):
         conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", (session_id,))
         inserted, tools = _insert_rows(conn, session_id, compacted, time.time() if now is None else now)
         conn.execute("UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?", (inserted, tools, session_id))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return inserted
 
 
@@ -444,9 +444,7 @@ def rotate(
     parent = conn.execute("SELECT source, title FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if parent is None:
         raise KeyError(session_id)
-    live = active_messages(conn, session_id)
-    head = [{k: v for k, v in m.items() if k != "timestamp"} for m in live[:keep_head]]
-    tail = [{k: v for k, v in m.items() if k != "timestamp"} for m in live[max(keep_head, len(live) - keep_tail):]]
+    head, tail = _head_tail(active_messages(conn, session_id), keep_head, keep_tail, keep_timestamps=False)
     compacted = head + [summary_message(summary_text, role=summary_role or _summary_role(head), prefix=prefix)] + tail
     title = None
     if parent[1]:
@@ -455,17 +453,12 @@ def rotate(
         while conn.execute("SELECT 1 FROM sessions WHERE title = ?", (f"{base} #{n}",)).fetchone():
             n += 1
         title = f"{base} #{n}"
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(conn, immediate=True):
         conn.execute("UPDATE sessions SET ended_at = ?, end_reason = 'compression' WHERE id = ? AND ended_at IS NULL",
                      (now, session_id))
         add_session(conn, new_session_id, source=parent[0], title=title, started_at=now, parent_session_id=session_id)
         inserted, tools = _insert_rows(conn, new_session_id, compacted, now)
         conn.execute("UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?", (inserted, tools, new_session_id))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return new_session_id
 
 

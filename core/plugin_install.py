@@ -230,11 +230,7 @@ def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         if old.exists() or old.is_symlink():
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    old.unlink()
+            _discard(old)
         with contextlib.suppress(OSError):
             staging_root.rmdir()
 
@@ -248,14 +244,19 @@ def _remove_tree(home: HermesHome) -> bool:
     old = staging_root / f"old-{secrets.token_hex(4)}"
     os.rename(target, old)  # atomic disappearance from plugins/
     fsync_dir(target.parent)
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            old.unlink()
+    _discard(old)
     with contextlib.suppress(OSError):
         staging_root.rmdir()
     return True
+
+
+def _discard(path: Path) -> None:
+    """Remove a moved-aside plugin directory (or a symlink/file that stood in its place)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 # ---------------------------------------------------------------------------
