@@ -293,13 +293,7 @@ class StateDB:
     def close(self) -> None:
         """Close the connection (it is re-opened lazily on the next call)."""
         with self._lock:
-            if self._conn is not None:
-                try:
-                    self._conn.close()
-                except sqlite3.Error:
-                    pass
-            self._conn = None
-            self._events_cache = None
+            self._drop()
 
     def __enter__(self) -> "StateDB":
         return self

@@ -374,3 +374,19 @@ def test_install_fts_bulk_equals_triggers(tmp_path: Path) -> None:
         qa = [r[0] for r in a.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (q,))]
         qb = [r[0] for r in b.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", (q,))]
         assert qa == qb and qa
+
+
+def test_refresh_after_close_sees_rows_written_while_closed(history) -> None:
+    """close() must forget the data_version cursor: a new connection's counter restarts, so
+    an old value could equal the new one and hide rows committed while the reader was closed."""
+    path, _ = history
+    db = StateDB(path)
+    db.refresh()
+    db.close()
+    w = hs.connect(path)
+    mid = hs.append_message(w, "s2", "assistant", "written while closed", timestamp=4300)
+    w.close()
+    d = db.refresh()
+    assert d.changed
+    assert d.reset or mid in [m.id for m in d.new_messages]
+    db.close()
