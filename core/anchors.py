@@ -230,10 +230,11 @@ class SessionAnchors:
         sha_ok = None if not stored_sha else anchors_sha256(raw_anchors) == stored_sha
         sid = data.get("session_id")
         drift_log = data.get("drift_log")
+        static_ids = data.get("static_anchor_ids")
         return cls(
             session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
             anchors=anchors,
-            static_anchor_ids=[str(x) for x in data.get("static_anchor_ids") or [] if isinstance(x, (str, int))],
+            static_anchor_ids=[str(x) for x in static_ids if isinstance(x, (str, int))] if isinstance(static_ids, list) else [],
             pinned_count=_audit.as_int(data.get("pinned_count", 0), 0),
             last_summary_hash=data.get("last_summary_hash"),
             last_compaction_at=data.get("last_compaction_at"),

@@ -90,14 +90,15 @@ def probes_of(anchor: Any) -> list[str]:
 
 def as_int(value: Any, default: int) -> int:
     """``value`` as an int read from a hand-editable file: ints as they are, bools as 0/1,
-    numbers and numeric strings truncated (``"7.9"`` -> 7); anything else gives ``default``."""
+    numbers and numeric strings truncated (``"7.9"`` -> 7); anything else (including NaN and
+    infinities, which ``json`` reads from ``NaN``/``Infinity``/``1e999``) gives ``default``."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (json reads Infinity, 1e999)
         return default
 
 

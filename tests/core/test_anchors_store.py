@@ -236,3 +236,28 @@ def test_concurrent_writers_lose_nothing(hermes_home: HermesHome) -> None:
     assert len(s.anchors) == 60
     assert s.pinned_count == 60
     assert s.sha_ok is True
+
+
+@pytest.mark.parametrize("key,value", [
+    ("priority", float("inf")), ("priority", float("nan")), ("priority", 1e308 * 10), ("last_alive_turn", float("-inf")),
+])
+def test_non_finite_numbers_in_an_anchor_read_as_defaults(hermes_home: HermesHome, key, value) -> None:
+    """``json`` reads ``Infinity``/``NaN``/``1e999`` as non-finite floats; int() of them raises."""
+    rec = {"id": "k", "text": "hello there friend", key: value}
+    write_memlock_file(hermes_home.memlock_dir, "x", {"session_id": "x", "anchors": {"k": rec}})
+    a = AnchorStore(hermes_home).load_session("x").anchors["k"]
+    assert (a.priority, a.last_alive_turn) == (50, 0)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("pinned_count", float("inf")), ("turn_count", float("nan")), ("last_reinject_turn", float("inf")),
+    ("static_anchor_ids", 3.5), ("static_anchor_ids", "abc"), ("static_anchor_ids", {"a": 1}),
+])
+def test_hostile_session_fields_read_as_defaults(hermes_home: HermesHome, key, value) -> None:
+    write_memlock_file(hermes_home.memlock_dir, "x", {"session_id": "x", key: value,
+                                                      "anchors": {"k": {"id": "k", "text": "hello"}}})
+    store = AnchorStore(hermes_home)
+    s = store.load_session("x")
+    assert (s.pinned_count, s.turn_count, s.last_reinject_turn) == (0, 0, 0)
+    assert s.static_anchor_ids == []
+    assert [i.session_id for i in store.list_sessions()] == ["x"]
