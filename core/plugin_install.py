@@ -559,12 +559,18 @@ def install_plugin(home: HermesHome, *, enable: bool = True, src: Path | None = 
     and no backup is made when config.yaml does not change.
 
     Raises:
-        Refused: config.yaml cannot be edited safely (the plugin files are still written;
-            the message says to enable it by hand).
+        Refused: config.yaml cannot be edited safely; checked before anything is written, so
+            neither the plugin directory nor config.yaml is touched.
         LockTimeout, UnreadableFile, OSError: environment failures; nothing half-written.
     """
     result = PluginOpResult(plugin_dir=plugin_dir(home))
     files = plugin_files(src)
+    if enable:
+        # Dry run of the config edit first: a refusal must leave the disk untouched (no
+        # plugin directory that config.yaml does not enable). set_enabled re-checks under the lock.
+        text = read_text_strict(home.config_path)
+        if text is not None:
+            edit_enabled(text, add=PLUGIN_NAME)
     with file_lock(plugin_dir(home)):
         if _tree_bytes(plugin_dir(home)) != files:
             _write_tree(home, files)

@@ -115,6 +115,9 @@ def test_bad_config_refused_files_untouched(hermes_home):
         install_plugin(hermes_home)
     assert hermes_home.config_path.read_text(encoding="utf-8") == "plugins:\n  enabled: memdeck\n"
     assert not list(hermes_home.path.glob("config.yaml.bak-*"))
+    # A refusal leaves the whole disk untouched: no half-install (files without the opt-in).
+    assert not plugin_dir(hermes_home).exists()
+    assert not (hermes_home.path / "memdeck" / "staging").exists()
 
 
 def test_cli_install_status_uninstall(hermes_home, capsys):
