@@ -37,6 +37,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .errors import Refused, UnreadableFile
@@ -266,8 +267,16 @@ def _discard(path: Path) -> None:
 _PLAIN_ITEM = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
 
-def _yaml_scalar(s: str) -> str:
-    """A YAML flow/block scalar for a plugin name (plain when safe, else double-quoted)."""
+def _yaml_scalar(s: Any) -> str:
+    """A YAML flow/block scalar for a plugin name (plain when safe, else double-quoted).
+
+    A number, boolean or null already in the list (Hermes reads it with ``set(enabled)``, so
+    it is legal) is written the way PyYAML writes that scalar, so it re-parses unchanged.
+    """
+    if not isinstance(s, str):
+        import yaml
+
+        return yaml.safe_dump(s, default_flow_style=True).splitlines()[0]
     if _PLAIN_ITEM.match(s) and s.lower() not in {"null", "true", "false", "yes", "no", "on", "off", "~"}:
         return s
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -463,6 +472,10 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
     if old is not None and not isinstance(old, list):
         raise Refused("config.yaml: plugins.enabled is not a list; not touching it", "invalid")
     old_list = [x for x in (old or [])]
+    nested = [x for x in old_list if isinstance(x, (list, dict))]
+    if nested:
+        raise Refused(f"config.yaml: plugins.enabled holds a nested list or mapping ({nested[0]!r}); "
+                      "not touching it", "invalid")
     if add is not None:
         new_list = old_list if add in old_list else old_list + [add]
     else:

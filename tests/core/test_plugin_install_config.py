@@ -174,3 +174,23 @@ def test_add_then_remove_round_trips(names, indent, comment, flow):
         assert back.count("\n") == text.count("\n")
     else:
         assert back == text
+
+
+@pytest.mark.parametrize("text", [
+    "plugins:\n  enabled: [memlock, 3]\n",
+    "plugins:\n  enabled:\n  - memlock\n  - 3\n  - true\n",
+    "plugins:\n  enabled: [1.5, null]\n",
+])
+def test_non_string_items_are_kept_not_a_crash(text):
+    """Hermes reads the list with ``set(enabled)``: numbers and booleans are legal items."""
+    new, old, after = edit_enabled(text, add="memdeck")
+    assert after == old + ["memdeck"]
+    assert yaml.safe_load(new)["plugins"]["enabled"] == after
+    back, _, final = edit_enabled(new, remove="memdeck")
+    assert final == old and yaml.safe_load(back) == yaml.safe_load(text)
+
+
+def test_nested_items_refused():
+    with pytest.raises(Refused) as ei:
+        edit_enabled("plugins:\n  enabled: [memlock, [a, b]]\n", add="memdeck")
+    assert ei.value.code == "invalid" and "enabled" in ei.value.reason
