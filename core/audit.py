@@ -782,7 +782,7 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
         points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
                        "casualties": [k for k, v in verdicts.items() if not v.alive],
                        "source": "state.db", "event_index": ev.index, "mode": ev.mode})
-    log = sorted((e for e in getattr(session, "drift_log", []) if isinstance(e.get("time"), (int, float))),
+    log = sorted((e for e in map(drift_event, getattr(session, "drift_log", [])) if e is not None),
                  key=lambda e: e["time"])
     used: set[int] = set()
     for i, p in enumerate(points):
@@ -791,16 +791,37 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
         for j, e in enumerate(log):
             if j not in used and start <= e["time"] < end:
                 used.add(j)
-                p.update({"computed_score": p["score"], "score": e.get("score"),
-                          "casualties": list(e.get("casualties") or []), "source": "memlock+state.db",
+                p.update({"computed_score": p["score"], "score": e["score"],
+                          "casualties": e["casualties"], "source": "memlock+state.db",
                           "memlock_time": e["time"]})
                 break
     for j, e in enumerate(log):
         if j not in used:
-            points.append({"time": float(e["time"]), "score": e.get("score"),
-                           "casualties": list(e.get("casualties") or []), "source": "memlock"})
+            points.append({"time": e["time"], "score": e["score"], "casualties": e["casualties"], "source": "memlock"})
     points.sort(key=lambda p: p["time"])
     return points
+
+
+def drift_event(event: Any) -> dict[str, Any] | None:
+    """A MemLock drift-log event (``{time, score, casualties[, reverse]}``, reference §1.2) as
+    ``{time, score, casualties}`` with safe types, for readers of hand-editable files.
+
+    ``time``: finite epoch seconds (float), else the event is dropped (None is returned);
+    ``score``: int percent 0-100, else None; ``casualties``: the str/int items of a list, as
+    strings (anything else gives ``[]``). NaN and infinities never pass, so JSON output built
+    from the result stays strict.
+    """
+    if not isinstance(event, Mapping):
+        return None
+    t = event.get("time")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        return None
+    score = event.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) or not 0 <= score <= 100:
+        score = None
+    cas = event.get("casualties")
+    casualties = [str(c) for c in cas if isinstance(c, (str, int)) and not isinstance(c, bool)] if isinstance(cas, list) else []
+    return {"time": float(t), "score": None if score is None else int(score), "casualties": casualties}
 
 
 def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Any]:
@@ -929,10 +950,10 @@ def status_section(home: Any, config: Any = None, *, encoder: Any = None, drift_
             except Exception as exc:  # noqa: BLE001 - status never raises
                 warnings.append(f"{info.path.name}: {exc}")
                 continue
-            for e in s.drift_log:
-                if isinstance(e.get("time"), (int, float)):
-                    log.append({"time": e["time"], "session_id": s.session_id, "score": e.get("score"),
-                                "casualties": list(e.get("casualties") or [])})
+            for e in map(drift_event, s.drift_log):
+                if e is not None:
+                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
+                                "casualties": e["casualties"]})
         log.sort(key=lambda e: e["time"])
         out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
         report = store.load_pins_report()

@@ -645,12 +645,16 @@ class Guard:
                 lines.append(f"    history: {heads}")
         if s.drift_log:
             lines.append(f"\nDrift events: {len(s.drift_log)} (most recent first)")
-            for ev in reversed(s.drift_log[-3:]):
-                try:
-                    when = time.strftime("%H:%M:%S", time.localtime(float(ev.get("time", 0))))
-                except (TypeError, ValueError, OverflowError):
-                    when = "??:??:??"
-                lines.append(f"  {when} score={ev.get('score')}% casualties={len(ev.get('casualties') or [])}")
+            for raw in reversed(s.drift_log[-3:]):
+                ev = _audit.drift_event(raw) or {"time": None, "score": None, "casualties": []}
+                when = "??:??:??"
+                if ev["time"] is not None:
+                    try:
+                        when = time.strftime("%H:%M:%S", time.localtime(ev["time"]))
+                    except (ValueError, OverflowError, OSError):
+                        pass
+                score = "n/a" if ev["score"] is None else f"{ev['score']}%"
+                lines.append(f"  {when} score={score} casualties={len(ev['casualties'])}")
         lines.append(DASHBOARD_HINT)
         return "\n".join(lines)
 

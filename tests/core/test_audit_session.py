@@ -170,3 +170,30 @@ def test_reminder_on_turn_reinserted_in_compacted_tail_counts_as_rehydrated(setu
         by = {a.anchor.id: a for a in audit_session(db, store, "s1").anchors}
     assert by["a_metric"].state == "rehydrated"
     assert by["b_tabs"].state == "drifted"
+
+
+def test_hostile_drift_log_events_are_normalised(setup) -> None:
+    """Hand-edited drift-log events: the audit history and status use only finite times,
+    scores 0-100 (else None) and lists of ids, so ``--json`` output stays strict JSON."""
+    import json
+
+    home, conn, store = setup
+    HS.append_message(conn, "s1", "user", "metric units please", timestamp=T0 + 1)
+    store.update_session("s1", lambda s: s.drift_log.extend([
+        {"time": T0 + 5, "score": 50, "casualties": 5.0},
+        {"time": T0 + 6, "score": "abc", "casualties": "b_tabs"},
+        {"time": T0 + 7, "score": float("nan"), "casualties": ["a_metric", 3, None]},
+        {"time": float("nan"), "score": 10, "casualties": []},
+        {"time": float("inf"), "score": 10, "casualties": []},
+        {"time": True, "score": 10, "casualties": []},
+        {"time": T0 + 8, "score": 1e999, "casualties": [{"x": 1}]},
+    ]))
+    with StateDB(home.state_db) as db:
+        sa = audit_session(db, store, "s1")
+    hist = [(h["time"], h["score"], h["casualties"]) for h in sa.history]
+    assert hist == [(T0 + 5, 50, []), (T0 + 6, None, []), (T0 + 7, None, ["a_metric", "3"]), (T0 + 8, None, [])]
+    json.dumps(sa.to_dict(), allow_nan=False)
+    st = status_section(home)
+    assert [(e["time"], e["score"], e["casualties"]) for e in st["drift_log"]] == hist
+    assert not st["anchors_warnings"]
+    json.dumps(st, allow_nan=False)

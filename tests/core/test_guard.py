@@ -13,6 +13,7 @@ import pytest
 from core.anchors import AnchorStore
 from core.audit import REMINDER_MARKER
 from core.config import Config
+from core.errors import UnreadableFile
 from core.guard import DASHBOARD_HINT, Guard, validate_static_anchors
 from tests.helpers.plugin import (
     BRITISH,
@@ -260,7 +261,7 @@ def test_unreadable_session_file_raises_in_guard_and_is_untouched(hermes_home):
     path.parent.mkdir(parents=True)
     path.write_text("{not json", encoding="utf-8")
     g = make(hermes_home)
-    with pytest.raises(Exception):
+    with pytest.raises(UnreadableFile):
         g.pre_llm_call(session_id=SID, conversation_history=history(["x"]))
     assert path.read_text(encoding="utf-8") == "{not json"
 
@@ -288,3 +289,18 @@ def test_semantic_mode_with_a_deterministic_encoder(hermes_home):
     res = g.pre_llm_call(session_id=SID, conversation_history=history(["we speak british here"]))
     assert res == {"context": BLOCK_BULLETS}
     assert g.last_outcome.score == 50
+
+
+def test_status_text_with_hostile_drift_log(hermes_home):
+    """/guard on a hand-edited drift log: no crash, unknown values shown as unknown."""
+    seed(hermes_home, SID, BULLETS)
+    store = AnchorStore(hermes_home, Config())
+    store.update_session(SID, lambda s: s.drift_log.extend([
+        {"time": "yesterday", "score": 40, "casualties": 5.0},
+        {"time": 1_800_000_000.0, "score": float("nan"), "casualties": ["pin_bullets"]},
+    ]))
+    g = make(hermes_home)
+    lines = g.status_text(session_id=SID).split("\n")
+    i = lines.index("Drift events: 2 (most recent first)")
+    assert lines[i + 1].endswith(" score=n/a casualties=1") and not lines[i + 1].startswith("  ??")
+    assert lines[i + 2] == "  ??:??:?? score=n/a casualties=0"
