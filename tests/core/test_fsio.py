@@ -116,3 +116,47 @@ def test_cleanup_stale_temps(tmp_path: Path) -> None:
     assert not old.exists() and fresh.exists() and keep.exists()
     assert cleanup_stale_temps(tmp_path, older_than=0) == 1
     assert keep.exists()
+
+
+def test_abandoned_waiter_never_leaks_the_lock(tmp_path: Path) -> None:
+    """A wait that times out must not leave a thread that later holds the lock forever."""
+    target = tmp_path / "MEMORY.md"
+    ctx = mp.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
+    proc.start()
+    try:
+        assert ready.wait(10)
+        for _ in range(3):
+            with pytest.raises(LockTimeout):
+                with file_lock(target, timeout=0.05):
+                    pass
+    finally:
+        release.set()
+        proc.join(10)
+    # the abandoned waiters got the lock in turn and released it: a fresh try succeeds at once
+    import time as _t
+
+    deadline = _t.monotonic() + 5
+    while True:
+        try:
+            with file_lock(target, timeout=0):
+                break
+        except LockTimeout:
+            assert _t.monotonic() < deadline, "an abandoned waiter kept the lock"
+            _t.sleep(0.01)
+
+
+def test_waiter_wakes_when_holder_releases(tmp_path: Path) -> None:
+    target = tmp_path / "MEMORY.md"
+    ctx = mp.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
+    proc.start()
+    assert ready.wait(10)
+    import threading as _th
+
+    _th.Timer(0.2, release.set).start()
+    with file_lock(target, timeout=10) as waited:
+        assert 0.1 < waited < 5
+    proc.join(10)
