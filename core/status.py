@@ -16,8 +16,20 @@ Shape (keys are only ever added, never renamed or removed)::
                    "malformed": str | null}],
       "archived": int,                   # memory entries currently archived
       "config_warnings": [str],
+      "sessions": [{"id", "title", "source", "started_at", "ended_at" (epoch s | null),
+                    "message_count", "compactions", "live": bool}],     # newest first
+      "state_db": {"state": "ok"|"missing"|"locked"|..., "message", "schema_version", ...},
+      "anchors": [{"id", "text", "reminder", "priority", "probes", "scope", "session_id",
+                   "state": "pinned"|"alive"|"drifted"|"rehydrated"}],
+      "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
+      "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
+      "anchors_warnings": [str],
+      "section_errors": {module: "why"},  # a section that failed; its keys are then absent
       ... one key per registered section (below)
     }
+
+``sessions``/``state_db`` come from :func:`core.statedb.status_section`, ``anchors``,
+``integrity``, ``drift_log`` and ``anchors_warnings`` from :func:`core.audit.status_section`.
 
 Other areas add their own top-level section without touching this file's core keys: put a
 function ``fn(home, config) -> dict`` in your module and add ``(key, module, function)`` to
@@ -41,9 +53,14 @@ from .pending import list_pending
 SectionFn = Callable[[HermesHome, Config], Any]
 
 #: ``(status key, module under core, function name)``, imported lazily by :func:`build_status`.
-SECTION_PROVIDERS: list[tuple[str, str, str]] = [
-    # ("sessions", "statedb", "status_section"),   # sessions area
-    # ("anchors", "anchors", "status_section"),    # anchors area
+SECTION_PROVIDERS: list[tuple[str, str, str]] = []
+
+#: Providers whose function returns *several* top-level keys, merged into the status dict
+#: (a key already present is never overwritten). If one raises, its keys are absent and
+#: ``section_errors[module]`` says why.
+MERGED_PROVIDERS: list[tuple[str, str]] = [
+    ("statedb", "status_section"),  # "sessions", "state_db"
+    ("audit", "status_section"),  # "anchors", "integrity", "drift_log", "anchors_warnings"
 ]
 
 _REGISTERED: dict[str, SectionFn] = {}
@@ -102,6 +119,17 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "archived": archived,
         "config_warnings": list(config.warnings),
     }
+    errors: dict[str, str] = {}
+    for mod, fn_name in MERGED_PROVIDERS:
+        try:
+            fn = getattr(importlib.import_module(f"{__package__}.{mod}"), fn_name)
+            part = fn(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors[mod] = f"{type(exc).__name__}: {exc}"
+            continue
+        if isinstance(part, dict):
+            for key, value in part.items():
+                out.setdefault(key, value)
     for key, fn in _sections().items():
         if key in out:
             continue
@@ -109,4 +137,5 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
             out[key] = fn(home, config)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["section_errors"] = errors
     return out

@@ -48,3 +48,27 @@ def test_sections_are_merged_and_isolated(hermes_home: HermesHome, monkeypatch) 
 def test_status_of_an_empty_home_creates_nothing(hermes_home: HermesHome) -> None:
     st = status_mod.build_status(hermes_home)
     assert st["archived"] == 0 and st["pending"] == [] and not hermes_home.memdeck_dir.exists()
+
+
+def test_sessions_and_anchors_sections_are_merged(tmp_path) -> None:
+    from core.demo import build_demo_home
+
+    home = build_demo_home(tmp_path / "demo")
+    st = status_mod.build_status(home)
+    assert st["section_errors"] == {}
+    live = [s for s in st["sessions"] if s["live"]]
+    assert len(live) == 1 and live[0]["compactions"] == 2
+    assert set(live[0]) >= {"id", "title", "source", "started_at", "ended_at", "message_count", "compactions", "live"}
+    assert st["state_db"]["state"] == "ok"
+    states = {a["state"] for a in st["anchors"]}
+    assert {"alive", "drifted", "rehydrated"} <= states
+    assert st["integrity"]["session_id"] == live[0]["id"]
+    assert [h["score"] for h in st["integrity"]["history"]] == [67, 50]
+    assert st["drift_log"] and set(st["drift_log"][0]) >= {"time", "session_id", "score", "casualties"}
+
+
+def test_a_failing_merged_section_is_reported_not_raised(hermes_home: HermesHome, monkeypatch) -> None:
+    monkeypatch.setattr(status_mod, "MERGED_PROVIDERS", [("statedb", "no_such_function"), ("audit", "status_section")])
+    st = status_mod.build_status(hermes_home)
+    assert "sessions" not in st and "AttributeError" in st["section_errors"]["statedb"]
+    assert st["anchors"] == []
