@@ -16,6 +16,16 @@ Writing: ``fcntl`` sidecar lock ``<file>.lock``, reload under the lock, validate
 no trailing newline), plus ``self_sha256`` (>= 0.5 advisory anchor hash). Global pins keep
 ``persist/manifest.json`` consistent so MemLock >= 0.5 does not quarantine them.
 
+Journal and undo: pin, unpin, update, archive and restore each append one :mod:`core.journal`
+row (``kind="anchor"``, ``target`` = the session id, or ``"global"`` for a change to
+``persist/`` alone; ``before``/``after`` = the anchor record as sorted-key JSON or NULL;
+``detail`` = ``{anchor_id, ...}`` with ``global_before``/``global_after`` when the durable copy
+changed and ``archive_id`` for archive/restore). The row is written under the session lock
+right after the file, on a memdeck.db connection opened before it. The ``anchor`` undo handler
+(:meth:`AnchorStore.undo_rows`) is registered with :func:`core.journal.register_undo_handler`.
+A global copy is written under the session lock before the session file and taken back if
+that write fails. Archived anchors live in :mod:`core.archive` rows of ``kind="anchor"``.
+
 Caveat (reference §7.6): a running MemLock holds each session's store in memory and
 overwrites the file on its next save; memdeck's own plugin writes through
 :meth:`AnchorStore.update_session` and so never loses an edit.
@@ -23,17 +33,22 @@ overwrites the file on its next save; memdeck's own plugin writes through
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import archive as _archive
 from . import audit as _audit
+from . import deckdb
+from . import journal as _journal
 from .config import Config, MemlockConfig, load_config
 from .errors import Refused, UnreadableFile
 from .fsio import atomic_write_text, file_lock, read_text_strict
@@ -405,6 +420,21 @@ def _scan_or_refuse(*texts: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _writable(path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` of a write into :class:`Refused` (``unwritable``) naming the file.
+
+    Every write is an atomic rename, so a failed one leaves the previous file as it was.
+    """
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        where = exc.filename or path
+        raise Refused(f"cannot write {path.name}: {where}: {reason}; nothing was changed", "unwritable",
+                      path=str(path)) from exc
+
+
 # ── the store ──────────────────────────────────────────────────────────────
 
 
@@ -525,7 +555,8 @@ class AnchorStore:
             return SessionAnchors(session_id=session_id)
         return s
 
-    def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T]) -> T:
+    def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T], *,
+                       after_write: Callable[[sqlite3.Connection, dict[str, Any], dict[str, Any]], Any] | None = None) -> T:
         """Locked read-modify-write of one session file.
 
         Takes ``fcntl.flock`` on ``<file>.lock`` (the newer-named file), reloads the file
@@ -533,18 +564,26 @@ class AnchorStore:
         ``mutate(session)``, and writes the result atomically to the newer-named file when
         its content changed. If ``mutate`` raises (e.g. :class:`Refused`) nothing is written.
 
+        ``after_write(conn, before, after)`` (the file's dicts before and after) runs after the
+        write, still under the lock, with a connection to memdeck.db opened *before* the write
+        (so an unusable memdeck.db refuses with the file untouched); it records the journal row.
+        It is not called when nothing changed.
+
         Returns:
             whatever ``mutate`` returns.
 
         Raises:
             Refused: code ``unreadable`` when the existing file is not valid JSON (memdeck
-                never overwrites it; MemLock itself would silently start blank).
+                never overwrites it; MemLock itself would silently start blank); ``unwritable``
+                when the directory or file cannot be written (e.g. ``memlock`` is a file, no
+                permission, disk full; the file is untouched).
             LockTimeout: another writer held the lock too long.
+            deckdb.DeckDBError: memdeck.db is unusable (only with ``after_write``).
         """
         if not session_id:
             raise Refused("a session id is required", "invalid", field="session_id")
         path = self.session_path(session_id)
-        with file_lock(path):
+        with _writable(path), file_lock(path):
             try:
                 current = self.load_session(session_id)
             except UnreadableFile as exc:
@@ -552,8 +591,14 @@ class AnchorStore:
             before = current.to_dict()
             result = mutate(current)
             after = current.to_dict()
-            if after != before:
+            if after == before:
+                return result
+            if after_write is None:
                 atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
+                return result
+            with deckdb.opened(self.home) as conn:
+                atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
+                after_write(conn, before, after)
             return result
 
     # -- global pins (persist/) -------------------------------------------------
@@ -646,13 +691,16 @@ class AnchorStore:
 
         ``record`` needs ``id`` and ``text``; ``reminder`` defaults to ``text[:120]``,
         ``priority`` 50, ``probes`` [], ``scope`` ``"global"``, ``pinned_at`` now.
+
+        Raises:
+            Refused: ``unwritable`` when ``persist/`` cannot be written (nothing changed).
+            LockTimeout: the manifest lock was held too long.
         """
-        self.persist_dir.mkdir(parents=True, exist_ok=True)
         aid = str(record["id"])
         if aid.strip().lower() == "manifest":
             aid = "manifest_pin"
         path = self.pin_path(aid)
-        with file_lock(self.manifest_path):
+        with _writable(path), file_lock(self.manifest_path):
             prior: dict[str, Any] = {}
             try:
                 loaded = json.loads(path.read_text(encoding="utf-8"))
@@ -678,11 +726,15 @@ class AnchorStore:
         return path
 
     def remove_pin(self, anchor_id: str) -> bool:
-        """Delete a global pin file and drop it from the manifest. Returns whether it existed."""
+        """Delete a global pin file and drop it from the manifest. Returns whether it existed.
+
+        Raises:
+            Refused: ``unwritable`` when the file cannot be removed.
+        """
         path = self.pin_path(anchor_id)
         if not self.persist_dir.is_dir():
             return False
-        with file_lock(self.manifest_path):
+        with _writable(path), file_lock(self.manifest_path):
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -691,24 +743,34 @@ class AnchorStore:
         return True
 
     # -- operations --------------------------------------------------------------
-    def _journal(self, op: str, session_id: str, anchor_id: str, before: Any, after: Any, **extra: Any) -> None:
-        """Append a kind="anchor" journal record through :mod:`core.journal` (memory area).
+    def get_pin(self, anchor_id: str) -> dict[str, Any] | None:
+        """The raw record of global pin ``anchor_id`` in ``persist/`` (None when absent or unreadable)."""
+        try:
+            data = json.loads(self.pin_path(anchor_id).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
-        The journal is an audit trail written *after* the anchor file; when the journal module
-        is not available the write itself has already happened and is not undone.
+    def _journaled(self, op: str, anchor_id: str, *, globals_: dict[str, Any] | None = None,
+                   **detail: Any) -> Callable[[sqlite3.Connection, dict[str, Any], dict[str, Any]], int]:
+        """An ``after_write`` for :meth:`update_session` that journals one anchor change.
+
+        The row (:func:`core.journal.record`): ``kind="anchor"``, ``target`` = the session id,
+        ``before``/``after`` = the anchor's record in the file before/after (JSON text, or NULL
+        when it was absent / is gone), ``detail`` = ``{"anchor_id", ...}`` plus, when the
+        global copy in ``persist/`` changed, ``global_before``/``global_after`` (pin records).
         """
-        try:
-            from . import journal
-        except ImportError:
-            return
-        record = getattr(journal, "record_anchor_event", None) or getattr(journal, "append", None)
-        if record is None:
-            return
-        try:
-            record(self.home, kind="anchor", actor=self.actor, op=op, key=anchor_id, session_id=session_id,
-                   before=before, after=after, **extra)
-        except TypeError:
-            return
+        def write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            aid = anchor_id
+            b = (before.get("anchors") or {}).get(aid)
+            a = (after.get("anchors") or {}).get(aid)
+            extra = dict(detail)
+            if globals_:
+                extra.update(globals_)
+            return _journal.record(self.home, actor=self.actor, op=op, kind="anchor", target=str(after["session_id"]),
+                                   before=_record_text(b), after=_record_text(a),
+                                   detail={"anchor_id": aid, **extra}, conn=conn)
+        return write
 
     def pin(self, text: str, *, priority: Any = 50, reminder: str | None = None, probes: Any = None,
             scope: str = "session", session_id: str) -> Anchor:
@@ -717,12 +779,15 @@ class AnchorStore:
         Text and reminder are whitespace-flattened; an empty reminder is the first sentence
         of the text (120 chars); missing probes are derived (:func:`core.audit.derive_probes`);
         the id is ``pin_<8 hex>``. ``scope="global"`` also writes ``persist/<id>.json`` and the
-        manifest. Journaled as kind ``anchor``.
+        manifest (under the session lock, before the session file; removed again if the
+        session write fails). Journaled as kind ``anchor``, op ``pin``.
 
         Raises:
             Refused: ``empty`` (no text), ``invalid`` (priority not an int 1-100, probes a
                 string, bad scope, no session), ``threat`` (the threat scan found something),
-                ``limit`` (the session already has ``max_pins`` pinned anchors).
+                ``limit`` (the session already has ``max_pins`` pinned anchors),
+                ``unreadable``/``unwritable`` (the session file or ``persist/``).
+            LockTimeout, deckdb.DeckDBError: see :meth:`update_session`.
         """
         flat = _audit.flatten_ws(text)
         if not flat:
@@ -735,56 +800,90 @@ class AnchorStore:
             raise Refused("no session to pin into: pass a session id", "invalid", field="session_id")
         _scan_or_refuse(str(text), str(reminder or ""), flat, rem, " ".join(prb))
         max_pins = int(self.mcfg.max_pins)
+        made: dict[str, Any] = {}
 
         def mutate(s: SessionAnchors) -> Anchor:
             if s.pinned_now() >= max_pins:
                 raise Refused(f"pin limit reached ({max_pins}) in session {session_id}; unpin or archive something first",
                               "limit", max_pins=max_pins)
             anchor = Anchor(id=new_pin_id(s.anchors), text=flat, reminder=rem, priority=prio, probes=prb, pinned=True)
+            made["id"] = anchor.id
+            if scope == "global":
+                made["global"] = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
+                self.save_pin(made["global"])
             s.add(anchor)
             return anchor
 
-        anchor = self.update_session(session_id, mutate)
-        if scope == "global":
-            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
-        self._journal("pin", session_id, anchor.id, None, {**anchor.to_dict(), "scope": scope})
-        return anchor
+        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            made["written"] = True
+            g = {"global_before": None, "global_after": self.get_pin(made["id"])} if "global" in made else None
+            return self._journaled("pin", made["id"], globals_=g, scope=scope)(conn, before, after)
+
+        try:
+            return self.update_session(session_id, mutate, after_write=after_write)
+        except BaseException:
+            if "global" in made and not made.get("written"):
+                with contextlib.suppress(Exception):
+                    self.remove_pin(made["id"])
+            raise
 
     def unpin(self, anchor_id: str, *, session_id: str, scope: str | None = None) -> dict[str, Any]:
         """Remove a pinned anchor from ``session_id`` (MemLock ``unpin``: only ``pinned=true``).
 
         With ``scope="global"`` the durable copy in ``persist/`` is deleted too (MemLock >=
         0.5 semantics; without it a global pin is re-seeded into new sessions). A global pin
-        that is not in this session can still be unpinned with ``scope="global"``.
+        that is not in this session can still be unpinned with ``scope="global"`` (journaled
+        with target ``"global"``). Journaled as op ``unpin``.
 
         Returns:
             ``{"id", "session_removed": bool, "global_removed": bool}``.
 
         Raises:
             Refused: ``not_found`` when the anchor is neither pinned in the session nor (with
-                ``scope="global"``) a global pin; ``invalid`` for a bad scope.
+                ``scope="global"``) a global pin; ``invalid`` for a bad scope;
+                ``unreadable``/``unwritable``.
         """
         if scope is not None:
             validate_scope(scope)
-        removed: dict[str, Any] = {}
+        done: dict[str, Any] = {}
 
         def mutate(s: SessionAnchors) -> None:
             a = s.anchors.get(anchor_id)
+            if scope == "global":
+                rec = self.get_pin(anchor_id)
+                if rec is not None and self.remove_pin(anchor_id):
+                    done["global_before"] = rec
             if a is None or not a.pinned:
                 return
-            removed["before"] = a.to_dict()
+            done["session"] = True
             del s.anchors[anchor_id]
             s.recount()
 
-        if session_id:
-            self.update_session(session_id, mutate)
-        global_removed = False
-        if scope == "global":
-            global_removed = self.remove_pin(anchor_id)
-        if not removed and not global_removed:
+        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            done["written"] = True
+            g = {"global_before": done["global_before"], "global_after": None} if "global_before" in done else None
+            return self._journaled("unpin", anchor_id, globals_=g, scope=scope or "session")(conn, before, after)
+
+        try:
+            if session_id:
+                self.update_session(session_id, mutate, after_write=after_write)
+            elif scope == "global":
+                mutate(SessionAnchors(session_id=""))
+        except BaseException:
+            if "global_before" in done and not done.get("written"):
+                with contextlib.suppress(Exception):
+                    self.save_pin(done["global_before"])
+            raise
+        global_removed = "global_before" in done
+        if not done.get("session") and not global_removed:
             raise Refused(f"anchor {anchor_id!r} not found or not pinned in session {session_id}", "not_found")
-        self._journal("unpin", session_id, anchor_id, removed.get("before"), None, scope=scope or "session")
-        return {"id": anchor_id, "session_removed": bool(removed), "global_removed": global_removed}
+        if global_removed and not done.get("session"):
+            # Only the durable copy changed: journal it against "global".
+            _journal.record(self.home, actor=self.actor, op="unpin", kind="anchor", target="global",
+                            before=_record_text(done["global_before"]), after=None,
+                            detail={"anchor_id": anchor_id, "scope": "global", "global_before": done["global_before"],
+                                    "global_after": None})
+        return {"id": anchor_id, "session_removed": bool(done.get("session")), "global_removed": global_removed}
 
     def update(self, anchor_id: str, *, text: str | None = None, reminder: str | None = None, priority: Any = None,
                probes: Any = None, session_id: str) -> Anchor:
@@ -792,11 +891,12 @@ class AnchorStore:
 
         The previous version goes to ``history`` (``{text, reminder, priority, probes,
         updated_at}``, last 5 kept). A changed text without a new reminder / probes gets an
-        automatic reminder / derived probes. A global copy in ``persist/`` is rewritten too.
+        automatic reminder / derived probes. A global copy in ``persist/`` is rewritten too
+        (under the session lock; put back if the session write fails). Journaled as op ``update``.
 
         Raises:
             Refused: ``not_found``, ``empty`` (text given but blank), ``invalid``,
-                ``threat``, ``no_change`` (nothing differs).
+                ``threat``, ``no_change`` (nothing differs), ``unreadable``/``unwritable``.
         """
         new_text = None if text is None else _audit.flatten_ws(text)
         if text is not None and not new_text:
@@ -808,7 +908,8 @@ class AnchorStore:
         if scan_texts:
             _scan_or_refuse(*scan_texts)
         now = time.time()
-        record: dict[str, Any] = {}
+        done: dict[str, Any] = {}
+        is_global = anchor_id in self.global_ids()
 
         def mutate(s: SessionAnchors) -> Anchor:
             a = s.anchors.get(anchor_id)
@@ -826,91 +927,265 @@ class AnchorStore:
             prio_now = new_prio if new_prio is not None else a.priority
             if (text_now, rem_now, prio_now, list(probes_now)) == (a.text, a.reminder, a.priority, list(a.probes)):
                 raise Refused(f"anchor {anchor_id!r} already has that content; nothing was changed", "no_change")
-            record["before"] = a.to_dict()
             hist = list(a.history or [])
             hist.append(a.version_entry(now))
             a.history = hist[-HISTORY_CAP:]
             a.text, a.reminder, a.priority, a.probes = text_now, rem_now, prio_now, list(probes_now)
+            if is_global:
+                prior = self.get_pin(anchor_id)
+                self.save_pin({**a.to_dict(), "scope": "global", "pinned_at": now})
+                done["globals"] = {"global_before": prior, "global_after": self.get_pin(anchor_id)}
             return a
 
-        anchor = self.update_session(session_id, mutate)
-        if anchor_id in self.global_ids():
-            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": now})
-        self._journal("update", session_id, anchor_id, record.get("before"), anchor.to_dict())
-        return anchor
+        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            done["written"] = True
+            return self._journaled("update", anchor_id, globals_=done.get("globals"))(conn, before, after)
 
-    def archive(self, anchor_id: str, session_id: str, reason: str = "") -> str:
+        try:
+            return self.update_session(session_id, mutate, after_write=after_write)
+        except BaseException:
+            g = done.get("globals")
+            if g and g["global_before"] is not None and not done.get("written"):
+                with contextlib.suppress(Exception):
+                    self.save_pin(g["global_before"])
+            raise
+
+    def archive(self, anchor_id: str, session_id: str, reason: str = "") -> int:
         """Move an anchor (pinned or static) out of its session into memdeck's archive table.
 
-        A global pin's durable copy is removed as well and restored with it.
+        The archive row (``kind="anchor"``, payload ``{session_id, scope, anchor}``) is written
+        first, so a crash between the two steps duplicates, never loses; a failed session write
+        discards it again. A global pin's durable copy is removed as well (under the session
+        lock) and restored with it. Journaled as op ``archive`` (detail ``archive_id``).
 
         Returns:
-            the archive id.
+            the archive id (an int, ``core.archive``).
 
         Raises:
-            Refused: ``not_found`` when the session has no such anchor.
+            Refused: ``not_found`` when the session has no such anchor; ``unreadable``/``unwritable``.
         """
-        _archive = _archive_module()
+        probe = self.load_session(session_id).anchors.get(anchor_id)
+        if probe is None:
+            raise Refused(f"anchor {anchor_id!r} not found in session {session_id}", "not_found")
         is_global = anchor_id in self.global_ids()
-        taken: dict[str, Any] = {}
+        payload = {"session_id": session_id, "scope": "global" if is_global else "session", "anchor": probe.to_dict()}
+        archive_id = _archive.archive_record(self.home, kind="anchor", key=anchor_id, payload=payload,
+                                             reason=reason, actor=self.actor)
+        done: dict[str, Any] = {}
 
         def mutate(s: SessionAnchors) -> None:
             a = s.anchors.get(anchor_id)
             if a is None:
                 raise Refused(f"anchor {anchor_id!r} not found in session {s.session_id}", "not_found")
-            taken["record"] = a.to_dict()
             del s.anchors[anchor_id]
             if not a.pinned and anchor_id in s.static_anchor_ids:
                 s.static_anchor_ids.remove(anchor_id)
             s.recount()
+            if is_global:
+                rec = self.get_pin(anchor_id)
+                if rec is not None and self.remove_pin(anchor_id):
+                    done["global_before"] = rec
 
-        # Write the archive row first so a crash between the two steps duplicates, never loses.
-        probe = self.load_session(session_id).anchors.get(anchor_id)
-        if probe is None:
-            raise Refused(f"anchor {anchor_id!r} not found in session {session_id}", "not_found")
-        payload = {"session_id": session_id, "scope": "global" if is_global else "session", "anchor": probe.to_dict()}
-        archive_id = _archive.archive_record(self.home, kind="anchor", key=anchor_id, payload=payload,
-                                             reason=reason, actor=self.actor)
+        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            done["written"] = True
+            g = {"global_before": done["global_before"], "global_after": None} if "global_before" in done else None
+            return self._journaled("archive", anchor_id, globals_=g, archive_id=archive_id, reason=reason)(conn, before, after)
+
         try:
-            self.update_session(session_id, mutate)
+            self.update_session(session_id, mutate, after_write=after_write)
         except BaseException:
-            _archive.discard_record(self.home, archive_id)
+            if not done.get("written"):
+                if "global_before" in done:
+                    with contextlib.suppress(Exception):
+                        self.save_pin(done["global_before"])
+                _archive.discard_record(self.home, archive_id)
             raise
-        if is_global:
-            self.remove_pin(anchor_id)
-        self._journal("archive", session_id, anchor_id, taken.get("record"), None, archive_id=archive_id, reason=reason)
         return archive_id
 
-    def restore(self, archive_id: str) -> Anchor:
+    def restore(self, archive_id: Any) -> Anchor:
         """Put an archived anchor back into its session (and ``persist/`` if it was global).
+
+        The archive row becomes ``restored`` in the same memdeck.db transaction as the journal
+        row (op ``restore``), under the session lock, after the session file is written.
 
         Raises:
             Refused: ``not_found`` (no such archived anchor), ``conflict`` (the session
-                already has that id), ``limit`` (max_pins reached).
+                already has that id), ``limit`` (max_pins reached), ``unreadable``/``unwritable``.
         """
-        _archive = _archive_module()
         row = _archive.get_record(self.home, archive_id, kind="anchor")
         if row is None:
             raise Refused(f"no archived anchor {archive_id!r}", "not_found")
-        payload = row["payload"] if isinstance(row, dict) else row.payload
+        payload = row.payload
+        if not isinstance(payload.get("anchor"), dict) or not payload.get("session_id"):
+            raise Refused(f"archived anchor {archive_id!r} has no restorable payload", "invalid")
         session_id = str(payload["session_id"])
         anchor = Anchor.from_dict(payload["anchor"])
         max_pins = int(self.mcfg.max_pins)
+        done: dict[str, Any] = {}
 
         def mutate(s: SessionAnchors) -> Anchor:
+            # Re-read under the session lock: a concurrent restore of the same row holds it too.
+            if _archive.get_record(self.home, row.archive_id, kind="anchor") is None:
+                raise Refused(f"archived anchor {archive_id!r} was restored meanwhile", "conflict")
             if anchor.id in s.anchors:
                 raise Refused(f"session {session_id} already has an anchor {anchor.id!r}", "conflict")
             if anchor.pinned and s.pinned_now() >= max_pins:
                 raise Refused(f"pin limit reached ({max_pins}) in session {session_id}", "limit", max_pins=max_pins)
+            if payload.get("scope") == "global":
+                prior = self.get_pin(anchor.id)
+                self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
+                done["globals"] = {"global_before": prior, "global_after": self.get_pin(anchor.id)}
             s.add(anchor)
             return anchor
 
-        self.update_session(session_id, mutate)
-        if payload.get("scope") == "global":
-            self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
-        _archive.mark_restored(self.home, archive_id, actor=self.actor)
-        self._journal("restore", session_id, anchor.id, None, anchor.to_dict(), archive_id=archive_id)
-        return anchor
+        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
+            done["written"] = True
+            with deckdb.transaction(conn):
+                _archive.set_state(conn, row.archive_id, "restored", expect="archived")
+                return self._journaled("restore", anchor.id, globals_=done.get("globals"),
+                                       archive_id=row.archive_id)(conn, before, after)
+
+        try:
+            return self.update_session(session_id, mutate, after_write=after_write)
+        except BaseException:
+            g = done.get("globals")
+            if g and not done.get("written"):
+                with contextlib.suppress(Exception):
+                    if g["global_before"] is None:
+                        self.remove_pin(anchor.id)
+                    else:
+                        self.save_pin(g["global_before"])
+            raise
+
+    # -- undo -------------------------------------------------------------------
+    def undo_rows(self, rows: Sequence["_journal.JournalEntry"]) -> dict[str, Any]:
+        """Revert the journal ``rows`` of one anchor change (the ``kind="anchor"`` undo handler).
+
+        Each row is checked and reverted under its session file's lock: the session must
+        still hold the row's ``after`` anchor (compared on ``id, text, reminder, priority,
+        probes, pinned, history``; MemLock's audit bookkeeping ``drifted``/``last_alive_turn``
+        may have changed meanwhile and is kept), the ``persist/`` copy its ``global_after``,
+        and an archived/restored anchor's archive row the matching state; then ``before`` is
+        written back (a re-added anchor is threat-scanned and counts against ``max_pins``),
+        the archive row flips back, and an ``undo`` row marks the rows undone in the same
+        memdeck.db transaction.
+
+        Returns:
+            ``{"success", "op": "undo", "undone", "anchor_id", "session_id", "journal_id", "message"}``.
+
+        Raises:
+            Refused: ``conflict`` (the anchor, its global copy or its archive row changed since),
+                ``unsupported`` (a row that is not an anchor change), ``limit``, ``threat``,
+                ``unreadable``/``unwritable``.
+        """
+        result: dict[str, Any] = {}
+        for r in reversed(list(rows)):
+            result = self._undo_one(r, [x.journal_id for x in rows])
+        return result
+
+    def _undo_one(self, r: "_journal.JournalEntry", undoes: list[int]) -> dict[str, Any]:
+        aid = r.detail.get("anchor_id")
+        if r.kind != "anchor" or not aid or r.op not in _UNDOABLE:
+            raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", "unsupported")
+        aid = str(aid)
+        try:
+            before = json.loads(r.before) if r.before else None
+            after = json.loads(r.after) if r.after else None
+        except ValueError:
+            raise Refused(f"journal #{r.journal_id} has an unreadable anchor record", "unsupported") from None
+        has_global = "global_before" in r.detail
+        g_before, g_after = r.detail.get("global_before"), r.detail.get("global_after")
+        arch_id = r.detail.get("archive_id") if r.op in ("archive", "restore") else None
+        what = f"{r.op} of anchor {aid!r} (journal #{r.journal_id})"
+        where = "persist/" if r.target == "global" else f"session {r.target}"
+
+        def conflict(why: str) -> Refused:
+            return Refused(f"cannot undo {what}: {why}; nothing was changed", "conflict", journal_id=r.journal_id)
+
+        def check_outside() -> None:
+            if has_global and _pin_content(self.get_pin(aid)) != _pin_content(g_after):
+                raise conflict("its global copy in persist/ changed since")
+            if arch_id is not None:
+                want = "archived" if r.op == "archive" else "restored"
+                if _archive.get_record(self.home, arch_id, kind="anchor", state=want) is None:
+                    raise conflict(f"archive row #{arch_id} is no longer {want}")
+            if before is not None:
+                _scan_or_refuse(str(before.get("text") or ""), str(before.get("reminder") or ""))
+
+        def apply_global() -> None:
+            if has_global:
+                done["global"] = True
+                if g_before is None:
+                    self.remove_pin(aid)
+                else:
+                    self.save_pin(g_before)
+
+        def record(conn: sqlite3.Connection) -> int:
+            with deckdb.transaction(conn):
+                if arch_id is not None:
+                    if r.op == "archive":
+                        _archive.set_state(conn, int(arch_id), "restored", expect="archived")
+                    else:
+                        _archive.set_state(conn, int(arch_id), "archived", expect="restored")
+                jid = _journal.record(self.home, actor=self.actor, op="undo", kind="anchor", target=r.target,
+                                      before=r.after, after=r.before,
+                                      detail={"undoes": undoes, "op": r.op, "anchor_id": aid}, conn=conn)
+                _journal.mark_undone(conn, undoes, jid)
+                return jid
+
+        done: dict[str, Any] = {}
+        max_pins = int(self.mcfg.max_pins)
+
+        def mutate(s: SessionAnchors) -> None:
+            cur = s.anchors.get(aid)
+            if _anchor_content(cur.to_dict() if cur else None) != _anchor_content(after):
+                raise conflict(f"{where} no longer holds that change's result")
+            check_outside()
+            if before is None:
+                del s.anchors[aid]
+                if aid in s.static_anchor_ids and not cur.pinned:
+                    s.static_anchor_ids.remove(aid)
+            else:
+                restored = Anchor.from_dict(before, aid)
+                if cur is not None:
+                    restored.drifted, restored.last_alive_turn = cur.drifted, cur.last_alive_turn
+                    s.anchors[aid] = restored
+                else:
+                    if restored.pinned and s.pinned_now() >= max_pins:
+                        raise Refused(f"cannot undo {what}: pin limit reached ({max_pins}) in session {s.session_id}",
+                                      "limit", max_pins=max_pins)
+                    s.add(restored)
+            s.recount()
+            apply_global()
+
+        def after_write(conn: sqlite3.Connection, _before: dict[str, Any], _after: dict[str, Any]) -> int:
+            done["written"] = True
+            done["jid"] = record(conn)
+            return done["jid"]
+
+        try:
+            if r.target == "global":
+                with file_lock(self.manifest_path):
+                    check_outside()
+                with deckdb.opened(self.home) as conn:
+                    apply_global()
+                    done["written"] = True
+                    done["jid"] = record(conn)
+            else:
+                self.update_session(str(r.target), mutate, after_write=after_write)
+        except BaseException:
+            if done.get("global") and not done.get("written"):
+                with contextlib.suppress(Exception):
+                    if g_after is None:
+                        self.remove_pin(aid)
+                    else:
+                        self.save_pin(g_after)
+            raise
+        if "jid" not in done:
+            raise conflict(f"{where} already holds the state before it")
+        return {"success": True, "op": "undo", "undone": r.op, "anchor_id": aid, "session_id": r.target,
+                "journal_id": done["jid"],
+                "message": f"Undid {r.op} of anchor {aid} in {where} (journal #{r.journal_id})."}
 
     # -- listing ----------------------------------------------------------------
     def all_anchors(self, session_id: str | None = None) -> list[tuple[str, Anchor]]:
@@ -926,22 +1201,33 @@ class AnchorStore:
         return out
 
 
-def _archive_module() -> Any:
-    """:mod:`core.archive` (memory area) with the generic-record API anchors use:
-    ``archive_record(home, kind, key, payload, reason, actor) -> id``, ``discard_record``,
-    ``get_record(home, id, kind)``, ``mark_restored``.
+#: Journal ops of kind ``anchor`` that :meth:`AnchorStore.undo_rows` can revert.
+_UNDOABLE = ("pin", "unpin", "update", "archive", "restore")
+_ANCHOR_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "pinned", "history")
+_PIN_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "scope")
 
-    Raises:
-        Refused: ``unavailable`` when that module or API is missing from this build.
-    """
-    try:
-        from . import archive as mod
-    except ImportError:
-        mod = None
-    needed = ("archive_record", "discard_record", "get_record", "mark_restored")
-    if mod is None or not all(hasattr(mod, n) for n in needed):
-        raise Refused("the archive store is not available in this build; nothing was changed", "unavailable")
-    return mod
+
+def _anchor_content(record: Any) -> dict[str, Any] | None:
+    """What an undo compares of an anchor record: its content, not MemLock's audit bookkeeping."""
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _ANCHOR_CONTENT_KEYS}
+
+
+def _pin_content(record: Any) -> dict[str, Any] | None:
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _PIN_CONTENT_KEYS}
+
+
+def _undo_handler(home: HermesHome, config: Any, rows: Sequence["_journal.JournalEntry"], actor: str) -> dict[str, Any]:
+    return AnchorStore(home, config, actor=actor).undo_rows(rows)
+
+
+_journal.register_undo_handler("anchor", _undo_handler)
+
+
+def _record_text(record: Any) -> str | None:
+    """An anchor/pin record as the journal stores it: sorted-key JSON text, or None."""
+    if record is None:
+        return None
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
 def default_session_id(store: AnchorStore, live_session_id: str | None = None) -> str | None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from core import archive
 from core.anchors import HISTORY_CAP, AnchorStore
 from core.config import Config, MemlockConfig
 from core.errors import Refused
@@ -135,25 +136,6 @@ def test_update_global_rewrites_durable_copy(store: AnchorStore) -> None:
     assert store.load_pins_report().quarantined == []
 
 
-def _has_archive() -> bool:
-    try:
-        from core import archive
-    except ImportError:
-        return False
-    return all(hasattr(archive, n) for n in ("archive_record", "discard_record", "get_record", "mark_restored"))
-
-
-def test_archive_unavailable_is_a_clear_refusal(store: AnchorStore) -> None:
-    if _has_archive():
-        pytest.skip("archive store present")
-    a = store.pin("Use metric units", session_id="s1")
-    with pytest.raises(Refused) as ei:
-        store.archive(a.id, "s1", "x")
-    assert ei.value.code == "unavailable"
-    assert a.id in _file(store)["anchors"]
-
-
-@pytest.mark.skipif(not _has_archive(), reason="core.archive generic-record API not in this build yet")
 def test_archive_and_restore_round_trip(store: AnchorStore) -> None:
     a = store.pin("Use metric units", scope="global", session_id="s1")
     archive_id = store.archive(a.id, "s1", "no longer needed")
@@ -161,8 +143,58 @@ def test_archive_and_restore_round_trip(store: AnchorStore) -> None:
     assert not store.pin_path(a.id).exists()
     with pytest.raises(Refused):
         store.archive(a.id, "s1", "again")
+    row = archive.get(store.home, archive_id)
+    assert (row.kind, row.target, row.state) == ("anchor", a.id, "archived")
+    assert row.payload["scope"] == "global" and row.payload["anchor"]["text"] == a.text
     back = store.restore(archive_id)
     assert back.id == a.id and back.text == a.text
     assert a.id in _file(store)["anchors"] and store.pin_path(a.id).exists()
-    with pytest.raises(Refused):
-        store.restore("no-such-archive")
+    assert archive.get(store.home, archive_id).state == "restored"
+    assert store.load_pins_report().quarantined == []
+    for bad in (archive_id, "no-such-archive"):
+        with pytest.raises(Refused) as ei:
+            store.restore(bad)
+        assert ei.value.code == "not_found"
+
+
+def test_archive_and_restore_a_static_anchor(store: AnchorStore) -> None:
+    from core.anchors import Anchor
+
+    store.update_session("s1", lambda s: s.add(Anchor(id="cfg", text="Use tabs", reminder="Use tabs", pinned=False)))
+    archive_id = store.archive("cfg", "s1")
+    assert "cfg" not in _file(store)["anchors"] and _file(store)["static_anchor_ids"] == []
+    store.restore(archive_id)
+    d = _file(store)
+    assert d["anchors"]["cfg"]["pinned"] is False and d["static_anchor_ids"] == ["cfg"]
+
+
+def test_restore_conflict_and_limit_leave_the_row_archived(hermes_home: HermesHome) -> None:
+    st = AnchorStore(hermes_home, replace(Config(), memlock=replace(MemlockConfig(), max_pins=1)))
+    a = st.pin("Use metric units", session_id="s1")
+    archive_id = st.archive(a.id, "s1")
+    st.pin("Something else entirely", session_id="s1")
+    before = st.session_path("s1").read_bytes()
+    with pytest.raises(Refused) as ei:
+        st.restore(archive_id)
+    assert ei.value.code == "limit"
+    assert st.session_path("s1").read_bytes() == before
+    assert archive.get(hermes_home, archive_id).state == "archived"
+
+
+def test_archive_whose_session_write_fails_keeps_no_row(store: AnchorStore) -> None:
+    a = store.pin("Use metric units", session_id="s1")
+    path = store.session_path("s1")
+    original = path.read_bytes()
+    # The session file turns unreadable between the check and the locked write.
+    real = store.update_session
+
+    def broken(sid, mutate, **kw):
+        path.write_text("{not json", encoding="utf-8")
+        return real(sid, mutate, **kw)
+
+    store.update_session = broken  # type: ignore[method-assign]
+    with pytest.raises(Refused) as ei:
+        store.archive(a.id, "s1")
+    assert ei.value.code == "unreadable"
+    assert archive.items(store.home, kind="anchor", state=None) == []
+    path.write_bytes(original)
