@@ -127,7 +127,8 @@ def test_pending_writes_have_hermes_write_approval_shape(demo_home_template) -> 
 
 
 def test_exactly_two_pending_writes_are_hostile_by_core_scan(demo_home_template) -> None:  # noqa: F811
-    threats = pytest.importorskip("core.threats")
+    from core import threats
+
     hostile = []
     for f in sorted(demo_home_template.pending_dir.glob("*.json")):
         rec = json.loads(f.read_text(encoding="utf-8"))

@@ -71,15 +71,6 @@ def test_cli_pin_edit_unpin_show_in_the_next_turn(hermes_home):
     assert len(data["drift_log"]) == 4  # one audit per turn (each turn had a new summary), none lost
 
 
-def archive_available() -> bool:
-    try:
-        from core import archive
-    except ImportError:
-        return False
-    return all(hasattr(archive, f) for f in ("archive_record", "discard_record", "get_record", "mark_restored"))
-
-
-@pytest.mark.skipif(not archive_available(), reason="core.archive (memory area) is not in this build yet")
 def test_cli_archive_and_restore_show_in_the_next_turn(hermes_home):
     write_config(hermes_home, "memlock:\n  inject: always\n")
     seed(hermes_home, SID, BULLETS, BRITISH)
