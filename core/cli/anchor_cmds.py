@@ -7,12 +7,14 @@ session file. Exit codes: 0 success, 1 refused (reason on stderr), 2 usage.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..anchors import AnchorStore, default_session_id
 from ..audit import SessionAudit, audit_session
-from ..statedb import StateDB
+from ..statedb import DBStatus, StateDB
 from .common import CliContext, UsageError, print_json
+from .session_cmds import _when
 
 
 def _visible(text: str | None, width: int = 0) -> str:
@@ -46,19 +48,31 @@ def _session(args: argparse.Namespace, ctx: CliContext, store: AnchorStore, db: 
 
 
 def _audit(args: argparse.Namespace, ctx: CliContext) -> SessionAudit:
+    sa, _st = _audit_with_status(args, ctx)
+    return sa
+
+
+def _audit_with_status(args: argparse.Namespace, ctx: CliContext, *, warn: bool = True) -> tuple[SessionAudit, DBStatus]:
+    """The audit plus state.db's status; when state.db cannot be read the verdicts audit no
+    conversation at all, so (with ``warn``) stderr says so instead of a silent low score."""
     store = _store(ctx)
     with StateDB(ctx.home.state_db) as db:
+        st = db.status()
         sid = _session(args, ctx, store, db)
-        return audit_session(db, store, sid, ctx.config)
+        sa = audit_session(db, store, sid, ctx.config)
+    if warn and not st.ok:
+        print(f"memdeck: warning: state.db {st.state}: {st.message}; the verdicts below audit no conversation",
+              file=sys.stderr)
+    return sa, st
 
 
 # ── anchors ──────────────────────────────────────────────────────────────────
 
 
 def _anchors(args: argparse.Namespace, ctx: CliContext) -> int:
-    sa = _audit(args, ctx)
+    sa, st = _audit_with_status(args, ctx)
     if args.json:
-        print_json({"session_id": sa.session_id, "score": sa.score,
+        print_json({"session_id": sa.session_id, "score": sa.score, "state_db": st.as_dict(),
                     "anchors": [{**a.to_dict(), "session_id": sa.session_id} for a in sa.anchors]})
         return 0
     score = "n/a" if sa.score is None else f"{sa.score}%"
@@ -75,10 +89,10 @@ def _anchors(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _audit_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
-    sa = _audit(args, ctx)
+    sa, st = _audit_with_status(args, ctx)
     if args.json:
         d = sa.to_dict()
-        print_json({"session_id": d["session_id"], "score": d["score"],
+        print_json({"session_id": d["session_id"], "score": d["score"], "state_db": st.as_dict(),
                     "anchors": [{"id": a["id"], "state": a["state"], "hits": a["hits"], "probes": a["probes"],
                                  "missing": a["missing"], "similarity": a["similarity"]} for a in d["anchors"]],
                     "reminder_block": d["reminder_block"], "history": d["history"], "method": d["method"]})
@@ -93,7 +107,8 @@ def _audit_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
     if sa.history:
         print("history:")
         for h in sa.history:
-            print(f"  {h['time']:.0f} score={h['score']} casualties={len(h['casualties'])} ({h['source']})")
+            score = "n/a" if h["score"] is None else f"{h['score']}%"
+            print(f"  {_when(h['time'])}  score={score} casualties={len(h['casualties'])} ({h['source']})")
     print("reminder block at the next audit:" if sa.reminder_block else "reminder block at the next audit: (none)")
     if sa.reminder_block:
         print(_visible_block(sa.reminder_block))

@@ -91,3 +91,26 @@ def test_terminal_output_escapes_control_chars(home: HermesHome, capsys) -> None
     AnchorStore(home).update_session("live", lambda s: s.add(Anchor(id="x", text="t", reminder="evil\x1b[31mred", probes=["t"])))
     rc, out, _ = _run(capsys, "--home", str(home.path), "anchors")
     assert rc == 0 and "\x1b" not in out and "\\x1b" in out
+
+
+def test_unreadable_state_db_is_said_not_hidden_behind_a_zero_score(hermes_home: HermesHome, capsys) -> None:
+    h = ["--home", str(hermes_home.path)]
+    hermes_home.state_db.write_bytes(b"garbage, not SQLite")
+    assert _run(capsys, *h, "pin", "Use metric units", "--session", "s1")[0] == 0
+    rc, out, err = _run(capsys, *h, "anchors", "--session", "s1")
+    assert rc == 0 and "state.db not_sqlite" in err and "audit no conversation" in err
+    rc, out, err = _run(capsys, *h, "audit", "--session", "s1", "--json")
+    assert rc == 0 and json.loads(out)["state_db"]["state"] == "not_sqlite"
+    rc, out, err = _run(capsys, *h, "preview", "--session", "s1")
+    assert rc == 0 and "state.db not_sqlite" in err
+
+
+def test_audit_history_shows_dates_not_raw_epochs(home: HermesHome, capsys) -> None:
+    import datetime as dt
+
+    h = ["--home", str(home.path)]
+    _run(capsys, *h, "pin", "Indent with tabs", "--probe", "tabs", "--session", "live")
+    rc, out, _ = _run(capsys, *h, "audit", "--session", "live")
+    line = next(ln for ln in out.splitlines() if "score=" in ln)
+    assert dt.datetime.fromtimestamp(T0 + 10).strftime("%Y-%m-%d %H:%M") in line and str(int(T0)) not in line
+    assert "score=0% casualties=1 (state.db)" in line
