@@ -88,6 +88,25 @@ def _nothing(app: "MemdeckApp", what: str) -> None:
     app.notify(f"select {what} first", severity="warning", markup=False, timeout=3)
 
 
+def _selected(app: "MemdeckApp", kinds: tuple[str, ...], what: str) -> Any:
+    """The current selection when its kind is one of ``kinds``; else a warning toast and None."""
+    sel = app.selection()
+    if sel is None or sel.kind not in kinds:
+        _nothing(app, what)
+        return None
+    return sel
+
+
+def _question(lead: str, name: str, rest: str, text: str | None, n: int = 200) -> Text:
+    """A confirmation body: ``lead`` + ``name`` (bold, escaped) + ``rest``, then a preview of
+    ``text`` (at most ``n`` chars, escaped)."""
+    body = Text(lead)
+    body.append_text(safe_text(name, single_line=True, style="bold"))
+    body.append(rest)
+    body.append_text(safe_text(_preview(text, n)))
+    return body
+
+
 # ── p / u ──────────────────────────────────────────────────────────────────
 
 
@@ -119,17 +138,12 @@ def action_pin(self: "MemdeckApp") -> None:
 
 @guarded
 def action_unpin(self: "MemdeckApp") -> None:
-    sel = self.selection()
-    if sel is None or sel.kind != "anchor":
-        return _nothing(self, "a pinned anchor in Anchors")
+    sel = _selected(self, ("anchor",), "a pinned anchor in Anchors")
+    if sel is None:
+        return
     aid, sid = sel.anchor_id, sel.session_id
     is_global = aid in getattr(self.snapshot, "global_ids", frozenset())
-    body = Text("Unpin ")
-    body.append_text(safe_text(aid or "", single_line=True, style="bold"))
-    body.append(" from session ")
-    body.append_text(safe_text(sid or "", single_line=True))
-    body.append("?\n")
-    body.append_text(safe_text(_preview(sel.text, 200)))
+    body = _question("Unpin ", aid or "", f" from session {safe_plain(sid or '', single_line=True)}?\n", sel.text)
     if is_global:
         body.append("\nIt is a global pin: its durable copy in memlock/persist is removed too.", "yellow")
 
@@ -144,15 +158,12 @@ def action_unpin(self: "MemdeckApp") -> None:
 
 @guarded
 def action_archive(self: "MemdeckApp") -> None:
-    sel = self.selection()
-    if sel is None or sel.kind not in ("entry", "anchor"):
-        return _nothing(self, "an entry (Capacity, Review) or an anchor (Anchors)")
+    sel = _selected(self, ("entry", "anchor"), "an entry (Capacity, Review) or an anchor (Anchors)")
+    if sel is None:
+        return
     if sel.kind == "anchor":
         aid, sid = sel.anchor_id, sel.session_id
-        body = Text("Archive anchor ")
-        body.append_text(safe_text(aid or "", single_line=True, style="bold"))
-        body.append("? It leaves the session; R restores it.\n")
-        body.append_text(safe_text(_preview(sel.text, 200)))
+        body = _question("Archive anchor ", aid or "", "? It leaves the session; R restores it.\n", sel.text)
 
         def op_a() -> Any:
             return _anchor_store(self).archive(aid, sid, reason="archived from the dashboard")
@@ -238,9 +249,9 @@ def _archive_label(rec: Any) -> Text:
 def action_edit(self: "MemdeckApp") -> None:
     from .screens.editors import AnchorEditScreen, EntryEditScreen
 
-    sel = self.selection()
-    if sel is None or sel.kind not in ("entry", "anchor"):
-        return _nothing(self, "an entry or an anchor")
+    sel = _selected(self, ("entry", "anchor"), "an entry or an anchor")
+    if sel is None:
+        return
     if sel.kind == "anchor":
         aid, sid = sel.anchor_id, sel.session_id
 
@@ -301,9 +312,9 @@ def _result_message(result: Any, default: str) -> str:
 
 @guarded
 def action_move(self: "MemdeckApp") -> None:
-    sel = self.selection()
-    if sel is None or sel.kind != "entry":
-        return _nothing(self, "an entry in Capacity or Review")
+    sel = _selected(self, ("entry",), "an entry in Capacity or Review")
+    if sel is None:
+        return
     src = sel.target or "memory"
     dst = "user" if src == "memory" else "memory"
     selector = getattr(sel.obj, "id", None) or sel.text or ""
@@ -319,9 +330,9 @@ def action_move(self: "MemdeckApp") -> None:
 
 @guarded
 def action_approve(self: "MemdeckApp") -> None:
-    sel = self.selection()
-    if sel is None or sel.kind != "pending":
-        return _nothing(self, "a pending write in Review")
+    sel = _selected(self, ("pending",), "a pending write in Review")
+    if sel is None:
+        return
     pid = sel.pending_id or ""
 
     def op() -> Any:
@@ -334,14 +345,11 @@ def action_approve(self: "MemdeckApp") -> None:
 
 @guarded
 def action_reject(self: "MemdeckApp") -> None:
-    sel = self.selection()
-    if sel is None or sel.kind != "pending":
-        return _nothing(self, "a pending write in Review")
+    sel = _selected(self, ("pending",), "a pending write in Review")
+    if sel is None:
+        return
     pid = sel.pending_id or ""
-    body = Text("Reject pending write ")
-    body.append_text(safe_text(pid, single_line=True, style="bold"))
-    body.append("? It is discarded and never applied.\n")
-    body.append_text(safe_text(_preview(sel.text, 300)))
+    body = _question("Reject pending write ", pid, "? It is discarded and never applied.\n", sel.text, 300)
 
     def op() -> Any:
         from core.pending import reject

@@ -105,6 +105,31 @@ def _store(ctx: CliContext) -> MemoryStore:
     return MemoryStore(ctx.home, ctx.config, actor=ctx.actor)
 
 
+def _list(args: argparse.Namespace, rows: list[Any], empty: str, show: Callable[[Any], None]) -> int:
+    """Print ``rows`` (objects with ``to_dict``) as a JSON list with ``--json``, else ``empty``
+    when there are none, else ``show(row)`` for each."""
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+        return 0
+    if not rows:
+        print(empty)
+    for r in rows:
+        show(r)
+    return 0
+
+
+def _clock(ts: float, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    return _dt.datetime.fromtimestamp(ts).strftime(fmt)
+
+
+def _store_op(call: Callable[[MemoryStore, argparse.Namespace], Any]) -> Callable[[argparse.Namespace, CliContext], int]:
+    """A handler that runs one :class:`MemoryStore` operation ``call(store, args)`` via :func:`_run`."""
+    def handler(args: argparse.Namespace, ctx: CliContext) -> int:
+        return _run(args, lambda: call(_store(ctx), args))
+
+    return handler
+
+
 # -- handlers -------------------------------------------------------------------------------
 def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     st = build_status(ctx.home, ctx.config)
@@ -147,43 +172,23 @@ def _mem_list(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def _add(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).add(args.target, args.text))
+_add = _store_op(lambda s, a: s.add(a.target, a.text))
+_replace = _store_op(lambda s, a: s.replace(a.target, a.old, a.new))
+_remove = _store_op(lambda s, a: s.remove(a.target, a.selector))
+_edit = _store_op(lambda s, a: s.edit(a.id, a.text, a.target))
+_move = _store_op(lambda s, a: s.move(a.source, a.id, a.to))
+_normalize = _store_op(lambda s, a: s.normalize(a.target))
 
 
-def _replace(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).replace(args.target, args.old, args.new))
-
-
-def _remove(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).remove(args.target, args.selector))
-
-
-def _edit(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).edit(args.id, args.text, args.target))
-
-
-def _move(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).move(args.source, args.id, args.to))
-
-
-def _normalize(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _store(ctx).normalize(args.target))
+def _show_archived(r: Any) -> None:
+    reason = f"  ({safe(r.reason, one_line=True, width=40)})" if r.reason else ""
+    print(f"  #{r.archive_id}  {r.kind:6} {r.target:8} {_clock(r.archived_at)}  {safe(r.text, one_line=True, width=70)}{reason}")
 
 
 def _archive(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.list:
         rows = _archived_items(ctx.home, kind=None if args.all_kinds else "memory")
-        if args.json:
-            print_json([r.to_dict() for r in rows])
-            return 0
-        if not rows:
-            print("the archive is empty")
-        for r in rows:
-            when = _dt.datetime.fromtimestamp(r.archived_at).strftime("%Y-%m-%d %H:%M")
-            reason = f"  ({safe(r.reason, one_line=True, width=40)})" if r.reason else ""
-            print(f"  #{r.archive_id}  {r.kind:6} {r.target:8} {when}  {safe(r.text, one_line=True, width=70)}{reason}")
-        return 0
+        return _list(args, rows, "the archive is empty", _show_archived)
     if not args.selector:
         raise UsageError("archive needs ID_OR_SUBSTRING (or --list)")
     return _run(args, lambda: _store(ctx).archive(args.target, args.selector, reason=args.reason))
@@ -200,20 +205,16 @@ def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
     return _run(args, lambda: _journal.undo(ctx.home, ctx.config, actor=ctx.actor))
 
 
+def _show_pending(r: Any) -> None:
+    flag = f"  ⚠ {','.join(r.threats)}" if r.threats else ""
+    bad = f"  ✗ malformed: {safe(r.malformed, one_line=True)}" if r.malformed else ""
+    print(f"{r.id}  {r.action or '?'} {r.target} ({r.origin}){flag}{bad}")
+    for line in safe(r.text).splitlines() or [""]:
+        print(f"    {line}")
+
+
 def _pending_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    recs = _pending.list_pending(ctx.home)
-    if args.json:
-        print_json([r.to_dict() for r in recs])
-        return 0
-    if not recs:
-        print("no pending memory writes")
-    for r in recs:
-        flag = f"  ⚠ {','.join(r.threats)}" if r.threats else ""
-        bad = f"  ✗ malformed: {safe(r.malformed, one_line=True)}" if r.malformed else ""
-        print(f"{r.id}  {r.action or '?'} {r.target} ({r.origin}){flag}{bad}")
-        for line in safe(r.text).splitlines() or [""]:
-            print(f"    {line}")
-    return 0
+    return _list(args, _pending.list_pending(ctx.home), "no pending memory writes", _show_pending)
 
 
 def _pending_approve(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -242,107 +243,72 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+def _show_journal(r: Any) -> None:
+    undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
+    what = r.detail.get("text") or r.detail.get("pending_id") or ""
+    print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.target:8} "
+          f"{safe(str(what), one_line=True, width=60)}{undone}")
+
+
 def _journal_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
-    rows = _journal.entries(ctx.home, limit=args.limit)
-    if args.json:
-        print_json([r.to_dict() for r in rows])
-        return 0
-    if not rows:
-        print("the journal is empty")
-    for r in rows:
-        when = _dt.datetime.fromtimestamp(r.ts).strftime("%Y-%m-%d %H:%M:%S")
-        undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
-        what = r.detail.get("text") or r.detail.get("pending_id") or ""
-        print(f"#{r.journal_id:<5} {when}  {r.actor:6} {r.op:9} {r.kind:6} {r.target:8} "
-              f"{safe(str(what), one_line=True, width=60)}{undone}")
-    return 0
+    return _list(args, _journal.entries(ctx.home, limit=args.limit), "the journal is empty", _show_journal)
+
+
+def _command(sub: argparse._SubParsersAction, name: str, help: str,  # noqa: SLF001
+             handler: Callable[[argparse.Namespace, CliContext], int], *, target: bool | None = None,
+             args: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = ()) -> argparse.ArgumentParser:
+    """Add subcommand ``name`` with ``--json`` and ``handler``; ``target`` adds ``--target``
+    (True: required, False: optional, default both), ``args`` are ``(names, kwargs)`` pairs
+    for ``add_argument``."""
+    p = sub.add_parser(name, help=help)
+    if target is not None:
+        add_target_arg(p, required=target)
+    for names, kw in args:
+        p.add_argument(*names, **kw)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=handler)
+    if target is False:
+        p.set_defaults(target=None)
+    return p
+
+
+def _a(*names: str, **kw: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return names, kw
+
+
+_WHERE = _a("--target", choices=TARGETS, default=None, help="where the entry is (default: search both)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    def js(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--json", action="store_true", help="print the result as JSON")
-
-    p = sub.add_parser("status", help="memory usage, entries, pending writes and archive count")
-    js(p)
-    p.set_defaults(handler=_status)
+    _command(sub, "status", "memory usage, entries, pending writes and archive count", _status)
 
     p = sub.add_parser("memory", help="change MEMORY.md / USER.md entries (locked, atomic, journaled)")
     msub = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
-    q = msub.add_parser("list", help="list entries with ids and sizes")
-    add_target_arg(q, required=False)
-    q.set_defaults(target=None)
-    js(q)
-    q.set_defaults(handler=_mem_list)
-    q = msub.add_parser("add", help="append an entry")
-    add_target_arg(q)
-    q.add_argument("text")
-    js(q)
-    q.set_defaults(handler=_add)
-    q = msub.add_parser("replace", help="replace the whole entry OLD (id, id prefix or unique substring) with NEW")
-    add_target_arg(q)
-    q.add_argument("old")
-    q.add_argument("new")
-    js(q)
-    q.set_defaults(handler=_replace)
-    q = msub.add_parser("remove", help="delete an entry (id, id prefix or unique substring)")
-    add_target_arg(q)
-    q.add_argument("selector", metavar="ID_OR_SUBSTRING")
-    js(q)
-    q.set_defaults(handler=_remove)
-    q = msub.add_parser("edit", help="rewrite the entry ID with TEXT")
-    q.add_argument("id")
-    q.add_argument("text")
-    q.add_argument("--target", choices=TARGETS, default=None, help="where the entry is (default: search both)")
-    js(q)
-    q.set_defaults(handler=_edit)
-    q = msub.add_parser("move", help="move the entry ID to the other file")
-    q.add_argument("id")
-    q.add_argument("--to", choices=TARGETS, required=True)
-    q.add_argument("--from", dest="source", choices=TARGETS, default=None)
-    js(q)
-    q.set_defaults(handler=_move)
-    q = msub.add_parser("normalize", help="rewrite a drifted file in the canonical form (a .bak copy is kept)")
-    add_target_arg(q)
-    js(q)
-    q.set_defaults(handler=_normalize)
+    _command(msub, "list", "list entries with ids and sizes", _mem_list, target=False)
+    _command(msub, "add", "append an entry", _add, target=True, args=(_a("text"),))
+    _command(msub, "replace", "replace the whole entry OLD (id, id prefix or unique substring) with NEW", _replace,
+             target=True, args=(_a("old"), _a("new")))
+    _command(msub, "remove", "delete an entry (id, id prefix or unique substring)", _remove, target=True,
+             args=(_a("selector", metavar="ID_OR_SUBSTRING"),))
+    _command(msub, "edit", "rewrite the entry ID with TEXT", _edit, args=(_a("id"), _a("text"), _WHERE))
+    _command(msub, "move", "move the entry ID to the other file", _move, args=(
+        _a("id"), _a("--to", choices=TARGETS, required=True), _a("--from", dest="source", choices=TARGETS, default=None)))
+    _command(msub, "normalize", "rewrite a drifted file in the canonical form (a .bak copy is kept)", _normalize, target=True)
 
-    p = sub.add_parser("archive", help="move an entry into memdeck's archive (restore puts it back)")
-    p.add_argument("selector", nargs="?", metavar="ID_OR_SUBSTRING")
-    p.add_argument("--target", choices=TARGETS, default=None, help="where the entry is (default: search both)")
-    p.add_argument("--reason", default="")
-    p.add_argument("--list", action="store_true", help="list archived entries")
-    p.add_argument("--all-kinds", action="store_true", help="with --list: anchors too")
-    js(p)
-    p.set_defaults(handler=_archive)
-
-    p = sub.add_parser("restore", help="put an archived entry back (budget and threat checks apply)")
-    p.add_argument("archive_id", metavar="ARCHIVE_ID")
-    js(p)
-    p.set_defaults(handler=_restore)
-
-    p = sub.add_parser("undo", help="undo the last change recorded in the journal (if the file still holds it)")
-    js(p)
-    p.set_defaults(handler=_undo)
+    _command(sub, "archive", "move an entry into memdeck's archive (restore puts it back)", _archive, args=(
+        _a("selector", nargs="?", metavar="ID_OR_SUBSTRING"), _WHERE, _a("--reason", default=""),
+        _a("--list", action="store_true", help="list archived entries"),
+        _a("--all-kinds", action="store_true", help="with --list: anchors too")))
+    _command(sub, "restore", "put an archived entry back (budget and threat checks apply)", _restore,
+             args=(_a("archive_id", metavar="ARCHIVE_ID"),))
+    _command(sub, "undo", "undo the last change recorded in the journal (if the file still holds it)", _undo)
 
     p = sub.add_parser("pending", help="review Hermes' staged memory writes (write approval)")
     psub = p.add_subparsers(dest="pending_command", metavar="ACTION", required=True)
-    q = psub.add_parser("list", help="list pending writes with threat findings")
-    js(q)
-    q.set_defaults(handler=_pending_list)
-    q = psub.add_parser("approve", help="apply a pending write through the core, then drop it")
-    q.add_argument("id")
-    js(q)
-    q.set_defaults(handler=_pending_approve)
-    q = psub.add_parser("reject", help="drop a pending write (journaled)")
-    q.add_argument("id")
-    js(q)
-    q.set_defaults(handler=_pending_reject)
+    _command(psub, "list", "list pending writes with threat findings", _pending_list)
+    _command(psub, "approve", "apply a pending write through the core, then drop it", _pending_approve, args=(_a("id"),))
+    _command(psub, "reject", "drop a pending write (journaled)", _pending_reject, args=(_a("id"),))
 
-    p = sub.add_parser("scan", help="threat-scan every entry on disk and every pending write")
-    js(p)
-    p.set_defaults(handler=_scan)
-
-    p = sub.add_parser("journal", help="list recent changes made through memdeck")
-    p.add_argument("--limit", type=int, default=20)
-    js(p)
-    p.set_defaults(handler=_journal_cmd)
+    _command(sub, "scan", "threat-scan every entry on disk and every pending write", _scan)
+    _command(sub, "journal", "list recent changes made through memdeck", _journal_cmd,
+             args=(_a("--limit", type=int, default=20),))

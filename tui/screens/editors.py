@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
@@ -50,13 +50,67 @@ def findings_text(text: str, findings: list[Any]) -> Text:
     return t
 
 
-class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
+class FormScreen(ModalScreen["dict[str, Any] | None"]):
+    """A modal form that checks itself on every change and saves only what passes.
+
+    Subclasses compose a text area ``#{FORM}-text`` and buttons ``#{FORM}-save`` /
+    ``#{FORM}-cancel``, and implement :meth:`_check` (sets ``self.ok`` and disables Save) and
+    :meth:`_result` (what the screen dismisses with). ``ctrl+s`` saves, ``escape`` cancels.
+    """
+
+    FORM = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ok = False
+
+    def on_mount(self) -> None:
+        self.query_one(f"#{self.FORM}-text", TextArea).focus()
+        self._check()
+
+    def _check(self) -> None:
+        raise NotImplementedError
+
+    def _result(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _set_ok(self, ok: bool) -> None:
+        """Remember whether the form may be saved; Save is disabled when it may not."""
+        self.ok = ok
+        self.query_one(f"#{self.FORM}-save", Button).disabled = not ok
+
+    @on(TextArea.Changed)
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self) -> None:
+        self._check()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == f"{self.FORM}-save":
+            self.action_save()
+        elif event.button.id == f"{self.FORM}-cancel":
+            self.dismiss(None)
+
+    def action_save(self) -> None:
+        self._check()
+        if not self.ok:
+            self.app.notify("not saved: fix what the form shows in red first", severity="warning", markup=False)
+            return
+        self.dismiss(self._result())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class EntryEditScreen(FormScreen):
     """Edit or write a memory entry. Dismisses with ``{"target", "text"}`` or ``None``."""
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="editor.save"),
         Binding("escape", "cancel", "Cancel", id="editor.cancel"),
     ]
+
+    FORM = "editor"
 
     def __init__(self, home: Any, config: Any, target: str, text: str, *, title: str, choose_target: bool = False) -> None:
         super().__init__()
@@ -66,7 +120,6 @@ class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
         self.original = text
         self.title_text = title
         self.choose_target = choose_target
-        self.ok = False
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="editor-box", classes="dialog"):
@@ -80,10 +133,6 @@ class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
                 yield Button("Cancel (esc)", id="editor-cancel", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#editor-text", TextArea).focus()
-        self._check()
 
     def _entries(self, target: str) -> list[str]:
         snap = getattr(self.app, "snapshot", None)
@@ -129,37 +178,13 @@ class EntryEditScreen(ModalScreen["dict[str, Any] | None"]):
             budget.append("  (unchanged)", "dim")
         self.query_one("#editor-budget", Static).update(budget)
         self.query_one("#editor-findings", Static).update(findings_text(text, findings))
-        self.ok = bool(text) and not over and not findings and (self.choose_target or text != self.original.strip())
-        self.query_one("#editor-save", Button).disabled = not self.ok
+        self._set_ok(bool(text) and not over and not findings and (self.choose_target or text != self.original.strip()))
 
-    @on(TextArea.Changed)
-    def _changed(self) -> None:
-        self._check()
-
-    @on(Select.Changed)
-    def _target_changed(self) -> None:
-        self._check()
-
-    @on(Button.Pressed, "#editor-save")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
-    @on(Button.Pressed, "#editor-cancel")
-    def _cancel_pressed(self) -> None:
-        self.dismiss(None)
-
-    def action_save(self) -> None:
-        self._check()
-        if not self.ok:
-            self.app.notify("not saved: fix what the editor shows in red first", severity="warning", markup=False)
-            return
-        self.dismiss({"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()})
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def _result(self) -> dict[str, Any]:
+        return {"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()}
 
 
-class PinScreen(ModalScreen["dict[str, Any] | None"]):
+class PinScreen(FormScreen):
     """Pin text as an anchor: text, priority (1-100), probes (comma separated; empty = derived),
     scope (session / global). Dismisses with the values or ``None``."""
 
@@ -167,6 +192,8 @@ class PinScreen(ModalScreen["dict[str, Any] | None"]):
         Binding("ctrl+s", "save", "Pin", id="pin.save"),
         Binding("escape", "cancel", "Cancel", id="pin.cancel"),
     ]
+
+    FORM = "pin"
 
     def __init__(self, text: str, config: Any, *, title: str = "Pin an anchor", priority: int = 50,
                  probes: list[str] | None = None, reminder: str = "", show_scope: bool = True) -> None:
@@ -178,7 +205,6 @@ class PinScreen(ModalScreen["dict[str, Any] | None"]):
         self.probes = probes or []
         self.reminder = reminder
         self.show_scope = show_scope
-        self.ok = False
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pin-box", classes="dialog"):
@@ -200,10 +226,6 @@ class PinScreen(ModalScreen["dict[str, Any] | None"]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="pin-save", compact=True)
                 yield Button("Cancel (esc)", id="pin-cancel", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#pin-text", TextArea).focus()
-        self._check()
 
     def _values(self) -> dict[str, Any]:
         probes_raw = self.query_one("#pin-probes", Input).value
@@ -247,36 +269,14 @@ class PinScreen(ModalScreen["dict[str, Any] | None"]):
             except Exception:
                 pass
         self.query_one("#pin-check", Static).update(t)
-        self.ok = not problems and not findings
-        self.query_one("#pin-save", Button).disabled = not self.ok
-
-    @on(TextArea.Changed)
-    @on(Input.Changed)
-    @on(Select.Changed)
-    def _changed(self) -> None:
-        self._check()
-
-    @on(Button.Pressed, "#pin-save")
-    def _save_pressed(self) -> None:
-        self.action_save()
-
-    @on(Button.Pressed, "#pin-cancel")
-    def _cancel_pressed(self) -> None:
-        self.dismiss(None)
+        self._set_ok(not problems and not findings)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_save()
 
-    def action_save(self) -> None:
-        self._check()
-        if not self.ok:
-            self.app.notify("not saved: fix what the form shows in red first", severity="warning", markup=False)
-            return
-        self.dismiss(self._values())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def _result(self) -> dict[str, Any]:
+        return self._values()
 
 
 class AnchorEditScreen(PinScreen):

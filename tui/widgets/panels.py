@@ -9,11 +9,10 @@ so the app's actions know what a key applies to. Every piece of data text goes t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Group
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -104,10 +103,15 @@ class Panel(Vertical):
             w.focus()
 
     # filter
-    def open_filter(self) -> None:
+    def _filter_box(self) -> Input | None:
         try:
-            box = self.query_one(f"#{self.id}-filter", Input)
+            return self.query_one(f"#{self.id}-filter", Input)
         except Exception:
+            return None
+
+    def open_filter(self) -> None:
+        box = self._filter_box()
+        if box is None:
             return
         box.display = True
         box.focus()
@@ -125,9 +129,8 @@ class Panel(Vertical):
         self.focus_primary()
 
     def clear_filter(self) -> None:
-        try:
-            box = self.query_one(f"#{self.id}-filter", Input)
-        except Exception:
+        box = self._filter_box()
+        if box is None:
             return
         box.value = ""
         box.display = False
@@ -185,27 +188,62 @@ class IntegrityPanel(Panel):
         self.query_one("#integrity-reminder", Static).update(view.reminder_preview(snap))
 
 
-# ── Anchors ─────────────────────────────────────────────────────────────────
+# ── table + detail ──────────────────────────────────────────────────────────
 
 
-class AnchorsPanel(Panel):
-    """One row per anchor, sorted as MemLock re-injects them (priority desc, id asc)."""
+class TableDetailPanel(Panel):
+    """A filterable :class:`DeckTable` of rows with a detail pane for the row under the cursor.
+
+    Subclasses give the table's ``COLUMNS`` and the snapshot ``SOURCE`` whose error shows in the
+    banner, and implement :meth:`rows_for` (every row, each with ``key`` and ``cells``),
+    :meth:`haystack` (the texts the filter searches), :meth:`detail_for` and
+    :meth:`selection_for`. Widget ids derive from ``NAME``: ``{NAME}-table``,
+    ``{NAME}-detail``.
+    """
+
+    NAME = ""
+    SOURCE = ""
+    COLUMNS: Sequence[tuple[str, str]] = ()
+    #: shown (dim) in the detail pane when no row is selected; ``None`` asks
+    #: :meth:`detail_for` with ``row=None`` instead.
+    empty_detail: str | None = ""
+
+    _rows: list[Any]
+    _snap: Any = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_banner()
+        yield from self.compose_header()
         yield from self.compose_filter()
-        yield DeckTable(
-            [("state", "state"), ("pri", "pri"), ("probes", "probes"), ("scope", "scope"), ("id", "id"), ("reminder", "reminder")],
-            id="anchors-table",
-        )
-        with VerticalScroll(id="anchors-detail-box", classes="detail"):
-            yield Static(id="anchors-detail")
+        yield DeckTable(self.COLUMNS, id=f"{self.NAME}-table")
+        with VerticalScroll(id=f"{self.NAME}-detail-box", classes="detail"):
+            yield Static(id=f"{self.NAME}-detail")
+
+    def compose_header(self) -> ComposeResult:
+        """Widgets between the banner and the filter (none by default)."""
+        yield from ()
+
+    def show_header(self, snap: Any) -> None:
+        """Update what :meth:`compose_header` made (nothing by default)."""
+
+    def rows_for(self, snap: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def haystack(self, row: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def detail_for(self, row: Any, snap: Any) -> Any:
+        raise NotImplementedError
+
+    def selection_for(self, row: Any) -> Selection | None:
+        raise NotImplementedError
 
     def show_snapshot(self, snap: Any) -> None:
-        self.show_banner(snap.error_for("anchors"))
-        self._rows = [r for r in view.anchor_rows(snap) if self.matches(r.anchor_id, r.text, r.reminder, r.state)]
-        table = self.query_one(DeckTable)
-        table.sync([(r.key, r.cells()) for r in self._rows])
+        self.show_banner(snap.error_for(self.SOURCE))
+        self._snap = snap
+        self.show_header(snap)
+        self._rows = [r for r in self.rows_for(snap) if self.matches(*self.haystack(r))]
+        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
         self._show_detail()
 
     def _current(self) -> Any:
@@ -217,8 +255,15 @@ class AnchorsPanel(Panel):
 
     @guarded
     def _show_detail(self) -> None:
+        snap = self._snap
+        if snap is None:
+            return
         r = self._current()
-        self.query_one("#anchors-detail", Static).update(view.anchor_detail(r) if r else Text("no anchors in this session", style="dim"))
+        if r is None and self.empty_detail is not None:
+            out: Any = Text(self.empty_detail, style="dim")
+        else:
+            out = self.detail_for(r, snap)
+        self.query_one(f"#{self.NAME}-detail", Static).update(out)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -226,104 +271,86 @@ class AnchorsPanel(Panel):
 
     def selected(self) -> Selection | None:
         r = self._current()
-        if r is None:
-            return None
-        if r.state == "archived":
-            return Selection("archived", r.key, text=r.text, anchor_id=r.anchor_id, session_id=r.session_id, obj=r.obj)
-        return Selection("anchor", r.key, text=r.text, anchor_id=r.anchor_id, session_id=r.session_id, obj=r.obj)
+        return None if r is None else self.selection_for(r)
+
+
+# ── Anchors ─────────────────────────────────────────────────────────────────
+
+
+class AnchorsPanel(TableDetailPanel):
+    """One row per anchor, sorted as MemLock re-injects them (priority desc, id asc)."""
+
+    NAME = SOURCE = "anchors"
+    COLUMNS = [("state", "state"), ("pri", "pri"), ("probes", "probes"), ("scope", "scope"), ("id", "id"), ("reminder", "reminder")]
+    empty_detail = "no anchors in this session"
+
+    def rows_for(self, snap: Any) -> list[Any]:
+        return view.anchor_rows(snap)
+
+    def haystack(self, r: Any) -> Iterable[Any]:
+        return (r.anchor_id, r.text, r.reminder, r.state)
+
+    def detail_for(self, r: Any, snap: Any) -> Any:
+        return view.anchor_detail(r)
+
+    def selection_for(self, r: Any) -> Selection:
+        kind = "archived" if r.state == "archived" else "anchor"
+        return Selection(kind, r.key, text=r.text, anchor_id=r.anchor_id, session_id=r.session_id, obj=r.obj)
 
 
 # ── Drift log ───────────────────────────────────────────────────────────────
 
 
-class DriftPanel(Panel):
+class DriftPanel(TableDetailPanel):
     """Every audit (MemLock drift log), newest first; the selected one explained below."""
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_banner()
-        yield from self.compose_filter()
-        yield DeckTable([("time", "time"), ("score", "score"), ("lost", "lost"), ("casualties", "casualties")], id="drift-table")
-        with VerticalScroll(id="drift-detail-box", classes="detail"):
-            yield Static(id="drift-detail")
+    NAME = SOURCE = "drift"
+    COLUMNS = [("time", "time"), ("score", "score"), ("lost", "lost"), ("casualties", "casualties")]
+    empty_detail = "no audits recorded for this session yet"
 
-    def show_snapshot(self, snap: Any) -> None:
-        self.show_banner(snap.error_for("drift"))
-        self._snap = snap
-        self._rows = [r for r in view.drift_rows(snap, self.now) if self.matches(*r.casualties, r.when)]
-        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
-        self._show_detail()
+    def rows_for(self, snap: Any) -> list[Any]:
+        return view.drift_rows(snap, self.now)
 
-    def _current(self) -> Any:
-        key = self.query_one(DeckTable).selected_key
-        for r in getattr(self, "_rows", []):
-            if r.key == key:
-                return r
-        return None
+    def haystack(self, r: Any) -> Iterable[Any]:
+        return (*r.casualties, r.when)
 
-    @guarded
-    def _show_detail(self) -> None:
-        r = self._current()
-        snap = getattr(self, "_snap", None)
-        out = view.drift_detail(snap, r, self.now) if (r and snap) else Text("no audits recorded for this session yet", style="dim")
-        self.query_one("#drift-detail", Static).update(out)
+    def detail_for(self, r: Any, snap: Any) -> Any:
+        return view.drift_detail(snap, r, self.now)
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_detail()
-
-    def selected(self) -> Selection | None:
-        r = self._current()
-        return Selection("event", r.key, obj=r.event) if r else None
+    def selection_for(self, r: Any) -> Selection:
+        return Selection("event", r.key, obj=r.event)
 
 
 # ── Capacity ────────────────────────────────────────────────────────────────
 
 
-class CapacityPanel(Panel):
+class CapacityPanel(TableDetailPanel):
     """MEMORY.md / USER.md usage bars, the entries with sizes and threat flags, the next
     session's frozen prompt block."""
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_banner()
+    NAME = SOURCE = "capacity"
+    COLUMNS = [("target", "target"), ("n", "#"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")]
+    empty_detail = None  # the prompt block is shown even without a selected entry
+
+    def compose_header(self) -> ComposeResult:
         yield Static(id="usage-memory", classes="usage")
         yield Static(id="usage-user", classes="usage")
-        yield from self.compose_filter()
-        yield DeckTable([("target", "target"), ("n", "#"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")], id="capacity-table")
-        with VerticalScroll(id="capacity-detail-box", classes="detail"):
-            yield Static(id="capacity-detail")
 
-    def show_snapshot(self, snap: Any) -> None:
-        self.show_banner(snap.error_for("capacity"))
-        self._snap = snap
+    def show_header(self, snap: Any) -> None:
         width = max(20, (self.size.width or 78) - 2)
         for target in ("memory", "user"):
             self.query_one(f"#usage-{target}", Static).update(view.usage_bar(snap, target, width))
-        self._rows = [r for r in view.entry_rows(snap) if self.matches(r.text, r.target)]
-        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
-        self._show_detail()
 
-    def _current(self) -> Any:
-        key = self.query_one(DeckTable).selected_key
-        for r in getattr(self, "_rows", []):
-            if r.key == key:
-                return r
-        return None
+    def rows_for(self, snap: Any) -> list[Any]:
+        return view.entry_rows(snap)
 
-    @guarded
-    def _show_detail(self) -> None:
-        snap = getattr(self, "_snap", None)
-        if snap is None:
-            return
-        self.query_one("#capacity-detail", Static).update(view.capacity_detail(snap, self._current()))
+    def haystack(self, r: Any) -> Iterable[Any]:
+        return (r.text, r.target)
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_detail()
+    def detail_for(self, r: Any, snap: Any) -> Any:
+        return view.capacity_detail(snap, r)
 
-    def selected(self) -> Selection | None:
-        r = self._current()
-        if r is None:
-            return None
+    def selection_for(self, r: Any) -> Selection:
         return Selection("entry", r.key, target=r.target, text=r.text, obj=r.entry)
 
 
@@ -385,45 +412,23 @@ class RecallPanel(Panel):
 # ── Review ──────────────────────────────────────────────────────────────────
 
 
-class ReviewPanel(Panel):
+class ReviewPanel(TableDetailPanel):
     """Pending writes and flagged entries, each with its threat findings highlighted."""
 
-    def compose(self) -> ComposeResult:
-        yield from self.compose_banner()
-        yield from self.compose_filter()
-        yield DeckTable([("kind", "kind"), ("id", "id"), ("target", "target"), ("action", "action"), ("findings", "findings"), ("text", "text")], id="review-table")
-        with VerticalScroll(id="review-detail-box", classes="detail"):
-            yield Static(id="review-detail")
+    NAME = SOURCE = "review"
+    COLUMNS = [("kind", "kind"), ("id", "id"), ("target", "target"), ("action", "action"), ("findings", "findings"), ("text", "text")]
+    empty_detail = "nothing to review: no pending writes and no flagged entries"
 
-    def show_snapshot(self, snap: Any) -> None:
-        self.show_banner(snap.error_for("review"))
-        self._snap = snap
-        self._rows = [r for r in view.review_rows(snap, self.now) if self.matches(r.text, r.ident, r.kind)]
-        self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
-        self._show_detail()
+    def rows_for(self, snap: Any) -> list[Any]:
+        return view.review_rows(snap, self.now)
 
-    def _current(self) -> Any:
-        key = self.query_one(DeckTable).selected_key
-        for r in getattr(self, "_rows", []):
-            if r.key == key:
-                return r
-        return None
+    def haystack(self, r: Any) -> Iterable[Any]:
+        return (r.text, r.ident, r.kind)
 
-    @guarded
-    def _show_detail(self) -> None:
-        r = self._current()
-        self.query_one("#review-detail", Static).update(
-            view.review_detail(r) if r else Text("nothing to review: no pending writes and no flagged entries", style="dim")
-        )
+    def detail_for(self, r: Any, snap: Any) -> Any:
+        return view.review_detail(r)
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_detail()
-
-    def selected(self) -> Selection | None:
-        r = self._current()
-        if r is None:
-            return None
+    def selection_for(self, r: Any) -> Selection:
         if r.kind == "pending":
             return Selection("pending", r.key, target=r.target, text=r.text, pending_id=r.ident, obj=r.obj)
         return Selection("entry", r.key, target=r.target, text=r.text, obj=r.obj)

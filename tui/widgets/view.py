@@ -7,7 +7,7 @@ No I/O, no Textual: unit-testable. Every data string goes through
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,12 +162,14 @@ def anchor_summary(snap: Any) -> Text:
     return t
 
 
+def titled_block(title: str, body: str | None, empty: str) -> RenderableType:
+    """A bold ``title`` over data text ``body`` (escaped), or over ``empty`` (dim) without one."""
+    return Group(Text(title, style="bold"), safe_text(body) if body else Text(empty, style="dim"))
+
+
 def reminder_preview(snap: Any, title: str = "next reminder block") -> RenderableType:
     block = getattr(snap, "reminder_block", "") if snap is not None else ""
-    head = Text(title, style="bold")
-    if not block:
-        return Group(head, Text("nothing to re-inject: no drifted anchor", style="dim"))
-    return Group(head, safe_text(block))
+    return titled_block(title, block, "nothing to re-inject: no drifted anchor")
 
 
 # ── anchors ─────────────────────────────────────────────────────────────────
@@ -191,6 +193,7 @@ class AnchorRow:
     at_last: Any = None
     rehydrated_by: int | None = None
 
+    @property
     def cells(self) -> tuple[Any, ...]:
         probes = f"{self.hits}/{len(self.probes)}" if self.hits is not None else f"–/{len(self.probes)}"
         return (
@@ -537,8 +540,7 @@ def capacity_detail(snap: Any, r: EntryRow | None) -> RenderableType:
         body.append_text(findings_legend(r.findings))
         parts.append(body)
         parts.append(Text(""))
-    parts.append(Text("next session's frozen prompt block", style="bold"))
-    parts.append(safe_text(snap.prompt_blocks) if snap.prompt_blocks else Text("(empty: nothing will be injected)", style="dim"))
+    parts.append(titled_block("next session's frozen prompt block", snap.prompt_blocks, "(empty: nothing will be injected)"))
     return Group(*parts)
 
 
@@ -654,11 +656,9 @@ def snippet_text(hit: Any, query: str) -> Text:
 
 
 def fence_preview(snap: Any, result: Any, query: str) -> RenderableType:
-    head = Text("<memory-context> preview (appended to the user message)", style="bold")
     fence = _get(result, "memory_context", "fence", default=None) or (getattr(snap, "memory_context", "") if snap else "")
-    if not fence:
-        return Group(head, Text("run a query to preview the fenced block", style="dim"))
-    return Group(head, safe_text(fence))
+    return titled_block("<memory-context> preview (appended to the user message)", fence,
+                        "run a query to preview the fenced block")
 
 
 # ── review ──────────────────────────────────────────────────────────────────
