@@ -7,8 +7,10 @@ schema, FTS5 + trigram triggers) in one transaction with executemany, 1,000 mess
 session, and every 10th session compacted in place once. Measured per size:
 
 * build: seconds to generate the database (not memdeck's cost; for context);
+* first paint: what the dashboard asks of a fresh reader: ``sessions()`` (with every session's
+  compaction count), ``live_session()`` and the live session's ``compactions(id)``;
 * full scan: ``StateDB.compactions()`` on a fresh reader (every in-place and rotation event);
-* sessions: ``StateDB.sessions()`` (includes the compaction counts, cached scan reused);
+* sessions: ``StateDB.sessions()`` right after the full scan (its cache reused);
 * refresh idle / refresh +1 row: median of ``StateDB.refresh()`` with no change and after one
   appended message (the cost that must stay flat as the database grows);
 * recall p50 / p99: ``recall(db, query)`` over 60 single- and two-word queries;
@@ -75,6 +77,15 @@ def measure(path: Path, n: int, queries: list[str]) -> dict[str, float]:
 
     known_prefixes()  # one-time import of Hermes' prefixes (when installed) is not part of the scan
     out: dict[str, float] = {}
+    first = StateDB(path)
+    assert first.status().ok, first.status()
+    t = time.perf_counter()  # what the dashboard's first paint asks of a fresh reader
+    first.sessions()
+    live = first.live_session()
+    if live is not None:
+        first.compactions(live.id)
+    out["first_paint_s"] = time.perf_counter() - t
+    first.close()
     db = StateDB(path)
     assert db.status().ok, db.status()
     t = time.perf_counter()
@@ -148,12 +159,12 @@ def main() -> int:
                     os.remove(str(path) + suffix)
                 except FileNotFoundError:
                     pass
-    head = ("| messages | db MiB | build s | sessions | events | full compaction scan s | sessions() s | refresh idle µs "
-            "| refresh +1 row µs | recall p50 ms | recall p99 ms | scan peak MiB (tracemalloc) | max RSS MiB |")
-    lines = [head, "|" + "---|" * 13]
+    head = ("| messages | db MiB | build s | sessions | events | first paint s | full compaction scan s | sessions() s "
+            "| refresh idle µs | refresh +1 row µs | recall p50 ms | recall p99 ms | scan peak MiB (tracemalloc) | max RSS MiB |")
+    lines = [head, "|" + "---|" * 14]
     for n, m in rows:
         lines.append(f"| {n:,} | {m['size_mib']:.0f} | {m['build_s']:.1f} | {m['sessions']:.0f} | {m['events']:.0f} | "
-                     f"{m['full_scan_s']:.3f} | {m['sessions_s']:.3f} | {m['refresh_idle_us']:.0f} | {m['refresh_one_us']:.0f} | "
+                     f"{m['first_paint_s']:.3f} | {m['full_scan_s']:.3f} | {m['sessions_s']:.3f} | {m['refresh_idle_us']:.0f} | {m['refresh_one_us']:.0f} | "
                      f"{m['recall_p50_ms']:.1f} | {m['recall_p99_ms']:.1f} | {m['peak_mib']:.1f} | {m['maxrss_mib']:.0f} |")
     if len(rows) > 1:
         a, b = rows[0][1], rows[-1][1]

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .compaction import decode_content, match_summary, message_text
+from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 
 T = TypeVar("T")
 
@@ -243,6 +243,10 @@ _SESSION_WANTED = ("id", "title", "source", "started_at", "ended_at", "end_reaso
 FRESH_STAMP_TOLERANCE = 5e-5
 
 
+def _quote_ident(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
 def _num(v: Any) -> float:
     try:
         return float(v) if v is not None else 0.0
@@ -276,6 +280,7 @@ class StateDB:
         self._lock = threading.RLock()
         self._status = DBStatus("missing", "not opened yet", path=str(self.path))
         self._mcols: frozenset[str] = frozenset()
+        self._session_active_index = False
         self._scols: frozenset[str] = frozenset()
         self._tables: frozenset[str] = frozenset()
         self._schema_cookie: int | None = None
@@ -379,6 +384,10 @@ class StateDB:
                 raise _Unavailable(DBStatus("empty", "state.db has no tables yet (Hermes has not initialised it)", path=p))
             raise _Unavailable(DBStatus("empty", "state.db has no sessions/messages tables (not a Hermes session store)", path=p))
         self._mcols = frozenset(r[1] for r in conn.execute("PRAGMA table_info(messages)"))
+        self._session_active_index = any(
+            [r[2] for r in sorted(conn.execute(f"PRAGMA index_info({_quote_ident(ix[1])})"))][:2] == ["session_id", "active"]
+            for ix in conn.execute("PRAGMA index_list(messages)") if not ix[4]  # not a partial index
+        )
         self._scols = frozenset(r[1] for r in conn.execute("PRAGMA table_info(sessions)"))
         missing = [c for c in ("id", "session_id", "role", "content") if c not in self._mcols]
         missing += [f"sessions.{c}" for c in ("id",) if c not in self._scols]
@@ -742,14 +751,30 @@ class StateDB:
         if self._events_cache is not None and self._events_cache[0] == dv:
             return self._events_cache[2]
         events: list[CompactionEvent] = []
-        if self.has_compacted:
-            sids = sorted(str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM messages WHERE compacted = 1"))
-            for sid in sids:
-                events += self._inplace_events(conn, sid)
+        for sid in self._compacted_session_ids(conn):
+            events += self._inplace_events(conn, sid)
         events += self._rotation_events(conn, None)
         events.sort(key=lambda e: (e.time, e.session_id, e.region_first_id or 0))
         self._events_cache = (dv, 0, events)
         return events
+
+    def _compacted_session_ids(self, conn: sqlite3.Connection) -> list[str]:
+        """Ids of the sessions holding ``compacted = 1`` rows, sorted.
+
+        With an index on ``messages(session_id, active, ...)`` (Hermes 0.19
+        ``idx_messages_session_active``) this is one index probe per session: Hermes'
+        ``archive_and_compact`` sets ``active = 0, compacted = 1`` together
+        (hermes_state.py:4456), so only the session's ``active = 0`` rows are looked at.
+        Without that index (older schemas) it is a scan of ``messages``.
+        """
+        if not self.has_compacted:
+            return []
+        if self._session_active_index and "active" in self._mcols:
+            sql = ("SELECT s.id FROM sessions s WHERE EXISTS (SELECT 1 FROM messages m"
+                   " WHERE m.session_id = s.id AND m.active = 0 AND m.compacted = 1)")
+        else:
+            sql = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
+        return sorted(str(r[0]) for r in conn.execute(sql) if r[0] is not None)
 
     def _session_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
         events = self._inplace_events(conn, session_id) if self.has_compacted else []
@@ -913,12 +938,53 @@ class StateDB:
 _Row = tuple[Any, ...]  # (id, role, content, active, compacted, timestamp)
 
 
-def _key(row: _Row, text_of: Callable[[Any], str]) -> tuple[str, str]:
-    return (str(row[1]), text_of(row[2]))
+class _Texts:
+    """Per-row texts of one session's rows, decoded at most once and only when asked for.
+
+    Most rows are plain strings that cannot start a summary; :meth:`may_be_summary` rejects
+    them from the raw column value without decoding, so a reconstruction decodes only the
+    candidate rows and the rows it compares (heads, tails).
+    """
+
+    __slots__ = ("rows", "text_of", "_cache")
+
+    def __init__(self, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> None:
+        self.rows = rows
+        self.text_of = text_of
+        self._cache: dict[int, str] = {}
+
+    def text(self, i: int) -> str:
+        t = self._cache.get(i)
+        if t is None:
+            t = self._cache[i] = self.text_of(self.rows[i][2])
+        return t
+
+    def key(self, i: int) -> tuple[str, str]:
+        return (str(self.rows[i][1]), self.text(i))
+
+    def may_be_summary(self, i: int) -> bool:
+        """False only for rows whose text cannot be a summary (a summary starts with ``[``
+        or whitespace; ``\\x00json:`` and bytes content are decoded first)."""
+        raw = self.rows[i][2]
+        if isinstance(raw, str) and not raw.startswith(CONTENT_JSON_PREFIX):
+            return raw[:1] in _SUMMARY_FIRST_CHARS and raw != ""
+        text = self.text(i)
+        if not text or text[:1] not in _SUMMARY_FIRST_CHARS:
+            return isinstance(raw, str) and raw.startswith(CONTENT_JSON_PREFIX)
+        return True
 
 
-def _tail_end(rows: Sequence[_Row], p: int, stop: int, text_of: Callable[[Any], str], copies: set[tuple[str, str]]) -> int:
-    """Index one past the last row of the inserted set that contains the summary at ``p``."""
+#: The first character of any text :func:`core.compaction.match_summary` accepts.
+_SUMMARY_FIRST_CHARS = "[ \t\n\r"
+
+
+def _tail_end(rows: Sequence[_Row], p: int, stop: int, key: Callable[[int], tuple[str, str]],
+              copies: Callable[[], set[tuple[str, str]]]) -> int:
+    """Index one past the last row of the inserted set that contains the summary at ``p``.
+
+    ``copies()`` gives the (role, text) keys a copied row may repeat; it is called only when a
+    row is not freshly stamped (so the keys are built only when needed).
+    """
     try:
         ts0 = float(rows[p][5] or 0.0)
     except (TypeError, ValueError):
@@ -933,21 +999,31 @@ def _tail_end(rows: Sequence[_Row], p: int, stop: int, text_of: Callable[[Any], 
         except (TypeError, ValueError):
             ts = 0.0
         fresh = abs(ts - ts0) <= FRESH_STAMP_TOLERANCE + 1e-6 * (j - p + 1)
-        if not fresh and _key(cur, text_of) not in copies:
+        if not fresh and key(j) not in copies():
             break
         j += 1
     return j
 
 
+def _lazy_set(build: Callable[[], set[tuple[str, str]]]) -> Callable[[], set[tuple[str, str]]]:
+    box: list[set[tuple[str, str]]] = []
+
+    def get() -> set[tuple[str, str]]:
+        if not box:
+            box.append(build())
+        return box[0]
+    return get
+
+
 def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> list[CompactionEvent]:
+    tx = _Texts(rows, text_of)
     # summary candidates, skipping verbatim copies of an earlier summary
     cands: list[tuple[int, Any]] = []
     seen_content: set[str] = set()
-    for i, r in enumerate(rows):
-        text = text_of(r[2])
-        if not text or text[:1] not in "[ \t\n\r":
-            if not (isinstance(r[2], str) and r[2].startswith("\x00json:")):
-                continue
+    for i in range(len(rows)):
+        if not tx.may_be_summary(i):
+            continue
+        text = tx.text(i)
         m = match_summary(text)
         if m is None:
             continue
@@ -956,7 +1032,6 @@ def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callabl
         seen_content.add(text)
         cands.append((i, m))
     events: list[CompactionEvent] = []
-    starts: list[int] = []
     lower = 0
     accepted: list[tuple[int, Any, int, list[int]]] = []
     for p, m in cands:
@@ -970,7 +1045,7 @@ def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callabl
             h = 0
             limit = (p - lower) // 2
             for j in range(limit, 0, -1):
-                if all(_key(rows[p - j + t], text_of) == _key(rows[lower + t], text_of) for t in range(j)):
+                if all(tx.key(p - j + t) == tx.key(lower + t) for t in range(j)):
                     h = j
                     break
         start = p - h
@@ -978,12 +1053,11 @@ def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callabl
         if not batch:
             continue
         accepted.append((p, m, start, batch))
-        starts.append(start)
         lower = start
     for k, (p, m, start, batch) in enumerate(accepted):
         stop = accepted[k + 1][2] if k + 1 < len(accepted) else len(rows)
-        copies = {_key(rows[i], text_of) for i in batch}
-        end = _tail_end(rows, p, stop, text_of, copies)
+        copies = _lazy_set(lambda batch=batch: {tx.key(i) for i in batch})
+        end = _tail_end(rows, p, stop, tx.key, copies)
         region = [int(rows[i][0]) for i in range(start, end)]
         stamps = []
         for i in range(start, end):
@@ -1004,11 +1078,11 @@ def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_
     """A rotation child's initial rows (the compacted handoff) and its summary match."""
     if not rows:
         return [], None, None
-    copies = {_key(r, text_of) for r in parent_live}
+    tx = _Texts(rows, text_of)
     p = None
     match = None
-    for i, r in enumerate(rows[:64]):
-        m = match_summary(text_of(r[2]))
+    for i in range(min(64, len(rows))):
+        m = match_summary(tx.text(i))
         if m is not None:
             p, match = i, m
             break
@@ -1018,7 +1092,8 @@ def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_
         while end < len(rows) and int(rows[end][0]) == int(rows[end - 1][0]) + 1:
             end += 1
         return [int(r[0]) for r in rows[:end]], None, None
-    end = _tail_end(rows, p, len(rows), text_of, copies)
+    copies = _lazy_set(lambda: {(str(r[1]), text_of(r[2])) for r in parent_live})
+    end = _tail_end(rows, p, len(rows), tx.key, copies)
     return [int(r[0]) for r in rows[:end]], match, int(rows[p][0])
 
 
