@@ -568,7 +568,7 @@ class StateDB:
         return best
 
     def sessions(self, limit: int | None = None) -> list[SessionInfo]:
-        """Every session, newest ``started_at`` first (``limit`` caps the count).
+        """Every session, newest ``started_at`` first (``limit`` caps the count; below 0 counts as 0).
 
         ``live`` marks the open session with the newest activity; ``compactions`` counts each
         session's compaction events (a full scan, cached until the database changes).
@@ -581,7 +581,7 @@ class StateDB:
             for ev in self._events(conn):
                 counts[ev.session_id] = counts.get(ev.session_id, 0) + 1
             out = [self._to_session(r, live=str(r[0]) == live, compactions=counts.get(str(r[0]), 0)) for r in rows]
-            return out[:limit] if limit is not None else out
+            return out[:max(0, int(limit))] if limit is not None else out
 
         return self._run(q, [])
 

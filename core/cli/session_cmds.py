@@ -76,14 +76,26 @@ def _recall(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+def _limit(lo: int, hi: int | None = None):
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if n < lo or (hi is not None and n > hi):
+            raise argparse.ArgumentTypeError(f"must be {lo}-{hi}, got {n}" if hi is not None else f"must be at least {lo}, got {n}")
+        return n
+    return parse
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser("sessions", help="list state.db sessions (newest first; * marks the live one)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="show at most N sessions")
+    p.add_argument("--limit", type=_limit(1), default=None, metavar="N", help="show at most N sessions")
     p.set_defaults(handler=_sessions)
     r = sub.add_parser("recall", help="preview what Hermes' session_search would recall for QUERY")
     r.add_argument("query", metavar="QUERY")
     r.add_argument("--json", action="store_true", help="machine-readable output")
-    r.add_argument("--limit", type=int, default=3, metavar="N", help="sessions to return (1-10, default 3)")
+    r.add_argument("--limit", type=_limit(1, 10), default=3, metavar="N", help="sessions to return (1-10, default 3)")
     r.add_argument("--session", default=None, metavar="SID", help="the current session (its lineage is skipped)")
     r.set_defaults(handler=_recall)

@@ -40,3 +40,22 @@ def test_missing_db_is_a_status_not_a_crash(tmp_path: Path, capsys: pytest.Captu
     assert "state.db: missing" in capsys.readouterr().err
     assert main(["--home", str(tmp_path / "h"), "recall", "x", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["state_db"]["state"] == "missing"
+
+
+def test_limits_are_checked_not_sliced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative --limit used to slice from the end (every session but the last)."""
+    from core.statedb import StateDB
+
+    home = tmp_path / "h"
+    home.mkdir()
+    build_history(home / "state.db")
+    for argv in (["sessions", "--limit", "-1"], ["sessions", "--limit", "0"], ["recall", "x", "--limit", "0"],
+                 ["recall", "x", "--limit", "11"], ["sessions", "--limit", "many"]):
+        with pytest.raises(SystemExit) as ei:
+            main(["--home", str(home), *argv])
+        assert ei.value.code == 2
+        assert "--limit" in capsys.readouterr().err
+    assert main(["--home", str(home), "sessions", "--limit", "2", "--json"]) == 0
+    assert [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]] == ["s4", "s2"]
+    db = StateDB(home / "state.db")
+    assert db.sessions(limit=-1) == [] and len(db.sessions(limit=0)) == 0 and len(db.sessions()) == 4
