@@ -28,6 +28,20 @@ def _report(res, verb: str) -> None:
         print(f"memdeck: warning: {w}", file=sys.stderr)
 
 
+def _os_errors(fn):
+    """install/uninstall document ``OSError`` for environment failures (e.g. ``plugins`` is a
+    file, no permission): say what failed on stderr and exit 1 instead of a traceback."""
+    def run(args: argparse.Namespace, ctx: CliContext) -> int:
+        try:
+            return fn(args, ctx)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"memdeck: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 1
+    return run
+
+
+@_os_errors
 def _install(args: argparse.Namespace, ctx: CliContext) -> int:
     home = _home(args, ctx)
     res = install_plugin(home, enable=not args.no_enable)
@@ -42,6 +56,7 @@ def _install(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+@_os_errors
 def _uninstall(args: argparse.Namespace, ctx: CliContext) -> int:
     home = _home(args, ctx)
     res = uninstall_plugin(home)

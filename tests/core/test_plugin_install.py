@@ -219,3 +219,14 @@ def test_vendored_plugin_keyword_path_needs_only_the_stdlib(hermes_home):
     assert out["res"] == {"context": "[Standing instructions — still active]\n"
                                      "  - Always reply in bullet points, never paragraphs"}
     assert out["pin"].startswith("Pinned instruction (id=pin_"), out["pin"]
+
+
+def test_cli_install_into_an_unwritable_plugins_path_is_an_error_not_a_traceback(hermes_home, capsys):
+    write_config(hermes_home, CONFIG)
+    before = hermes_home.config_path.read_bytes()
+    hermes_home.plugins_dir.write_text("a file where plugins/ should be", encoding="utf-8")
+    assert cli_main(["plugin", "install", "--home", str(hermes_home.path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("memdeck: error: ") and "plugins" in err and "Traceback" not in err
+    assert hermes_home.config_path.read_bytes() == before
+    assert not list(hermes_home.path.glob("config.yaml.bak-*"))
