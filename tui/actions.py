@@ -53,6 +53,23 @@ def refusal_outcome(exc: Refused) -> WriteOutcome:
     return WriteOutcome(False, safe_plain(exc.reason), exc.code, detail)
 
 
+def success_outcome(result: Any, text: str) -> WriteOutcome:
+    """A toast for a write that went through: ``text``, plus the target's usage afterwards for a
+    memory write (a :class:`core.memory.WriteResult`). A no-op (``changed`` False, e.g. adding
+    an entry that already exists) says that nothing changed, and why, instead."""
+    changed = getattr(result, "changed", True)
+    if changed is False:
+        why = safe_plain(str(getattr(result, "message", "") or "the file already holds that"), single_line=True)
+        return WriteOutcome(True, f"nothing changed: {why}", "noop")
+    detail: list[str] = []
+    chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
+    if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
+        from core.memory import usage_pct
+
+        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
+    return WriteOutcome(True, text, "", detail)
+
+
 def _target_name(target: str | None) -> str:
     return "MEMORY.md" if target == "memory" else "USER.md"
 
@@ -168,7 +185,9 @@ def action_archive(self: "MemdeckApp") -> None:
         def op_a() -> Any:
             return _anchor_store(self).archive(aid, sid, reason="archived from the dashboard")
 
-        _confirm(self, "Archive anchor", body, lambda: self.run_write("archive", op_a, lambda rid: f"archived {aid} ({rid})"), "Archive")
+        _confirm(self, "Archive anchor", body,
+                 lambda: self.run_write("archive", op_a, lambda rid: f"archived anchor {aid} (archive #{rid}); R restores it"),
+                 "Archive")
         return
     target, text = sel.target, sel.text or ""
     body = Text(f"Archive this {_target_name(target)} entry ({len(text):,} chars)? R restores it.\n")
@@ -180,7 +199,9 @@ def action_archive(self: "MemdeckApp") -> None:
         return _memory_store(self).archive(target, selector, reason="archived from the dashboard")
 
     _confirm(self, "Archive entry", body,
-             lambda: self.run_write("archive", op_e, f"archived a {_target_name(target)} entry ({len(text):,} chars freed)"), "Archive")
+             lambda: self.run_write("archive", op_e, lambda r: f"archived a {_target_name(target)} entry "
+                                    f"(archive #{getattr(r, 'archive_id', '?')}, {len(text):,} chars freed); R restores it"),
+             "Archive")
 
 
 @guarded
@@ -196,6 +217,10 @@ def action_restore(self: "MemdeckApp") -> None:
     options = []
     for rec in records:
         options.append((str(_rget(rec, "archive_id", "id")), _archive_label(rec)))
+    sel = self.selection()
+    preselect = None
+    if sel is not None and sel.kind == "archived":  # an archived row in Anchors: offer that one first
+        preselect = str(_rget(sel.obj, "archive_id", "id"))
 
     def done(rid: str | None) -> None:
         if not rid:
@@ -206,14 +231,15 @@ def action_restore(self: "MemdeckApp") -> None:
             def op() -> Any:
                 return _anchor_store(self).restore(rid)
 
-            self.run_write("restore", op, lambda a: f"restored anchor {a.id}")
+            self.run_write("restore", op, lambda a: f"restored anchor {a.id} from archive #{rid}")
         else:
             def op2() -> Any:
                 return _memory_store(self).restore(int(rid))
 
-            self.run_write("restore", op2, "restored the entry")
+            self.run_write("restore", op2, lambda r: f"restored a {_target_name(getattr(r, 'target', None))} entry "
+                                                    f"from archive #{rid}")
 
-    self.push_screen(PickerScreen("Restore from the archive", options), done)
+    self.push_screen(PickerScreen("Restore from the archive", options, selected=preselect), done)
 
 
 def _rget(rec: Any, *names: str) -> Any:
@@ -227,7 +253,7 @@ def _rget(rec: Any, *names: str) -> Any:
 def _archive_label(rec: Any) -> Text:
     kind = str(_rget(rec, "kind") or "memory")
     payload = _rget(rec, "payload") or {}
-    t = Text()
+    t = Text(no_wrap=True, overflow="ellipsis")
     if kind == "anchor":
         a = payload.get("anchor", {}) if isinstance(payload, dict) else {}
         t.append("anchor  ", "cyan")
@@ -298,16 +324,9 @@ def action_new_entry(self: "MemdeckApp") -> None:
         def op() -> Any:
             return _memory_store(self).add(tgt, text)
 
-        self.run_write("new entry", op, lambda r: _result_message(r, f"added to {_target_name(tgt)}"))
+        self.run_write("new entry", op, f"added a {_target_name(tgt)} entry ({len(text):,} chars)")
 
     self.push_screen(EntryEditScreen(self.home, self.config, target, "", title="New entry", choose_target=True), done)
-
-
-def _result_message(result: Any, default: str) -> str:
-    msg = getattr(result, "message", None)
-    if isinstance(result, dict):
-        msg = result.get("message")
-    return f"{default}: {msg}" if msg else default
 
 
 @guarded
@@ -340,7 +359,8 @@ def action_approve(self: "MemdeckApp") -> None:
 
         return approve(self.home, self.config, pid, actor="tui")
 
-    self.run_write("approve", op, f"approved pending write {pid}")
+    self.run_write("approve", op, lambda r: f"approved pending write {pid}: {_preview(sel.text, 50)} "
+                                            f"→ {_target_name(getattr(r, 'target', sel.target))}")
 
 
 @guarded
@@ -407,7 +427,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
         if not sid or sid in seen:
             continue
         seen.add(sid)
-        t = Text()
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append("● " if getattr(s, "live", False) else "  ", "green")
         t.append_text(safe_text(sid, single_line=True, style="bold"))
         title = getattr(s, "title", None)
@@ -423,7 +443,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
         if sid in seen:
             continue
         seen.add(sid)
-        t = Text("  ")
+        t = Text("  ", no_wrap=True, overflow="ellipsis")
         t.append_text(safe_text(sid, single_line=True, style="bold"))
         t.append("  MemLock file only", "dim")
         options.append((sid, t))
@@ -449,7 +469,7 @@ def action_pick_profile(self: "MemdeckApp") -> None:
     homes = list_profiles(root_of(self.home.path))
     options = []
     for h in homes:
-        t = Text()
+        t = Text(no_wrap=True, overflow="ellipsis")
         t.append_text(safe_text(h.profile, single_line=True, style="bold"))
         t.append("  ")
         t.append_text(safe_text(str(h.path), single_line=True, style="dim"))

@@ -32,7 +32,7 @@ from core.home import HermesHome
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import RecallReady, SnapshotReady, WriteDone, WriteOutcome
-from .safe_text import safe_text
+from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
 
@@ -63,6 +63,9 @@ class MemdeckApp(App[None]):
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")] + app_bindings()
     COMMANDS = App.COMMANDS | {DeckCommands}
     ENABLE_COMMAND_PALETTE = True
+
+    #: ``Screen.-narrow`` below 100 columns (app.tcss trims padding and detail panes there)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
     paused: reactive[bool] = reactive(False)
 
@@ -176,9 +179,6 @@ class MemdeckApp(App[None]):
         t.append(" memdeck ", "bold reverse")
         t.append(" ")
         t.append_text(safe_text(self.home.profile, single_line=True, style="bold"))
-        t.append(" · ")
-        label = self.home_label if self.home_label is not None else str(self.home.path)
-        t.append_text(safe_text(label, single_line=True, style="dim"))
         if self.demo:
             t.append(" · demo", "italic")
         t.append(" · ")
@@ -192,7 +192,23 @@ class MemdeckApp(App[None]):
         if snap is not None and getattr(snap, "taken_at", None):
             t.append(" · updated ", "dim")
             t.append(time.strftime("%H:%M:%S", time.localtime(snap.taken_at)), "dim")
+        # the path last, shortened from the left to what the line has room for
+        label = self.home_label if self.home_label is not None else str(self.home.path)
+        try:
+            width = self.query_one("#statusline", Static).size.width or self.size.width
+        except Exception:
+            width = self.size.width
+        room = (width or 80) - t.cell_len - 3
+        if room >= 8:
+            shown = safe_text(label, single_line=True, style="dim")
+            if shown.cell_len > room:
+                shown = Text("…", style="dim") + shown[len(shown.plain) - room + 1:]
+            t.append(" · ")
+            t.append_text(shown)
         return t
+
+    def on_resize(self) -> None:
+        self.update_status_line()  # the path is shortened to the width
 
     def update_status_line(self) -> None:
         try:
@@ -368,25 +384,26 @@ class MemdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="write")
     def _write_worker(self, action: str, op: Callable[[], Any], success: Callable[[Any], str] | str) -> None:
-        from .actions import refusal_outcome
+        from .actions import refusal_outcome, success_outcome
 
         try:
             result = op()
             text = success(result) if callable(success) else success
-            outcome = WriteOutcome(True, text)
+            outcome = success_outcome(result, text)
         except Refused as exc:
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:
-            outcome = WriteOutcome(False, str(exc), "error")
+            outcome = WriteOutcome(False, safe_plain(str(exc)), "error")
         except Exception as exc:  # never a traceback in the TUI
-            outcome = WriteOutcome(False, f"{type(exc).__name__}: {exc}", "error")
+            outcome = WriteOutcome(False, safe_plain(f"{type(exc).__name__}: {exc}"), "error")
         self.post_message(WriteDone(action, outcome))
 
     def on_write_done(self, message: WriteDone) -> None:
         o = message.outcome
         body = o.message if not o.detail else o.message + "\n" + "\n".join(o.detail)
         if o.ok:
-            self.notify(body, title=message.action, markup=False, timeout=4)
+            severity = "warning" if o.code == "noop" else "information"
+            self.notify(body, title=message.action, severity=severity, markup=False, timeout=5)
         else:
             title = f"{message.action}: refused" if o.code not in ("", "error") else f"{message.action}: failed"
             self.notify(body, title=title, severity="error", markup=False, timeout=8)

@@ -57,6 +57,8 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
 
+_FOOTER_FIRST = {"toggle_pause": 0, "help": 1}
+
 _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "⇧tab"}
 
 
@@ -68,7 +70,7 @@ SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
 def screen_bindings() -> list[Binding]:
     """tab / shift+tab between panels, bound on the main screen (actions run on the app)."""
     return [
-        Binding(key, f"app.{action}", label, id=bid, key_display=_DISPLAY.get(key), show=action == "next_panel")
+        Binding(key, f"app.{action}", label, id=bid, key_display=_DISPLAY.get(key), show=False)
         for key, action, label, bid, _h, _w in _SPEC
         if action in SCREEN_ACTIONS
     ]
@@ -77,8 +79,9 @@ def screen_bindings() -> list[Binding]:
 def app_bindings() -> list[Binding]:
     """The dashboard's bindings, each with an ``id``; ``1``-``6`` jump to a panel."""
     out: list[Binding] = []
-    # The footer shows bindings in order: the pause state first, so "PAUSED" is always visible.
-    spec = sorted(_SPEC, key=lambda row: row[1] != "toggle_pause")
+    # The footer shows bindings in order and is cut at the terminal's width: the pause state
+    # first, so "PAUSED" is always visible, then help, so every other key can be found.
+    spec = sorted(_SPEC, key=lambda row: _FOOTER_FIRST.get(row[1], len(_FOOTER_FIRST)))
     for key, action, label, bid, _help, _where in spec:
         if action in SCREEN_ACTIONS:
             continue

@@ -114,18 +114,24 @@ async def test_unpin_asks_then_removes_the_global_pin(demo_home) -> None:
         assert any(f"unpinned {gid}" in t for t in _toasts(app))
 
 
+async def _edit_anchor(pilot, app, aid: str, priority: str | None = None) -> None:
+    """Open the anchor editor on ``aid``, optionally set its priority, and press ctrl+s."""
+    await _goto_anchor(pilot, app, aid)
+    await pilot.press("e")
+    await wait_for(pilot, lambda: isinstance(app.screen, AnchorEditScreen) and app.screen.is_mounted)
+    if priority is not None:
+        app.screen.query_one("#pin-priority", Input).value = priority
+        await pilot.pause()
+    await pilot.press("ctrl+s")
+    await settle(pilot, app)
+
+
 async def test_edit_anchor_changes_priority_and_keeps_history(demo_home) -> None:
     app = _app(demo_home)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
         aid = next(a.id for a in _session(app).sorted_anchors() if a.pinned)
-        await _goto_anchor(pilot, app, aid)
-        await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, AnchorEditScreen) and app.screen.is_mounted)
-        app.screen.query_one("#pin-priority", Input).value = "12"
-        await pilot.pause()
-        await pilot.press("ctrl+s")
-        await settle(pilot, app)
+        await _edit_anchor(pilot, app, aid, priority="12")
         a = _session(app).anchors[aid]
         assert a.priority == 12 and a.history and len(a.history) >= 1
 
@@ -136,35 +142,55 @@ async def test_core_refusal_is_a_toast_with_the_reason(demo_home) -> None:
         await settle(pilot, app)
         aid = next(a.id for a in _session(app).sorted_anchors() if a.pinned)
         before = _session(app).to_dict()
-        await _goto_anchor(pilot, app, aid)
-        await pilot.press("e")
-        await pilot.pause()
-        await pilot.press("ctrl+s")  # nothing changed: the core refuses (no_change)
-        await settle(pilot, app)
+        await _edit_anchor(pilot, app, aid)  # nothing changed: the core refuses (no_change)
         assert any("already has that content" in t for t in _toasts(app))
         assert _session(app).to_dict()["anchors"] == before["anchors"]
         assert app.is_running
 
 
+async def _archive_anchor(pilot, app, aid: str) -> None:
+    await _goto_anchor(pilot, app, aid)
+    await pilot.press("a")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+    await pilot.press("y")
+    await settle(pilot, app)
+
+
 async def test_archive_and_restore_anchor(demo_home) -> None:
-    archive = pytest.importorskip("core.archive")
-    if not hasattr(archive, "archive_record"):
-        pytest.skip("core.archive has no generic-record API for anchors yet")
     app = _app(demo_home)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
         aid = next(a.id for a in _session(app).sorted_anchors() if a.drifted)
-        await _goto_anchor(pilot, app, aid)
-        await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
-        await pilot.press("y")
-        await settle(pilot, app)
+        await _archive_anchor(pilot, app, aid)
         assert aid not in _session(app).anchors
+        assert any(f"archived anchor {aid} (archive #" in t and "R restores it" in t for t in _toasts(app)), _toasts(app)
+        # the archived row is listed in Anchors
+        assert any(r.state == "archived" and r.anchor_id == aid for r in app.panel("anchors")._rows)
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         await pilot.press("enter")
         await settle(pilot, app)
         assert aid in _session(app).anchors
+        assert any(f"restored anchor {aid} from archive #" in t for t in _toasts(app)), _toasts(app)
+
+
+async def test_restore_offers_the_selected_archived_anchor_first(demo_home) -> None:
+    app = _app(demo_home)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        first, second = [a.id for a in _session(app).sorted_anchors() if a.pinned][:2]
+        await _archive_anchor(pilot, app, first)
+        await _archive_anchor(pilot, app, second)
+        # select the archived row of the first one (not the newest) and press R
+        row = next(r for r in app.panel("anchors")._rows if r.state == "archived" and r.anchor_id == first)
+        assert app.query_one("#anchors-table").select_key(row.key)
+        await pilot.pause()
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        anchors = _session(app).anchors
+        assert first in anchors and second not in anchors
 
 
 async def test_session_picker_switches_the_shown_session(demo_home) -> None:

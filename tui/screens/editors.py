@@ -17,6 +17,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
+from core.memory import usage_chars, usage_pct
+
 from ..safe_text import safe_text
 
 
@@ -32,16 +34,16 @@ def scan_findings(text: str) -> list[Any]:
         return []
 
 
+def finding_ids(findings: list[Any]) -> list[str]:
+    """The distinct pattern ids of ``findings``, in order."""
+    return list(dict.fromkeys(str(getattr(f, "pattern_id", f)) for f in findings))
+
+
 def findings_text(text: str, findings: list[Any]) -> Text:
     if not findings:
         return Text("✓ threat scan: clean", style="green")
     t = Text("✗ threat scan: ", style="bold red")
-    ids = []
-    for f in findings:
-        pid = str(getattr(f, "pattern_id", f))
-        if pid not in ids:
-            ids.append(pid)
-    t.append(", ".join(ids), "red")
+    t.append(", ".join(finding_ids(findings)), "red")
     for f in findings[:3]:
         s, e = getattr(f, "start", None), getattr(f, "end", None)
         if isinstance(s, int) and isinstance(e, int):
@@ -54,8 +56,9 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     """A modal form that checks itself on every change and saves only what passes.
 
     Subclasses compose a text area ``#{FORM}-text`` and buttons ``#{FORM}-save`` /
-    ``#{FORM}-cancel``, and implement :meth:`_check` (sets ``self.ok`` and disables Save) and
-    :meth:`_result` (what the screen dismisses with). ``ctrl+s`` saves, ``escape`` cancels.
+    ``#{FORM}-cancel``, and implement :meth:`_check` (which calls :meth:`_set_problems`) and
+    :meth:`_result` (what the screen dismisses with). ``ctrl+s`` saves, ``escape`` cancels; a
+    save with problems stays open and its toast says what the problems are.
     """
 
     FORM = ""
@@ -63,6 +66,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     def __init__(self) -> None:
         super().__init__()
         self.ok = False
+        self.problems: list[str] = []
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.FORM}-text", TextArea).focus()
@@ -74,10 +78,11 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     def _result(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _set_ok(self, ok: bool) -> None:
-        """Remember whether the form may be saved; Save is disabled when it may not."""
-        self.ok = ok
-        self.query_one(f"#{self.FORM}-save", Button).disabled = not ok
+    def _set_problems(self, problems: list[str]) -> None:
+        """Remember why the form may not be saved (``[]``: it may); Save is disabled if so."""
+        self.problems = problems
+        self.ok = not problems
+        self.query_one(f"#{self.FORM}-save", Button).disabled = not self.ok
 
     @on(TextArea.Changed)
     @on(Input.Changed)
@@ -94,7 +99,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     def action_save(self) -> None:
         self._check()
         if not self.ok:
-            self.app.notify("not saved: fix what the form shows in red first", severity="warning", markup=False)
+            self.app.notify("not saved: " + "; ".join(self.problems), severity="warning", markup=False, timeout=6)
             return
         self.dismiss(self._result())
 
@@ -149,11 +154,7 @@ class EntryEditScreen(FormScreen):
             entries = [new if e == self.original else e for e in entries]
         elif new not in entries:
             entries = entries + [new]
-        try:
-            from core.memory import ENTRY_DELIMITER
-        except ImportError:
-            ENTRY_DELIMITER = "\n§\n"
-        return len(ENTRY_DELIMITER.join(e for e in entries if e)), int(self.config.char_limit(target))
+        return usage_chars([e for e in entries if e]), int(self.config.char_limit(target))
 
     def _current_target(self) -> str:
         if self.choose_target:
@@ -166,19 +167,30 @@ class EntryEditScreen(FormScreen):
         target = self._current_target()
         used, limit = self._usage_after(target, text)
         findings = scan_findings(text) if text else []
+        name = "MEMORY.md" if target == "memory" else "USER.md"
+        unchanged = not self.choose_target and text == self.original.strip()
+        problems: list[str] = []
         budget = Text()
-        budget.append(f"{len(text):,} chars · {'MEMORY.md' if target == 'memory' else 'USER.md'} after save: ")
+        budget.append(f"{len(text):,} chars · {name} after save: ")
         over = used > limit
-        budget.append(f"{used:,}/{limit:,} ({used * 100 / max(1, limit):.0f}%)", "bold red" if over else "green")
+        # the percent as Hermes (and the Capacity bar) shows it: truncated; past 100 when over
+        pct = usage_pct(used, limit) if not over else used * 100 // max(1, limit)
+        budget.append(f"{used:,}/{limit:,} ({pct}%)", "bold red" if over else "green")
         if over:
             budget.append(f"  ✗ {used - limit:,} chars over the limit", "bold red")
+            problems.append(f"{name} would be {used - limit:,} chars over its {limit:,}-char limit "
+                            "(shorten the text, or archive an entry with a)")
         if not text:
-            budget.append("  ✗ empty", "bold red")
-        elif text == self.original.strip() and not self.choose_target:
+            budget.append("  ✗ empty" if self.original.strip() else "  (type the entry)", "bold red" if self.original.strip() else "dim")
+            problems.append("the entry is empty")
+        elif unchanged:
             budget.append("  (unchanged)", "dim")
+            problems.append("nothing changed")
+        if findings:
+            problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self.query_one("#editor-budget", Static).update(budget)
         self.query_one("#editor-findings", Static).update(findings_text(text, findings))
-        self._set_ok(bool(text) and not over and not findings and (self.choose_target or text != self.original.strip()))
+        self._set_problems(problems)
 
     def _result(self) -> dict[str, Any]:
         return {"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()}
@@ -269,7 +281,9 @@ class PinScreen(FormScreen):
             except Exception:
                 pass
         self.query_one("#pin-check", Static).update(t)
-        self._set_ok(not problems and not findings)
+        if findings:
+            problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
+        self._set_problems(problems)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

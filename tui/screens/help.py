@@ -16,8 +16,8 @@ from ..keymap import keys_table
 def keys_renderable() -> Table:
     table = Table(box=None, show_header=True, header_style="bold", expand=True, pad_edge=False)
     table.add_column("key", no_wrap=True, style="bold")
-    table.add_column("does")
-    table.add_column("where", style="dim")
+    table.add_column("does", ratio=3)
+    table.add_column("where", style="dim", ratio=1)
     for row in keys_table():
         table.add_row(Text(row.key), Text(row.what), Text(row.where))
     return table

@@ -63,6 +63,19 @@ class Banner(Static):
             self.display = False
 
 
+def focus_now(widget: Any) -> None:
+    """Focus ``widget`` before the next key is handled.
+
+    ``Widget.focus()`` defers the change with ``call_later``, so keys already queued behind
+    ``/`` (a fast typist, a paste) would still go to the table and fire its bindings; setting
+    the screen's focus directly does not wait.
+    """
+    try:
+        widget.screen.set_focus(widget)
+    except Exception:
+        widget.focus()
+
+
 class Panel(Vertical):
     """Base of the six panels."""
 
@@ -114,7 +127,7 @@ class Panel(Vertical):
         if box is None:
             return
         box.display = True
-        box.focus()
+        focus_now(box)
 
     @on(Input.Changed, ".filter")
     @guarded
@@ -377,7 +390,7 @@ class RecallPanel(Panel):
         return self.query_one("#recall-results-box")
 
     def open_filter(self) -> None:
-        self.query_one("#recall-query", Input).focus()
+        focus_now(self.query_one("#recall-query", Input))
 
     def clear_filter(self) -> None:
         self.focus_primary()

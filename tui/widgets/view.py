@@ -116,7 +116,12 @@ def integrity_facts(snap: Any, now: float) -> Text:
             t.append("  ✓ at or above the floor", "green")
     lc = last_compaction(snap)
     t.append("\ncompacted ", "dim")
-    t.append(f"{clock(lc)}  ({ago(lc, now)})" if lc else "never")
+    if lc:
+        t.append(f"{clock(lc)}  ({ago(lc, now)})")
+    else:
+        t.append("never")
+        if score is not None:  # MemLock scores at a compaction; this is the audit run now
+            t.append(" · the score is what an audit would give now", "dim")
     n = len(getattr(snap, "compactions", ()) or ()) or _get(snap.audit, "compactions", default=0)
     if n:
         t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
@@ -162,9 +167,11 @@ def anchor_summary(snap: Any) -> Text:
     return t
 
 
-def titled_block(title: str, body: str | None, empty: str) -> RenderableType:
-    """A bold ``title`` over data text ``body`` (escaped), or over ``empty`` (dim) without one."""
-    return Group(Text(title, style="bold"), safe_text(body) if body else Text(empty, style="dim"))
+def titled_block(title: str, body: str | None, empty: str, note: str | None = None) -> RenderableType:
+    """A bold ``title`` over data text ``body`` (escaped), or over ``empty`` (dim) without one;
+    ``note`` (a constant label, dim) goes between them."""
+    head = [Text(title, style="bold")] + ([Text(note, style="dim italic")] if note else [])
+    return Group(*head, safe_text(body) if body else Text(empty, style="dim"))
 
 
 def reminder_preview(snap: Any, title: str = "next reminder block") -> RenderableType:
@@ -540,7 +547,11 @@ def capacity_detail(snap: Any, r: EntryRow | None) -> RenderableType:
         body.append_text(findings_legend(r.findings))
         parts.append(body)
         parts.append(Text(""))
-    parts.append(titled_block("next session's frozen prompt block", snap.prompt_blocks, "(empty: nothing will be injected)"))
+    note = None
+    if "[BLOCKED:" in (snap.prompt_blocks or ""):
+        note = ("flagged entries go in as [BLOCKED: …] placeholders, and the header's usage counts them: "
+                "it can differ from the bars above")
+    parts.append(titled_block("next session's frozen prompt block", snap.prompt_blocks, "(empty: nothing will be injected)", note))
     return Group(*parts)
 
 
@@ -750,7 +761,10 @@ def review_detail(r: ReviewRow) -> RenderableType:
         if summary:
             t.append("\n")
             t.append_text(safe_text(summary, style="italic"))
-        t.append("\nA approves, X rejects\n", "dim")
+        if r.findings:
+            t.append("\nA would be refused (the threat scan flags it, below); X rejects it\n", "bold red")
+        else:
+            t.append("\nA approves, X rejects\n", "dim")
     else:
         t.append("flagged entry ", "bold red")
         t.append(f"{r.ident} in {'MEMORY.md' if r.target == 'memory' else 'USER.md'}")
