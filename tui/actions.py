@@ -382,9 +382,42 @@ def action_reject(self: "MemdeckApp") -> None:
 # ── z ──────────────────────────────────────────────────────────────────────
 
 
+def describe_change(rows: list[Any]) -> str:
+    """One line naming a journaled change (its op and target) for the undo dialog and toast.
+
+    ``rows`` are the :class:`core.journal.JournalEntry` rows of one change (one ``txn``), oldest
+    first. Anchor rows name the anchor (``detail["anchor_id"]``) and its session (``target``);
+    memory rows name the file and preview the entry text (``detail["text"]``); approvals name
+    the pending write (``detail["pending_id"]``).
+    """
+    last = rows[-1]
+    d = last.detail if isinstance(last.detail, dict) else {}
+    if last.kind == "anchor":
+        where = "global pins" if last.target == "global" else f"session {last.target}"
+        what = f"{last.op} of anchor {d.get('anchor_id', '?')} ({where})"
+    elif last.kind == "memory":
+        if last.op == "move" and d.get("from") and d.get("to"):
+            what = f"move from {_target_name(d['from'])} to {_target_name(d['to'])}"
+        else:
+            what = f"{last.op} in {_target_name(last.target)}"
+        if d.get("text"):
+            what += f": “{_preview(str(d['text']), 50)}”"
+        if d.get("pending_id"):
+            what += f" (approved pending write {d['pending_id']})"
+    else:
+        what = f"{last.op} ({last.kind} {last.target})"
+    what += f" · journal #{last.journal_id}"
+    return safe_plain(what, single_line=True)
+
+
 @guarded
 def action_undo(self: "MemdeckApp") -> None:
-    """Undo the most recent memdeck change recorded in the journal (asks first)."""
+    """Undo the most recent memdeck change recorded in the journal (asks first).
+
+    The dialog names the change (:func:`describe_change`); if by the time the user confirms
+    another change has become the most recent one, the undo is refused rather than undoing
+    something the dialog did not show.
+    """
     from core import journal
 
     rows = journal.last_undoable(self.home)
@@ -392,19 +425,22 @@ def action_undo(self: "MemdeckApp") -> None:
         self.notify("nothing to undo: the journal has no change that is not already undone", markup=False, timeout=3)
         return
     last = rows[-1]
+    shown = [r.journal_id for r in rows]
+    what = describe_change(rows)
     body = Text("Undo the last memdeck change?\n")
-    body.append(f"{last.op} · {last.kind}", "bold")
-    if last.target:
-        body.append(" · ")
-        body.append_text(safe_text(str(last.target), single_line=True))
-    body.append(f" · by {last.actor}", "dim")
+    body.append(what, "bold")
+    body.append(f"\nby {last.actor}", "dim")
     if len(rows) > 1:
         body.append(f" · {len(rows)} journal rows in one change", "dim")
 
     def op() -> Any:
+        now = [r.journal_id for r in journal.last_undoable(self.home)]
+        if now != shown:
+            raise Refused("another change was recorded after this dialog opened; nothing was undone "
+                          "(press z again to see the latest change)", "conflict")
         return journal.undo(self.home, self.config, actor="tui")
 
-    _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {last.op} ({last.kind})"), "Undo")
+    _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {what}"), "Undo")
 
 
 # ── / s P ──────────────────────────────────────────────────────────────────

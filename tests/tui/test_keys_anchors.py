@@ -193,6 +193,37 @@ async def test_restore_offers_the_selected_archived_anchor_first(demo_home) -> N
         assert first in anchors and second not in anchors
 
 
+async def test_undo_toast_names_the_change_and_a_refusal_says_why(demo_home) -> None:
+    app = _app(demo_home)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        sid = app.snapshot.session_id
+        other, aid = [a.id for a in _session(app).sorted_anchors() if a.pinned][:2]
+        await _archive_anchor(pilot, app, other)
+        await _archive_anchor(pilot, app, aid)
+        # z names the change in the dialog and in the toast: op, anchor, session
+        await pilot.press("z")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+        body = app.screen.query_one("#confirm-body").content.plain
+        assert f"archive of anchor {aid} (session {sid})" in body
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert aid in _session(app).anchors
+        assert any(f"undid archive of anchor {aid} (session {sid})" in t for t in _toasts(app)), _toasts(app)
+        # a change recorded after the dialog opened: the undo is refused, nothing changes
+        store = AnchorStore(app.home, app.config, actor="cli")
+        await pilot.press("z")  # the dialog shows the archive of `other`
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+        assert f"anchor {other}" in app.screen.query_one("#confirm-body").content.plain
+        pinned = store.pin("Always write type hints on public functions.", session_id=sid)
+        before = _session(app).to_dict()["anchors"]
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert _session(app).to_dict()["anchors"] == before and pinned.id in before and other not in before
+        refused = [n for n in app._notifications if str(n.title) == "undo: refused"]
+        assert refused and "another change was recorded after this dialog opened" in str(refused[-1].message)
+
+
 async def test_session_picker_switches_the_shown_session(demo_home) -> None:
     app = _app(demo_home)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:

@@ -211,3 +211,30 @@ async def test_toasts_say_what_changed_and_a_noop_says_so(demo_home) -> None:
         state = memory.read_memory(app.home, app.config, "memory")
         added = [t for t in _toasts(app) if t.startswith("added a MEMORY.md entry (27 chars)")]
         assert added and f"MEMORY.md now {state.chars:,}/{state.limit:,} chars ({state.pct}%)" in added[-1], _toasts(app)
+        # z names the change; after an outside edit the refusal gives the core's reason
+        await pilot.press("z")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+        assert "add in MEMORY.md: “Deploys happen on Tuesdays.”" in app.screen.query_one("#confirm-body").content.plain
+        path = app.home.memories_dir / "MEMORY.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\n§\nAn edit Hermes made meanwhile.", encoding="utf-8")
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert "Deploys happen on Tuesdays." in _texts(app, "memory")
+        refused = [n for n in app._notifications if str(n.title) == "undo: refused"]
+        assert refused and "cannot undo add" in str(refused[-1].message), [str(n.message) for n in app._notifications]
+
+
+def test_describe_change_names_op_and_target_of_each_kind() -> None:
+    from core.journal import JournalEntry
+    from tui.actions import describe_change
+
+    def row(jid, op, kind, target, **detail):
+        return JournalEntry(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1")
+
+    move = [row(7, "move", "memory", "memory", text="Uses fish.", **{"from": "user", "to": "memory"}),
+            row(8, "move", "memory", "user", text="Uses fish.", **{"from": "user", "to": "memory"})]
+    assert describe_change(move) == "move from USER.md to MEMORY.md: “Uses fish.” · journal #8"
+    approved = [row(3, "add", "memory", "memory", text="x\x1b[31m", pending_id="ab12")]
+    assert describe_change(approved) == "add in MEMORY.md: “x⟨ESC⟩[31m” (approved pending write ab12) · journal #3"
+    unpin = [row(4, "unpin", "anchor", "global", anchor_id="pin_1")]
+    assert describe_change(unpin) == "unpin of anchor pin_1 (global pins) · journal #4"
