@@ -806,7 +806,8 @@ class AnchorStore:
             if s.pinned_now() >= max_pins:
                 raise Refused(f"pin limit reached ({max_pins}) in session {session_id}; unpin or archive something first",
                               "limit", max_pins=max_pins)
-            anchor = Anchor(id=new_pin_id(s.anchors), text=flat, reminder=rem, priority=prio, probes=prb, pinned=True)
+            anchor = Anchor(id=new_pin_id(s.anchors), text=flat, reminder=rem, priority=prio, probes=prb, pinned=True,
+                            extra={"pinned_at": time.time()})
             made["id"] = anchor.id
             if scope == "global":
                 made["global"] = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}

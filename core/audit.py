@@ -747,6 +747,21 @@ def _session_events(db: Any, session_id: str) -> list[Any]:
     return [e for e in db.compactions(session_id) if e.session_id == session_id or e.child_session_id == session_id]
 
 
+_LEGACY_PIN_ID = re.compile(r"^pin_(\d{9,11})_\d+$")
+
+
+def anchor_pinned_at(anchor: Any) -> float | None:
+    """When an anchor was pinned (epoch seconds), if known: the ``pinned_at`` key memdeck
+    writes on its pins, else the time encoded in a MemLock 0.2 id ``pin_<epoch>_<n>``;
+    ``None`` for config anchors and uuid-style ids without the key."""
+    extra = getattr(anchor, "extra", None) or {}
+    value = extra.get("pinned_at")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    m = _LEGACY_PIN_ID.match(str(getattr(anchor, "id", "")))
+    return float(m.group(1)) if m else None
+
+
 def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> int | None:
     line = f"  - {reminder[:REMINDER_LINE_CHARS]}"
     for m in rows:
@@ -858,7 +873,8 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     now (:func:`audited_region` of the session's active rows). Lifecycle per anchor:
 
     * ``pinned``: no compaction event yet (``drifted`` when MemLock's file says so, e.g. after
-      a safety-net audit);
+      a safety-net audit), or pinned after the last compaction (:func:`anchor_pinned_at`) and
+      not yet seen in the current region (``alive`` once it is);
     * ``alive``: alive in the region right after the last compaction, or alive again now;
     * ``drifted``: not alive after the last compaction, not re-injected and not re-stated since;
     * ``rehydrated``: drifted, and a user row after the last summary row (the compacted
@@ -893,7 +909,11 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
         v = current[a.id]
         ev = at_last.get(a.id)
         rehyd = None
-        if last is None:
+        pinned_at = anchor_pinned_at(a)
+        if last is not None and pinned_at is not None and pinned_at > float(last.time):
+            # pinned after the last compaction: no compaction has tested it yet
+            state = "alive" if v.alive else "pinned"
+        elif last is None:
             state = "drifted" if a.drifted else "pinned"
         elif ev is not None and ev.alive:
             state = "alive"

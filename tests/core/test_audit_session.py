@@ -197,3 +197,29 @@ def test_hostile_drift_log_events_are_normalised(setup) -> None:
     assert [(e["time"], e["score"], e["casualties"]) for e in st["drift_log"]] == hist
     assert not st["anchors_warnings"]
     json.dumps(st, allow_nan=False)
+
+
+def test_pin_made_after_the_last_compaction_is_pinned_not_drifted(setup) -> None:
+    import time
+
+    home, conn, store = setup
+    t = time.time() - 3600  # the compaction happened an hour ago; the pins are made now
+    for i in range(4):
+        HS.append_message(conn, "s1", "user", f"turn {i}: use metric units", timestamp=t + i)
+    HS.compact_in_place(conn, "s1", "Earlier: units.", keep_head=1, keep_tail=1, now=t + 100)
+    fresh = store.pin("Write docstrings for every public function", session_id="s1")
+    stated = store.pin("Use metric units everywhere", session_id="s1")
+    HS.append_message(conn, "s1", "user", "again: metric units everywhere please", timestamp=t + 300)
+    with StateDB(home.state_db) as db:
+        by = {a.anchor.id: a for a in audit_session(db, store, "s1").anchors}
+    assert by[fresh.id].state == "pinned"
+    assert by[stated.id].state == "alive"
+    assert by["b_tabs"].state == "drifted"  # pinned before the compaction: audited as before
+
+
+def test_legacy_pin_id_encodes_pin_time() -> None:
+    from core.audit import anchor_pinned_at
+
+    assert anchor_pinned_at(Anchor(id="pin_1795349762_0", text="t", reminder="t")) == 1795349762.0
+    assert anchor_pinned_at(Anchor(id="pin_1a2b3c4d", text="t", reminder="t")) is None
+    assert anchor_pinned_at(Anchor(id="x", text="t", reminder="t", extra={"pinned_at": float("nan")})) is None
