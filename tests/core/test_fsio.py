@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import threading
+import time
 import os
 import stat
 from pathlib import Path
@@ -19,6 +22,21 @@ def _hold_lock(path: str, ready, release) -> None:  # runs in a child process
         release.wait(10)
 
 
+@contextlib.contextmanager
+def held_by_other_process(target: Path):
+    """Another process holds ``target``'s lock until the block sets the yielded event."""
+    ctx = mp.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
+    proc.start()
+    try:
+        assert ready.wait(10)
+        yield release
+    finally:
+        release.set()
+        proc.join(10)
+
+
 def test_lock_sidecar_name_and_mode(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
     with file_lock(target) as waited:
@@ -31,18 +49,10 @@ def test_lock_sidecar_name_and_mode(tmp_path: Path) -> None:
 
 def test_lock_excludes_other_process_and_times_out(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
-    ctx = mp.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
-    proc.start()
-    try:
-        assert ready.wait(10)
+    with held_by_other_process(target):
         with pytest.raises(LockTimeout, match="locked by another writer"):
             with file_lock(target, timeout=0.2):
                 pass
-    finally:
-        release.set()
-        proc.join(10)
     with file_lock(target, timeout=2):  # free again once the holder is gone
         pass
 
@@ -121,42 +131,25 @@ def test_cleanup_stale_temps(tmp_path: Path) -> None:
 def test_abandoned_waiter_never_leaks_the_lock(tmp_path: Path) -> None:
     """A wait that times out must not leave a thread that later holds the lock forever."""
     target = tmp_path / "MEMORY.md"
-    ctx = mp.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
-    proc.start()
-    try:
-        assert ready.wait(10)
+    with held_by_other_process(target):
         for _ in range(3):
             with pytest.raises(LockTimeout):
                 with file_lock(target, timeout=0.05):
                     pass
-    finally:
-        release.set()
-        proc.join(10)
-    # the abandoned waiters got the lock in turn and released it: a fresh try succeeds at once
-    import time as _t
-
-    deadline = _t.monotonic() + 5
+    # the abandoned waiters got the lock in turn and released it: a fresh try succeeds soon
+    deadline = time.monotonic() + 5
     while True:
         try:
             with file_lock(target, timeout=0):
                 break
         except LockTimeout:
-            assert _t.monotonic() < deadline, "an abandoned waiter kept the lock"
-            _t.sleep(0.01)
+            assert time.monotonic() < deadline, "an abandoned waiter kept the lock"
+            time.sleep(0.01)
 
 
 def test_waiter_wakes_when_holder_releases(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
-    ctx = mp.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    proc = ctx.Process(target=_hold_lock, args=(str(target), ready, release))
-    proc.start()
-    assert ready.wait(10)
-    import threading as _th
-
-    _th.Timer(0.2, release.set).start()
-    with file_lock(target, timeout=10) as waited:
-        assert 0.1 < waited < 5
-    proc.join(10)
+    with held_by_other_process(target) as release:
+        threading.Timer(0.2, release.set).start()
+        with file_lock(target, timeout=10) as waited:
+            assert 0.1 < waited < 5
