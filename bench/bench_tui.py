@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         ("first paint, demo home (make_app -> first snapshot)", f"{med(fp_demo, 'from_make_app_s'):.2f} s"),
         (f"first paint, {big_label} (process start -> first snapshot)", f"{med(fp_big, 'from_process_start_s'):.2f} s"),
         (f"first paint, {big_label} (make_app -> first snapshot)", f"{med(fp_big, 'from_make_app_s'):.2f} s"),
-        ("  of which: core.compaction.known_prefixes() (imports Hermes' agent package when installed)",
+        ("  of which: core.compaction.known_prefixes() (only reads Hermes' prefixes when already loaded)",
          f"{prefixes['s']:.2f} s"),
         (f"idle CPU over {idle['seconds']:.0f} s, watchers on", f"{idle['cpu_pct']:.2f} % of one core "
                                                                f"({idle['cpu_s']:.2f} s CPU, {idle['refreshes']} refreshes)"),
