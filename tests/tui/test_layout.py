@@ -55,3 +55,16 @@ async def test_a_session_without_compaction_says_whose_score_it_is(demo_home) ->
         facts = app.query_one("#integrity-facts").content.plain
         assert app.query_one("#score").value != "--"
         assert "compacted never · the score is what an audit would give now" in facts, facts
+
+
+async def test_reminder_block_is_shown_whole_with_its_overflow_line(demo_home) -> None:
+    """Every line of the block fits its height-auto widget (a Group was measured a line short)."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        block = app.snapshot.reminder_block
+        assert "additional instruction(s) not shown" in block  # the demo overflows max_reminder_chars
+        widget = app.query_one("#integrity-reminder")
+        assert widget.size.height == 1 + len(block.splitlines())
+        rendered = "".join(str(s.text) for s in widget.render_lines(widget.region.reset_offset))
+        assert "additional instruction(s) not shown" in rendered

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.text import Text
 
 from ..safe_text import safe_text
@@ -170,8 +170,11 @@ def anchor_summary(snap: Any) -> Text:
 def titled_block(title: str, body: str | None, empty: str, note: str | None = None) -> RenderableType:
     """A bold ``title`` over data text ``body`` (escaped), or over ``empty`` (dim) without one;
     ``note`` (a constant label, dim) goes between them."""
-    head = [Text(title, style="bold")] + ([Text(note, style="dim italic")] if note else [])
-    return Group(*head, safe_text(body) if body else Text(empty, style="dim"))
+    # One Text, not a Group: Textual sizes a height-auto Static from it reliably (a Group of
+    # Texts was measured one line short, which cut the reminder block's overflow line).
+    parts = [Text(title, style="bold")] + ([Text(note, style="dim italic")] if note else [])
+    parts.append(safe_text(body) if body else Text(empty, style="dim"))
+    return Text("\n").join(parts)
 
 
 def reminder_preview(snap: Any, title: str = "next reminder block") -> RenderableType:
@@ -538,7 +541,7 @@ def findings_legend(findings: Sequence[Any]) -> Text:
 
 
 def capacity_detail(snap: Any, r: EntryRow | None) -> RenderableType:
-    parts: list[RenderableType] = []
+    parts: list[Text] = []
     if r is not None:
         head = Text()
         head.append(f"{'MEMORY.md' if r.target == 'memory' else 'USER.md'} entry {r.index} · {r.chars:,} chars", "bold")
@@ -552,7 +555,7 @@ def capacity_detail(snap: Any, r: EntryRow | None) -> RenderableType:
         note = ("flagged entries go in as [BLOCKED: …] placeholders, and the header's usage counts them: "
                 "it can differ from the bars above")
     parts.append(titled_block("next session's frozen prompt block", snap.prompt_blocks, "(empty: nothing will be injected)", note))
-    return Group(*parts)
+    return Text("\n").join(parts)
 
 
 # ── recall ──────────────────────────────────────────────────────────────────
