@@ -1,0 +1,74 @@
+"""Adversarial review of the memory core: each test pins a bug that was found and fixed."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+
+import pytest
+
+from core import deckdb
+from core.errors import MemdeckError
+from core.home import HermesHome
+from core.memory import MemoryStore
+
+
+def raw(home: HermesHome, target: str = "memory") -> bytes:
+    p = home.memory_file(target)
+    return p.read_bytes() if p.exists() else b""
+
+
+def _unusable_db(home: HermesHome, how: str) -> None:
+    path = deckdb.db_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "corrupt":
+        path.write_bytes(b"this is not a database" * 300)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("how", ["corrupt", "directory"])
+@pytest.mark.parametrize("op", ["add", "replace", "remove", "edit", "move", "normalize", "batch"])
+def test_unusable_memdeck_db_refuses_before_the_file_changes(hermes_home: HermesHome, how: str, op: str) -> None:
+    """A write whose journal cannot be recorded must not happen: before, the file was changed
+    and then the CLI reported an error, so the user believed nothing was written."""
+    drifted = "alpha fact\n§\nbeta fact\n§\n\ngamma fact"  # normalize needs something to rewrite
+    hermes_home.memory_file("memory").write_text(drifted if op == "normalize" else "alpha fact\n§\nbeta fact")
+    hermes_home.memory_file("user").write_text("user fact")
+    s = MemoryStore(hermes_home)
+    _unusable_db(hermes_home, how)
+    before_m, before_u = raw(hermes_home), raw(hermes_home, "user")
+    calls = {
+        "add": lambda: s.add("memory", "delta fact"),
+        "replace": lambda: s.replace("memory", "alpha", "alpha fact v2"),
+        "remove": lambda: s.remove("memory", "beta"),
+        "edit": lambda: s.edit("beta", "beta fact v2"),
+        "move": lambda: s.move("memory", "beta", "user"),
+        "normalize": lambda: s.normalize("memory"),
+        "batch": lambda: s.apply_batch("memory", [{"action": "add", "content": "delta fact"}]),
+    }
+    with pytest.raises(MemdeckError):
+        calls[op]()
+    assert raw(hermes_home) == before_m and raw(hermes_home, "user") == before_u
+
+
+def test_locked_memdeck_db_is_a_clear_error_and_nothing_is_written(hermes_home: HermesHome,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """memdeck.db held by another writer past the busy timeout: a MemdeckError (not a raw
+    sqlite3.OperationalError traceback) and the file is untouched."""
+    s = MemoryStore(hermes_home)
+    s.add("memory", "alpha fact")
+    monkeypatch.setattr(deckdb, "connect", functools.partial(deckdb.connect, timeout=0.2))
+    other = sqlite3.connect(str(deckdb.db_path(hermes_home)), isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        before = raw(hermes_home)
+        for call in (lambda: s.add("memory", "beta fact"), lambda: s.remove("memory", "alpha"),
+                     lambda: s.archive("memory", "alpha")):
+            with pytest.raises(MemdeckError) as info:
+                call()
+            assert "locked" in str(info.value)
+            assert raw(hermes_home) == before
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
