@@ -10,8 +10,8 @@ Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`), both generic over ``k
     ``journal_id`` INTEGER PK (monotonic), ``ts`` REAL (epoch seconds), ``actor`` TEXT
     (``cli``/``tui``/``plugin``), ``op`` TEXT (``add``, ``replace``, ``remove``, ``edit``,
     ``move``, ``normalize``, ``batch``, ``archive``, ``restore``, ``approve``, ``reject``,
-    ``undo``, ... anchors add their own), ``kind`` TEXT, ``target`` TEXT (``memory``/``user``
-    or an anchor id), ``before`` TEXT / ``after`` TEXT (for ``kind="memory"``: the whole
+    ``undo``, ... anchors add their own), ``kind`` TEXT, ``target`` TEXT (``memory``/``user``;
+    for anchor rows the MemLock session id or ``global``), ``before`` TEXT / ``after`` TEXT (for ``kind="memory"``: the whole
     canonical file text of ``target`` before and after, or NULL), ``detail`` TEXT (JSON
     object), ``txn`` TEXT (groups rows of one multi-file operation, e.g. a ``move``),
     ``undone_by`` INTEGER (the ``journal_id`` of the undo that reverted this row).
@@ -131,15 +131,41 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
 
 @contextlib.contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
-    conn.execute("BEGIN IMMEDIATE")
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception).
+
+    ``BEGIN IMMEDIATE`` takes the database's write lock up front, so a caller that changes a
+    file inside the block learns that memdeck.db is locked (past the busy timeout), read-only
+    or damaged *before* touching the file.
+
+    Raises:
+        DeckDBError: BEGIN, a statement of the block, or COMMIT failed with an SQLite error
+            (the message says which, e.g. "memdeck.db is locked by another process").
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise DeckDBError(_describe(exc, "start a write")) from exc
     try:
         yield conn
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise DeckDBError(_describe(exc, "write")) from exc
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise DeckDBError(_describe(exc, "commit")) from exc
+
+
+def _describe(exc: sqlite3.Error, what: str) -> str:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return f"memdeck.db is locked by another process (could not {what}: {text}); nothing was recorded"
+    return f"memdeck.db is not usable (could not {what}: {text})"
 
 
 @contextlib.contextmanager

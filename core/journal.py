@@ -5,11 +5,16 @@ with the same :func:`record` and registers an undo handler with
 :func:`register_undo_handler`. Rows are never deleted; an undo is itself a row (``op="undo"``,
 ``detail={"undoes": [ids]}``) and marks the reverted rows' ``undone_by``.
 
-A journal row is written after the file change it describes, while the writer still holds
-the file's lock, so the order of rows for one file is the order of its changes. A process
-killed between the file write and the journal commit leaves that one change unjournaled
-(the file itself is always consistent); archive/restore use intent records instead
-(``core/archive.py``).
+A memory row is inserted in a ``BEGIN IMMEDIATE`` transaction opened *before* the file change
+it describes and committed right after it, all while the writer holds the file's lock: the
+order of rows for one file is the order of its changes, a locked or unusable memdeck.db
+refuses the write before the file is touched, and a failed file write leaves no row. A process
+killed between the file write and the commit leaves that one change unjournaled (the file
+itself is always consistent); archive/restore use intent records instead (``core/archive.py``).
+
+``target`` is ``"memory"``/``"user"`` for ``kind="memory"`` rows; for ``kind="anchor"`` rows it
+is the MemLock session id whose file changed, or ``"global"`` when only the durable copy in
+``persist/`` changed (``core/anchors.py``); the anchor id is in ``detail["anchor_id"]``.
 """
 
 from __future__ import annotations
@@ -86,7 +91,8 @@ def record(
         actor: ``"cli"``, ``"tui"`` or ``"plugin"`` (free text is accepted).
         op: the operation name (see ``core/deckdb.py``).
         kind: ``"memory"`` or ``"anchor"``.
-        target: ``"memory"``/``"user"`` for memory rows; the anchor id for anchor rows.
+        target: ``"memory"``/``"user"`` for memory rows; for anchor rows the session id (or
+            ``"global"``), with the anchor id in ``detail["anchor_id"]``.
         before, after: the state before/after (memory: whole canonical file text).
         detail: a JSON-serialisable dict (entry id, text, archive id, ...).
         txn: a group id shared by the rows of one multi-target operation.

@@ -416,13 +416,18 @@ class MemoryStore:
 
     def _commit(self, op: str, target: str, raw: str | None, old: list[str], new: list[str], message: str,
                 detail: dict[str, Any], entry: str | None = None) -> WriteResult:
-        """Write ``new`` (lock held), journal it, clean temps; a no-op when nothing changes."""
+        """Write ``new`` (lock held), journal it, clean temps; a no-op when nothing changes.
+
+        The journal row is inserted inside a ``BEGIN IMMEDIATE`` transaction *before* the file
+        is replaced and committed after, so an unusable or locked memdeck.db refuses the write
+        (``DeckDBError``) with the file untouched, and a failed file write leaves no row.
+        """
         before = serialize_entries(old)
         if new == old and raw is not None and raw == before:
             return self._result(op, target, new, message, changed=False, entry_id=entry)
-        after = self._write(target, new)
-        with deckdb.opened(self.home) as conn:
-            jid = self._journal(conn, op, target, raw if raw is not None else None, after, detail)
+        with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
+            jid = self._journal(conn, op, target, raw if raw is not None else None, serialize_entries(new), detail)
+            self._write(target, new)
         self._cleanup_temps([target])
         return self._result(op, target, new, message, entry_id=entry, journal_id=jid)
 
@@ -538,13 +543,15 @@ class MemoryStore:
             total, limit = usage_chars(new_d), self.limit(to_target)
             if total > limit:
                 raise _overflow(to_target, ents_d, total, limit, f"Moving this entry ({len(text):,} chars)")
-            after_d = self._write(to_target, new_d)
-            after_s = self._write(src, new_s)
             txn = uuid.uuid4().hex
             detail = {"entry_id": entry_id(text), "text": text, "from": src, "to": to_target}
+            # rows first, files inside the same transaction (see _commit): a locked or broken
+            # memdeck.db refuses the move before either file changes
             with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-                self._journal(conn, "move", to_target, raw_d, after_d, detail, txn)
-                jid = self._journal(conn, "move", src, raw_s, after_s, detail, txn)
+                self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
+                jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
+                self._write(to_target, new_d)
+                self._write(src, new_s)
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
