@@ -72,3 +72,45 @@ def test_locked_memdeck_db_is_a_clear_error_and_nothing_is_written(hermes_home: 
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def _stage_raw(home: HermesHome, pid: str, record: object) -> None:
+    import json
+
+    home.pending_dir.mkdir(parents=True, exist_ok=True)
+    (home.pending_dir / f"{pid}.json").write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("operations", [5, 2.5, True, {"action": "add"}])
+def test_pending_batch_whose_operations_is_not_a_list_is_malformed_not_a_crash(hermes_home: HermesHome,
+                                                                               operations: object) -> None:
+    from core.errors import Refused
+    from core.pending import approve, list_pending
+
+    _stage_raw(hermes_home, "bbbb0001", {"id": "bbbb0001", "payload": {"action": "batch", "target": "memory",
+                                                                       "operations": operations}})
+    (rec,) = list_pending(hermes_home)  # raised TypeError: 'int' object is not iterable
+    assert rec.malformed and "operations" in rec.malformed
+    with pytest.raises(Refused) as info:
+        approve(hermes_home, None, "bbbb0001")
+    assert info.value.code == "malformed" and not hermes_home.memory_file("memory").exists()
+
+
+@pytest.mark.parametrize("op", [{"action": "add", "content": {"x": 1}}, {"action": "add", "content": 42},
+                                {"action": "replace", "old_text": ["a"], "content": "new"},
+                                {"action": "remove", "old_text": 7}])
+def test_pending_batch_op_with_non_string_fields_is_malformed(hermes_home: HermesHome, op: dict) -> None:
+    """Hermes' replay would fail on these (``.strip()`` of a non-str); memdeck used to write
+    ``str(value)`` (e.g. the entry ``{'x': 1}``) into MEMORY.md."""
+    from core.errors import Refused
+    from core.pending import approve, list_pending
+
+    hermes_home.memory_file("memory").write_text("a fact")
+    _stage_raw(hermes_home, "bbbb0002", {"id": "bbbb0002", "payload": {"action": "batch", "target": "memory",
+                                                                       "operations": [op]}})
+    (rec,) = list_pending(hermes_home)
+    assert rec.malformed
+    with pytest.raises(Refused):
+        approve(hermes_home, None, "bbbb0002")
+    assert raw(hermes_home) == "a fact".encode()
+    assert (hermes_home.pending_dir / "bbbb0002.json").exists()
