@@ -70,11 +70,17 @@ class PendingWrite:
                 "malformed": self.malformed, "text": self.text, "payload": self.payload}
 
 
+def _ops(payload: dict[str, Any]) -> list[Any]:
+    """A batch's operations when they are a list (anything else is malformed: no operations)."""
+    ops = payload.get("operations")
+    return ops if isinstance(ops, list) else []
+
+
 def _contents(payload: dict[str, Any]) -> list[str]:
     """The texts a replay would write (add/replace contents), for scanning."""
     if payload.get("action") == "batch":
         out = []
-        for op in payload.get("operations") or []:
+        for op in _ops(payload):
             if isinstance(op, dict) and op.get("action") in {"add", "replace"} and op.get("content"):
                 out.append(str(op["content"]))
         return out
@@ -87,7 +93,7 @@ def _describe(payload: dict[str, Any]) -> str:
     act = payload.get("action")
     if act == "batch":
         lines = []
-        for op in payload.get("operations") or []:
+        for op in _ops(payload):
             op = op if isinstance(op, dict) else {}
             a = op.get("action", "?")
             if a == "remove":
@@ -120,6 +126,10 @@ def _problem(rec: Any) -> str | None:
         ops = payload.get("operations")
         if not isinstance(ops, list) or not all(isinstance(o, dict) or o is None for o in ops):
             return "batch operations is not a list of objects"
+        for i, op in enumerate(ops):
+            for key in ("content", "old_text"):
+                if op and op.get(key) is not None and not isinstance(op.get(key), str):
+                    return f"operation {i + 1}: {key} is not a string"
     for key in ("content", "old_text"):
         if payload.get(key) is not None and not isinstance(payload.get(key), str):
             return f"{key} is not a string"
