@@ -114,3 +114,14 @@ def test_pending_batch_op_with_non_string_fields_is_malformed(hermes_home: Herme
         approve(hermes_home, None, "bbbb0002")
     assert raw(hermes_home) == "a fact".encode()
     assert (hermes_home.pending_dir / "bbbb0002.json").exists()
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e400"])
+def test_config_limit_infinity_or_nan_falls_back_with_a_warning(hermes_home: HermesHome, value: str) -> None:
+    """``int(float('inf'))`` raised OverflowError out of load_config, a traceback on every command."""
+    from core.config import DEFAULT_MEMORY_CHAR_LIMIT, load_config
+
+    hermes_home.config_path.write_text(f"memory:\n  memory_char_limit: {value}\nmemlock:\n  max_slots: {value}\n")
+    cfg = load_config(hermes_home)
+    assert cfg.memory_char_limit == DEFAULT_MEMORY_CHAR_LIMIT and cfg.memlock.max_slots == 8
+    assert any("memory_char_limit" in w for w in cfg.warnings)
