@@ -84,7 +84,7 @@ def _as_int(value: Any, default: int, key: str, warnings: list[str], lo: int | N
         if isinstance(value, bool):
             raise TypeError
         out = int(str(value).strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: YAML .inf
         warnings.append(f"config: {key}={value!r} is not an integer; using {default}")
         return default
     if lo is not None and out < lo:
