@@ -125,3 +125,34 @@ def test_config_limit_infinity_or_nan_falls_back_with_a_warning(hermes_home: Her
     cfg = load_config(hermes_home)
     assert cfg.memory_char_limit == DEFAULT_MEMORY_CHAR_LIMIT and cfg.memlock.max_slots == 8
     assert any("memory_char_limit" in w for w in cfg.warnings)
+
+
+def test_undo_of_an_already_undone_change_is_refused_even_if_the_file_matches_again(hermes_home: HermesHome) -> None:
+    """Two `memdeck undo` racing read the same rows; the second ran after the entry had been
+    legitimately re-added (e.g. by Hermes) and removed it again: someone else's change reverted."""
+    from core import journal
+    from core.errors import Refused
+
+    s = MemoryStore(hermes_home)
+    s.add("memory", "alpha fact")
+    s.add("memory", "beta fact")
+    rows = journal.last_undoable(hermes_home, "memory")  # both racers see the add of beta
+    s.undo_rows(rows)
+    hermes_home.memory_file("memory").write_text("alpha fact\n§\nbeta fact")  # re-added by someone else
+    with pytest.raises(Refused) as info:
+        s.undo_rows(rows)
+    assert info.value.code == "conflict"
+    assert raw(hermes_home) == "alpha fact\n§\nbeta fact".encode()
+
+
+def test_undo_of_normalize_restores_the_original_bytes(hermes_home: HermesHome) -> None:
+    """Undo of normalize rewrote the canonical text again and said 'Undid normalize'."""
+    from core import journal
+
+    drifted = "alpha fact\n§\n\nbeta fact\n\n"
+    hermes_home.memory_file("memory").write_text(drifted)
+    s = MemoryStore(hermes_home)
+    assert s.normalize("memory").changed
+    assert raw(hermes_home) == "alpha fact\n§\nbeta fact".encode()
+    journal.undo(hermes_home, None)
+    assert raw(hermes_home) == drifted.encode()
