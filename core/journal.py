@@ -130,6 +130,11 @@ def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *
     return [_row(r) for r in rows]
 
 
+def db_exists(home: HermesHome | Path) -> bool:
+    """Whether memdeck.db exists (reading never creates it)."""
+    return deckdb.db_path(home).exists()
+
+
 def get(home: HermesHome | Path, journal_id: int, *, conn: sqlite3.Connection | None = None) -> JournalEntry | None:
     """One row by id, or None."""
     with deckdb.opened(home, conn) as c:

@@ -762,6 +762,10 @@ class MemoryStore:
     def undo_rows(self, rows: Sequence[journal.JournalEntry]) -> WriteResult:
         """Revert journal ``rows`` (one change) if every file still holds their ``after`` text.
 
+        Rows already undone (``undone_by`` set, re-read under the lock) are refused. Undoing
+        ``normalize`` writes the original text back exactly as it was read (BOM and CRLF
+        aside), drift included; every other op writes ``before`` in the canonical form.
+
         Re-added entries are threat-scanned and the budget is checked. Archive rows are kept
         consistent (undo of ``archive`` marks the row restored; undo of ``restore`` archives it
         again), using the same intent states as archive/restore.
@@ -775,6 +779,14 @@ class MemoryStore:
             if r.kind != "memory" or r.target not in TARGETS or r.after is None:
                 raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", code="unsupported")
         with self._locked(*targets):
+            # Re-check under the lock: a racing undo may have reverted these rows already, and
+            # the file may since hold the same text again through someone else's change.
+            if journal.db_exists(self.home):
+                for r in rows:
+                    fresh = journal.get(self.home, r.journal_id)
+                    if fresh is not None and fresh.undone_by is not None:
+                        raise Refused(f"cannot undo {r.op} #{r.journal_id}: it was already undone by "
+                                      f"#{fresh.undone_by}", code="conflict")
             current: dict[str, list[str]] = {}
             for r in rows:
                 _raw, ents = self._load(r.target, drift_check=False)
@@ -802,7 +814,11 @@ class MemoryStore:
                             else:
                                 _archive.set_state(conn, int(aid), "archiving", expect="restored")
                 for r, before in plans:
-                    self._write(r.target, before)
+                    if r.op == "normalize" and r.before is not None:
+                        # normalize kept every entry; undoing it means the original text back
+                        atomic_write_text(self.path(r.target), r.before)
+                    else:
+                        self._write(r.target, before)
                 with deckdb.transaction(conn):
                     for r, aid in arch:
                         if aid is not None:
@@ -813,7 +829,8 @@ class MemoryStore:
                     jid = 0
                     txn = uuid.uuid4().hex if len(rows) > 1 else None
                     for r, before in plans:
-                        jid = self._journal(conn, "undo", r.target, r.after, serialize_entries(before),
+                        undone_text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
+                        jid = self._journal(conn, "undo", r.target, r.after, undone_text,
                                             {"undoes": [x.journal_id for x in rows], "op": r.op}, txn)
                     journal.mark_undone(conn, [x.journal_id for x in rows], jid)
             self._cleanup_temps(targets)
