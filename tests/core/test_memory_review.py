@@ -156,3 +156,30 @@ def test_undo_of_normalize_restores_the_original_bytes(hermes_home: HermesHome) 
     assert raw(hermes_home) == "alpha fact\n§\nbeta fact".encode()
     journal.undo(hermes_home, None)
     assert raw(hermes_home) == drifted.encode()
+
+
+def test_memories_path_is_a_file_refuses_cleanly(hermes_home: HermesHome) -> None:
+    """``memories`` is a regular file: FileExistsError from the lock's mkdir reached the CLI."""
+    import shutil
+
+    from core.errors import MemdeckError
+
+    shutil.rmtree(hermes_home.memories_dir)
+    hermes_home.memories_dir.write_text("not a directory")
+    with pytest.raises(MemdeckError):
+        MemoryStore(hermes_home).add("memory", "alpha fact")
+    assert hermes_home.memories_dir.read_text() == "not a directory"
+
+
+def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: HermesHome, tmp_path) -> None:
+    """A MEMORY.md symlink into a missing directory: memdeck created that directory tree (Hermes'
+    atomic_replace fails instead) and wrote memory there; now a clear refusal, nothing created."""
+    from core.errors import Refused
+
+    elsewhere = tmp_path / "gone" / "deeper"
+    hermes_home.memory_file("memory").symlink_to(elsewhere / "MEMORY.md")
+    with pytest.raises(Refused) as info:
+        MemoryStore(hermes_home).add("memory", "alpha fact")
+    assert info.value.code == "unwritable"
+    assert not (tmp_path / "gone").exists()
+    assert not [p for p in hermes_home.memories_dir.iterdir() if p.name.endswith(".tmp")]
