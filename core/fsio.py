@@ -58,7 +58,10 @@ def file_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[flo
         UnreadableFile: the sidecar cannot be opened (e.g. it is a symlink, or permissions).
     """
     lock_path = lock_path_for(path)
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # e.g. memories/ is a regular file
+        raise UnreadableFile(f"cannot use {lock_path.parent} as a directory: {exc.strerror}") from exc
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(lock_path, flags, 0o600)
@@ -172,7 +175,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, prefix: str = ".mem_", suffix
     create ``<prefix><8 hex><suffix>`` with ``O_EXCL`` 0600 in the real file's directory,
     write, fsync, ``os.replace``, fsync the directory. On any failure the temp file is
     removed and the original file is untouched. If the target already exists its permission
-    bits are kept.
+    bits are kept. A missing parent directory is created, except behind a symlink.
 
     Args:
         path: the destination (may be a symlink).
@@ -185,8 +188,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, prefix: str = ".mem_", suffix
     Raises:
         OSError: the write, fsync or rename failed (the original file is untouched).
     """
-    real = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    real.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.islink(path):
+        # a symlink into a missing directory fails (as Hermes' atomic_replace does) rather
+        # than creating a directory tree wherever the link points
+        real = Path(os.path.realpath(path))
+    else:
+        real = Path(path)
+        real.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(real.parent, prefix, suffix)
     try:
         try:

@@ -330,7 +330,8 @@ class MemoryStore:
 
     Every method raises ``Refused`` (disk untouched) for: ``empty`` input, ``threat`` (with
     ``findings``), ``overflow`` (with ``current_entries`` and ``usage``), ``no_match`` /
-    ``ambiguous`` (with candidates), ``drift`` (with ``drift_backup``), ``unreadable``; and
+    ``ambiguous`` (with candidates), ``drift`` (with ``drift_backup``), ``unreadable``,
+    ``unwritable`` (the atomic write failed: disk full, a symlink into a missing directory); and
     ``LockTimeout`` when the lock stays busy. Targets are ``"memory"`` or ``"user"``
     (``ValueError`` otherwise).
     """
@@ -389,9 +390,18 @@ class MemoryStore:
         return str(bak)
 
     def _write(self, target: str, entries: Sequence[str]) -> str:
+        """Atomically write ``entries``; an OSError becomes ``Refused("unwritable")`` (file untouched)."""
         text = serialize_entries(entries)
-        atomic_write_text(self.path(target), text)
+        self._write_text(target, text)
         return text
+
+    def _write_text(self, target: str, text: str) -> None:
+        path = self.path(target)
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:
+            raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
+                          code="unwritable", path=str(path)) from exc
 
     def _cleanup_temps(self, held: Sequence[str]) -> None:
         directory = self.home.memories_dir
@@ -551,7 +561,15 @@ class MemoryStore:
                 self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
                 jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
                 self._write(to_target, new_d)
-                self._write(src, new_s)
+                try:
+                    self._write(src, new_s)
+                except Refused:
+                    # put the destination back (we hold its lock) so the refusal changes nothing
+                    if raw_d is None:
+                        self.path(to_target).unlink(missing_ok=True)
+                    else:
+                        self._write_text(to_target, raw_d)
+                    raise
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
@@ -816,7 +834,7 @@ class MemoryStore:
                 for r, before in plans:
                     if r.op == "normalize" and r.before is not None:
                         # normalize kept every entry; undoing it means the original text back
-                        atomic_write_text(self.path(r.target), r.before)
+                        self._write_text(r.target, r.before)
                     else:
                         self._write(r.target, before)
                 with deckdb.transaction(conn):

@@ -183,3 +183,25 @@ def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: He
     assert info.value.code == "unwritable"
     assert not (tmp_path / "gone").exists()
     assert not [p for p in hermes_home.memories_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_move_whose_source_write_fails_leaves_both_files_as_they_were(hermes_home: HermesHome,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import core.memory as memory_mod
+    from core.errors import Refused
+
+    hermes_home.memory_file("memory").write_text("alpha fact\n§\nbeta fact")
+    hermes_home.memory_file("user").write_text("user fact")
+    before_m, before_u = raw(hermes_home), raw(hermes_home, "user")
+    real = memory_mod.atomic_write_text
+
+    def failing(path, text, **kw):
+        if path.name == "MEMORY.md":
+            raise OSError(28, "No space left on device")
+        return real(path, text, **kw)
+
+    monkeypatch.setattr(memory_mod, "atomic_write_text", failing)
+    with pytest.raises(Refused) as info:
+        MemoryStore(hermes_home).move("memory", "beta", "user")
+    assert info.value.code == "unwritable"
+    assert raw(hermes_home) == before_m and raw(hermes_home, "user") == before_u
