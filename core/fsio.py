@@ -56,12 +56,10 @@ def file_lock(path: Path, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[flo
     Raises:
         LockTimeout: another process held the lock for longer than ``timeout`` seconds.
         UnreadableFile: the sidecar cannot be opened (e.g. it is a symlink, or permissions).
+        OSError: the sidecar's directory cannot be created (e.g. a regular file has its name).
     """
     lock_path = lock_path_for(path)
-    try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # e.g. memories/ is a regular file
-        raise UnreadableFile(f"cannot use {lock_path.parent} as a directory: {exc.strerror}") from exc
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(lock_path, flags, 0o600)

@@ -359,7 +359,11 @@ class MemoryStore:
             self.path(t)  # validates
         with ExitStack() as stack:
             for t in sorted(set(targets), key=TARGETS.index):
-                stack.enter_context(file_lock(self.path(t), self.lock_timeout))
+                try:
+                    stack.enter_context(file_lock(self.path(t), self.lock_timeout))
+                except OSError as exc:  # e.g. memories/ is a regular file
+                    raise Refused(f"cannot use {self.home.memories_dir} as the memories directory: "
+                                  f"{exc.strerror or exc}. Nothing was written.", code="unwritable") from exc
             yield
 
     def _load(self, target: str, *, drift_check: bool = True) -> tuple[str | None, list[str]]:
