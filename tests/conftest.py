@@ -10,7 +10,17 @@ import pytest
 
 from core.home import HermesHome
 
-HERMES_AVAILABLE = importlib.util.find_spec("tools.memory_tool") is not None and importlib.util.find_spec("hermes_state") is not None
+
+
+def _installed(module: str) -> bool:
+    """True when ``module`` can be imported (a missing parent package counts as absent)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+HERMES_AVAILABLE = _installed("tools.memory_tool") and _installed("hermes_state")
 
 requires_hermes = pytest.mark.skipif(not HERMES_AVAILABLE, reason="hermes-agent==0.19.0 is not installed (pip install -e '.[interop]')")
 

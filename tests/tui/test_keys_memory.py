@@ -13,7 +13,7 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.editors import EntryEditScreen
 from tui.screens.pickers import PickerScreen
 
-memory = pytest.importorskip("core.memory")
+from core import memory
 
 pytestmark = pytest.mark.anyio
 
@@ -120,7 +120,7 @@ async def test_editor_refuses_overflow_and_threats_and_core_lists_archivable(dem
 
 
 async def test_approve_and_reject_pending(demo_home) -> None:
-    pending = pytest.importorskip("core.pending")
+    from core import pending
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)

@@ -75,7 +75,6 @@ async def test_anchor_markup_and_escapes_render_literally(demo_home) -> None:
 
 
 async def test_entry_markup_and_escapes_render_literally(demo_home) -> None:
-    pytest.importorskip("core.memory")
     mem = demo_home.memory_file("memory")
     mem.write_text("short note\n§\n" + HOSTILE, encoding="utf-8")
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
@@ -107,7 +106,6 @@ assert result.get("success"), result
 
 @requires_hermes
 async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> None:
-    pytest.importorskip("core.memory")
     app = make_app(demo_home, watch=True, now=DEMO_NOW)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.refresh_count >= 1)
