@@ -1104,6 +1104,16 @@ class AnchorStore:
             return Refused(f"cannot undo {what}: {why}; nothing was changed", "conflict", journal_id=r.journal_id)
 
         def check_outside() -> None:
+            # Re-read under the lock: a concurrent undo of the same rows may have won the race
+            # (the file could even hold the same content again after a legitimate re-pin).
+            with deckdb.opened(self.home) as c:
+                marks = c.execute(
+                    f"SELECT journal_id, undone_by FROM journal WHERE journal_id IN ({','.join('?' * len(undoes))})",
+                    list(undoes),
+                ).fetchall()
+            gone = [m["journal_id"] for m in marks if m["undone_by"] is not None]
+            if gone:
+                raise conflict(f"journal #{gone[0]} was already undone")
             if has_global and _pin_content(self.get_pin(aid)) != _pin_content(g_after):
                 raise conflict("its global copy in persist/ changed since")
             if arch_id is not None:

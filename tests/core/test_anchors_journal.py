@@ -217,3 +217,18 @@ def test_failed_session_write_takes_the_new_global_copy_back(store: AnchorStore,
     assert ei.value.code == "unwritable" and "No space left" in ei.value.reason
     assert store.load_pins() == [] and not store.session_path("s1").exists()
     assert _rows(store) == []
+
+
+def test_a_second_undo_of_the_same_rows_is_refused_even_if_the_file_matches_again(store: AnchorStore) -> None:
+    """Two racing undos read the same rows; the loser must not revert a legitimate re-unpin."""
+    a = store.pin("Use metric units", session_id="s1")
+    store.unpin(a.id, session_id="s1")
+    rows = journal.last_undoable(store.home, kind="anchor")  # what both racers read
+    assert [r.op for r in rows] == ["unpin"]
+    _undo(store)  # the first racer wins: the anchor is back
+    store.unpin(a.id, session_id="s1")  # the user unpins it again, on purpose
+    assert a.id not in _file(store)["anchors"]  # the file matches the stale rows' result again
+    with pytest.raises(Refused) as ei:
+        store.undo_rows(rows)  # the second racer, holding the stale rows
+    assert ei.value.code == "conflict" and "already undone" in ei.value.reason
+    assert a.id not in _file(store)["anchors"]
