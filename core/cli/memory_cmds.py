@@ -142,10 +142,7 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
         name = "MEMORY.md" if t == "memory" else "USER.md"
         state = "" if m["exists"] else " (no file yet)"
         print(f"\n{name}: {m['chars']:,}/{m['limit']:,} chars ({m['pct']}%), {len(m['entries'])} entries{state}")
-        if m["error"]:
-            print(f"  ✗ unreadable: {safe(m['error'])}")
-        if m["drift"]:
-            print(f"  ! drift: {m['drift']} (memdeck memory normalize --target {t})")
+        _print_file_problems(t, m)
         _print_entries(m["entries"])
     pend = st["pending"]
     print(f"\npending writes: {len(pend)}")
@@ -168,8 +165,17 @@ def _mem_list(args: argparse.Namespace, ctx: CliContext) -> int:
         return 0
     for t, m in data.items():
         print(f"{t}: {m['chars']:,}/{m['limit']:,} chars")
+        _print_file_problems(t, m)
         _print_entries(m["entries"])
     return 0
+
+
+def _print_file_problems(target: str, m: dict[str, Any]) -> None:
+    """Say why a file cannot be used (unreadable) or would be refused by Hermes (drift)."""
+    if m["error"]:
+        print(f"  ✗ unreadable: {safe(m['error'])}")
+    if m["drift"]:
+        print(f"  ! drift: {m['drift']} (memdeck memory normalize --target {target})")
 
 
 _add = _store_op(lambda s, a: s.add(a.target, a.text))

@@ -92,3 +92,14 @@ def test_edit_move_normalize(hermes_home: HermesHome, capsys) -> None:
     assert run(hermes_home, "memory", "move", entry_id("two")[:5], "--to", "user") == 0
     assert hermes_home.memory_file("user").read_text() == "two"
     assert hermes_home.memory_file("memory").read_text() == "uno"
+
+
+def test_memory_list_says_why_a_file_is_unreadable(tmp_path, capsys) -> None:
+    from core.cli import main
+
+    mem = tmp_path / "h" / "memories"
+    mem.mkdir(parents=True)
+    (mem / "MEMORY.md").write_bytes(b"ok entry\n\xc2\xa7\n\xff\xfe bad")
+    assert main(["--home", str(tmp_path / "h"), "memory", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "unreadable" in out and "not valid UTF-8" in out
