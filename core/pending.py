@@ -21,11 +21,19 @@ approving here is the user's decision for an agent write.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 from . import journal
 from .config import Config, load_config
@@ -198,26 +206,59 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
     Raises:
         Refused: ``not_found``/``invalid`` (id), ``malformed`` (the record cannot be applied),
             or any refusal of the replay (``threat``, ``overflow``, ``no_match``, ``ambiguous``,
-            ``drift``, ``unreadable``); the record is kept in every refusal.
+            ``drift``, ``unreadable``); ``busy`` when another process is approving or rejecting
+            the same record. The record is kept in every refusal.
     """
     from .memory import MemoryStore  # lazy: memory -> journal -> ...
 
     rec = _find(home, pending_id)
     if rec.malformed:
         raise Refused(f"pending write {rec.id} is malformed: {rec.malformed}", code="malformed")
-    store = MemoryStore(home, config or load_config(home), actor=actor)
-    store.journal_extra = {"pending_id": rec.id, "origin": rec.origin}
-    p = rec.payload
-    target = str(p.get("target") or "memory")
-    if p.get("action") == "batch":
-        result = store.apply_batch(target, p.get("operations") or [])
-    else:
-        result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
-    try:
-        rec.path.unlink()
-    except FileNotFoundError:
-        pass
+    with _claimed(rec):
+        store = MemoryStore(home, config or load_config(home), actor=actor)
+        store.journal_extra = {"pending_id": rec.id, "origin": rec.origin}
+        p = rec.payload
+        target = str(p.get("target") or "memory")
+        if p.get("action") == "batch":
+            result = store.apply_batch(target, p.get("operations") or [])
+        else:
+            result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
+        try:
+            rec.path.unlink()
+        except FileNotFoundError:
+            pass
     return result
+
+
+@contextlib.contextmanager
+def _claimed(rec: "PendingWrite") -> Iterator[None]:
+    """Hold an exclusive, non-blocking flock on the record itself while it is approved or
+    rejected, so two reviewers (two memdeck windows, CLI + TUI) never replay it twice.
+
+    The lock dies with the process (no claim file is left behind by a crash). A record that
+    another reviewer removed while we waited for the open is refused as already handled.
+
+    Raises:
+        Refused: ``busy`` (another process is handling it) or ``not_found`` (already handled).
+    """
+    try:
+        fd = os.open(rec.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise Refused(f"pending write {rec.id} was already handled", code="not_found") from None
+    except OSError as exc:
+        raise Refused(f"pending write {rec.id} cannot be opened: {exc.strerror}", code="unreadable") from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise Refused(f"pending write {rec.id} is being handled by another process; nothing was done",
+                              code="busy") from None
+        if os.fstat(fd).st_nlink == 0:
+            raise Refused(f"pending write {rec.id} was already handled", code="not_found")
+        yield
+    finally:
+        os.close(fd)
 
 
 def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, Any]:
@@ -230,15 +271,16 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
     """
     rec = _find(home, pending_id)
     target = rec.target if rec.target in TARGETS else "memory"
-    try:
-        raw = rec.path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        raw = ""
-    jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
-                         detail={"pending_id": rec.id, "record": raw, "action": rec.action})
-    try:
-        rec.path.unlink()
-    except FileNotFoundError:
-        pass
+    with _claimed(rec):
+        try:
+            raw = rec.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            raw = ""
+        jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
+                             detail={"pending_id": rec.id, "record": raw, "action": rec.action})
+        try:
+            rec.path.unlink()
+        except FileNotFoundError:
+            pass
     return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
             "message": f"Rejected pending write {rec.id}."}

@@ -92,3 +92,30 @@ def test_malformed_record_cannot_be_approved(hermes_home: HermesHome) -> None:
     with pytest.raises(Refused) as ei:
         approve(hermes_home, Config(), "eeee0001")
     assert ei.value.code == "malformed" and list_pending(hermes_home)
+
+
+def test_a_record_being_handled_elsewhere_is_not_replayed_twice(hermes_home: HermesHome) -> None:
+    """Two reviewers (two memdeck windows, or CLI + TUI) approve the same record at once."""
+    import fcntl
+    import os
+
+    stage(hermes_home, "cccc0001", {"action": "batch", "target": "memory", "operations": [
+        {"action": "add", "content": "X marks the spot"}, {"action": "replace", "old_text": "X marks", "content": "Y marks the spot"}]})
+    path = hermes_home.pending_dir / "cccc0001.json"
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the other reviewer is mid-approve
+        for act in (lambda: approve(hermes_home, Config(), "cccc0001"), lambda: reject(hermes_home, "cccc0001")):
+            with pytest.raises(Refused) as ei:
+                act()
+            assert ei.value.code == "busy"
+        assert mem(hermes_home) == "" and path.exists()
+        # the other reviewer finishes: replays, then removes the record
+        MemoryStore(hermes_home, Config()).add("memory", "Y marks the spot")
+        path.unlink()
+    finally:
+        os.close(fd)
+    with pytest.raises(Refused) as ei:
+        approve(hermes_home, Config(), "cccc0001")
+    assert ei.value.code in ("not_found", "invalid")
+    assert mem(hermes_home) == "Y marks the spot"  # replayed once, not twice
