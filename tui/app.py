@@ -48,6 +48,19 @@ class DeckScreen(Screen):
             app.resume_after_modal()
 
 
+class DeckTabs(TabbedContent):
+    """The panels' TabbedContent, switched only by memdeck's actions and by clicking a tab.
+
+    Textual's TabbedContent also switches to a pane when a widget inside it gets focus
+    (``TabPane.Focused``). memdeck focuses a panel just after switching to it, so when keys
+    come faster than that (``tab`` then ``shift+tab``), the late focus of the old panel would
+    switch back to it. Hidden panes are not in the focus chain, so nothing else relies on it.
+    """
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.stop()
+
+
 class MemdeckApp(App[None]):
     """The dashboard. Build it with :func:`make_app`.
 
@@ -119,7 +132,7 @@ class MemdeckApp(App[None]):
             "review": ReviewPanel,
         }
         yield Static(self._status_line(), id="statusline")
-        with TabbedContent(initial="integrity", id="panels"):
+        with DeckTabs(initial="integrity", id="panels"):
             for i, (pid, title) in enumerate(PANELS, 1):
                 with TabPane(f"{i} {title}", id=pid):
                     yield classes[pid](id=f"panel-{pid}")

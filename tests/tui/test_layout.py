@@ -68,3 +68,19 @@ async def test_reminder_block_is_shown_whole_with_its_overflow_line(demo_home) -
         assert widget.size.height == 1 + len(block.splitlines())
         rendered = "".join(str(s.text) for s in widget.render_lines(widget.region.reset_offset))
         assert "additional instruction(s) not shown" in rendered
+
+
+async def test_a_stale_focus_of_the_old_panel_does_not_switch_back(demo_home) -> None:
+    """Switching panels focuses the new panel after the next refresh; when keys come faster,
+    that focus lands on a panel that is no longer shown. Textual's TabbedContent would then
+    switch back to it (TabPane.Focused); memdeck's must not."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        app.action_show_panel("anchors")
+        await pilot.pause()
+        app.query_one("#anchors-table").focus()  # the pending focus of the switch just made
+        app.action_prev_panel()  # the next key arrives before that focus is processed
+        for _ in range(10):
+            await pilot.pause(0.02)
+        assert app.current_panel_id == "integrity"
