@@ -152,9 +152,34 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
         print(f"  {p['id']}  {p['action'] or '?':8} {p['target']:6} {p['origin']:17} "
               f"{safe(p['summary'], one_line=True, width=60)}{flag}{bad}")
     print(f"archived entries: {st['archived']}")
+    _print_session_summary(st)
     for w in st["config_warnings"]:
         print(f"warning: {safe(w)}")
     return 0
+
+
+def _print_session_summary(st: dict[str, Any]) -> None:
+    """The live session, its integrity score and anchor states (from the merged sections)."""
+    db = st.get("state_db") or {}
+    if db.get("state") not in (None, "ok"):
+        print(f"\nstate.db: {db.get('state')}: {safe(db.get('message') or '', one_line=True)}")
+    live = next((s for s in st.get("sessions") or [] if s.get("live")), None)
+    integ = st.get("integrity") or {}
+    if live is not None:
+        print(f"\nlive session: {live['id']}  {safe(live.get('title') or '', one_line=True, width=50)}  "
+              f"({live.get('message_count', 0)} messages, {live.get('compactions', 0)} compactions)")
+    if integ.get("session_id"):
+        score = integ.get("score")
+        hist = " → ".join(str(h.get("score")) for h in integ.get("history") or [])
+        print(f"integrity: {'n/a' if score is None else f'{score}%'} (session {integ['session_id']})"
+              + (f"; after each compaction: {hist}" if hist else ""))
+    counts: dict[str, int] = {}
+    for a in st.get("anchors") or []:
+        counts[a.get("state", "?")] = counts.get(a.get("state", "?"), 0) + 1
+    if counts:
+        print("anchors: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+    for mod, why in (st.get("section_errors") or {}).items():
+        print(f"warning: {mod}: {safe(why, one_line=True)}")
 
 
 def _mem_list(args: argparse.Namespace, ctx: CliContext) -> int:

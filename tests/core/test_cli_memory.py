@@ -103,3 +103,23 @@ def test_memory_list_says_why_a_file_is_unreadable(tmp_path, capsys) -> None:
     assert main(["--home", str(tmp_path / "h"), "memory", "list"]) == 0
     out = capsys.readouterr().out
     assert "unreadable" in out and "not valid UTF-8" in out
+
+
+def test_status_summarises_the_live_session_integrity_and_anchors(tmp_path, capsys) -> None:
+    from core.cli import main
+    from core.demo import build_demo_home
+
+    home = build_demo_home(tmp_path / "demo")
+    assert main(["--home", str(home.path), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "live session: " in out and "2 compactions" in out
+    assert "integrity: 50%" in out and "67 → 50" in out
+    assert "3 alive" in out and "2 drifted" in out and "1 rehydrated" in out
+
+
+def test_status_says_when_state_db_is_missing(tmp_path, capsys) -> None:
+    from core.cli import main
+
+    (tmp_path / "h" / "memories").mkdir(parents=True)
+    assert main(["--home", str(tmp_path / "h"), "status"]) == 0
+    assert "state.db: missing" in capsys.readouterr().out
