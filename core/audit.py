@@ -773,7 +773,8 @@ def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> 
 
 
 def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any = None, *,
-                      system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+                      system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None,
+                      audited: Mapping[int, Mapping[str, AnchorVerdict]] | None = None) -> list[dict[str, Any]]:
     """Integrity score after every compaction event of the session in state.db, merged with
     MemLock's own ``drift_log``.
 
@@ -783,7 +784,8 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     keeps MemLock's score and casualties (``source: "memlock+state.db"``) plus ours
     (``computed_score``). Other drift-log entries (safety-net audits, or events state.db no
     longer shows) stay as ``source: "memlock"``; events MemLock never logged are
-    ``source: "state.db"``.
+    ``source: "state.db"``. ``audited`` maps an event's ``index`` to verdicts the caller
+    already computed on that event's region (so it is not audited twice).
 
     Returns:
         ``[{time (epoch s), score, casualties, source, [event_index, mode, computed_score]}]``
@@ -792,8 +794,9 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     events = list(events if events is not None else _session_events(db, session.session_id))
     points: list[dict[str, Any]] = []
     for ev in events:
-        region = audited_region(db.region_after(ev), system_prompt)
-        verdicts = run_audit(anchors, region, config, encoder=encoder)
+        verdicts = (audited or {}).get(ev.index)
+        if verdicts is None:
+            verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder)
         points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
                        "casualties": [k for k, v in verdicts.items() if not v.alive],
                        "source": "state.db", "event_index": ev.index, "mode": ev.mode})
@@ -928,7 +931,7 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
     block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
-                                events=events) if with_history else []
+                                events=events, audited={last.index: at_last} if last is not None else None) if with_history else []
     methods = {v.method for v in current.values()} or {"keyword"}
     return SessionAudit(session_id=session_id, score=integrity_score(current.values()), anchors=tuple(results),
                         reminder_block=block, history=tuple(history), compactions=len(events),
