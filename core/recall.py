@@ -408,11 +408,7 @@ def _threat_ids(text: str) -> list[str]:
     """
     from . import threats  # the memory area's scanner; imported lazily
 
-    ids: list[str] = []
-    for f in threats.scan(text):
-        pid = getattr(f, "pattern_id", None) or str(f)
-        if pid not in ids:
-            ids.append(pid)
+    ids = threats.scan_ids(text)
     inv = sorted((i for i in ids if i.startswith("invisible_unicode_")), key=lambda s: int(s.rsplit("+", 1)[-1], 16))
     return inv + [i for i in ids if not i.startswith("invisible_unicode_")]
 

@@ -322,7 +322,7 @@ def build_snapshot(
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
     def _findings() -> dict[str, tuple[Any, ...]]:
-        from .threats import scan
+        from .threats import scan_cached
 
         texts: list[str] = []
         for st in memory.values():
@@ -333,7 +333,7 @@ def build_snapshot(
         out: dict[str, tuple[Any, ...]] = {}
         for t in texts:
             if t and t not in out:
-                found = tuple(scan(t))
+                found = scan_cached(t)
                 if found:
                     out[t] = found
         return out

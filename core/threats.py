@@ -45,6 +45,8 @@ __all__ = [
     "PATTERN_IDS",
     "INVISIBLE_CHARS",
     "scan",
+    "scan_cached",
+    "scan_ids",
     "pattern_ids",
     "threat_message",
     "invisible_id",
@@ -494,6 +496,12 @@ def threat_message(findings: list[Finding]) -> str | None:
 
 
 @lru_cache(maxsize=4096)
+def scan_cached(text: str) -> tuple[Finding, ...]:
+    """Cached :func:`scan` (findings are frozen) for texts shown on every refresh: the same
+    entries and pending writes are read again each time a file changes."""
+    return tuple(scan(text))
+
+
 def scan_ids(text: str) -> tuple[str, ...]:
     """Cached ``pattern_ids(scan(text))`` for repeated display of the same entries."""
-    return tuple(pattern_ids(scan(text)))
+    return tuple(pattern_ids(list(scan_cached(text))))
