@@ -15,9 +15,11 @@ snapshot's session data is reused).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -32,6 +34,72 @@ PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review")
 
 def _frozen(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(d or {}))
+
+
+Stat = tuple[int, int, int, int] | None
+
+
+def _stat(path: Path) -> Stat:
+    """``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of ``path`` (None when absent)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _listing(directory: Path, suffix: str = ".json") -> tuple[tuple[str, Stat], ...]:
+    """Sorted ``(name, stat)`` of the ``*suffix`` files directly in ``directory`` (temp files skipped)."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(suffix))
+    except OSError:
+        return ()
+    return tuple((n, _stat(directory / n)) for n in names)
+
+
+@dataclass(frozen=True)
+class SourceStamps:
+    """What each source of a snapshot looked like when it was read: cheap to take (a few
+    ``stat`` calls, one directory listing per watched directory and ``PRAGMA data_version``),
+    so a refresh whose stamps equal the last snapshot's does no work and repaints nothing.
+
+    Attributes:
+        memory: ``stat`` of MEMORY.md and USER.md.
+        config: ``stat`` of config.yaml.
+        pending: listing of ``pending/memory/*.json``.
+        memlock: listings of ``memlock/*.json`` and ``memlock/persist/*.json``.
+        statedb: ``(st_dev, st_ino)`` of state.db and its connection's ``PRAGMA data_version``
+            (which changes only when *another* connection commits), or None without a database.
+    """
+
+    memory: tuple[Stat, ...]
+    config: Stat
+    pending: tuple[tuple[str, Stat], ...]
+    memlock: tuple[tuple[tuple[str, Stat], ...], ...]
+    statedb: tuple[Any, ...] | None
+
+
+def take_stamps(home: HermesHome, db: Any) -> SourceStamps:
+    """Stamp every source of ``home`` (see :class:`SourceStamps`). Never raises.
+
+    ``db`` is the home's :class:`core.statedb.StateDB` or None; a database that was replaced
+    since it was opened is reopened first (:meth:`core.statedb.StateDB.reopen_if_replaced`).
+    """
+    dbstamp: tuple[Any, ...] | None = None
+    if db is not None:
+        try:
+            db.reopen_if_replaced()
+            st = os.stat(home.state_db)
+            dbstamp = (st.st_dev, st.st_ino, db.data_version())
+        except OSError:
+            dbstamp = ("missing",)
+    return SourceStamps(
+        memory=tuple(_stat(home.memory_file(t)) for t in TARGETS),
+        config=_stat(home.config_path),
+        pending=_listing(home.pending_dir),
+        memlock=(_listing(home.memlock_dir), _listing(home.memlock_dir / "persist")),
+        statedb=dbstamp,
+    )
 
 
 @dataclass(frozen=True)
@@ -66,6 +134,10 @@ class DeckSnapshot:
             write text that has any (texts without findings are absent).
         errors: panel id -> banner text for every source that failed.
         warnings: config warnings and other non-fatal notes.
+        stamps: what every source looked like when this snapshot read it (None for a snapshot
+            built without stamps); a rebuild reuses each part whose sources are unchanged.
+        following_live: True when :attr:`session_id` is the live session because no session
+            was pinned (the dashboard follows the newest live session).
     """
 
     taken_at: float
@@ -91,6 +163,8 @@ class DeckSnapshot:
     findings: Mapping[str, tuple[Any, ...]] = field(default_factory=_frozen)
     errors: Mapping[str, str] = field(default_factory=_frozen)
     warnings: tuple[str, ...] = ()
+    stamps: SourceStamps | None = None
+    following_live: bool = True
 
     @property
     def archive_count(self) -> int:
@@ -192,6 +266,7 @@ def build_snapshot(
     *,
     session_id: str | None = None,
     now: float | None = None,
+    stamps: SourceStamps | None = None,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -203,17 +278,37 @@ def build_snapshot(
             data_version`` did not change and the same session is shown.
         session_id: the session to show (default: live session, else newest MemLock file).
         now: epoch seconds stamped as :attr:`DeckSnapshot.taken_at` (default ``time.time()``).
+        stamps: :func:`take_stamps` taken just before this call. With the previous snapshot's
+            stamps it decides what to re-read: memory files (capacity, prompt blocks, threat
+            findings, the audit), pending writes, MemLock files, state.db; when every source is
+            unchanged and the same session is asked for, ``previous`` itself is returned (the
+            caller repaints nothing).
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
     """
+    prev_stamps = previous.stamps if previous is not None else None
+    if stamps is not None and prev_stamps is not None and previous is not None and not previous.errors:
+        same_session = (previous.following_live and session_id is None) or (
+            not previous.following_live and session_id == previous.session_id)
+        if stamps == prev_stamps and same_session and previous.config is config:
+            return previous
+
+    def unchanged(part: str) -> bool:
+        return (stamps is not None and prev_stamps is not None and previous is not None
+                and previous.config is config and not previous.errors
+                and getattr(stamps, part) == getattr(prev_stamps, part))
+
     errors = _Errors()
     taken_at = time.time() if now is None else float(now)
     warnings = list(getattr(config, "warnings", ()) or ())
 
     # ── memory files ──
     memory: dict[str, Any] = {}
-    for target in TARGETS:
+    memory_same = unchanged("memory")
+    if memory_same and previous is not None:
+        memory = dict(previous.memory)
+    for target in (() if memory_same else TARGETS):
         def _read(target: str = target) -> Any:
             from .memory import read_memory
 
@@ -232,14 +327,22 @@ def build_snapshot(
 
         return tuple(list_pending(home))
 
-    pending = _guard(errors, ("review",), "pending writes", _pending, ())
+    pending_same = unchanged("pending")
+    if pending_same and previous is not None:
+        pending = previous.pending
+    else:
+        pending = _guard(errors, ("review",), "pending writes", _pending, ())
 
     def _archived() -> tuple[Any, ...]:
         from .archive import items
 
         return tuple(items(home, kind=None, state="archived"))
 
-    archived = _guard(errors, ("capacity", "anchors"), "archive", _archived, ())
+    memlock_same = unchanged("memlock")
+    if memory_same and memlock_same and previous is not None:
+        archived = previous.archived  # memdeck's archive changes only with the files it archives from
+    else:
+        archived = _guard(errors, ("capacity", "anchors"), "archive", _archived, ())
 
     # ── state.db ──
     sessions: tuple[Any, ...] = ()
@@ -247,7 +350,11 @@ def build_snapshot(
     status = None
     data_version = None
     db_unchanged = False
-    if db is not None:
+    db_same = unchanged("statedb")
+    if db is not None and db_same and previous is not None:
+        sessions, live, status, data_version = previous.sessions, previous.live_session, previous.db_status, previous.data_version
+        db_unchanged = True
+    elif db is not None:
         delta = _guard(errors, ("integrity", "recall"), "state.db", lambda: db.refresh(), None)
         status = _guard(errors, ("integrity",), "state.db", lambda: db.status(), None)
         data_version = _attr(delta, "data_version")
@@ -265,15 +372,23 @@ def build_snapshot(
     from .anchors import AnchorStore
 
     store = AnchorStore(home, config, actor="tui")
-    anchor_sessions = _guard(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
+    if memlock_same and previous is not None:
+        anchor_sessions = previous.anchor_sessions
+    else:
+        anchor_sessions = _guard(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
     for info in anchor_sessions:
         if getattr(info, "error", None):
             warnings.append(f"memlock: {info.path.name}: {info.error}")
     shown = _pick_session(session_id, live, anchor_sessions)
     session_anchors = None
-    if shown:
-        session_anchors = _guard(errors, ("anchors", "integrity", "drift"), "memlock session", lambda: store.load_session(shown), None)
-    global_ids = _guard(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
+    anchors_same = memlock_same and previous is not None and previous.session_id == shown
+    if anchors_same and previous is not None:
+        session_anchors, global_ids = previous.session_anchors, previous.global_ids
+    else:
+        if shown:
+            session_anchors = _guard(errors, ("anchors", "integrity", "drift"), "memlock session",
+                                     lambda: store.load_session(shown), None)
+        global_ids = _guard(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
 
     # ── audit, integrity history, drift log ──
     audit = None
@@ -287,6 +402,7 @@ def build_snapshot(
             previous is not None
             and previous.session_id == shown
             and db_unchanged
+            and memory_same
             and _attr(previous.session_anchors, "to_dict", None) is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
@@ -308,7 +424,9 @@ def build_snapshot(
         if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
     )
     compactions: tuple[Any, ...] = ()
-    if db is not None and shown:
+    if db is not None and shown and db_unchanged and previous is not None and previous.session_id == shown:
+        compactions = previous.compactions
+    elif db is not None and shown:
         compactions = _guard(errors, ("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())
 
     # ── prompt blocks, reminder, memory-context preview ──
@@ -317,7 +435,10 @@ def build_snapshot(
 
         return render_prompt_blocks(home, config)
 
-    prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
+    if memory_same and previous is not None:
+        prompt_blocks = previous.prompt_blocks
+    else:
+        prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
     reminder = str(_attr(audit, "reminder_block", "") or "")
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
@@ -338,7 +459,10 @@ def build_snapshot(
                     out[t] = found
         return out
 
-    findings = _guard(errors, ("review",), "threat scan", _findings, {})
+    if memory_same and pending_same and previous is not None:
+        findings = dict(previous.findings)
+    else:
+        findings = _guard(errors, ("review",), "threat scan", _findings, {})
 
     return DeckSnapshot(
         taken_at=taken_at,
@@ -364,6 +488,8 @@ def build_snapshot(
         findings=_frozen(findings),
         errors=errors.frozen(),
         warnings=tuple(warnings),
+        stamps=stamps,
+        following_live=session_id is None,
     )
 
 

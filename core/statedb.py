@@ -243,6 +243,15 @@ _SESSION_WANTED = ("id", "title", "source", "started_at", "ended_at", "end_reaso
 FRESH_STAMP_TOLERANCE = 5e-5
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of ``path``, or None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _quote_ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
@@ -275,6 +284,7 @@ class StateDB:
         self.path = Path(path)
         self.timeout = float(timeout)
         self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
         #: the last unexpected-data problem met by a query (the query returned its empty default)
         self.last_error: str | None = None
         self._lock = threading.RLock()
@@ -355,6 +365,7 @@ class StateDB:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA query_only = 1")
             self._conn = conn
+            self._identity = _file_identity(self.path)
             self._introspect(conn)
         except _Unavailable:
             self._drop()
@@ -363,6 +374,17 @@ class StateDB:
             self._drop()
             raise _Unavailable(self._classify(exc)) from exc
         return conn
+
+    def reopen_if_replaced(self) -> bool:
+        """Drop the connection when state.db was deleted or replaced by another file since it was
+        opened (a restore from backup, ``hermes sessions`` maintenance); the next call reopens
+        the file now at the path. One ``stat``; True when the connection was dropped."""
+        with self._lock:
+            if self._conn is None or _file_identity(self.path) == self._identity:
+                return False
+            self._drop()
+            self._cursor_last_id = None
+            return True
 
     def _drop(self) -> None:
         if self._conn is not None:

@@ -31,7 +31,7 @@ from core.home import HermesHome
 
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import RecallReady, SnapshotReady, WriteDone, WriteOutcome
+from .messages import RecallReady, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
@@ -58,6 +58,9 @@ class DeckTabs(TabbedContent):
     """
 
     def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        # Textual calls the handler of every class in the MRO: prevent_default() is what keeps
+        # TabbedContent's own handler (which switches the tab) from running after this one.
+        event.prevent_default()
         event.stop()
 
 
@@ -103,6 +106,8 @@ class MemdeckApp(App[None]):
         self.session_id = session_id
         self.snapshot: Any = None
         self.refresh_count = 0
+        #: snapshot builds run so far, including those that found every source unchanged
+        self.refresh_runs = 0
         self._db: Any = None
         self._refreshing = False
         self._dirty = False
@@ -177,6 +182,16 @@ class MemdeckApp(App[None]):
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._focus_panel)
 
+    def action_follow_live(self) -> None:
+        """Stop showing a pinned session: follow the newest live session again."""
+        if self.session_id is None:
+            self.notify("already following the live session", markup=False, timeout=3)
+            return
+        self.session_id = None
+        self.notify("following the live session", markup=False, timeout=3)
+        self.update_status_line()
+        self.request_refresh(force=True)
+
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
@@ -198,10 +213,20 @@ class MemdeckApp(App[None]):
         if self.paused:
             t.append("⏸ PAUSED (space resumes)", "bold yellow reverse")
         elif not self.watch_enabled:
-            t.append("static (no watcher)", "dim")
+            t.append("static", "dim")
         else:
-            t.append("● live", "bold green")
+            t.append("● ", "bold green")
         snap = self.snapshot
+        if self.session_id is not None:
+            if not self.watch_enabled or self.paused:
+                t.append(" · ")
+            t.append("pinned to ", "bold yellow")
+            t.append_text(safe_text(self.session_id, single_line=True, max_chars=24, style="bold yellow"))
+            t.append(" (f: live)", "dim")
+        else:
+            if not self.watch_enabled or self.paused:
+                t.append(" · ", "dim")
+            t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
         if snap is not None and getattr(snap, "taken_at", None):
             t.append(" · updated ", "dim")
             t.append(time.strftime("%H:%M:%S", time.localtime(snap.taken_at)), "dim")
@@ -279,11 +304,12 @@ class MemdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from core.snapshot import build_snapshot, open_statedb
+        from core.snapshot import build_snapshot, open_statedb, take_stamps
 
         try:
             if self._db is None:
                 self._db = open_statedb(self.home)
+            self.refresh_runs += 1
             snap = build_snapshot(
                 self.home,
                 self.config,
@@ -291,6 +317,7 @@ class MemdeckApp(App[None]):
                 previous=self.snapshot,
                 session_id=self.session_id,
                 now=self.clock(),
+                stamps=take_stamps(self.home, self._db),
             )
         except BaseException as exc:  # build_snapshot never raises; belt and braces
             snap = exc
@@ -301,7 +328,7 @@ class MemdeckApp(App[None]):
         snap = message.snapshot
         if isinstance(snap, BaseException):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
-        else:
+        elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
@@ -317,8 +344,6 @@ class MemdeckApp(App[None]):
                 q = ""
             if q.strip():
                 self.run_recall(q)
-        if self.session_id is None and getattr(snap, "session_id", None):
-            self.session_id = snap.session_id
         with self.batch_update():
             for pid in PANEL_IDS:
                 try:
@@ -332,50 +357,23 @@ class MemdeckApp(App[None]):
             self.update_status_line()
         self.refresh_count += 1
 
-    # ── watchers (Posting: awatch loops in exclusive workers) ─────────────
+    # ── the watcher (Posting: one exclusive worker that posts messages) ────
 
     def start_watchers(self) -> None:
-        self._watch_home()
-        self._watch_dirs()
+        self._watch_worker()
 
-    def _watched_dirs(self) -> list[Path]:
-        h = self.home
-        cands = [h.memories_dir, h.path / "pending", h.memlock_dir, h.memdeck_dir]
-        return [p for p in cands if p.is_dir()]
+    @work(exclusive=True, group="watcher", exit_on_error=False)
+    async def _watch_worker(self) -> None:
+        from .watcher import watch_home
 
-    @work(exclusive=True, group="dir-watcher", exit_on_error=False)
-    async def _watch_dirs(self) -> None:
-        from watchfiles import awatch
+        async for kinds in watch_home(self.home):
+            self.post_message(SourcesChanged(kinds))
 
-        from .watcher import DEBOUNCE_MS, STEP_MS, DeckFilter
-
-        paths = self._watched_dirs()
-        if not paths:
-            return
-        async for _changes in awatch(
-            *paths, watch_filter=DeckFilter(), debounce=DEBOUNCE_MS, step=STEP_MS, recursive=True,
-            ignore_permission_denied=True,
-        ):
-            self.request_refresh()
-
-    @work(exclusive=True, group="home-watcher", exit_on_error=False)
-    async def _watch_home(self) -> None:
-        from watchfiles import awatch
-
-        from .watcher import DEBOUNCE_MS, STEP_MS, HomeFilter
-
-        if not self.home.path.is_dir():
-            return
-        async for changes in awatch(
-            self.home.path, watch_filter=HomeFilter(), debounce=DEBOUNCE_MS, step=STEP_MS, recursive=False,
-            ignore_permission_denied=True,
-        ):
-            names = {Path(p).name for _c, p in changes}
-            if names & {"memories", "memlock", "pending", "memdeck"}:
-                self._watch_dirs()  # a watched directory appeared or vanished: re-arm
-            if "config.yaml" in names:
-                self.config = load_config(self.home)
-            self.request_refresh()
+    def on_sources_changed(self, message: SourcesChanged) -> None:
+        """A watched file changed: re-read config.yaml if it was one of them, then refresh."""
+        if "config" in message.kinds:
+            self.config = load_config(self.home)
+        self.request_refresh()
 
     # ── selection helpers ───────────────────────────────────────────────
 
@@ -475,8 +473,7 @@ class MemdeckApp(App[None]):
         self.request_refresh(force=True)
 
     async def action_quit(self) -> None:
-        self.workers.cancel_group(self, "dir-watcher")
-        self.workers.cancel_group(self, "home-watcher")
+        self.workers.cancel_group(self, "watcher")
         self.exit()
 
     # actions that open modals or run writes live in tui/actions.py

@@ -16,12 +16,16 @@ class SnapshotReady(Message):
         self.snapshot = snapshot
 
 
-class FilesChanged(Message):
-    """The watcher saw changes to files the dashboard shows (paths are absolute)."""
+class SourcesChanged(Message):
+    """The watcher saw changes to files the dashboard shows.
 
-    def __init__(self, paths: frozenset[str]) -> None:
+    ``kinds`` holds the sources touched (``memory``, ``config``, ``pending``, ``memlock``,
+    ``statedb``; see :func:`tui.watcher.source_of`).
+    """
+
+    def __init__(self, kinds: frozenset[str]) -> None:
         super().__init__()
-        self.paths = paths
+        self.kinds = kinds
 
 
 @dataclass

@@ -17,12 +17,17 @@ from core.memory import MemoryStore, parse_entries, serialize_entries
 ROUNDS = 200
 
 
-def _child(home: HermesHome, tag: str) -> None:
+def _child(home: HermesHome, tag: str, ready: int | None = None) -> None:
+    """Add and remove entries forever. With ``ready`` (a pipe's write end), stop after the
+    first add, say so on the pipe and wait to be killed: a kill between an add and its remove."""
     try:
         s = MemoryStore(home, Config(), actor="cli", lock_timeout=5)
         k = 0
         while True:
             s.add("memory", f"{tag}-{k}")
+            if ready is not None:
+                os.write(ready, b"x")
+                signal.pause()
             s.remove("memory", f"{tag}-{k}")
             k += 1
     finally:
@@ -39,10 +44,18 @@ def test_sigkill_during_writes_never_tears_the_file(hermes_home: HermesHome) -> 
     seen_new = 0
     for i in range(ROUNDS):
         tag = f"crash{i}"
+        between = i % 10 == 0  # every tenth kill lands between an add and its remove, for sure
+        r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - child
-            _child(hermes_home, tag)
-        time.sleep(rng.uniform(0, 0.006))
+            os.close(r)
+            _child(hermes_home, tag, w if between else None)
+        os.close(w)
+        if between:
+            assert os.read(r, 1) == b"x"  # the child's add is on disk
+        else:
+            time.sleep(rng.uniform(0, 0.006))  # a random moment to kill at, not a wait
+        os.close(r)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         raw = path.read_text(encoding="utf-8")
@@ -61,7 +74,7 @@ def test_sigkill_during_writes_never_tears_the_file(hermes_home: HermesHome) -> 
         assert not list(hermes_home.memories_dir.glob(".mem_*.tmp")), f"round {i}: stray temp survived"
         assert not list(hermes_home.memories_dir.glob(".bak_*"))
     assert parse_entries(path.read_text()) == base
-    assert seen_new > 0  # some kills landed between an add and its remove
+    assert seen_new >= ROUNDS // 10  # at least the kills made between an add and its remove
     conn = sqlite3.connect(deckdb.db_path(hermes_home))
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()

@@ -265,6 +265,10 @@ async def test_pause_holds_refreshes_until_resumed(demo_home) -> None:
         footer_labels = [b.description for _k, b in app._bindings if b.action == "toggle_pause"]
         assert footer_labels == ["PAUSED · resume"]
         count = app.refresh_count
+        # a change arrives while paused (a refresh of an unchanged home repaints nothing)
+        from core.memory import MemoryStore
+
+        MemoryStore(app.home, app.config, actor="test").add("user", "written while the dashboard was paused")
         app.request_refresh()
         await settle(pilot, app)
         assert app.refresh_count == count and app._dirty
