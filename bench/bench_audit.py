@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_encoder import FakeEncoder  # noqa: E402
 
-from core import audit as A  # noqa: E402
-from core.anchors import AnchorStore  # noqa: E402
-from core.config import load_config  # noqa: E402
-from core.demo import build_big_home  # noqa: E402
-from core.statedb import StateDB  # noqa: E402
+from memdeck.core.anchors import audit as A  # noqa: E402
+from memdeck.core.anchors.store import AnchorStore  # noqa: E402
+from memdeck.core.config import load_config  # noqa: E402
+from memdeck.core.demo import build_big_home  # noqa: E402
+from memdeck.core.sessions.statedb import StateDB  # noqa: E402
 
 
 def _time(fn, repeats: int) -> tuple[float, float]:

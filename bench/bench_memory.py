@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import memory as memory_mod  # noqa: E402
-from core.config import Config  # noqa: E402
-from core.home import HermesHome  # noqa: E402
-from core.memory import MemoryStore  # noqa: E402
-from core.threats import scan  # noqa: E402
+from memdeck.core.memory import store as memory_mod  # noqa: E402
+from memdeck.core.config import Config  # noqa: E402
+from memdeck.core.home import HermesHome  # noqa: E402
+from memdeck.core.memory.store import MemoryStore  # noqa: E402
+from memdeck.core.memory.threats import scan  # noqa: E402
 
 BIG = Config(memory_char_limit=10_000_000, user_char_limit=10_000_000)
 

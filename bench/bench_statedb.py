@@ -32,9 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import hermes_schema as hs  # noqa: E402
-from core.recall import recall  # noqa: E402
-from core.statedb import StateDB  # noqa: E402
+from memdeck.core.sessions import hermes_schema as hs  # noqa: E402
+from memdeck.core.sessions.recall import recall  # noqa: E402
+from memdeck.core.sessions.statedb import StateDB  # noqa: E402
 
 WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database index "
          "vacuum migration schema anchor memory drift summary compaction session profile cron telegram discord slack "
@@ -73,7 +73,7 @@ def build(path: Path, n_messages: int, per_session: int = 1000, seed: int = 7) -
 
 
 def measure(path: Path, n: int, queries: list[str]) -> dict[str, float]:
-    from core.compaction import known_prefixes
+    from memdeck.core.sessions.compaction import known_prefixes
 
     known_prefixes()  # one-time import of Hermes' prefixes (when installed) is not part of the scan
     out: dict[str, float] = {}

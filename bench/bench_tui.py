@@ -45,7 +45,7 @@ WRITER = r"""
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from core.fsio import atomic_write_text, file_lock
+from memdeck.core.fsio import atomic_write_text, file_lock
 path = Path(sys.argv[1])
 for line in sys.stdin:
     text = line.rstrip("\n").replace("\\n", "\n")
@@ -78,8 +78,8 @@ def _rss_mb() -> float:
 
 
 async def child_first_paint(home_path: str) -> dict:
-    from core.home import HermesHome
-    from tui.app import make_app
+    from memdeck.core.home import HermesHome
+    from memdeck.tui.app import make_app
 
     t_app = time.time()
     app = make_app(HermesHome(Path(home_path)), watch=False)
@@ -90,8 +90,8 @@ async def child_first_paint(home_path: str) -> dict:
 
 
 async def child_latency(home_path: str, n: int) -> dict:
-    from core.home import HermesHome
-    from tui.app import make_app
+    from memdeck.core.home import HermesHome
+    from memdeck.tui.app import make_app
 
     home = HermesHome(Path(home_path))
     path = home.memory_file("memory")
@@ -141,8 +141,8 @@ async def child_latency(home_path: str, n: int) -> dict:
 async def child_idle(home_path: str, seconds: float) -> dict:
     import asyncio
 
-    from core.home import HermesHome
-    from tui.app import make_app
+    from memdeck.core.home import HermesHome
+    from memdeck.tui.app import make_app
 
     app = make_app(HermesHome(Path(home_path)), watch=True)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -168,7 +168,7 @@ def run_child(argv: list[str]) -> int:
         out = asyncio.run(child_idle(home, float(argv[2])))
     elif kind == "prefixes":
         t = time.perf_counter()
-        from core.compaction import known_prefixes
+        from memdeck.core.sessions.compaction import known_prefixes
 
         known_prefixes()
         out = {"s": time.perf_counter() - t}
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
 
-    from core.demo import DEMO_NOW, build_big_home, build_demo_home
+    from memdeck.core.demo import DEMO_NOW, build_big_home, build_demo_home
 
     n_writes = 10 if args.quick else 40
     idle_s = 10.0 if args.quick else 60.0

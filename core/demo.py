@@ -50,10 +50,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import hermes_schema as hs
-from .anchors import anchors_sha256, dump_json, safe_pin_stem, safe_sid
-from .audit import integrity_score, keyword_audit, plan_reminder
-from .compaction import find_summary, match_summary, split_context
+from .sessions import hermes_schema as hs
+from .anchors.store import anchors_sha256, dump_json, safe_pin_stem, safe_sid
+from .anchors.audit import integrity_score, keyword_audit, plan_reminder
+from .sessions.compaction import find_summary, match_summary, split_context
 from .config import MemlockConfig
 from .errors import MemdeckError
 from .home import HermesHome

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.home import HermesHome
+from memdeck.core.home import HermesHome
 
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from core.errors import Refused
+from memdeck.core.errors import Refused
 
 from .guard import guarded
 from .messages import WriteOutcome
@@ -64,7 +64,7 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
     detail: list[str] = []
     chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
     if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
-        from core.memory import usage_pct
+        from memdeck.core.memory.store import usage_pct
 
         detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
     return WriteOutcome(True, text, "", detail)
@@ -90,13 +90,13 @@ def _confirm(app: "MemdeckApp", title: str, body: Text | str, then: Any, label: 
 
 
 def _memory_store(app: "MemdeckApp") -> Any:
-    from core.memory import MemoryStore
+    from memdeck.core.memory.store import MemoryStore
 
     return MemoryStore(app.home, app.config, actor="tui")
 
 
 def _anchor_store(app: "MemdeckApp") -> Any:
-    from core.anchors import AnchorStore
+    from memdeck.core.anchors.store import AnchorStore
 
     return AnchorStore(app.home, app.config, actor="tui")
 
@@ -355,7 +355,7 @@ def action_approve(self: "MemdeckApp") -> None:
     pid = sel.pending_id or ""
 
     def op() -> Any:
-        from core.pending import approve
+        from memdeck.core.memory.pending import approve
 
         return approve(self.home, self.config, pid, actor="tui")
 
@@ -372,7 +372,7 @@ def action_reject(self: "MemdeckApp") -> None:
     body = _question("Reject pending write ", pid, "? It is discarded and never applied.\n", sel.text, 300)
 
     def op() -> Any:
-        from core.pending import reject
+        from memdeck.core.memory.pending import reject
 
         return reject(self.home, pid, actor="tui")
 
@@ -418,7 +418,8 @@ def action_undo(self: "MemdeckApp") -> None:
     another change has become the most recent one, the undo is refused rather than undoing
     something the dialog did not show.
     """
-    from core import journal
+    from memdeck.core.deck import journal
+    from memdeck.core.undo import undo
 
     rows = journal.last_undoable(self.home)
     if not rows:
@@ -438,7 +439,7 @@ def action_undo(self: "MemdeckApp") -> None:
         if now != shown:
             raise Refused("another change was recorded after this dialog opened; nothing was undone "
                           "(press z again to see the latest change)", "conflict")
-        return journal.undo(self.home, self.config, actor="tui")
+        return undo(self.home, self.config, actor="tui")
 
     _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {what}"), "Undo")
 
@@ -498,7 +499,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
 
 @guarded
 def action_pick_profile(self: "MemdeckApp") -> None:
-    from core.home import list_profiles, root_of
+    from memdeck.core.home import list_profiles, root_of
 
     from .screens.pickers import PickerScreen
 

@@ -25,9 +25,9 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from core.config import Config, load_config
-from core.errors import MemdeckError, Refused
-from core.home import HermesHome
+from memdeck.core.config import Config, load_config
+from memdeck.core.errors import MemdeckError, Refused
+from memdeck.core.home import HermesHome
 
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
@@ -304,7 +304,7 @@ class MemdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from core.snapshot import build_snapshot, open_statedb, take_stamps
+        from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
 
         try:
             if self._db is None:
@@ -432,11 +432,11 @@ class MemdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recall")
     def _recall_worker(self, query: str) -> None:
-        from core.snapshot import run_recall
+        from memdeck.core.overview.snapshot import run_recall
 
         try:
             if self._db is None:
-                from core.snapshot import open_statedb
+                from memdeck.core.overview.snapshot import open_statedb
 
                 self._db = open_statedb(self.home)
             result, error = run_recall(self._db, query, self.home, self.config)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from core.home import TARGET_FILES, HermesHome
+from memdeck.core.home import TARGET_FILES, HermesHome
 
 #: Debounce of the ``watchfiles`` fallback in milliseconds (its default, 1,600 ms, feels dead).
 DEBOUNCE_MS = 50

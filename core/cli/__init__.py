@@ -10,11 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import MemdeckError, Refused
-from . import anchor_cmds, memory_cmds, plugin_cmds, session_cmds
+from . import anchor_cmds
+from . import memory_cmds
+from . import plugin_cmds
+from . import session_cmds
 from .common import CliContext, UsageError
 
 COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds)
@@ -38,15 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``memdeck`` console script. Returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *,
+         dashboard: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """Run one ``memdeck`` command; returns the process exit code.
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        dashboard: what runs when no command is given. The ``memdeck`` console script
+            (:func:`memdeck.tui.launch.main`) passes the dashboard; core never imports the TUI,
+            so without it a missing command is a usage error.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            from .dashboard import run_dashboard  # lazy: only this path imports textual
-
-            return run_dashboard(args)
+            if dashboard is None:
+                raise UsageError("no command given (the dashboard opens with `memdeck` or `python -m memdeck.tui`)")
+            return dashboard(args)
         if args.demo:
             raise UsageError("--demo opens the dashboard; it does not take a command")
         ctx = CliContext.from_args(args)

@@ -1,4 +1,4 @@
-"""``python -m core.cli`` runs the ``memdeck`` command."""
+"""``python -m memdeck.core.cli COMMAND`` runs one headless ``memdeck`` command (no dashboard)."""
 
 import sys
 

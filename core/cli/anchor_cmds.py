@@ -10,9 +10,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..anchors import AnchorStore, default_session_id
-from ..audit import SessionAudit, audit_session
-from ..statedb import DBStatus, StateDB
+from ..anchors.store import AnchorStore, default_session_id
+from ..anchors.audit import SessionAudit, audit_session
+from ..sessions.statedb import DBStatus, StateDB
 from .common import CliContext, UsageError, print_json
 from .session_cmds import _when
 
@@ -181,7 +181,7 @@ def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _preview(args: argparse.Namespace, ctx: CliContext) -> int:
-    from ..recall import render_prompt_blocks
+    from ..sessions.recall import render_prompt_blocks
 
     prompt = render_prompt_blocks(ctx.home, ctx.config)
     block = ""

@@ -18,14 +18,15 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from .. import journal as _journal
-from .. import pending as _pending
-from ..archive import items as _archived_items
+from ..undo import undo as _undo_last
+from ..deck import journal as _journal
+from ..memory import pending as _pending
+from ..deck.archive import items as _archived_items
 from ..errors import Refused
 from ..home import TARGETS
-from ..memory import MemoryStore, WriteResult, read_memory, scan_memory
-from ..status import build_status
-from ..threats import INVISIBLE_CHARS
+from ..memory.store import MemoryStore, WriteResult, read_memory, scan_memory
+from ..overview.status import build_status
+from ..memory.threats import INVISIBLE_CHARS
 from .common import CliContext, UsageError, add_target_arg, print_json
 
 
@@ -233,7 +234,7 @@ def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _run(args, lambda: _journal.undo(ctx.home, ctx.config, actor=ctx.actor))
+    return _run(args, lambda: _undo_last(ctx.home, ctx.config, actor=ctx.actor))
 
 
 def _show_pending(r: Any) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..home import resolve_home
-from ..plugin_install import install_plugin, plugin_status, uninstall_plugin
+from ..plugin.install import install_plugin, plugin_status, uninstall_plugin
 from .common import CliContext, print_json
 
 

@@ -9,8 +9,8 @@ import argparse
 import datetime as _dt
 import sys
 
-from ..recall import recall
-from ..statedb import StateDB
+from ..sessions.recall import recall
+from ..sessions.statedb import StateDB
 from .common import CliContext, print_json
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from memdeck.core.undo import undo
+
 import hashlib
 import json
 
 import pytest
 
-from core import archive, deckdb, journal
-from core.anchors import AnchorStore
-from core.cli import main as cli_main
-from core.config import Config
-from core.errors import MemdeckError, Refused
-from core.home import HermesHome
+from memdeck.core.deck import archive
+
+from memdeck.core.deck import db as deckdb
+
+from memdeck.core.deck import journal
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.cli import main as cli_main
+from memdeck.core.config import Config
+from memdeck.core.errors import MemdeckError, Refused
+from memdeck.core.home import HermesHome
 
 
 @pytest.fixture
@@ -29,7 +35,7 @@ def _rows(store: AnchorStore) -> list[journal.JournalEntry]:
 
 
 def _undo(store: AnchorStore):
-    return journal.undo(store.home, store.config, actor="test", kind="anchor")
+    return undo(store.home, store.config, actor="test", kind="anchor")
 
 
 def _load(text: str | None):
@@ -202,7 +208,7 @@ def test_global_pin_with_unwritable_persist_leaves_the_session_untouched(store: 
 
 
 def test_failed_session_write_takes_the_new_global_copy_back(store: AnchorStore, monkeypatch) -> None:
-    import core.anchors as anchors_mod
+    import memdeck.core.anchors.store as anchors_mod
 
     real = anchors_mod.atomic_write_text
 

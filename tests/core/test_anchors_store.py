@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.anchors import (
+from memdeck.core.anchors.store import (
     Anchor,
     AnchorStore,
     SessionAnchors,
@@ -19,8 +19,8 @@ from core.anchors import (
     safe_sid,
     safe_sid_v1,
 )
-from core.errors import Refused
-from core.home import HermesHome
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
 from tests.helpers.anchors import SAMPLE_V02, sample_v04, sample_v05, write_memlock_file
 
 
@@ -142,7 +142,7 @@ def test_written_file_matches_memlock_format(hermes_home: HermesHome) -> None:
 
 
 def test_record_audit_marks_scores_and_caps_log() -> None:
-    from core.audit import keyword_audit
+    from memdeck.core.anchors.audit import keyword_audit
 
     s = SessionAnchors("s")
     s.add(Anchor(id="a", text="t", reminder="t", probes=["alpha"]))

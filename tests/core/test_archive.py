@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from core import archive, deckdb
-from core import memory as memory_mod
-from core.config import Config
-from core.errors import Refused
-from core.home import HermesHome
-from core.memory import MemoryStore, parse_entries
+from memdeck.core.deck import archive
+
+from memdeck.core.deck import db as deckdb
+from memdeck.core.memory import store as memory_mod
+from memdeck.core.config import Config
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore, parse_entries
 from tests.helpers.memory import HOSTILE, write_raw
 
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core import audit as A
-from core.compaction import find_summary, split_context
-from core.config import MemlockConfig
+from memdeck.core.anchors import audit as A
+from memdeck.core.sessions.compaction import find_summary, split_context
+from memdeck.core.config import MemlockConfig
 from tests.helpers.anchors import anchor, history
 
 M = A.REMINDER_MARKER

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from core import hermes_schema as HS
-from core.anchors import AnchorStore
-from core.audit import REMINDER_MARKER
-from core.cli import main
-from core.home import HermesHome
+from memdeck.core.sessions import hermes_schema as HS
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.anchors.audit import REMINDER_MARKER
+from memdeck.core.cli import main
+from memdeck.core.home import HermesHome
 
 T0 = 1_800_000_000.0
 
@@ -86,7 +86,7 @@ def test_no_session_anywhere_is_usage_error(hermes_home: HermesHome, capsys) -> 
 
 
 def test_terminal_output_escapes_control_chars(home: HermesHome, capsys) -> None:
-    from core.anchors import Anchor
+    from memdeck.core.anchors.store import Anchor
 
     AnchorStore(home).update_session("live", lambda s: s.add(Anchor(id="x", text="t", reminder="evil\x1b[31mred", probes=["t"])))
     rc, out, _ = _run(capsys, "--home", str(home.path), "anchors")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from core.cli import main
-from core.home import HermesHome
-from core.memory import entry_id
+from memdeck.core.cli import main
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import entry_id
 from tests.helpers.memory import HOSTILE, write_raw
 
 
@@ -95,7 +95,7 @@ def test_edit_move_normalize(hermes_home: HermesHome, capsys) -> None:
 
 
 def test_memory_list_says_why_a_file_is_unreadable(tmp_path, capsys) -> None:
-    from core.cli import main
+    from memdeck.core.cli import main
 
     mem = tmp_path / "h" / "memories"
     mem.mkdir(parents=True)
@@ -106,8 +106,8 @@ def test_memory_list_says_why_a_file_is_unreadable(tmp_path, capsys) -> None:
 
 
 def test_status_summarises_the_live_session_integrity_and_anchors(tmp_path, capsys) -> None:
-    from core.cli import main
-    from core.demo import build_demo_home
+    from memdeck.core.cli import main
+    from memdeck.core.demo import build_demo_home
 
     home = build_demo_home(tmp_path / "demo")
     assert main(["--home", str(home.path), "status"]) == 0
@@ -118,7 +118,7 @@ def test_status_summarises_the_live_session_integrity_and_anchors(tmp_path, caps
 
 
 def test_status_says_when_state_db_is_missing(tmp_path, capsys) -> None:
-    from core.cli import main
+    from memdeck.core.cli import main
 
     (tmp_path / "h" / "memories").mkdir(parents=True)
     assert main(["--home", str(tmp_path / "h"), "status"]) == 0

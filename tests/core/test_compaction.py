@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.compaction import (
+from memdeck.core.sessions.compaction import (
     LEGACY_SUMMARY_PREFIX,
     MERGED_PRIOR_CONTEXT_HEADER,
     MERGED_SUMMARY_DELIMITER,
@@ -75,7 +75,7 @@ def test_hermes_prefixes_are_used_only_when_already_loaded(monkeypatch) -> None:
     import sys
     import types
 
-    from core import compaction
+    from memdeck.core.sessions import compaction
 
     fake = types.ModuleType("agent.context_compressor")
     fake.SUMMARY_PREFIX = "[CONTEXT COMPACTION — REFERENCE ONLY] NEWER PREFIX:"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Config, load_config
-from core.home import HermesHome
+from memdeck.core.config import Config, load_config
+from memdeck.core.home import HermesHome
 
 
 def _write(home: HermesHome, text: str | bytes) -> None:

@@ -9,10 +9,10 @@ import signal
 import sqlite3
 import time
 
-from core import deckdb
-from core.config import Config
-from core.home import HermesHome
-from core.memory import MemoryStore, parse_entries, serialize_entries
+from memdeck.core.deck import db as deckdb
+from memdeck.core.config import Config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore, parse_entries, serialize_entries
 
 ROUNDS = 200
 

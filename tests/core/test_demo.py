@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from core import demo as demo_mod
-from core.anchors import AnchorStore
-from core.audit import audit_session, audited_region, keyword_audit, plan_reminder
-from core.compaction import SUMMARY_PREFIX_0_19, match_summary
-from core.config import load_config
-from core.demo import (
+from memdeck.core import demo as demo_mod
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.anchors.audit import audit_session, audited_region, keyword_audit, plan_reminder
+from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
+from memdeck.core.config import load_config
+from memdeck.core.demo import (
     DEMO_MARKER,
     DEMO_MEMORY_LIMIT,
     DEMO_NOW,
@@ -29,8 +29,8 @@ from core.demo import (
     demo_plan,
     fresh_demo_home,
 )
-from core.errors import MemdeckError
-from core.statedb import StateDB
+from memdeck.core.errors import MemdeckError
+from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.demo import db_rows, demo_home, demo_home_template, file_bytes  # noqa: F401
 
 DELIM = "\n§\n"
@@ -127,7 +127,7 @@ def test_pending_writes_have_hermes_write_approval_shape(demo_home_template) -> 
 
 
 def test_exactly_two_pending_writes_are_hostile_by_core_scan(demo_home_template) -> None:  # noqa: F811
-    from core import threats
+    from memdeck.core.memory import threats
 
     hostile = []
     for f in sorted(demo_home_template.pending_dir.glob("*.json")):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import LockTimeout, UnreadableFile
-from core.fsio import atomic_write_text, cleanup_stale_temps, file_lock, lock_path_for, read_text_strict
+from memdeck.core.errors import LockTimeout, UnreadableFile
+from memdeck.core.fsio import atomic_write_text, cleanup_stale_temps, file_lock, lock_path_for, read_text_strict
 
 
 def _hold_lock(path: str, ready, release) -> None:  # runs in a child process

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from core.anchors import AnchorStore
-from core.audit import REMINDER_MARKER
-from core.config import Config
-from core.errors import UnreadableFile
-from core.guard import DASHBOARD_HINT, Guard, validate_static_anchors
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.anchors.audit import REMINDER_MARKER
+from memdeck.core.config import Config
+from memdeck.core.errors import UnreadableFile
+from memdeck.core.plugin.guard import DASHBOARD_HINT, Guard, validate_static_anchors
 from tests.helpers.plugin import (
     BRITISH,
     BULLETS,

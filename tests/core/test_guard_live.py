@@ -12,17 +12,17 @@ import textwrap
 
 import pytest
 
-from core.anchors import AnchorStore
-from core.audit import REMINDER_MARKER, reminder_lines
-from core.config import load_config
-from core.hermes_plugin import register
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.anchors.audit import REMINDER_MARKER, reminder_lines
+from memdeck.core.config import load_config
+from memdeck.core.plugin.entry import register
 from tests.helpers.plugin import BRITISH, BULLETS, REPO, RecordingContext, history, read_session, seed, write_config
 
 SID = "20260702_080000_c0ffee"
 
 
 def memdeck(home, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core.cli", "--home", str(home.path), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "memdeck.core.cli", "--home", str(home.path), *args], capture_output=True,
                           text=True, timeout=60, cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
@@ -88,9 +88,9 @@ def test_cli_archive_and_restore_show_in_the_next_turn(hermes_home):
 
 WRITER = r"""
 import json, sys
-from core.anchors import AnchorStore
-from core.config import load_config
-from core.home import HermesHome
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.config import load_config
+from memdeck.core.home import HermesHome
 import pathlib, time
 home = HermesHome(pathlib.Path(sys.argv[1])); sid = sys.argv[2]; n = int(sys.argv[3])
 go = pathlib.Path(sys.argv[4])

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from core.anchors import AnchorStore
-from core.config import Config
-from core.guard import PIN_SCHEMA, Guard
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.config import Config
+from memdeck.core.plugin.guard import PIN_SCHEMA, Guard
 from tests.helpers.plugin import BULLETS, config_with, read_session, seed
 
 SID = "20260703_120000_beef00"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import hermes_schema as hs
-from core.compaction import SUMMARY_END_MARKER, SUMMARY_PREFIX_0_19, match_summary
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.compaction import SUMMARY_END_MARKER, SUMMARY_PREFIX_0_19, match_summary
 
 
 def _db(path: Path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.home import HermesHome, HomeError, list_profiles, resolve_home, root_of
+from memdeck.core.home import HermesHome, HomeError, list_profiles, resolve_home, root_of
 
 
 def _mk_root(tmp_path: Path) -> Path:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from memdeck.core.undo import undo
+
 import pytest
 
-from core import archive, journal
-from core.config import Config
-from core.errors import Refused
-from core.home import HermesHome
-from core.memory import MemoryStore
+from memdeck.core.deck import archive
+
+from memdeck.core.deck import journal
+from memdeck.core.config import Config
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import write_raw
 
 
@@ -42,17 +46,17 @@ def test_undo_walks_back_and_refuses_on_conflict(hermes_home: HermesHome) -> Non
     s = MemoryStore(hermes_home, Config())
     s.add("memory", "a")
     s.add("memory", "b")
-    journal.undo(hermes_home, Config())
+    undo(hermes_home, Config())
     assert text(hermes_home) == "a"
-    journal.undo(hermes_home, Config())
+    undo(hermes_home, Config())
     assert text(hermes_home) == ""
     with pytest.raises(Refused) as ei:
-        journal.undo(hermes_home, Config())
+        undo(hermes_home, Config())
     assert ei.value.code == "nothing"
     s.add("memory", "c")
     write_raw(hermes_home, "memory", "c\n§\nadded by hermes")
     with pytest.raises(Refused) as ei:
-        journal.undo(hermes_home, Config())
+        undo(hermes_home, Config())
     assert ei.value.code == "conflict" and text(hermes_home) == "c\n§\nadded by hermes"
 
 
@@ -60,7 +64,7 @@ def test_undo_move_reverts_both_files(hermes_home: HermesHome) -> None:
     s = MemoryStore(hermes_home, Config())
     s.add("memory", "x")
     s.move("memory", "x", "user")
-    journal.undo(hermes_home, Config())
+    undo(hermes_home, Config())
     assert (text(hermes_home), text(hermes_home, "user")) == ("x", "")
 
 
@@ -68,7 +72,7 @@ def test_undo_archive_marks_the_row_restored(hermes_home: HermesHome) -> None:
     s = MemoryStore(hermes_home, Config())
     s.add("memory", "x")
     aid = s.archive(None, "x").archive_id
-    journal.undo(hermes_home, Config())
+    undo(hermes_home, Config())
     assert text(hermes_home) == "x" and archive.get(hermes_home, aid).state == "restored"
 
 
@@ -76,5 +80,5 @@ def test_undo_refuses_when_budget_shrank(hermes_home: HermesHome) -> None:
     MemoryStore(hermes_home, Config()).add("memory", "a" * 50)
     MemoryStore(hermes_home, Config()).remove("memory", "aaa")
     with pytest.raises(Refused) as ei:
-        journal.undo(hermes_home, Config(memory_char_limit=10))
+        undo(hermes_home, Config(memory_char_limit=10))
     assert ei.value.code == "overflow" and text(hermes_home) == ""

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.config import Config
-from core.errors import LockTimeout, Refused
-from core.fsio import file_lock
-from core.home import HermesHome
-from core.memory import (ENTRY_DELIMITER, MemoryStore, drift_reason, entry_id, find_entry, parse_entries,
+from memdeck.core.config import Config
+from memdeck.core.errors import LockTimeout, Refused
+from memdeck.core.fsio import file_lock
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import (ENTRY_DELIMITER, MemoryStore, drift_reason, entry_id, find_entry, parse_entries,
                          read_memory, serialize_entries, usage_chars)
 from tests.helpers.memory import HOSTILE, write_raw
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from memdeck.core.undo import undo
+
 import functools
 import sqlite3
 
 import pytest
 
-from core import deckdb
-from core.errors import MemdeckError
-from core.home import HermesHome
-from core.memory import MemoryStore
+from memdeck.core.deck import db as deckdb
+from memdeck.core.errors import MemdeckError
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
 
 
 def raw(home: HermesHome, target: str = "memory") -> bytes:
@@ -84,8 +86,8 @@ def _stage_raw(home: HermesHome, pid: str, record: object) -> None:
 @pytest.mark.parametrize("operations", [5, 2.5, True, {"action": "add"}])
 def test_pending_batch_whose_operations_is_not_a_list_is_malformed_not_a_crash(hermes_home: HermesHome,
                                                                                operations: object) -> None:
-    from core.errors import Refused
-    from core.pending import approve, list_pending
+    from memdeck.core.errors import Refused
+    from memdeck.core.memory.pending import approve, list_pending
 
     _stage_raw(hermes_home, "bbbb0001", {"id": "bbbb0001", "payload": {"action": "batch", "target": "memory",
                                                                        "operations": operations}})
@@ -102,8 +104,8 @@ def test_pending_batch_whose_operations_is_not_a_list_is_malformed_not_a_crash(h
 def test_pending_batch_op_with_non_string_fields_is_malformed(hermes_home: HermesHome, op: dict) -> None:
     """Hermes' replay would fail on these (``.strip()`` of a non-str); memdeck used to write
     ``str(value)`` (e.g. the entry ``{'x': 1}``) into MEMORY.md."""
-    from core.errors import Refused
-    from core.pending import approve, list_pending
+    from memdeck.core.errors import Refused
+    from memdeck.core.memory.pending import approve, list_pending
 
     hermes_home.memory_file("memory").write_text("a fact")
     _stage_raw(hermes_home, "bbbb0002", {"id": "bbbb0002", "payload": {"action": "batch", "target": "memory",
@@ -119,7 +121,7 @@ def test_pending_batch_op_with_non_string_fields_is_malformed(hermes_home: Herme
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1e400"])
 def test_config_limit_infinity_or_nan_falls_back_with_a_warning(hermes_home: HermesHome, value: str) -> None:
     """``int(float('inf'))`` raised OverflowError out of load_config, a traceback on every command."""
-    from core.config import DEFAULT_MEMORY_CHAR_LIMIT, load_config
+    from memdeck.core.config import DEFAULT_MEMORY_CHAR_LIMIT, load_config
 
     hermes_home.config_path.write_text(f"memory:\n  memory_char_limit: {value}\nmemlock:\n  max_slots: {value}\n")
     cfg = load_config(hermes_home)
@@ -130,8 +132,8 @@ def test_config_limit_infinity_or_nan_falls_back_with_a_warning(hermes_home: Her
 def test_undo_of_an_already_undone_change_is_refused_even_if_the_file_matches_again(hermes_home: HermesHome) -> None:
     """Two `memdeck undo` racing read the same rows; the second ran after the entry had been
     legitimately re-added (e.g. by Hermes) and removed it again: someone else's change reverted."""
-    from core import journal
-    from core.errors import Refused
+    from memdeck.core.deck import journal
+    from memdeck.core.errors import Refused
 
     s = MemoryStore(hermes_home)
     s.add("memory", "alpha fact")
@@ -147,14 +149,14 @@ def test_undo_of_an_already_undone_change_is_refused_even_if_the_file_matches_ag
 
 def test_undo_of_normalize_restores_the_original_bytes(hermes_home: HermesHome) -> None:
     """Undo of normalize rewrote the canonical text again and said 'Undid normalize'."""
-    from core import journal
+    from memdeck.core.deck import journal
 
     drifted = "alpha fact\n§\n\nbeta fact\n\n"
     hermes_home.memory_file("memory").write_text(drifted)
     s = MemoryStore(hermes_home)
     assert s.normalize("memory").changed
     assert raw(hermes_home) == "alpha fact\n§\nbeta fact".encode()
-    journal.undo(hermes_home, None)
+    undo(hermes_home, None)
     assert raw(hermes_home) == drifted.encode()
 
 
@@ -162,7 +164,7 @@ def test_memories_path_is_a_file_refuses_cleanly(hermes_home: HermesHome) -> Non
     """``memories`` is a regular file: FileExistsError from the lock's mkdir reached the CLI."""
     import shutil
 
-    from core.errors import MemdeckError
+    from memdeck.core.errors import MemdeckError
 
     shutil.rmtree(hermes_home.memories_dir)
     hermes_home.memories_dir.write_text("not a directory")
@@ -174,7 +176,7 @@ def test_memories_path_is_a_file_refuses_cleanly(hermes_home: HermesHome) -> Non
 def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: HermesHome, tmp_path) -> None:
     """A MEMORY.md symlink into a missing directory: memdeck created that directory tree (Hermes'
     atomic_replace fails instead) and wrote memory there; now a clear refusal, nothing created."""
-    from core.errors import Refused
+    from memdeck.core.errors import Refused
 
     elsewhere = tmp_path / "gone" / "deeper"
     hermes_home.memory_file("memory").symlink_to(elsewhere / "MEMORY.md")
@@ -187,8 +189,8 @@ def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: He
 
 def test_move_whose_source_write_fails_leaves_both_files_as_they_were(hermes_home: HermesHome,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import core.memory as memory_mod
-    from core.errors import Refused
+    import memdeck.core.memory.store as memory_mod
+    from memdeck.core.errors import Refused
 
     hermes_home.memory_file("memory").write_text("alpha fact\n§\nbeta fact")
     hermes_home.memory_file("user").write_text("user fact")

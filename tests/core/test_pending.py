@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from core import journal
-from core.config import Config
-from core.errors import Refused
-from core.home import HermesHome
-from core.memory import MemoryStore
-from core.pending import approve, list_pending, reject
+from memdeck.core.deck import journal
+from memdeck.core.config import Config
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
+from memdeck.core.memory.pending import approve, list_pending, reject
 from tests.helpers.memory import HOSTILE
 
 

@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from core.cli import main as cli_main
-from core.hermes_plugin import make_callbacks, register
-from core.plugin_install import (
+from memdeck.core.cli import main as cli_main
+from memdeck.core.plugin.entry import make_callbacks, register
+from memdeck.core.plugin.install import (
     PLUGIN_NAME,
     install_plugin,
     plugin_dir,
@@ -38,13 +38,15 @@ memlock:
 
 def test_vendored_core_is_the_import_closure_without_cli():
     files = vendored_files()
-    assert "hermes_plugin.py" in files and "guard.py" in files and "anchors.py" in files
-    assert "audit.py" in files and "compaction.py" in files and "__init__.py" in files
+    assert "plugin/entry.py" in files and "plugin/guard.py" in files and "anchors/store.py" in files
+    assert "anchors/audit.py" in files and "sessions/compaction.py" in files and "__init__.py" in files
     assert not any(f.startswith("cli/") for f in files)
-    assert "plugin_install.py" not in files  # the installer is not needed at runtime
+    assert "plugin/install.py" not in files  # the installer is not needed at runtime
+    # only what the plugin runs: no memory store, no state.db reader, no snapshot
+    assert not {"memory/store.py", "sessions/statedb.py", "overview/status.py", "overview/snapshot.py"} & set(files)
     pf = plugin_files()
     assert set(pf) == {"plugin.yaml", "__init__.py"} | {f"_core/{f}" for f in files}
-    assert b"from ._core.hermes_plugin import register" in pf["__init__.py"]
+    assert b"from ._core.plugin.entry import register" in pf["__init__.py"]
     assert b"MemoryProvider" not in pf["__init__.py"]  # Hermes would reclassify it as a memory provider
 
 
@@ -109,7 +111,7 @@ def test_memlock_and_disabled_warnings(hermes_home):
 
 def test_bad_config_refused_files_untouched(hermes_home):
     write_config(hermes_home, "plugins:\n  enabled: memdeck\n")
-    from core.errors import Refused
+    from memdeck.core.errors import Refused
 
     with pytest.raises(Refused):
         install_plugin(hermes_home)

@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import Refused
-from core.plugin_install import edit_enabled, set_enabled
+from memdeck.core.errors import Refused
+from memdeck.core.plugin.install import edit_enabled, set_enabled
 
 HERMES_LIKE = """\
 # Hermes config — hand-edited

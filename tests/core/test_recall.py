@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import hermes_schema as hs
-from core.config import Config
-from core.home import HermesHome
-from core.recall import (
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.config import Config
+from memdeck.core.home import HermesHome
+from memdeck.core.sessions.recall import (
     BLOCK_SEPARATOR,
     memory_context_fence,
     recall,
@@ -22,7 +22,7 @@ from core.recall import (
     sanitize_fts5_query,
     search_messages,
 )
-from core.statedb import StateDB
+from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.statedb import build_history
 
 

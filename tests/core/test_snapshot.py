@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import load_config
-from core.demo import DEMO_NOW, build_demo_home
-from core.home import HermesHome
-from core.snapshot import DeckSnapshot, build_snapshot, open_statedb, run_recall
+from memdeck.core.config import load_config
+from memdeck.core.demo import DEMO_NOW, build_demo_home
+from memdeck.core.home import HermesHome
+from memdeck.core.overview.snapshot import DeckSnapshot, build_snapshot, open_statedb, run_recall
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from core import hermes_schema as hs
-from core.compaction import hash_summary_body, match_summary
-from core.statedb import StateDB, status_section
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.compaction import hash_summary_body, match_summary
+from memdeck.core.sessions.statedb import StateDB, status_section
 from tests.helpers.statedb import build_history
 
 
@@ -192,7 +192,7 @@ def test_reader_never_writes(tmp_path: Path) -> None:
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     db = StateDB(path)
     db.sessions(); db.compactions(); db.refresh(); db.active_region("s1"); db.lineage("s2")
-    from core.recall import recall
+    from memdeck.core.sessions.recall import recall
     recall(db, "kubernetes")
     assert db._conn is not None
     with pytest.raises(sqlite3.OperationalError):
@@ -314,7 +314,7 @@ def test_older_schema_without_active_columns(tmp_path: Path) -> None:
     (s,) = db.sessions()
     assert s.title is None and s.live and s.compactions == 0
     assert db.compactions() == []
-    from core.recall import recall
+    from memdeck.core.sessions.recall import recall
     (hit,) = recall(db, "hello")
     assert hit.session_id == "o1" and "hello" in hit.snippet
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
+from memdeck.core.cli import main
 from tests.helpers.statedb import build_history
 
 
@@ -44,7 +44,7 @@ def test_missing_db_is_a_status_not_a_crash(tmp_path: Path, capsys: pytest.Captu
 
 def test_limits_are_checked_not_sliced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A negative --limit used to slice from the end (every session but the last)."""
-    from core.statedb import StateDB
+    from memdeck.core.sessions.statedb import StateDB
 
     home = tmp_path / "h"
     home.mkdir()

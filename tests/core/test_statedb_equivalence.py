@@ -15,10 +15,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import hermes_schema as hs
-from core.compaction import LEGACY_SUMMARY_PREFIX, SUMMARY_LEAD
-from core.demo import build_demo_home
-from core.statedb import StateDB
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.compaction import LEGACY_SUMMARY_PREFIX, SUMMARY_LEAD
+from memdeck.core.demo import build_demo_home
+from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.statedb import build_history, reference_compactions
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import threats as T
-from core.threats import INVISIBLE_CHARS, PATTERN_IDS, pattern_ids, scan, threat_message
+from memdeck.core.memory import threats as T
+from memdeck.core.memory.threats import INVISIBLE_CHARS, PATTERN_IDS, pattern_ids, scan, threat_message
 from tests.helpers.memory import BENIGN, HOSTILE
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.compaction import SUMMARY_LEAD
+from memdeck.core.sessions.compaction import SUMMARY_LEAD
 
 #: The 0.2.0 session file from shared/reference/memlock.md §1.2 (produced by the real snapshot).
 SAMPLE_V02: dict[str, Any] = {

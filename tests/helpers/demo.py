@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from core.demo import DEMO_NOW, DEMO_SEED, build_demo_home, demo_plan
-from core.home import HermesHome
+from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home, demo_plan
+from memdeck.core.home import HermesHome
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from core.home import HermesHome
+from memdeck.core.home import HermesHome
 
 #: One example per pattern id that Hermes 0.19's strict scan flags (checked against the real
 #: scanner in tests/interop/test_threats_interop.py).

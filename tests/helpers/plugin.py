@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.anchors import Anchor, AnchorStore, SessionAnchors
-from core.compaction import (
+from memdeck.core.anchors.store import Anchor, AnchorStore, SessionAnchors
+from memdeck.core.sessions.compaction import (
     MERGED_PRIOR_CONTEXT_HEADER,
     MERGED_SUMMARY_DELIMITER,
     SUMMARY_END_MARKER,
     SUMMARY_PREFIX_0_19,
 )
-from core.config import Config, parse_config
-from core.home import HermesHome
+from memdeck.core.config import Config, parse_config
+from memdeck.core.home import HermesHome
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PY = sys.executable

@@ -12,9 +12,9 @@ from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core import hermes_schema as hs
-from core.compaction import match_summary
-from core.statedb import FRESH_STAMP_TOLERANCE, CompactionEvent, StateDB
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.compaction import match_summary
+from memdeck.core.sessions.statedb import FRESH_STAMP_TOLERANCE, CompactionEvent, StateDB
 
 
 def build_history(path: Path) -> dict[str, object]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import LockTimeout
-from core.fsio import file_lock
+from memdeck.core.errors import LockTimeout
+from memdeck.core.fsio import file_lock
 from tests.conftest import requires_hermes
 
 pytestmark = [requires_hermes, pytest.mark.interop]

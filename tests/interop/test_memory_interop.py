@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Config
-from core.home import HermesHome
-from core.memory import MemoryStore, parse_entries, read_memory, serialize_entries
-from core.pending import approve, list_pending
+from memdeck.core.config import Config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore, parse_entries, read_memory, serialize_entries
+from memdeck.core.memory.pending import approve, list_pending
 from tests.conftest import requires_hermes
 from tests.helpers.memory import hermes_json
 
@@ -120,9 +120,9 @@ print("done")
 
 MEMDECK_WORKER = """
 import sys
-from core.config import load_config
-from core.home import HermesHome
-from core.memory import MemoryStore
+from memdeck.core.config import load_config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
 home = HermesHome(__import__("pathlib").Path(sys.argv[3]))
 tag, n = sys.argv[1], int(sys.argv[2])
 s = MemoryStore(home, load_config(home), actor="cli", lock_timeout=60)

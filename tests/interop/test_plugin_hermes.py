@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.home import HermesHome
-from core.plugin_install import install_plugin
+from memdeck.core.home import HermesHome
+from memdeck.core.plugin.install import install_plugin
 from tests.conftest import requires_hermes
 from tests.helpers.plugin import REPO, BRITISH, BULLETS, run_py, seed, write_config
 
@@ -36,7 +36,7 @@ out = {"enabled": lp.enabled, "error": lp.error, "source": lp.manifest.source,
        "module": lp.module.__name__ if lp.module else None,
        "hooks": sorted(lp.hooks_registered), "tools": sorted(lp.tools_registered),
        "commands": sorted(lp.commands_registered),
-       "core_imported": sorted(m for m in sys.modules if m == "core" or m.startswith("core."))}
+       "core_imported": sorted(m for m in sys.modules if m == "memdeck.core" or m.startswith("memdeck.core."))}
 def turn(history, user):
     return pm.invoke_hook("pre_llm_call", session_id=SID, task_id="t", turn_id="x", user_message=user,
                           conversation_history=history, is_first_turn=False, model="m", platform="cli", sender_id="")
@@ -131,16 +131,16 @@ def test_entry_point_plugin_through_hermes_plugin_manager(tmp_path):
     eps = [ep for ep in entry_points(group="hermes_agent.plugins") if ep.name == "memdeck"]
     if not eps:
         pytest.skip("memdeck is not installed with its entry point in this environment")
-    assert eps[0].value == "core.hermes_plugin"  # a module, as Hermes' getattr(module, 'register') needs
+    assert eps[0].value == "memdeck.core.plugin.entry"  # a module, as Hermes' getattr(module, 'register') needs
     home = prepare(tmp_path, install=False)
     out = drive(home.path, "ep")
-    assert out["source"] == "entrypoint" and out["module"] == "core.hermes_plugin"
+    assert out["source"] == "entrypoint" and out["module"] == "memdeck.core.plugin.entry"
     check_behaviour(out, home)
 
 
 def test_not_enabled_means_not_loaded(tmp_path):
     home = prepare(tmp_path, install=True)
-    from core.plugin_install import set_enabled
+    from memdeck.core.plugin.install import set_enabled
 
     set_enabled(home, remove="memdeck")
     res = run_py("""

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import hermes_schema as hs
-from core.compaction import SUMMARY_PREFIX_0_19, match_summary
-from core.recall import recall, render_prompt_blocks, sanitize_fts5_query, search_messages
-from core.statedb import StateDB
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
+from memdeck.core.sessions.recall import recall, render_prompt_blocks, sanitize_fts5_query, search_messages
+from memdeck.core.sessions.statedb import StateDB
 from tests.conftest import requires_hermes
 from tests.helpers.statedb import run_hermes_plan
 
@@ -169,8 +169,8 @@ def test_sanitiser_equivalence() -> None:
 
 
 def test_prompt_blocks_equal_hermes_memory_store(tmp_path: Path) -> None:
-    from core.config import load_config
-    from core.home import HermesHome
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
 
     home = HermesHome(tmp_path / "h")
     home.memories_dir.mkdir(parents=True)

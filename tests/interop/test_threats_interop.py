@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.threats import pattern_ids, scan
+from memdeck.core.memory.threats import pattern_ids, scan
 from tests.conftest import requires_hermes
 from tests.helpers.memory import BENIGN, HOSTILE
 

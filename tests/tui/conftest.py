@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.demo import DEMO_NOW, build_demo_home
-from core.home import HermesHome
+from memdeck.core.demo import DEMO_NOW, build_demo_home
+from memdeck.core.home import HermesHome
 
 
 @pytest.fixture(autouse=True)

@@ -7,15 +7,15 @@ import pytest
 from textual.command import CommandPalette
 from textual.widgets import Input, TextArea
 
-from core.anchors import AnchorStore
-from core.demo import DEMO_NOW
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.demo import DEMO_NOW
 from tests.tui.conftest import settle, wait_for
-from tui.app import make_app
-from tui.keymap import keys_table
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.editors import AnchorEditScreen, PinScreen
-from tui.screens.help import HelpScreen
-from tui.screens.pickers import PickerScreen
+from memdeck.tui.app import make_app
+from memdeck.tui.keymap import keys_table
+from memdeck.tui.screens.confirm import ConfirmScreen
+from memdeck.tui.screens.editors import AnchorEditScreen, PinScreen
+from memdeck.tui.screens.help import HelpScreen
+from memdeck.tui.screens.pickers import PickerScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -42,7 +42,7 @@ async def _goto_anchor(pilot, app, anchor_id: str) -> None:
 
 def test_every_binding_has_an_id_and_is_documented(demo_home) -> None:
     app = _app(demo_home)
-    from tui.app import DeckScreen
+    from memdeck.tui.app import DeckScreen
 
     bindings = list(app.BINDINGS) + list(DeckScreen.BINDINGS)
     ids = [b.id for b in bindings]
@@ -266,7 +266,7 @@ async def test_pause_holds_refreshes_until_resumed(demo_home) -> None:
         assert footer_labels == ["PAUSED · resume"]
         count = app.refresh_count
         # a change arrives while paused (a refresh of an unchanged home repaints nothing)
-        from core.memory import MemoryStore
+        from memdeck.core.memory.store import MemoryStore
 
         MemoryStore(app.home, app.config, actor="test").add("user", "written while the dashboard was paused")
         app.request_refresh()
@@ -332,8 +332,8 @@ async def test_theme_toggle_tabs_filter_help_palette_quit(demo_home) -> None:
 
 
 async def test_palette_lists_every_action(demo_home) -> None:
-    from tui.commands import DeckCommands
-    from tui.keymap import palette_entries
+    from memdeck.tui.commands import DeckCommands
+    from memdeck.tui.keymap import palette_entries
 
     app = _app(demo_home)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from textual.widgets import TextArea
 
-from core.demo import DEMO_NOW
+from memdeck.core.demo import DEMO_NOW
 from tests.tui.conftest import settle, wait_for
-from tui.app import make_app
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.editors import EntryEditScreen
-from tui.screens.pickers import PickerScreen
+from memdeck.tui.app import make_app
+from memdeck.tui.screens.confirm import ConfirmScreen
+from memdeck.tui.screens.editors import EntryEditScreen
+from memdeck.tui.screens.pickers import PickerScreen
 
-from core import memory
+from memdeck.core.memory import store as memory
 
 pytestmark = pytest.mark.anyio
 
@@ -120,7 +120,7 @@ async def test_editor_refuses_overflow_and_threats_and_core_lists_archivable(dem
 
 
 async def test_approve_and_reject_pending(demo_home) -> None:
-    from core import pending
+    from memdeck.core.memory import pending
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
@@ -225,8 +225,8 @@ async def test_toasts_say_what_changed_and_a_noop_says_so(demo_home) -> None:
 
 
 def test_describe_change_names_op_and_target_of_each_kind() -> None:
-    from core.journal import JournalEntry
-    from tui.actions import describe_change
+    from memdeck.core.deck.journal import JournalEntry
+    from memdeck.tui.actions import describe_change
 
     def row(jid, op, kind, target, **detail):
         return JournalEntry(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1")

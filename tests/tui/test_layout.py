@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.demo import DEMO_NOW
+from memdeck.core.demo import DEMO_NOW
 from tests.tui.conftest import settle, wait_for
-from tui.app import make_app
+from memdeck.tui.app import make_app
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +31,7 @@ async def test_status_line_keeps_the_time_and_shortens_the_path(demo_home) -> No
 
 
 def test_footer_starts_with_pause_then_help() -> None:
-    from tui.keymap import app_bindings
+    from memdeck.tui.keymap import app_bindings
 
     shown = [b.action for b in app_bindings() if b.show]
     assert shown[:2] == ["toggle_pause", "help"]

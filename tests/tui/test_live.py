@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from core.anchors import AnchorStore
-from core.demo import DEMO_NOW
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.demo import DEMO_NOW
 from tests.conftest import requires_hermes
 from tests.tui.conftest import settle, wait_for
-from tui.app import make_app
-from tui.watcher import is_noise
+from memdeck.tui.app import make_app
+from memdeck.tui.watcher import is_noise
 
 pytestmark = pytest.mark.anyio
 
@@ -125,7 +125,7 @@ async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> Non
 
 
 async def test_rows_update_in_place_and_the_cursor_stays_on_its_row(demo_home) -> None:
-    from core.memory import MemoryStore
+    from memdeck.core.memory.store import MemoryStore
 
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -13,15 +13,15 @@ import time
 import pytest
 from textual.message import Message
 
-from core import hermes_schema as hs
-from core.demo import DEMO_NOW
-from core.home import HermesHome
-from core.memory import MemoryStore
-from core.snapshot import build_snapshot, open_statedb, take_stamps
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.demo import DEMO_NOW
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
+from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
 from tests.tui.conftest import settle, wait_for
-from tui.app import make_app
-from tui.messages import SourcesChanged
-from tui.watcher import source_of
+from memdeck.tui.app import make_app
+from memdeck.tui.messages import SourcesChanged
+from memdeck.tui.watcher import source_of
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +49,7 @@ def test_memdecks_own_files_are_no_source(demo_home: HermesHome) -> None:
 
 
 def test_a_build_with_every_source_unchanged_returns_the_previous_snapshot(demo_home: HermesHome) -> None:
-    from core.config import load_config
+    from memdeck.core.config import load_config
 
     config = load_config(demo_home)
     db = open_statedb(demo_home)

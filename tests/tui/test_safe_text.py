@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tui.safe_text import has_hidden, marker_for, safe_plain, safe_text
+from memdeck.tui.safe_text import has_hidden, marker_for, safe_plain, safe_text
 
 HERMES_INVISIBLE = [
     "\u200b", "\u200c", "\u200d", "\u2060", "\u2062", "\u2063", "\u2064", "\ufeff",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, TextArea
 
-from core.demo import DEMO_NOW
+from memdeck.core.demo import DEMO_NOW
 from tests.tui.conftest import settle
-from tui.app import make_app
-from tui.keymap import PANEL_IDS
+from memdeck.tui.app import make_app
+from memdeck.tui.keymap import PANEL_IDS
 
 
 def _still(app) -> None:

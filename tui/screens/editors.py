@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from core.memory import usage_chars, usage_pct
+from memdeck.core.memory.store import usage_chars, usage_pct
 
 from ..safe_text import safe_text
 
@@ -25,7 +25,7 @@ from ..safe_text import safe_text
 def scan_findings(text: str) -> list[Any]:
     """:func:`core.threats.scan` of ``text`` (``[]`` when the scanner is unavailable)."""
     try:
-        from core.threats import scan
+        from memdeck.core.memory.threats import scan
     except ImportError:
         return []
     try:
@@ -274,7 +274,7 @@ class PinScreen(FormScreen):
         t.append_text(findings_text(joined, findings))
         if not v["probes"] and v["text"]:
             try:
-                from core.audit import derive_probes
+                from memdeck.core.anchors.audit import derive_probes
 
                 t.append("\nprobes derived: ", "dim")
                 t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))

@@ -406,7 +406,7 @@ def _threat_ids(text: str) -> list[str]:
     ``tools/threat_patterns.py``). Hermes lists invisible-character ids in set order (varies
     between runs); we list them by code point, before the pattern ids, as Hermes does.
     """
-    from . import threats  # the memory area's scanner; imported lazily
+    from ..memory import threats  # the memory area's scanner; imported lazily
 
     ids = threats.scan_ids(text)
     inv = sorted((i for i in ids if i.startswith("invisible_unicode_")), key=lambda s: int(s.rsplit("+", 1)[-1], 16))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .compaction import message_text
+from ..sessions.compaction import message_text
 
 #: The first line of every reminder block (MemLock ``__init__.py:57``; 38 chars, U+2014 dash).
 REMINDER_MARKER = "[Standing instructions — still active]"
@@ -452,7 +452,7 @@ def run_audit(anchors: Iterable[Any], active_messages: Iterable[Any], config: An
 
 def _memlock_cfg(config: Any) -> Any:
     if config is None:
-        from .config import MemlockConfig
+        from ..config import MemlockConfig
 
         return MemlockConfig()
     return getattr(config, "memlock", config)
@@ -726,9 +726,9 @@ def audited_region(messages: Sequence[Any], system_prompt: str = "") -> list[Any
     Unlike MemLock, the merge-into-tail ``[PRIOR CONTEXT`` shape is recognised as a summary
     (its prior-context part, the last live turn, stays active).
     """
-    from .compaction import find_summary, split_context
+    from ..sessions.compaction import find_summary, split_context
 
-    from .compaction import MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER
+    from ..sessions.compaction import MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER
 
     conv = [{"role": "system", "content": system_prompt}]
     conv += [m.as_dict() if hasattr(m, "as_dict") else m for m in messages]
@@ -842,31 +842,6 @@ def drift_event(event: Any) -> dict[str, Any] | None:
     return {"time": float(t), "score": None if score is None else int(score), "casualties": casualties}
 
 
-def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Any]:
-    """The anchors MemLock would seed into a new session (``_on_start``): valid static config
-    anchors (``_validate_anchors``: id and text required; probe-less ones only when exactly
-    one valid anchor is defined) then global pins not already present."""
-    from .anchors import Anchor
-
-    cfg = _memlock_cfg(config)
-    raw = [a for a in (getattr(cfg, "anchors", ()) or ()) if isinstance(a, dict)]
-    total = sum(1 for a in raw if a.get("id") and a.get("text"))
-    out: dict[str, Any] = {}
-    for a in raw:
-        if not a.get("id") or not a.get("text"):
-            continue
-        probes = probes_of(a)
-        if not probes and total > 1:
-            continue
-        text = str(a["text"])
-        out.setdefault(str(a["id"]), Anchor(id=str(a["id"]), text=text, reminder=str(a.get("reminder") or text[:120]),
-                                            priority=priority_of(a), probes=probes, pinned=bool(a.get("pinned", False))))
-    for p in pins:
-        if p.get("scope") == "global" and str(p["id"]) not in out:
-            out[str(p["id"])] = Anchor.from_dict({**p, "pinned": True, "drifted": False, "last_alive_turn": 0})
-    return list(out.values())
-
-
 def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
                   with_history: bool = True) -> SessionAudit:
     """Audit one session from state.db and its MemLock file.
@@ -895,7 +870,7 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     session = store.load_session(session_id)
     report = store.load_pins_report()
     global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
-    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(seeded_anchors(cfg, report.pins))
+    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(store.seeded_anchors(cfg, report.pins))
     system_prompt = _system_prompt(db, session_id)
     rows = db.active_region(session_id)
     current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
@@ -936,70 +911,3 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     return SessionAudit(session_id=session_id, score=integrity_score(current.values()), anchors=tuple(results),
                         reminder_block=block, history=tuple(history), compactions=len(events),
                         method=sorted(methods)[0])
-
-
-def status_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
-    """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
-
-    * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
-      the default session (the live session in state.db, else the newest MemLock file), then
-      global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
-      None; history oldest first, see :func:`integrity_history`);
-    * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
-      file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
-    """
-    from .anchors import AnchorStore, default_session_id
-    from .config import load_config
-    from .home import HermesHome
-    from .statedb import StateDB
-
-    warnings: list[str] = []
-    home = home if isinstance(home, HermesHome) else HermesHome(home)
-    config = config if config is not None else load_config(home)
-    out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
-                           "drift_log": [], "anchors_warnings": warnings}
-    try:
-        store = AnchorStore(home, config, actor="status")
-        infos = store.list_sessions()
-        log: list[dict[str, Any]] = []
-        for info in infos:
-            if info.error:
-                warnings.append(f"{info.path.name}: {info.error}")
-                continue
-            try:
-                s = store.load_session(info.session_id)
-            except Exception as exc:  # noqa: BLE001 - status never raises
-                warnings.append(f"{info.path.name}: {exc}")
-                continue
-            for e in map(drift_event, s.drift_log):
-                if e is not None:
-                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
-                                "casualties": e["casualties"]})
-        log.sort(key=lambda e: e["time"])
-        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
-        report = store.load_pins_report()
-        warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-        with StateDB(home.state_db) as db:
-            live = db.live_session() if db.status().ok else None
-            sid = default_session_id(store, live.id if live else None)
-            if sid is None:
-                out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
-                return out
-            sa = audit_session(db, store, sid, config, encoder=encoder)
-        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
-                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
-                           "session_id": sid, "state": r.state} for r in sa.anchors]
-        held = {r.anchor.id for r in sa.anchors}
-        out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        out["integrity"] = {"session_id": sid, "score": sa.score,
-                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
-    except Exception as exc:  # noqa: BLE001 - status never raises
-        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
-    return out
-
-
-def _pin_row(p: dict[str, Any]) -> dict[str, Any]:
-    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
-            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}

@@ -23,8 +23,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .config import Config
-from .home import TARGETS, HermesHome
+from ..config import Config
+from ..home import TARGETS, HermesHome
 
 T = TypeVar("T")
 
@@ -217,7 +217,7 @@ def open_statedb(home: HermesHome) -> Any:
     """
     if not home.state_db.exists():
         return None
-    from .statedb import StateDB
+    from ..sessions.statedb import StateDB
 
     return StateDB(home.state_db)
 
@@ -310,7 +310,7 @@ def build_snapshot(
         memory = dict(previous.memory)
     for target in (() if memory_same else TARGETS):
         def _read(target: str = target) -> Any:
-            from .memory import read_memory
+            from ..memory.store import read_memory
 
             return read_memory(home, config, target)
 
@@ -323,7 +323,7 @@ def build_snapshot(
 
     # ── pending writes and archive ──
     def _pending() -> tuple[Any, ...]:
-        from .pending import list_pending
+        from ..memory.pending import list_pending
 
         return tuple(list_pending(home))
 
@@ -334,7 +334,7 @@ def build_snapshot(
         pending = _guard(errors, ("review",), "pending writes", _pending, ())
 
     def _archived() -> tuple[Any, ...]:
-        from .archive import items
+        from ..deck.archive import items
 
         return tuple(items(home, kind=None, state="archived"))
 
@@ -369,7 +369,7 @@ def build_snapshot(
             live = _guard(errors, ("integrity",), "state.db live session", lambda: db.live_session(), None)
 
     # ── MemLock anchors ──
-    from .anchors import AnchorStore
+    from ..anchors.store import AnchorStore
 
     store = AnchorStore(home, config, actor="tui")
     if memlock_same and previous is not None:
@@ -394,7 +394,7 @@ def build_snapshot(
     audit = None
     if shown and session_anchors is not None:
         def _audit() -> Any:
-            from .audit import audit_session
+            from ..anchors.audit import audit_session
 
             return audit_session(db, store, shown, config)
 
@@ -402,7 +402,7 @@ def build_snapshot(
             previous is not None
             and previous.session_id == shown
             and db_unchanged
-            and memory_same
+            and (memory_same or dict(previous.memory) == memory)
             and _attr(previous.session_anchors, "to_dict", None) is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
@@ -431,7 +431,7 @@ def build_snapshot(
 
     # ── prompt blocks, reminder, memory-context preview ──
     def _blocks() -> str:
-        from .recall import render_prompt_blocks
+        from ..sessions.recall import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
@@ -443,7 +443,7 @@ def build_snapshot(
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
     def _findings() -> dict[str, tuple[Any, ...]]:
-        from .threats import scan_cached
+        from ..memory.threats import scan_cached
 
         texts: list[str] = []
         for st in memory.values():
@@ -525,7 +525,7 @@ def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: 
     if db is None:
         return None, "no state.db in this home: nothing to recall"
     try:
-        from .recall import memory_context_fence, recall
+        from ..sessions.recall import memory_context_fence, recall
 
         hits = tuple(recall(db, query, limit=limit))
         lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]

@@ -13,7 +13,7 @@ while holding the target file's sidecar lock:
   entry appended (budget + threat scan first; a refusal returns the row to ``archived``);
   (3) ``restoring`` -> ``restored`` + journal, commit.
 
-A process killed between steps leaves an intent row. :func:`recover_memory` (run by every
+A process killed between steps leaves an intent row. :func:`memdeck.core.memory.store.recover_intents` (run by every
 archive/restore/listing, under the same lock, so never while a live writer is mid-way)
 resolves it by looking at the file: ``archiving`` + entry still in the file -> the row is
 deleted (nothing was archived); ``archiving`` + entry gone -> ``archived``; ``restoring`` +
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import deckdb
-from .home import HermesHome
+from . import db as deckdb
+from ..home import HermesHome
 
 STATES = ("archiving", "archived", "restoring", "restored")
 
@@ -158,23 +158,6 @@ def pending_intents(home: HermesHome | Path, kind: str = "memory", *, conn: sqli
         rows = c.execute("SELECT * FROM archive WHERE kind = ? AND state IN ('archiving','restoring') ORDER BY archive_id",
                          (kind,)).fetchall()
     return [_item(r) for r in rows]
-
-
-def recover_memory(home: HermesHome, config: Any = None, *, lock_timeout: float = 10.0) -> int:
-    """Resolve interrupted memory archive/restore intents (see the module docstring).
-
-    Takes each intent's target lock, re-reads the row and the file, and finishes or rolls back.
-    An intent whose file is unreadable is left as it is (nothing is guessed).
-
-    Returns:
-        how many intents were resolved.
-
-    Raises:
-        LockTimeout: a target stayed locked longer than ``lock_timeout`` seconds.
-    """
-    from .memory import recover_intents  # lazy: memory imports this module
-
-    return recover_intents(home, config, lock_timeout=lock_timeout)
 
 
 # ---------------------------------------------------------------------------------------

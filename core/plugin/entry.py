@@ -27,9 +27,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .config import Config, load_config
+from ..config import Config, load_config
 from .guard import PIN_SCHEMA, Guard
-from .home import HermesHome, resolve_home
+from ..home import HermesHome, resolve_home
 
 logger = logging.getLogger("memdeck.plugin")
 

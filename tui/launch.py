@@ -1,7 +1,8 @@
-"""``memdeck`` without a command: open the Textual dashboard on a Hermes home (or the demo home).
+"""The ``memdeck`` console script: a command runs headless through :mod:`memdeck.core.cli`;
+without one, the Textual dashboard opens on a Hermes home (or the demo home).
 
-Textual is imported lazily here, only on this path, so ``core`` stays importable without it
-(tests/core/test_isolation.py). Every failure is reported as one line on stderr, never a
+Textual is imported lazily here, only on the dashboard path, so ``memdeck status`` never pays
+for it. Every failure is reported as one line on stderr, never a
 traceback: exit 1 for a failure (the dashboard cannot be imported, the home cannot be built or
 read), 2 for a usage error (bad ``--profile``/``--home``), 130 on Ctrl-C.
 """
@@ -13,9 +14,9 @@ import sys
 import time
 from typing import Any
 
-from ..config import load_config
-from ..errors import MemdeckError
-from ..home import HermesHome, HomeError, resolve_home
+from memdeck.core.config import load_config
+from memdeck.core.errors import MemdeckError
+from memdeck.core.home import HermesHome, HomeError, resolve_home
 
 
 def _say(msg: str) -> None:
@@ -37,7 +38,7 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
         OSError: the demo home could not be written anywhere.
     """
     if getattr(args, "demo", False):
-        from ..demo import DEMO_SEED, fresh_demo_home
+        from memdeck.core.demo import DEMO_SEED, fresh_demo_home
 
         seed = getattr(args, "seed", None)
         return fresh_demo_home(DEMO_SEED if seed is None else int(seed), now=float(int(time.time()))), True
@@ -52,7 +53,7 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
 def _load_factory() -> Any:
     """``tui.app.make_app``, or ``None`` with the reason printed when the TUI cannot be imported."""
     try:
-        from tui.app import make_app  # lazy: the only place core reaches for the TUI
+        from memdeck.tui.app import make_app  # lazy: the only place core reaches for the TUI
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
         _say(f"error: the dashboard is not available ({missing} could not be imported); "
@@ -97,3 +98,10 @@ def run_dashboard(args: argparse.Namespace) -> int:
     if demo:
         _say(f"the demo home is {home.path} (rebuilt fresh on every --demo run)")
     return int(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``memdeck`` console script; returns the process exit code."""
+    from memdeck.core.cli import main as cli_main
+
+    return cli_main(argv, dashboard=run_dashboard)

@@ -19,7 +19,6 @@ is the MemLock session id whose file changed, or ``"global"`` when only the dura
 
 from __future__ import annotations
 
-import importlib
 import json
 import sqlite3
 import time
@@ -28,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import deckdb
-from .errors import Refused
-from .home import HermesHome
+from . import db as deckdb
+from ..errors import Refused
+from ..home import HermesHome
 
 KINDS = ("memory", "anchor")
 
@@ -169,42 +168,3 @@ def last_undoable(home: HermesHome | Path, kind: str | None = None, *, conn: sql
 def mark_undone(conn: sqlite3.Connection, journal_ids: list[int], undo_id: int) -> None:
     """Set ``undone_by = undo_id`` on the given rows (call inside the undo's transaction)."""
     conn.executemany("UPDATE journal SET undone_by = ? WHERE journal_id = ?", [(undo_id, j) for j in journal_ids])
-
-
-UndoHandler = Callable[..., Any]
-_UNDO_HANDLERS: dict[str, UndoHandler] = {}
-_HANDLER_MODULES = {"memory": "memory", "anchor": "anchors"}
-
-
-def register_undo_handler(kind: str, handler: UndoHandler) -> None:
-    """Register ``handler(home, config, rows, actor) -> result`` that reverts ``rows`` of ``kind``.
-
-    The handler must check, under the relevant lock, that the current state still equals the
-    rows' ``after`` and refuse (``Refused(code="conflict")``) otherwise, then write ``before``
-    and journal an ``undo`` row that marks the rows undone (:func:`mark_undone`).
-    """
-    _UNDO_HANDLERS[kind] = handler
-
-
-def undo(home: HermesHome, config: Any, actor: str = "cli", kind: str | None = None) -> Any:
-    """Undo the most recent change (of ``kind``, or of any kind) recorded in the journal.
-
-    Returns whatever the kind's handler returns (for memory: a ``WriteResult``).
-
-    Raises:
-        Refused: ``code="nothing"`` when there is nothing to undo; ``code="conflict"`` when the
-            file no longer holds that change's result; any refusal of the handler's checks.
-    """
-    rows = last_undoable(home, kind)
-    if not rows:
-        raise Refused("nothing to undo: the journal has no change that is not already undone", code="nothing")
-    k = rows[0].kind
-    if k not in _UNDO_HANDLERS and k in _HANDLER_MODULES:
-        try:
-            importlib.import_module(f"{__package__}.{_HANDLER_MODULES[k]}")
-        except ImportError:
-            pass
-    handler = _UNDO_HANDLERS.get(k)
-    if handler is None:
-        raise Refused(f"cannot undo journal #{rows[-1].journal_id}: no undo handler for kind {k!r}", code="unsupported")
-    return handler(home, config, rows, actor)

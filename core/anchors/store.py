@@ -45,14 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import archive as _archive
+from ..deck import archive as _archive
 from . import audit as _audit
-from . import deckdb
-from . import journal as _journal
-from .config import Config, MemlockConfig, load_config
-from .errors import Refused, UnreadableFile
-from .fsio import atomic_write_text, file_lock, read_text_strict
-from .home import HermesHome
+from ..deck import db as deckdb
+from ..deck import journal as _journal
+from ..config import Config, MemlockConfig, load_config
+from ..errors import Refused, UnreadableFile
+from ..fsio import atomic_write_text, file_lock, read_text_strict
+from ..home import HermesHome
 
 T = TypeVar("T")
 
@@ -406,7 +406,7 @@ def validate_scope(scope: Any) -> str:
 
 def _scan_or_refuse(*texts: str) -> None:
     """Threat-scan pinned content; a hostile pin is re-asserted every compaction, so refuse it."""
-    from .threats import scan, threat_message
+    from ..memory.threats import scan, threat_message
 
     findings = []
     for t in texts:
@@ -446,6 +446,11 @@ class AnchorStore:
         config: the home's :class:`Config` (loaded when None); ``memlock.max_pins`` is enforced.
         actor: who writes (``"cli"``, ``"tui"``, ``"plugin"``), recorded in the journal.
     """
+
+    @staticmethod
+    def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list["Anchor"]:
+        """The anchors MemLock would seed into a new session (see :func:`seeded_anchors`)."""
+        return seeded_anchors(config, pins)
 
     def __init__(self, home: HermesHome | Path | str, config: Config | None = None, actor: str = "cli") -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home))
@@ -1227,11 +1232,6 @@ def _pin_content(record: Any) -> dict[str, Any] | None:
     return None if not isinstance(record, dict) else {k: record.get(k) for k in _PIN_CONTENT_KEYS}
 
 
-def _undo_handler(home: HermesHome, config: Any, rows: Sequence["_journal.JournalEntry"], actor: str) -> dict[str, Any]:
-    return AnchorStore(home, config, actor=actor).undo_rows(rows)
-
-
-_journal.register_undo_handler("anchor", _undo_handler)
 
 
 def _record_text(record: Any) -> str | None:
@@ -1239,6 +1239,29 @@ def _record_text(record: Any) -> str | None:
     if record is None:
         return None
     return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Any]:
+    """The anchors MemLock would seed into a new session (``_on_start``): valid static config
+    anchors (``_validate_anchors``: id and text required; probe-less ones only when exactly
+    one valid anchor is defined) then global pins not already present."""
+    cfg = _audit._memlock_cfg(config)
+    raw = [a for a in (getattr(cfg, "anchors", ()) or ()) if isinstance(a, dict)]
+    total = sum(1 for a in raw if a.get("id") and a.get("text"))
+    out: dict[str, Any] = {}
+    for a in raw:
+        if not a.get("id") or not a.get("text"):
+            continue
+        probes = _audit.probes_of(a)
+        if not probes and total > 1:
+            continue
+        text = str(a["text"])
+        out.setdefault(str(a["id"]), Anchor(id=str(a["id"]), text=text, reminder=str(a.get("reminder") or text[:120]),
+                                            priority=_audit.priority_of(a), probes=probes, pinned=bool(a.get("pinned", False))))
+    for p in pins:
+        if p.get("scope") == "global" and str(p["id"]) not in out:
+            out[str(p["id"])] = Anchor.from_dict({**p, "pinned": True, "drifted": False, "last_alive_turn": 0})
+    return list(out.values())
 
 
 def default_session_id(store: AnchorStore, live_session_id: str | None = None) -> str | None:

@@ -47,12 +47,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import audit as _audit
-from .anchors import Anchor, AnchorStore, SessionAnchors
-from .compaction import find_summary, message_text, split_context
-from .config import Config, MemlockConfig
-from .errors import MemdeckError, Refused
-from .home import HermesHome
+from ..anchors import audit as _audit
+from ..anchors.store import Anchor, AnchorStore, SessionAnchors
+from ..sessions.compaction import find_summary, message_text, split_context
+from ..config import Config, MemlockConfig
+from ..errors import MemdeckError, Refused
+from ..home import HermesHome
 
 logger = logging.getLogger("memdeck.guard")
 

@@ -10,7 +10,7 @@
   as package ``hermes_plugins.memdeck`` (``_load_directory_module``), so the vendored core is the
   subpackage ``hermes_plugins.memdeck._core``; core modules import each other relatively, which
   is what makes the copy work under a different name.
-* ``_core/``: the modules :mod:`core.hermes_plugin` needs, found by following relative imports
+* ``_core/``: the modules :mod:`memdeck.core.plugin.entry` needs, found by following relative imports
   from it (``core/cli`` and the TUI are never copied). Only the standard library is needed on the
   keyword path; PyYAML (config), numpy and sentence-transformers stay optional and lazy.
 
@@ -39,16 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import Refused, UnreadableFile
-from .fsio import atomic_write_bytes, file_lock, fsync_dir, read_text_strict
-from .home import HermesHome
+from .. import __version__
+from ..errors import Refused, UnreadableFile
+from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_text_strict
+from ..home import HermesHome
 
 PLUGIN_NAME = "memdeck"
 VENDOR_DIR = "_core"
 MEMLOCK_NAME = "memlock"
 #: The module the vendored closure starts from.
-ROOT_MODULE = "hermes_plugin"
+ROOT_MODULE = "plugin/entry"
 #: Files beside the modules that are never vendored.
 _EXCLUDED_TOP = {"cli"}
 
@@ -58,7 +58,7 @@ Written by `memdeck plugin install`; `memdeck plugin uninstall` removes it. Do n
 next install replaces this directory. The vendored core lives in ./_core.
 """
 
-from ._core.hermes_plugin import register  # noqa: F401
+from ._core.plugin.entry import register  # noqa: F401
 
 __all__ = ["register"]
 '''
@@ -105,8 +105,8 @@ class PluginOpResult:
 
 
 def core_source_dir() -> Path:
-    """The directory of the running ``core`` package (the source of the vendored copy)."""
-    return Path(__file__).resolve().parent
+    """The directory of the running ``memdeck.core`` package (the source of the vendored copy)."""
+    return Path(__file__).resolve().parent.parent
 
 
 def _relative_targets(path: Path, pkg_root: Path) -> set[Path]:
@@ -143,14 +143,14 @@ def _relative_targets(path: Path, pkg_root: Path) -> set[Path]:
 def vendored_files(src: Path | None = None) -> dict[str, bytes]:
     """The files of ``_core/``: relative path (POSIX) -> bytes.
 
-    The closure of relative imports starting at ``hermes_plugin.py`` plus every package's
+    The closure of relative imports starting at ``plugin/entry.py`` plus every package's
     ``__init__.py`` on the way; ``core/cli`` is never included.
 
     Raises:
-        FileNotFoundError: the core source has no ``hermes_plugin.py``.
+        FileNotFoundError: the core source has no ``plugin/entry.py``.
     """
     root = (src or core_source_dir()).resolve()
-    start = root / f"{ROOT_MODULE}.py"
+    start = root.joinpath(*f"{ROOT_MODULE}.py".split("/"))
     if not start.is_file():
         raise FileNotFoundError(f"{start} is missing; cannot build the plugin")
     seen: set[Path] = set()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import build_parser, main
-from core.cli.dashboard import run_dashboard
-from core.demo import DEMO_MARKER, demo_home_dir
+from memdeck.core.cli import build_parser
+from memdeck.tui.launch import main, run_dashboard
+from memdeck.core.demo import DEMO_MARKER, demo_home_dir
 
 
 class FakeApp:
@@ -27,7 +27,7 @@ class FakeApp:
 def fake_tui(monkeypatch: pytest.MonkeyPatch):
     """Replace ``tui.app`` by a module whose ``make_app`` records its arguments."""
     calls: list[dict] = []
-    mod = types.ModuleType("tui.app")
+    mod = types.ModuleType("memdeck.tui.app")
 
     def make_app(home, *, config=None, watch=True, demo=False):
         app = FakeApp(home, getattr(mod, "boom", None))
@@ -35,7 +35,7 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
         return app
 
     mod.make_app = make_app
-    monkeypatch.setitem(sys.modules, "tui.app", mod)
+    monkeypatch.setitem(sys.modules, "memdeck.tui.app", mod)
     return mod, calls
 
 
@@ -74,7 +74,7 @@ def test_unknown_profile_is_a_usage_error(fake_tui, tmp_path: Path, monkeypatch,
 
 
 def test_tui_not_importable_is_a_clear_error(monkeypatch, tmp_path: Path, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "tui.app", None)  # makes `from tui.app import ...` raise ImportError
+    monkeypatch.setitem(sys.modules, "memdeck.tui.app", None)  # makes `from memdeck.tui.app import ...` raise ImportError
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     args = build_parser().parse_args(["--demo"])
     assert run_dashboard(args) == 1

@@ -35,8 +35,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import MemdeckError
-from .home import HermesHome
+from ..errors import MemdeckError
+from ..home import HermesHome
 
 SCHEMA_VERSION = 1
 DB_NAME = "memdeck.db"

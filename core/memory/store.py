@@ -44,12 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import archive as _archive
-from . import deckdb, journal
-from .config import Config, load_config
-from .errors import LockTimeout, Refused, UnreadableFile
-from .fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock, read_text_strict
-from .home import TARGETS, HermesHome
+from ..deck import archive as _archive
+from ..deck import db as deckdb
+from ..deck import journal
+from ..config import Config, load_config
+from ..errors import LockTimeout, Refused, UnreadableFile
+from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock, read_text_strict
+from ..home import TARGETS, HermesHome
 from .threats import pattern_ids, scan, scan_ids, threat_message
 
 ENTRY_DELIMITER = "\n§\n"
@@ -874,11 +875,6 @@ def recover_intents(home: HermesHome, config: Config | None = None, *, lock_time
     return done
 
 
-def _undo_handler(home: HermesHome, config: Any, rows: Sequence[journal.JournalEntry], actor: str) -> WriteResult:
-    return MemoryStore(home, config, actor=actor).undo_rows(rows)
-
-
-journal.register_undo_handler("memory", _undo_handler)
 
 
 def scan_memory(home: HermesHome, config: Config | None = None) -> dict[str, list[dict[str, Any]]]:

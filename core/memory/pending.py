@@ -35,10 +35,10 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from . import journal
-from .config import Config, load_config
-from .errors import Refused
-from .home import TARGETS, HermesHome
+from ..deck import journal
+from ..config import Config, load_config
+from ..errors import Refused
+from ..home import TARGETS, HermesHome
 from .threats import pattern_ids, scan
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -209,7 +209,7 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             ``drift``, ``unreadable``); ``busy`` when another process is approving or rejecting
             the same record. The record is kept in every refusal.
     """
-    from .memory import MemoryStore  # lazy: memory -> journal -> ...
+    from .store import MemoryStore  # lazy: memory -> journal -> ...
 
     rec = _find(home, pending_id)
     if rec.malformed:

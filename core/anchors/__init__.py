@@ -1,0 +1,1 @@
+"""MemLock anchors: the anchor store (session and persist files) and the audit."""

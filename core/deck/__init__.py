@@ -1,0 +1,1 @@
+"""memdeck's own store: memdeck.db, the journal and the archive."""

@@ -1,0 +1,1 @@
+"""Memory files: format, entry selection, the locked store, pending writes, the threat scan."""

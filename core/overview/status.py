@@ -1,0 +1,186 @@
+"""``memdeck status --json``: the stable, documented status contract.
+
+Shape (keys are only ever added, never renamed or removed)::
+
+    {
+      "home": str,                       # the Hermes home path
+      "profile": str,                    # "default" or the profile name
+      "memory": {
+        "memory": {"path": str, "exists": bool, "chars": int, "limit": int, "pct": int (0-100),
+                   "drift": str | null, "error": str | null,
+                   "entries": [{"id": str (8 hex), "text": str, "chars": int,
+                                "threats": [pattern ids]}]},
+        "user":   {... same ...}
+      },
+      "pending": [{"id", "action", "target", "origin", "summary", "created_at", "threats": [ids],
+                   "malformed": str | null}],
+      "archived": int,                   # memory entries currently archived
+      "config_warnings": [str],
+      "sessions": [{"id", "title", "source", "started_at", "ended_at" (epoch s | null),
+                    "message_count", "compactions", "live": bool}],     # newest first
+      "state_db": {"state": "ok"|"missing"|"locked"|..., "message", "schema_version", ...},
+      "anchors": [{"id", "text", "reminder", "priority", "probes", "scope", "session_id",
+                   "state": "pinned"|"alive"|"drifted"|"rehydrated"}],
+      "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
+      "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
+      "anchors_warnings": [str],
+      "section_errors": {module: "why"},  # a section that failed; its keys are then absent
+      ... one key per registered section (below)
+    }
+
+``sessions``/``state_db`` come from :func:`memdeck.core.sessions.statedb.status_section`, ``anchors``,
+``integrity``, ``drift_log`` and ``anchors_warnings`` from :func:`anchors_section`.
+
+Another top-level section is added with :func:`register_section` (a section that raises
+becomes ``{"error": "..."}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..deck import archive
+from ..config import Config, load_config
+from ..home import TARGETS, HermesHome
+from ..memory.store import read_memory
+from ..memory.pending import list_pending
+from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
+from ..anchors.store import AnchorStore, default_session_id
+from ..sessions.statedb import StateDB
+from ..sessions.statedb import status_section as statedb_status_section
+
+SectionFn = Callable[[HermesHome, Config], Any]
+
+#: Providers whose function returns *several* top-level keys, merged into the status dict
+#: (a key already present is never overwritten). If one raises, its keys are absent and
+#: ``section_errors[module]`` says why.
+MERGED_PROVIDERS: list[tuple[str, SectionFn]] = [
+    ("statedb", statedb_status_section),  # "sessions", "state_db"
+    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings"
+]
+
+_REGISTERED: dict[str, SectionFn] = {}
+
+
+def register_section(key: str, fn: SectionFn) -> None:
+    """Add a top-level status section computed by ``fn(home, config)``."""
+    _REGISTERED[key] = fn
+
+
+def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
+    """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
+
+    * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
+      the default session (the live session in state.db, else the newest MemLock file), then
+      global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
+    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
+      None; history oldest first, see :func:`integrity_history`);
+    * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
+      file, oldest first, the newest ``drift_log_limit`` entries;
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
+    """
+    warnings: list[str] = []
+    home = home if isinstance(home, HermesHome) else HermesHome(home)
+    config = config if config is not None else load_config(home)
+    out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
+                           "drift_log": [], "anchors_warnings": warnings}
+    try:
+        store = AnchorStore(home, config, actor="status")
+        infos = store.list_sessions()
+        log: list[dict[str, Any]] = []
+        for info in infos:
+            if info.error:
+                warnings.append(f"{info.path.name}: {info.error}")
+                continue
+            try:
+                s = store.load_session(info.session_id)
+            except Exception as exc:  # noqa: BLE001 - status never raises
+                warnings.append(f"{info.path.name}: {exc}")
+                continue
+            for e in map(drift_event, s.drift_log):
+                if e is not None:
+                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
+                                "casualties": e["casualties"]})
+        log.sort(key=lambda e: e["time"])
+        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
+        report = store.load_pins_report()
+        warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
+        with StateDB(home.state_db) as db:
+            live = db.live_session() if db.status().ok else None
+            sid = default_session_id(store, live.id if live else None)
+            if sid is None:
+                out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
+                return out
+            sa = audit_session(db, store, sid, config, encoder=encoder)
+        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
+                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
+                           "session_id": sid, "state": r.state} for r in sa.anchors]
+        held = {r.anchor.id for r in sa.anchors}
+        out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
+        out["integrity"] = {"session_id": sid, "score": sa.score,
+                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _pin_row(p: dict[str, Any]) -> dict[str, Any]:
+    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
+            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}
+
+
+def memory_section(home: HermesHome, config: Config) -> dict[str, Any]:
+    """``{"memory": {...}, "user": {...}}`` from :func:`core.memory.read_memory` (never raises)."""
+    out: dict[str, Any] = {}
+    for t in TARGETS:
+        st = read_memory(home, config, t)
+        d = st.to_dict()
+        d.pop("target", None)
+        out[t] = d
+    return out
+
+
+def pending_section(home: HermesHome) -> list[dict[str, Any]]:
+    """The pending writes as status rows (never raises)."""
+    return [
+        {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
+         "created_at": p.created_at, "threats": list(p.threats), "malformed": p.malformed}
+        for p in list_pending(home)
+    ]
+
+
+def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
+    """Build the status dict described in the module docstring. Never raises on bad data."""
+    config = config or load_config(home)
+    try:
+        archived = archive.count(home, kind="memory", state="archived")
+    except Exception:  # noqa: BLE001 - an unusable memdeck.db must not break status
+        archived = 0
+    out: dict[str, Any] = {
+        "home": str(home.path),
+        "profile": home.profile,
+        "memory": memory_section(home, config),
+        "pending": pending_section(home),
+        "archived": archived,
+        "config_warnings": list(config.warnings),
+    }
+    errors: dict[str, str] = {}
+    for mod, fn in MERGED_PROVIDERS:
+        try:
+            part = fn(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors[mod] = f"{type(exc).__name__}: {exc}"
+            continue
+        if isinstance(part, dict):
+            for key, value in part.items():
+                out.setdefault(key, value)
+    for key, fn in _REGISTERED.items():
+        if key in out:
+            continue
+        try:
+            out[key] = fn(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["section_errors"] = errors
+    return out

@@ -1,0 +1,1 @@
+"""The Hermes plugin: entry point, per-turn guard, installer."""

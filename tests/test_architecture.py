@@ -1,0 +1,97 @@
+"""The house rules, checked: one import name, layered core, no cycles, core free of the TUI.
+
+The layer contracts live in pyproject.toml (``[tool.importlinter]``) and run through
+import-linter; grimp (its graph library) sees every import statement, lazy ones inside
+functions included, so a back-arrow cannot hide in a function body.
+"""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import grimp
+import pytest
+
+import memdeck.core
+import memdeck.tui
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE_DIR = Path(memdeck.core.__file__).parent
+CORE_MODULES = ["memdeck.core"] + sorted(
+    m.name for m in pkgutil.walk_packages(memdeck.core.__path__, prefix="memdeck.core.") if not m.name.endswith("__main__")
+)
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout and "KEPT" in proc.stdout
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = grimp.build_graph("memdeck.core", "memdeck.tui", exclude_type_checking_imports=True)
+    cycles = []
+    for a in sorted(graph.modules):
+        for b in sorted(graph.find_modules_directly_imported_by(a)):
+            if graph.chain_exists(importer=b, imported=a):
+                cycles.append((a, b, graph.find_shortest_chain(importer=b, imported=a)))
+    assert cycles == []
+
+
+def test_the_only_installed_import_name_is_memdeck() -> None:
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    st = cfg["tool"]["setuptools"]
+    assert st["package-dir"] == {"memdeck.core": "core", "memdeck.tui": "tui"}
+    on_disk = sorted(
+        "memdeck." + ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("core", "tui") for p in (ROOT / top).rglob("__init__.py")
+    )
+    assert sorted(st["packages"]) == on_disk  # every package directory ships, under memdeck.
+    assert all(p.startswith("memdeck.") for p in st["packages"])
+    assert cfg["project"]["scripts"]["memdeck"] == "memdeck.tui.launch:main"
+    assert cfg["project"]["entry-points"]["hermes_agent.plugins"]["memdeck"] == "memdeck.core.plugin.entry"
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_core_module_does_not_load_textual_or_rich(module: str) -> None:
+    code = (
+        "import importlib, sys; importlib.import_module(%r); "
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') or m.startswith('memdeck.tui')); "
+        "print(','.join(bad)); sys.exit(1 if bad else 0)" % module
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"{module} loaded {proc.stdout.strip()} {proc.stderr[-2000:]}"
+
+
+def test_core_imports_itself_relatively() -> None:
+    """The plugin vendors core/ under another package name, so an absolute import would break it."""
+    offenders = []
+    for path in CORE_DIR.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(n.split(".")[0] in ("core", "memdeck") for n in names):
+                offenders.append(f"{path.relative_to(CORE_DIR)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_nothing_imports_the_old_top_level_names() -> None:
+    """``core`` and ``tui`` are directories of the repository, never import names."""
+    offenders = []
+    for top in ("core", "tui", "tests", "bench"):
+        for path in (ROOT / top).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                if any(n.split(".")[0] in ("core", "tui") for n in names):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
