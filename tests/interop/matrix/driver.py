@@ -1,0 +1,344 @@
+"""Drive one installed Hermes against a home: runs INSIDE that Hermes' venv.
+
+Imports only the standard library and the Hermes modules of the venv it runs in (never
+memdeck), so the same file drives hermes-agent 0.17 ... 0.22. Usage::
+
+    <venv>/bin/python driver.py HERMES_HOME < commands.json > results.json
+
+``commands.json`` is a JSON list of command objects (``{"op": ..., ...}``); the output is a
+JSON object ``{"results": [...]}`` with one result per command, in order. A command that
+this Hermes cannot do reports ``{"unsupported": "<reason>"}``; one that raised reports
+``{"error": "<type>: <message>"}``. Nothing else is printed on stdout (Hermes' own logging
+goes to stderr).
+
+Ops (all optional fields have defaults):
+
+* ``info``: Hermes version, SCHEMA_VERSION, which APIs exist, PyYAML / ruamel.yaml presence.
+* ``config`` {text}: write ``config.yaml`` verbatim (``memory.write_approval``, ``plugins``).
+* ``mem_read`` {target}: the raw file text and the entries a fresh ``MemoryStore`` loads.
+* ``mem`` {action: add|replace|remove|patch|batch, target, content, old_text, operations}:
+  call the real ``MemoryStore`` method directly (no write gate).
+* ``stage`` {action, target, content, old_text, operations}: call the real ``memory_tool``
+  entry point (the write gate runs; with ``memory.write_approval: true`` it stages);
+  returns the tool's JSON and the staged record read back from disk.
+* ``pending``: ``write_approval.list_pending("memory")``.
+* ``approve`` {id}: ``apply_memory_pending(record["payload"], store)`` like ``/memory
+  approve``; the record is discarded only when the apply succeeded.
+* ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
+  tool_calls}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+* ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
+  Hermes has it, else rotation (end the session with ``compression`` and continue in
+  ``child``), the summary row built with this Hermes' own ``SUMMARY_PREFIX``.
+* ``get_session`` {sid}: the session row as ``SessionDB.get_session`` returns it.
+* ``search`` {query, current_session_id}: this Hermes' ``session_search`` tool output and
+  the raw ``SessionDB.search_messages`` rows (id, session_id, snippet).
+* ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
+* ``plugins``: ``discover_and_load()`` of this Hermes' plugin manager; every plugin found
+  with enabled / error / hooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import json
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+HOME: Path
+_DB: Any = None
+
+
+def _sessiondb() -> Any:
+    global _DB
+    if _DB is None:
+        from hermes_state import SessionDB
+
+        _DB = SessionDB(HOME / "state.db")
+    return _DB
+
+
+def _store() -> Any:
+    from tools.memory_tool import MemoryStore
+
+    store = MemoryStore()
+    store.load_from_disk()
+    return store
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        if isinstance(value, dict):
+            return {str(k): _jsonable(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [_jsonable(v) for v in value]
+        return repr(value)
+
+
+# ------------------------------------------------------------------------------ ops
+
+
+def op_info(cmd: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"python": sys.version.split()[0]}
+    try:
+        import hermes_cli
+
+        out["version"] = getattr(hermes_cli, "__version__", None)
+        out["release_date"] = getattr(hermes_cli, "__release_date__", None)
+    except Exception as exc:  # pragma: no cover - depends on the venv
+        out["version_error"] = repr(exc)
+    try:
+        import hermes_state
+
+        version = getattr(hermes_state, "SCHEMA_VERSION", None)
+        if version is None:  # 0.20+: the constant moved to hermes_state_common
+            version = getattr(__import__("hermes_state_common"), "SCHEMA_VERSION", None)
+        out["schema_version"] = version
+        from hermes_state import SessionDB
+
+        out["sessiondb"] = {n: hasattr(SessionDB, n) for n in (
+            "archive_and_compact", "replace_messages", "update_system_prompt", "search_messages")}
+    except Exception as exc:
+        out["state_error"] = repr(exc)
+    try:
+        from tools import memory_tool
+
+        store_cls = memory_tool.MemoryStore
+        out["memory_store"] = {n: hasattr(store_cls, n) for n in ("add", "replace", "remove", "patch", "apply_batch")}
+        out["apply_memory_pending"] = hasattr(memory_tool, "apply_memory_pending")
+    except Exception as exc:
+        out["memory_error"] = repr(exc)
+    for mod in ("yaml", "ruamel.yaml"):
+        try:
+            m = __import__(mod, fromlist=["__version__"])
+            out[mod] = getattr(m, "__version__", "present")
+        except Exception:
+            out[mod] = None
+    return out
+
+
+def op_config(cmd: dict[str, Any]) -> dict[str, Any]:
+    (HOME / "config.yaml").write_text(cmd["text"], encoding="utf-8")
+    return {"ok": True}
+
+
+def op_mem_read(cmd: dict[str, Any]) -> dict[str, Any]:
+    target = cmd.get("target", "memory")
+    path = HOME / "memories" / ("USER.md" if target == "user" else "MEMORY.md")
+    raw = path.read_bytes().decode("utf-8") if path.exists() else None
+    store = _store()
+    entries = store.user_entries if target == "user" else store.memory_entries
+    return {"raw": raw, "entries": list(entries)}
+
+
+def op_mem(cmd: dict[str, Any]) -> dict[str, Any]:
+    store = _store()
+    action, target = cmd["action"], cmd.get("target", "memory")
+    if action == "add":
+        return store.add(target, cmd["content"])
+    if action == "replace":
+        return store.replace(target, cmd["old_text"], cmd["content"])
+    if action == "remove":
+        return store.remove(target, cmd["old_text"])
+    if action == "patch":
+        if not hasattr(store, "patch"):
+            return {"unsupported": "MemoryStore.patch does not exist in this Hermes"}
+        return store.patch(target, cmd["old_text"], cmd["content"])
+    if action == "batch":
+        return store.apply_batch(target, cmd["operations"])
+    return {"unsupported": f"unknown memory action {action!r}"}
+
+
+def op_stage(cmd: dict[str, Any]) -> dict[str, Any]:
+    from tools import memory_tool, write_approval
+
+    params = inspect.signature(memory_tool.memory_tool).parameters
+    kwargs: dict[str, Any] = {"target": cmd.get("target", "memory"), "store": _store()}
+    if cmd.get("operations") is not None:
+        if "operations" not in params:
+            return {"unsupported": "memory_tool has no 'operations' (batch) parameter"}
+        kwargs["operations"] = cmd["operations"]  # every version: operations set -> batch path
+    else:
+        kwargs["action"] = cmd["action"]
+        for key in ("content", "old_text"):
+            if cmd.get(key) is not None:
+                kwargs[key] = cmd[key]
+    raw = memory_tool.memory_tool(**kwargs)
+    result = json.loads(raw)
+    record = None
+    if result.get("pending_id"):
+        record = write_approval.get_pending(write_approval.MEMORY, result["pending_id"])
+        path = HOME / "pending" / "memory" / f"{result['pending_id']}.json"
+        if path.exists():
+            record = json.loads(path.read_text(encoding="utf-8"))
+    return {"result": result, "record": record}
+
+
+def op_pending(cmd: dict[str, Any]) -> dict[str, Any]:
+    from tools import write_approval
+
+    return {"records": write_approval.list_pending(write_approval.MEMORY)}
+
+
+def op_approve(cmd: dict[str, Any]) -> dict[str, Any]:
+    from tools import memory_tool, write_approval
+
+    rec = write_approval.get_pending(write_approval.MEMORY, cmd["id"])
+    if rec is None:
+        return {"success": False, "error": f"no pending record {cmd['id']}"}
+    if not hasattr(memory_tool, "apply_memory_pending"):
+        return {"unsupported": "tools.memory_tool.apply_memory_pending does not exist"}
+    result = memory_tool.apply_memory_pending(rec.get("payload", {}), _store())
+    if result.get("success"):
+        write_approval.discard_pending(write_approval.MEMORY, cmd["id"])
+    return {"result": result, "discarded": bool(result.get("success"))}
+
+
+def op_session(cmd: dict[str, Any]) -> dict[str, Any]:
+    db = _sessiondb()
+    kwargs: dict[str, Any] = {}
+    if cmd.get("parent"):
+        kwargs["parent_session_id"] = cmd["parent"]
+    db.create_session(cmd["id"], source=cmd.get("source", "cli"), **kwargs)
+    if cmd.get("system_prompt") is not None:
+        db.update_system_prompt(cmd["id"], cmd["system_prompt"])
+    return {"ok": True}
+
+
+def op_system_prompt(cmd: dict[str, Any]) -> dict[str, Any]:
+    _sessiondb().update_system_prompt(cmd["sid"], cmd["prompt"])
+    return {"ok": True}
+
+
+def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
+    kwargs = {k: cmd[k] for k in ("tool_name", "tool_calls", "tool_call_id") if cmd.get(k) is not None}
+    mid = _sessiondb().append_message(cmd["sid"], cmd["role"], cmd.get("content"), **kwargs)
+    return {"id": mid}
+
+
+def op_end(cmd: dict[str, Any]) -> dict[str, Any]:
+    _sessiondb().end_session(cmd["sid"], cmd.get("reason", "user_exit"))
+    return {"ok": True}
+
+
+def _summary_row(live: list[dict[str, Any]], head: int, text: str) -> dict[str, Any]:
+    from agent.context_compressor import SUMMARY_PREFIX
+
+    end = getattr(sys.modules["agent.context_compressor"], "_SUMMARY_END_MARKER", "")
+    role = "assistant" if head and live[head - 1].get("role") == "user" else "user"
+    content = SUMMARY_PREFIX + "\n" + text + ("\n\n" + end if end else "")
+    return {"role": role, "content": content}
+
+
+def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
+    db = _sessiondb()
+    sid, head, tail = cmd["sid"], int(cmd.get("head", 1)), int(cmd.get("tail", 1))
+    live = [{k: v for k, v in m.items() if k != "timestamp"} for m in db.get_messages_as_conversation(sid)]
+    new = live[:head] + [_summary_row(live, head, cmd.get("summary", "summary"))] + live[len(live) - tail:]
+    if hasattr(db, "archive_and_compact") and not cmd.get("rotate"):
+        params = inspect.signature(db.archive_and_compact).parameters
+        kwargs = {"tail_count": tail} if "tail_count" in params else {}
+        count = db.archive_and_compact(sid, new, **kwargs)
+        return {"mode": "in_place", "active": count}
+    child = cmd.get("child") or f"{sid}_c"
+    db.end_session(sid, "compression")
+    db.create_session(child, source="cli", parent_session_id=sid)
+    db.replace_messages(child, new)
+    return {"mode": "rotation", "child": child,
+            "note": None if hasattr(db, "archive_and_compact") else "no archive_and_compact in this Hermes"}
+
+
+def op_get_session(cmd: dict[str, Any]) -> dict[str, Any]:
+    row = _sessiondb().get_session(cmd["sid"])
+    return {"session": _jsonable(dict(row)) if row else None}
+
+
+def op_search(cmd: dict[str, Any]) -> dict[str, Any]:
+    db = _sessiondb()
+    out: dict[str, Any] = {}
+    try:
+        from tools.session_search_tool import session_search
+
+        raw = session_search(query=cmd["query"], db=db, current_session_id=cmd.get("current_session_id"))
+        out["tool"] = json.loads(raw)
+    except Exception as exc:
+        out["tool_error"] = f"{type(exc).__name__}: {exc}"
+    rows = db.search_messages(cmd["query"], limit=int(cmd.get("limit", 20)))
+    out["rows"] = [{"id": r.get("id"), "session_id": r.get("session_id"), "snippet": r.get("snippet")} for r in rows]
+    return out
+
+
+def op_scan(cmd: dict[str, Any]) -> dict[str, Any]:
+    from tools.threat_patterns import scan_for_threats
+
+    scope = cmd.get("scope", "strict")
+    return {"verdicts": [sorted(set(scan_for_threats(t, scope=scope))) for t in cmd["texts"]]}
+
+
+def op_plugins(cmd: dict[str, Any]) -> dict[str, Any]:
+    from hermes_cli import plugins
+
+    mgr = plugins.get_plugin_manager()
+    mgr.discover_and_load(force=True) if "force" in inspect.signature(mgr.discover_and_load).parameters else mgr.discover_and_load()
+    found = {}
+    only = set(cmd.get("names") or ())
+    for key, p in getattr(mgr, "_plugins", {}).items():
+        if only and str(key).split("/")[-1] not in only:
+            continue
+        found[str(key)] = {
+            "enabled": bool(getattr(p, "enabled", False)),
+            "error": getattr(p, "error", None),
+            "hooks": list(getattr(p, "hooks_registered", []) or []),
+            "source": getattr(getattr(p, "manifest", None), "source", None),
+        }
+    return {"group": getattr(plugins, "ENTRY_POINTS_GROUP", None), "plugins": found}
+
+
+OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}
+
+
+def run(commands: list[dict[str, Any]]) -> list[Any]:
+    results = []
+    for cmd in commands:
+        fn = OPS.get(cmd.get("op", ""))
+        if fn is None:
+            results.append({"unsupported": f"unknown op {cmd.get('op')!r}"})
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # Hermes prints banners at times
+                results.append(_jsonable(fn(cmd)))
+        except ImportError as exc:
+            results.append({"unsupported": f"{type(exc).__name__}: {exc}"})
+        except Exception as exc:
+            results.append({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-1500:]})
+    return results
+
+
+def main(argv: list[str]) -> int:
+    global HOME
+    if len(argv) < 2:
+        print("usage: driver.py HERMES_HOME [COMMANDS_JSON] (or the commands on stdin)", file=sys.stderr)
+        return 2
+    HOME = Path(argv[1]).resolve()
+    HOME.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(HOME)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    commands = json.loads(argv[2] if len(argv) > 2 else sys.stdin.read())
+    results = run(commands)
+    if _DB is not None:
+        with contextlib.suppress(Exception):
+            _DB.close()
+    sys.stdout.write(json.dumps({"results": results}, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

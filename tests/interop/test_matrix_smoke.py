@@ -1,0 +1,284 @@
+"""Interop matrix smoke tests: memdeck against the real Hermes 0.17 ... 0.22, each in its own venv.
+
+Every test runs once per version of ``tests/interop/matrix/venvs.SPECS``. Hermes runs in its
+venv through ``tests/interop/matrix/driver.py``; memdeck runs here, on the same home. A
+version whose venv cannot be built is skipped with the install's reason. Known bugs of issue
+10 are strict xfails on the versions they hit, so they turn into failures once fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.interop.matrix import deck
+from tests.interop.matrix.corpus import CORPUS, HERMES_DIFFS
+from tests.interop.matrix.venvs import SPECS, hermes_python
+
+pytestmark = pytest.mark.interop
+
+DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
+VERSIONS = list(SPECS)
+
+
+def _vt(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.replace("post", "").split(".")[:2])
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def hermes(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """(version, python of that Hermes' venv); skipped with the reason when it cannot be built."""
+    version = request.param
+    py = hermes_python(SPECS[version])
+    if isinstance(py, str):
+        pytest.skip(f"Hermes {version} unavailable: {py}")
+    return version, py
+
+
+def drive(hermes: tuple[str, Path], home: Path, commands: list[dict[str, Any]]) -> list[Any]:
+    """Run ``commands`` with the real Hermes on ``home``; every result must be free of errors."""
+    _, py = hermes
+    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
+                          text=True, env=env, timeout=300, cwd=str(home.parent))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)["results"]
+    for cmd, res in zip(commands, results):
+        assert not (isinstance(res, dict) and "error" in res), (cmd, res)
+    return results
+
+
+def strict_xfail_if(request: pytest.FixtureRequest, version: str, since: tuple[int, int], reason: str) -> None:
+    """A strict xfail (issue 10's known bug) when ``version`` >= ``since``: it flips once fixed."""
+    if _vt(version) >= since:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 10: {reason} (Hermes {version})"))
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "hermes_home"
+    (h / "memories").mkdir(parents=True)
+    (tmp_path / "user_home").mkdir(exist_ok=True)
+    return h
+
+
+ENTRIES = ["First fact", "Second fact\nmultiline", "a § inside is fine", "Ünïcödé ✓ entry"]
+
+
+# ------------------------------------------------------------------------------ memory files
+
+
+def test_hermes_writes_memdeck_reads(hermes, home: Path) -> None:
+    res = drive(hermes, home, [{"op": "mem", "action": "add", "target": "memory", "content": e} for e in ENTRIES]
+                + [{"op": "mem", "action": "add", "target": "user", "content": "Name: Ada"},
+                   {"op": "mem_read", "target": "memory"}])
+    assert all(r.get("success") for r in res[:5])
+    raw = (home / "memories" / "MEMORY.md").read_bytes().decode("utf-8")
+    assert res[-1]["raw"] == raw == "\n§\n".join(ENTRIES)
+    assert deck.entries(home, "memory") == res[-1]["entries"] == ENTRIES
+    assert deck.entries(home, "user") == ["Name: Ada"]
+
+
+def test_memdeck_writes_hermes_reads(hermes, home: Path) -> None:
+    for e in ENTRIES:
+        deck.add(home, "memory", e)
+    deck.add(home, "user", "Prefers tabs")
+    written = (home / "memories" / "MEMORY.md").read_bytes()
+    res = drive(hermes, home, [{"op": "mem_read", "target": "memory"}, {"op": "mem_read", "target": "user"},
+                               {"op": "mem", "action": "add", "target": "memory", "content": "from hermes"},
+                               {"op": "mem_read", "target": "memory"}])
+    assert res[0]["raw"].encode("utf-8") == written
+    assert res[0]["entries"] == ENTRIES and res[1]["entries"] == ["Prefers tabs"]
+    # Hermes appends to memdeck's file without rewriting what memdeck wrote
+    assert res[3]["raw"].encode("utf-8") == written + "\n§\nfrom hermes".encode("utf-8")
+    assert deck.entries(home) == ENTRIES + ["from hermes"]
+
+
+# ------------------------------------------------------------------------------ state.db
+
+
+def _session_plan(prompt: str) -> list[dict[str, Any]]:
+    plan: list[dict[str, Any]] = [{"op": "session", "id": "S1", "source": "cli", "system_prompt": prompt}]
+    for i in range(4):
+        plan.append({"op": "msg", "sid": "S1", "role": "user", "content": f"turn {i}: deploy the service"})
+        plan.append({"op": "msg", "sid": "S1", "role": "assistant", "content": f"ok {i}"})
+    plan.append({"op": "compact", "sid": "S1", "head": 1, "tail": 2, "summary": "We deployed the service.",
+                 "child": "S1c"})
+    return plan
+
+
+def _live_sid(res: list[Any]) -> str:
+    compact = next(r for r in res if isinstance(r, dict) and r.get("mode"))
+    return "S1c" if compact["mode"] == "rotation" else "S1"
+
+
+def test_statedb_session_and_compaction(hermes, home: Path) -> None:
+    version, _ = hermes
+    res = drive(hermes, home, [{"op": "info"}] + _session_plan("You are Hermes."))
+    info = res[0]
+    db = deck.StateDB(home / "state.db")
+    try:
+        assert db.status().ok, db.status()
+        ids = {s.id for s in db.sessions()}
+        live = _live_sid(res)
+        assert {"S1", live} <= ids
+        events = db.compactions()
+        assert len(events) == 1, events
+        if _vt(version) < (0, 18):  # 0.17 has no archive_and_compact: compaction is a rotation
+            assert not info["sessiondb"]["archive_and_compact"] and live == "S1c"
+            assert db.session("S1").end_reason == "compression"
+        else:
+            assert live == "S1" and db.session("S1").compactions == 1
+        assert events[0].session_id in {"S1", "S1c"}
+    finally:
+        db.close()
+
+
+def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+    """An anchor kept alive only by the memory block of the system prompt audits "alive", 100."""
+    version, _ = hermes
+    strict_xfail_if(request, version, (0, 20), "the system prompt moved to system_prompts (sessions.system_prompt "
+                    "is NULL); memdeck's audit reads only the column, so the anchor is not alive")
+    prompt = "You are Hermes.\nMEMORY (your personal notes)\nUse metric units in every answer."
+    res = drive(hermes, home, _session_plan(prompt))
+    live = _live_sid(res)
+    if live != "S1":
+        drive(hermes, home, [{"op": "system_prompt", "sid": live, "prompt": prompt}])
+    h = deck.home(home)
+    store = deck.AnchorStore(h)
+    store.update_session(live, lambda s: s.add(deck.Anchor(id="pin_metric", text="Use metric units",
+                                                           reminder="Use metric units", priority=80,
+                                                           probes=["metric", "units"])))
+    db = deck.StateDB(home / "state.db")
+    try:
+        audit = deck.audit_session(db, store, live, with_history=False)
+    finally:
+        db.close()
+    assert audit.compactions == 1
+    assert [(a.anchor.id, a.state) for a in audit.anchors] == [("pin_metric", "alive")]
+    assert audit.score == 100
+
+
+def test_recall_snippet_for_tool_call_match(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+    version, _ = hermes
+    strict_xfail_if(request, version, (0, 20), "recall snippet empty on schema >= 23 when the match is in "
+                    "tool_calls (3-column external-content FTS; Hermes uses snippet(..., -1, ...))")
+    call = [{"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{\"content\": \"zebrafish\"}"}}]
+    res = drive(hermes, home, [
+        {"op": "session", "id": "S1", "source": "cli"},
+        {"op": "msg", "sid": "S1", "role": "user", "content": "remember my fish"},
+        {"op": "msg", "sid": "S1", "role": "assistant", "content": "", "tool_calls": call},
+        {"op": "session", "id": "S2", "source": "cli"},
+        {"op": "search", "query": "zebrafish", "current_session_id": "S2"}])
+    theirs = res[-1]
+    assert [r["session_id"] for r in theirs["tool"]["results"]] == ["S1"]  # the current session excluded
+    hermes_snips = {r["id"]: r["snippet"] for r in theirs["rows"]}
+    assert any(">>>zebrafish<<<" in (s or "") for s in hermes_snips.values()), hermes_snips
+    db = deck.StateDB(home / "state.db")
+    try:
+        ours = {r["id"]: r["snippet"] for r in deck.search_messages(db, "zebrafish")}
+    finally:
+        db.close()
+    assert set(ours) == set(hermes_snips)
+    assert all(">>>zebrafish<<<" in ours[i] for i in ours), ours
+
+
+# ------------------------------------------------------------------------------ threat scan
+
+
+def test_threat_verdicts_match_the_documented_differences(hermes, home: Path) -> None:
+    version, _ = hermes
+    names = list(CORPUS)
+    res = drive(hermes, home, [{"op": "scan", "texts": [CORPUS[n] for n in names]}])
+    theirs = dict(zip(names, res[0]["verdicts"]))
+    ours = {n: deck.scan_ids(CORPUS[n]) for n in names}
+    diffs = {n: theirs[n] for n in names if theirs[n] != ours[n]}
+    assert diffs == HERMES_DIFFS[version]
+
+
+# ------------------------------------------------------------------------------ pending writes
+
+
+def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+    version, _ = hermes
+    strict_xfail_if(request, version, (0, 22), "0.22 stages `patch` records (alone or in a batch); memdeck "
+                    "lists them as malformed")
+    edit = "patch" if _vt(version) >= (0, 22) else "replace"
+    content = "metric" if edit == "patch" else "Use metric units always"
+    res = drive(hermes, home, [
+        {"op": "mem", "action": "add", "target": "memory", "content": "Use imperial units"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "Indent with tabs"},
+        {"op": "config", "text": "memory:\n  write_approval: true\n"},
+        {"op": "stage", "action": edit, "target": "memory", "old_text": "imperial", "content": content},
+        {"op": "stage", "target": "memory", "operations": [{"action": "add", "content": "Cite sources"},
+                                                           {"action": edit, "old_text": "tabs", "content": "spaces"
+                                                            if edit == "patch" else "Indent with spaces"}]}])
+    staged = {r["result"]["pending_id"]: r["record"] for r in res[3:]}
+    assert all(r["result"].get("staged") for r in res[3:])
+    listed = {p.id: p for p in deck.list_pending(deck.home(home))}
+    assert set(listed) == set(staged)
+    assert {i: p.malformed for i, p in listed.items()} == {i: None for i in staged}
+
+
+def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+    """0.22 pins a staged remove to the entry reviewed (matched_entry); approving it after that
+    entry changed must be refused, as Hermes 0.22 refuses ("Entry changed since it was staged")."""
+    version, _ = hermes
+    if _vt(version) < (0, 22):
+        pytest.skip(f"Hermes {version} stages no matched_entry (replay by old_text substring, as memdeck does)")
+    request.applymarker(pytest.mark.xfail(strict=True, reason="issue 10: memdeck ignores matched_entry and "
+                                          "approves a stale record by substring, deleting an unreviewed entry"))
+    res = drive(hermes, home, [
+        {"op": "mem", "action": "add", "target": "memory", "content": "alpha old fact"},
+        {"op": "config", "text": "memory:\n  write_approval: true\n"},
+        {"op": "stage", "action": "remove", "target": "memory", "old_text": "alpha"},
+        {"op": "config", "text": "memory:\n  write_approval: false\n"},
+        {"op": "mem", "action": "remove", "target": "memory", "old_text": "alpha old fact"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "alpha new fact"}])
+    pid = res[2]["result"]["pending_id"]
+    assert res[2]["record"]["payload"]["matched_entry"] == "alpha old fact"
+    # Hermes itself refuses, in a copy of the home
+    import shutil
+    twin = home.parent / "twin_home"
+    shutil.copytree(home, twin)
+    hres = drive(hermes, twin, [{"op": "approve", "id": pid}])[0]
+    assert not hres["result"]["success"] and "Entry changed since it was staged" in hres["result"]["error"]
+    with pytest.raises(deck.Refused):
+        deck.approve_pending(deck.home(home), None, pid)
+    assert deck.entries(home) == ["alpha new fact"]
+
+
+# ------------------------------------------------------------------------------ plugin manager
+
+
+PLUGIN_INIT = '''
+def _hook(**kwargs):
+    return None
+
+def register(ctx):
+    ctx.register_hook("pre_llm_call", _hook)
+'''
+
+
+def test_plugin_manager_loads_a_user_plugin(hermes, home: Path) -> None:
+    """The version's own plugin manager (PyYAML or ruamel.yaml) finds and enables a user plugin."""
+    pdir = home / "plugins" / "mdprobe"
+    pdir.mkdir(parents=True)
+    (pdir / "plugin.yaml").write_text("name: mdprobe\nversion: 0.0.1\ndescription: matrix probe\n"
+                                      "provides_hooks:\n  - pre_llm_call\n")
+    (pdir / "__init__.py").write_text(PLUGIN_INIT)
+    res = drive(hermes, home, [{"op": "config", "text": "plugins:\n  enabled:\n    - mdprobe\n"},
+                               {"op": "plugins", "names": ["mdprobe"]}, {"op": "info"}])
+    plugins = res[1]["plugins"]
+    assert res[1]["group"] == "hermes_agent.plugins"
+    assert len(plugins) == 1, plugins
+    (probe,) = plugins.values()
+    assert probe["enabled"] and probe["error"] is None and probe["hooks"] == ["pre_llm_call"], probe
+    if _vt(hermes[0]) >= (0, 22):
+        assert res[2]["yaml"] is None and res[2]["ruamel.yaml"]  # the iot fork: ruamel.yaml only
