@@ -1,35 +1,27 @@
 """Every memdeck import of the interop matrix, in one place.
 
-The package is ``core`` today and will become ``memdeck.core``: that rename changes the one
-``_CORE`` line below and nothing else in ``tests/interop/matrix`` or the matrix tests.
+The matrix tests reach memdeck only through the names below.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
-_CORE = "core"  # -> "memdeck.core" after the rename
+from memdeck.core.anchors.audit import audit_session
+from memdeck.core.anchors.store import Anchor, AnchorStore
+from memdeck.core.config import load_config
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.pending import approve as approve_pending
+from memdeck.core.memory.pending import list_pending
+from memdeck.core.memory.store import MemoryStore, read_memory
+from memdeck.core.memory.threats import scan as threat_scan
+from memdeck.core.sessions.recall import search_messages
+from memdeck.core.sessions.statedb import StateDB
 
-
-def _mod(name: str) -> Any:
-    return importlib.import_module(f"{_CORE}.{name}")
-
-
-HermesHome = _mod("home").HermesHome
-load_config = _mod("config").load_config
-read_memory = _mod("memory").read_memory
-MemoryStore = _mod("memory").MemoryStore
-StateDB = _mod("statedb").StateDB
-threat_scan = _mod("threats").scan
-list_pending = _mod("pending").list_pending
-approve_pending = _mod("pending").approve
-Refused = _mod("errors").Refused
-search_messages = _mod("recall").search_messages
-Anchor = _mod("anchors").Anchor
-AnchorStore = _mod("anchors").AnchorStore
-audit_session = _mod("audit").audit_session
+__all__ = ["Anchor", "AnchorStore", "HermesHome", "MemoryStore", "Refused", "StateDB", "approve_pending",
+           "audit_session", "list_pending", "load_config", "read_memory", "search_messages", "threat_scan"]
 
 
 def home(path: Path) -> Any:

@@ -8,8 +8,8 @@ Where a venv comes from, in order:
 
 0. the running interpreter, when that exact distribution and version is installed in it (the
    ``[interop]`` extra pins ``hermes-agent==0.19.0``);
-1. ``$MEMDECK_HERMES_VENVS/<dist>__<version>`` (default ``/work/hvenvs``), when it exists and
-   its ``bin/python`` imports Hermes at that version (a developer's pre-built venvs);
+1. ``$MEMDECK_HERMES_VENVS/<dist>__<version>`` (only when that variable is set), when it exists
+   and its ``bin/python`` imports Hermes at that version (a developer's pre-built venvs);
 2. the cache ``$MEMDECK_INTEROP_CACHE/<dist>__<version>`` (default
    ``~/.cache/memdeck-interop/...``): reused when its marker file ``.memdeck-spec`` holds the
    spec, else (re)created with ``python3 -m venv`` + ``pip install <spec>``. The install log
@@ -75,7 +75,9 @@ def _version_ok(python: Path, spec: str) -> bool:
 
 
 def _prebuilt(spec: str) -> Path | None:
-    root = Path(os.environ.get("MEMDECK_HERMES_VENVS", "/work/hvenvs"))
+    if not os.environ.get("MEMDECK_HERMES_VENVS"):
+        return None
+    root = Path(os.environ["MEMDECK_HERMES_VENVS"])
     python = _python_of(root / venv_name(spec))
     return python if python.exists() and _version_ok(python, spec) else None
 
