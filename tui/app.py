@@ -31,7 +31,7 @@ from memdeck.core.home import HermesHome
 
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import RecallReady, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .messages import RecallReady, RecallRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
@@ -439,10 +439,15 @@ class MemdeckApp(App[None]):
                 from memdeck.core.overview.snapshot import open_statedb
 
                 self._db = open_statedb(self.home)
-            result, error = run_recall(self._db, query, self.home, self.config)
+            live = getattr(self.snapshot, "live_session", None)
+            result, error = run_recall(self._db, query, self.home, self.config,
+                                       current_session_id=getattr(live, "id", None))
         except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"
         self.post_message(RecallReady(query, result, error))
+
+    def on_recall_requested(self, message: RecallRequested) -> None:
+        self.run_recall(message.query)
 
     def on_recall_ready(self, message: RecallReady) -> None:
         try:

@@ -62,3 +62,11 @@ class RecallReady(Message):
         self.query = query
         self.result = result
         self.error = error
+
+
+class RecallRequested(Message):
+    """The Recall panel asks for ``query`` to be searched (the app runs the worker)."""
+
+    def __init__(self, query: str) -> None:
+        super().__init__()
+        self.query = query

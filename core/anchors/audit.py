@@ -908,6 +908,10 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
                                 events=events, audited={last.index: at_last} if last is not None else None) if with_history else []
     methods = {v.method for v in current.values()} or {"keyword"}
-    return SessionAudit(session_id=session_id, score=integrity_score(current.values()), anchors=tuple(results),
+    # MemLock scores at its first audit (a compaction or the safety net); before any, it has no
+    # score (``integrity_score: null``), and neither does memdeck: the anchors wait for one.
+    audited = last is not None or session.integrity_score is not None
+    return SessionAudit(session_id=session_id, score=integrity_score(current.values()) if audited else None,
+                        anchors=tuple(results),
                         reminder_block=block, history=tuple(history), compactions=len(events),
                         method=sorted(methods)[0])

@@ -801,9 +801,12 @@ class AnchorStore:
         scope = validate_scope(scope)
         rem = _audit.flatten_ws(reminder) or _audit.auto_reminder(flat)
         prb = validate_probes(probes, flat)
-        if not session_id:
-            raise Refused("no session to pin into: pass a session id", "invalid", field="session_id")
+        if not session_id and scope != "global":
+            raise Refused("no session to pin into: pass a session id (a global pin needs none)", "invalid",
+                          field="session_id")
         _scan_or_refuse(str(text), str(reminder or ""), flat, rem, " ".join(prb))
+        if not session_id:
+            return self._pin_global_only(flat, rem, prio, prb)
         max_pins = int(self.mcfg.max_pins)
         made: dict[str, Any] = {}
 
@@ -832,6 +835,25 @@ class AnchorStore:
                 with contextlib.suppress(Exception):
                     self.remove_pin(made["id"])
             raise
+
+    def _pin_global_only(self, text: str, reminder: str, priority: int, probes: list[str]) -> Anchor:
+        """A global pin made before any session exists: only ``persist/<id>.json`` (and the
+        manifest) is written; MemLock seeds it into every new session. Journaled against
+        ``"global"``."""
+        anchor = Anchor(id=new_pin_id(self.global_ids()), text=text, reminder=reminder, priority=priority,
+                        probes=probes, pinned=True, extra={"pinned_at": time.time()})
+        record = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
+        self.save_pin(record)
+        try:
+            _journal.record(self.home, actor=self.actor, op="pin", kind="anchor", target="global", before=None,
+                            after=_record_text(record),
+                            detail={"anchor_id": anchor.id, "scope": "global", "global_before": None,
+                                    "global_after": self.get_pin(anchor.id)})
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.remove_pin(anchor.id)
+            raise
+        return anchor
 
     def unpin(self, anchor_id: str, *, session_id: str, scope: str | None = None) -> dict[str, Any]:
         """Remove a pinned anchor from ``session_id`` (MemLock ``unpin``: only ``pinned=true``).
@@ -897,7 +919,9 @@ class AnchorStore:
 
         The previous version goes to ``history`` (``{text, reminder, priority, probes,
         updated_at}``, last 5 kept). A changed text without a new reminder / probes gets an
-        automatic reminder / derived probes. A global copy in ``persist/`` is rewritten too
+        automatic reminder / derived probes; so does one whose reminder / probes are passed back
+        unchanged while they were the automatic ones of the old text (MemLock re-injects the
+        reminder, so a stale one would restate the old rule). Custom ones are kept. A global copy in ``persist/`` is rewritten too
         (under the session lock; put back if the session write fails). Journaled as op ``update``.
 
         Raises:
@@ -923,10 +947,21 @@ class AnchorStore:
                 ids = ", ".join(sorted(s.anchors)[:8]) or "(none)"
                 raise Refused(f"anchor {anchor_id!r} not found in session {s.session_id}. Available ids: {ids}", "not_found")
             text_now = new_text if new_text is not None else a.text
-            rem_now = new_rem if new_rem else (_audit.auto_reminder(text_now) if new_text is not None and new_text != a.text else a.reminder)
-            if new_probes is not None:
-                probes_now = new_probes or _audit.derive_probes(text_now)
-            elif new_text is not None and new_text != a.text:
+            text_changed = new_text is not None and new_text != a.text
+            # A reminder or probes that were derived from the old text follow the new text, also
+            # when the caller passes them back unchanged (an edit form prefilled with them);
+            # a custom reminder or custom probes stay.
+            rem_given = new_rem
+            if text_changed and rem_given == a.reminder and a.reminder == _audit.auto_reminder(a.text):
+                rem_given = None
+            probes_given = new_probes
+            if (text_changed and probes_given is not None and list(probes_given) == list(a.probes)
+                    and list(a.probes) == _audit.derive_probes(a.text)):
+                probes_given = None
+            rem_now = rem_given if rem_given else (_audit.auto_reminder(text_now) if text_changed else a.reminder)
+            if probes_given is not None:
+                probes_now = probes_given or _audit.derive_probes(text_now)
+            elif text_changed:
                 probes_now = _audit.derive_probes(text_now)
             else:
                 probes_now = list(a.probes)

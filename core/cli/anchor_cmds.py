@@ -124,7 +124,21 @@ def _visible_block(block: str) -> str:
 
 def _pin(args: argparse.Namespace, ctx: CliContext) -> int:
     store = _store(ctx)
-    sid = _session(args, ctx, store)
+    try:
+        sid = _session(args, ctx, store)
+    except UsageError:
+        if args.scope != "global":
+            raise
+        sid = ""  # a global pin lives in memlock/persist/ and needs no session
+    if not sid:
+        a = store.pin(args.text, priority=args.priority, reminder=args.reminder, probes=args.probe or None,
+                      scope="global", session_id="")
+        if args.json:
+            print_json({"success": True, "session_id": None, "scope": "global", "anchor": a.to_dict()})
+        else:
+            print(f"pinned {a.id} globally (priority {a.priority}, {len(a.probes)} probe(s)) in memlock/persist/; "
+                  "MemLock seeds it into every new session")
+        return 0
     a = store.pin(args.text, priority=args.priority, reminder=args.reminder, probes=args.probe or None,
                   scope=args.scope, session_id=sid)
     if args.json:

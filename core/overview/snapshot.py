@@ -503,22 +503,28 @@ class RecallPreview:
         fence: the ``<memory-context>`` block those hits would make (``""`` when none), built
             with :func:`core.recall.memory_context_fence` from one ``- <title>: <snippet>``
             line per hit.
+        excluded_session_id: the session whose lineage was left out, as Hermes'
+            ``session_search`` leaves out the session it is called from (the live one).
     """
 
     query: str
     hits: tuple[Any, ...] = ()
     fence: str = ""
+    excluded_session_id: str | None = None
 
 
 def _unmark(snippet: str) -> str:
     return snippet.replace(">>>", "").replace("<<<", "")
 
 
-def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: int = 10) -> tuple[RecallPreview | None, str | None]:
+def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: int = 10,
+               current_session_id: str | None = None) -> tuple[RecallPreview | None, str | None]:
     """Run a recall query for the Recall panel: ``(preview, error banner or None)``. Never raises.
 
-    Uses :func:`core.recall.recall` (Hermes ``session_search`` discover mode, ``limit`` 1-10
-    lineages).
+    Uses :func:`memdeck.core.sessions.recall.recall` (Hermes ``session_search`` discover mode,
+    ``limit`` 1-10 lineages). ``current_session_id`` (the live session) and its lineage are
+    left out, as Hermes leaves out the session that calls ``session_search``
+    (tools/session_search_tool.py:499-616).
     """
     if not query.strip():
         return None, None
@@ -527,9 +533,9 @@ def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: 
     try:
         from ..sessions.recall import memory_context_fence, recall
 
-        hits = tuple(recall(db, query, limit=limit))
+        hits = tuple(recall(db, query, limit=limit, current_session_id=current_session_id))
         lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
         fence = memory_context_fence("\n".join(lines)) if lines else ""
-        return RecallPreview(query, hits, fence), None
+        return RecallPreview(query, hits, fence, current_session_id), None
     except Exception as exc:
         return None, f"recall: {_describe(exc)}"

@@ -295,9 +295,16 @@ async def test_theme_toggle_tabs_filter_help_palette_quit(demo_home) -> None:
         for key, pid in zip("123456", ("integrity", "anchors", "drift", "capacity", "recall", "review")):
             await pilot.press(key)
             await wait_for(pilot, lambda pid=pid: app.current_panel_id == pid)
+            if pid == "recall":
+                # the panel says "type a query": the query box has focus, escape leaves it
+                await wait_for(pilot, lambda: app.query_one("#recall-query", Input).has_focus)
+                await pilot.press("escape")
+                await wait_for(pilot, lambda: not app.query_one("#recall-query", Input).has_focus)
         # in Recall, / focuses the query box and digits are typed, not panel keys
         await pilot.press("5")
         await wait_for(pilot, lambda: app.current_panel_id == "recall")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.query_one("#recall-query", Input).has_focus)
         await pilot.press("slash")
         await wait_for(pilot, lambda: app.query_one("#recall-query", Input).has_focus)
         await pilot.press("6")

@@ -37,7 +37,8 @@ def test_footer_starts_with_pause_then_help() -> None:
     assert shown[:2] == ["toggle_pause", "help"]
 
 
-async def test_a_session_without_compaction_says_whose_score_it_is(demo_home) -> None:
+async def test_a_session_without_an_audit_says_no_audit_yet_and_who_waits(demo_home) -> None:
+    """MemLock has no score before its first audit; neither does the panel (issue 8 #4)."""
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
@@ -48,13 +49,17 @@ async def test_a_session_without_compaction_says_whose_score_it_is(demo_home) ->
             app.request_refresh(force=True)
             await wait_for(pilot, lambda sid=sid: app.snapshot.session_id == sid)
             await settle(pilot, app)
-            if not app.snapshot.compactions and app.query_one("#score").value != "--":
+            audit = app.snapshot.audit
+            if (not app.snapshot.compactions and audit is not None and audit.anchors
+                    and app.snapshot.session_anchors.integrity_score is None):
                 break
         else:
             pytest.fail("the demo home has no session with anchors and without a compaction")
         facts = app.query_one("#integrity-facts").content.plain
-        assert app.query_one("#score").value != "--"
-        assert "compacted never · the score is what an audit would give now" in facts, facts
+        assert app.query_one("#score").value == "--"
+        assert "below the floor" not in facts
+        waiting = [r.anchor.id for r in app.snapshot.audit.anchors if r.state == "pinned"]
+        assert waiting and "no audit yet · waiting: " + waiting[0] in facts, facts
 
 
 async def test_reminder_block_is_shown_whole_with_its_overflow_line(demo_home) -> None:

@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Digits, Input, Static
 
 from ..guard import guarded
+from ..messages import RecallRequested
 from ..safe_text import safe_text
 from . import view
 from .table import DeckTable
@@ -387,13 +388,16 @@ class RecallPanel(Panel):
                 yield Static(id="recall-fence")
 
     def primary(self) -> Any:
+        # while the panel says "type a query", typing must land in the query box
+        if not self.query_text.strip():
+            return self.query_one("#recall-query", Input)
         return self.query_one("#recall-results-box")
 
     def open_filter(self) -> None:
         focus_now(self.query_one("#recall-query", Input))
 
     def clear_filter(self) -> None:
-        self.focus_primary()
+        focus_now(self.query_one("#recall-results-box"))  # escape leaves the query box
 
     def show_snapshot(self, snap: Any) -> None:
         self.show_banner(snap.error_for("recall"))
@@ -410,7 +414,7 @@ class RecallPanel(Panel):
     def _submitted(self, event: Input.Submitted) -> None:
         self.query_text = event.value
         self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
-        self.app.run_recall(event.value)  # type: ignore[attr-defined]
+        self.post_message(RecallRequested(event.value))
 
     @guarded
     def show_recall(self, query: str, result: Any, error: str | None) -> None:

@@ -114,6 +114,14 @@ def integrity_facts(snap: Any, now: float) -> Text:
             t.append(f"  ▼ {floor - score} below the floor", "bold red")
         else:
             t.append("  ✓ at or above the floor", "green")
+    elif snap.session_id:
+        waiting = [str(_get(r, "anchor").id) for r in (_get(snap.audit, "anchors", default=()) or ())
+                   if _get(r, "state") == "pinned"]
+        t.append("  no audit yet", "bold yellow")
+        if waiting:
+            shown = ", ".join(waiting[:4]) + (f" +{len(waiting) - 4}" if len(waiting) > 4 else "")
+            t.append(" · waiting: ", "dim")
+            t.append_text(safe_text(shown, single_line=True, max_chars=80))
     lc = last_compaction(snap)
     t.append("\ncompacted ", "dim")
     if lc:
@@ -575,12 +583,18 @@ def recall_results(result: Any, query: str, now: float) -> RenderableType:
     hits = _hits(result)
     if not query.strip():
         return Text("type a query to preview what session recall would find", style="dim")
+    excluded = _get(result, "excluded_session_id")
+    note = Text()
+    if excluded:
+        note.append("the live session ", "dim")
+        note.append_text(safe_text(excluded, single_line=True, max_chars=40, style="dim"))
+        note.append(" is left out, as Hermes' session_search leaves out the session it runs in\n", "dim")
     if not hits:
-        return Text("no matches", style="dim")
+        return note + Text("no matches", style="dim")
     groups: dict[str, list[Any]] = {}
     for h in hits:
         groups.setdefault(str(_get(h, "lineage_root", "session_id", default="?")), []).append(h)
-    t = Text()
+    t = note.copy()
     for gi, (root, items) in enumerate(groups.items()):
         if gi:
             t.append("\n")
