@@ -162,3 +162,25 @@ def list_profiles(root: str | os.PathLike[str]) -> list[HermesHome]:
         names = []
     out.extend(HermesHome(pdir / n, n) for n in names)
     return out
+
+
+#: What marks a directory as a Hermes home: any one of these (Hermes creates ``memories/`` and
+#: ``state.db`` on first use and ``config.yaml`` at setup).
+HOME_MARKERS = ("config.yaml", "memories", "state.db")
+
+
+def require_hermes_home(home: HermesHome) -> None:
+    """Refuse to write into a directory that is not a Hermes home (a mistyped ``--home``).
+
+    Raises:
+        Refused: ``code="not_a_home"`` when ``home.path`` is missing or has none of
+            :data:`HOME_MARKERS`; nothing is created.
+    """
+    if any((home.path / m).exists() for m in HOME_MARKERS):
+        return
+    from .errors import Refused
+
+    what = "does not exist" if not home.path.exists() else "has no config.yaml, memories/ or state.db"
+    raise Refused(f"{home.path} is not a Hermes home: it {what}. Check --home / HERMES_HOME "
+                  f"(to start a new home on purpose, create {home.path / 'memories'} first). Nothing was written.",
+                  code="not_a_home")

@@ -52,7 +52,7 @@ from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
 from ..fsio import atomic_write_text, file_lock, read_text_strict
-from ..home import HermesHome
+from ..home import HermesHome, require_hermes_home
 
 T = TypeVar("T")
 
@@ -587,6 +587,7 @@ class AnchorStore:
         """
         if not session_id:
             raise Refused("a session id is required", "invalid", field="session_id")
+        require_hermes_home(self.home)
         path = self.session_path(session_id)
         with _writable(path), file_lock(path):
             try:
@@ -701,6 +702,7 @@ class AnchorStore:
             Refused: ``unwritable`` when ``persist/`` cannot be written (nothing changed).
             LockTimeout: the manifest lock was held too long.
         """
+        require_hermes_home(self.home)
         aid = str(record["id"])
         if aid.strip().lower() == "manifest":
             aid = "manifest_pin"

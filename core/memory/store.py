@@ -50,7 +50,7 @@ from ..deck import journal
 from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
 from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock, read_text_strict
-from ..home import TARGETS, HermesHome
+from ..home import TARGETS, HermesHome, require_hermes_home
 from .threats import pattern_ids, scan, scan_ids, threat_message
 
 ENTRY_DELIMITER = "\n§\n"
@@ -358,6 +358,7 @@ class MemoryStore:
         """Hold the sidecar locks of ``targets`` in a fixed order (memory before user)."""
         for t in targets:
             self.path(t)  # validates
+        require_hermes_home(self.home)
         with ExitStack() as stack:
             for t in sorted(set(targets), key=TARGETS.index):
                 try:
