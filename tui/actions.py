@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from memdeck.core.errors import Refused
+from memdeck.core.memory.store import archive_candidates, entry_id
 
 from .guard import guarded
 from .messages import WriteOutcome
@@ -35,11 +36,14 @@ def refusal_outcome(exc: Refused) -> WriteOutcome:
         if usage:
             detail.append(f"usage: {usage}")
         entries = [str(e.get("text", "")) if isinstance(e, dict) else str(e) for e in d.get("current_entries") or []]
+        need = int(d.get("would_be") or 0) - int(d.get("limit") or 0)
+        cands = archive_candidates(entries, need) if need > 0 else []
         if entries:
-            detail.append("entries you could archive (a), largest first:")
-            for e in sorted(entries, key=len, reverse=True)[:5]:
+            detail.append(f"entries you could archive to make room (a in Capacity; {need:,} chars needed):" if cands
+                          else "entries you could archive (a), largest first:")
+            for cid, chars, e in (cands or [(entry_id(x), len(x), x) for x in sorted(entries, key=len, reverse=True)])[:5]:
                 one = safe_plain(e, single_line=True)
-                detail.append(f"  · {len(e):,} chars  {one[:60]}{'…' if len(one) > 60 else ''}")
+                detail.append(f"  · {cid}  {chars:,} chars  {one[:60]}{'…' if len(one) > 60 else ''}")
     elif exc.code == "threat":
         ids = [str(x) for x in d.get("threats") or []]
         if not ids:

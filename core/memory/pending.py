@@ -216,7 +216,12 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         raise Refused(f"pending write {rec.id} is malformed: {rec.malformed}", code="malformed")
     with _claimed(rec):
         store = MemoryStore(home, config or load_config(home), actor=actor)
-        store.journal_extra = {"pending_id": rec.id, "origin": rec.origin}
+        try:  # the journal keeps the record, so an undo of the approval can stage it again
+            raw = rec.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            raw = None
+        store.journal_extra = {"pending_id": rec.id, "origin": rec.origin, "record": raw,
+                               "record_file": rec.path.name}
         p = rec.payload
         target = str(p.get("target") or "memory")
         if p.get("action") == "batch":

@@ -111,6 +111,26 @@ def entry_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:ID_LEN]
 
 
+def archive_candidates(entries: Sequence[str], need: int) -> list[tuple[str, int, str]]:
+    """Entries whose archiving frees at least ``need`` chars: the fewest, largest first.
+
+    Each removal frees the entry's length plus its ``"\n§\n"`` delimiter (3 chars) while
+    another entry remains. Returns ``[(entry id, chars, text)]``; all entries when even that
+    is not enough; ``[]`` when ``need <= 0``.
+    """
+    if need <= 0:
+        return []
+    out: list[tuple[str, int, str]] = []
+    freed = 0
+    ordered = sorted((e for e in entries if e), key=len, reverse=True)
+    for n, e in enumerate(ordered, 1):
+        out.append((entry_id(e), len(e), e))
+        freed += len(e) + (len(ENTRY_DELIMITER) if n < len(ordered) else 0)
+        if freed >= need:
+            break
+    return out
+
+
 @dataclass(frozen=True)
 class Entry:
     """One entry. ``chars`` is ``len(text)``; ``threats`` are pattern ids (``core.threats``)."""
@@ -858,9 +878,30 @@ class MemoryStore:
                                             {"undoes": [x.journal_id for x in rows], "op": r.op}, txn)
                     journal.mark_undone(conn, [x.journal_id for x in rows], jid)
             self._cleanup_temps(targets)
+            restaged = self._restage_approved(rows)
             last_t = rows[0].target
-            return self._result("undo", last_t, plans[0][1], f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).",
-                                journal_id=jid)
+            note = f" The pending write {restaged} is staged again for review." if restaged else ""
+            return self._result("undo", last_t, plans[0][1],
+                                f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
+
+    def _restage_approved(self, rows: Sequence[journal.JournalEntry]) -> str | None:
+        """After undoing an approved pending write, put its record back in ``pending/memory/``
+        (as it was staged), so the approval is undone and not the staged write lost. Returns
+        the pending id, or None when the rows were not an approval or the record could not be
+        written back (the undo itself stands; the journal still holds the record)."""
+        for r in rows:
+            rec, name = r.detail.get("record"), r.detail.get("record_file")
+            if not (isinstance(rec, str) and isinstance(name, str)) or "/" in name or not name.endswith(".json"):
+                continue
+            path = self.home.pending_dir / name
+            try:
+                if not path.exists():
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_text(path, rec)
+            except OSError:
+                return None
+            return str(r.detail.get("pending_id") or name[:-5])
+        return None
 
 
 def recover_intents(home: HermesHome, config: Config | None = None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> int:

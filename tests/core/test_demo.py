@@ -370,3 +370,24 @@ def test_module_exposes_the_documented_api() -> None:
     for name in ("build_demo_home", "build_big_home", "demo_home_dir", "fresh_demo_home", "demo_plan", "DEMO_NOW"):
         assert hasattr(demo_mod, name)
     assert DEMO_NOW == 1784824800.0
+
+
+def test_a_second_demo_does_not_wipe_the_home_of_one_still_open(tmp_path: Path) -> None:
+    """Issue 8 #9: each running `memdeck --demo` keeps its own home."""
+    import subprocess
+    import sys
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code = ("import sys; from memdeck.core.demo import fresh_demo_home; "
+            f"h = fresh_demo_home(5, env={env!r}); print(h.path, flush=True); sys.stdin.read()")
+    first = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        first_path = Path(first.stdout.readline().strip())  # the first demo is open
+        assert first_path == demo_home_dir(5, env)
+        first_path.joinpath("memories", "MEMORY.md").write_text("edited in the open demo", encoding="utf-8")
+        second = fresh_demo_home(5, now=DEMO_NOW, env=env)
+        assert second.path != first_path and second.path.parent == first_path.parent
+        assert first_path.joinpath("memories", "MEMORY.md").read_text(encoding="utf-8") == "edited in the open demo"
+    finally:
+        first.stdin.close()
+        first.wait(timeout=30)

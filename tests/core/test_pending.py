@@ -119,3 +119,20 @@ def test_a_record_being_handled_elsewhere_is_not_replayed_twice(hermes_home: Her
         approve(hermes_home, Config(), "cccc0001")
     assert ei.value.code in ("not_found", "invalid")
     assert mem(hermes_home) == "Y marks the spot"  # replayed once, not twice
+
+
+def test_undoing_an_approval_stages_the_write_again(hermes_home: HermesHome) -> None:
+    """Issue 8 #9: undo of an approval reverts the file and puts the pending record back."""
+    from memdeck.core.undo import undo
+
+    MemoryStore(hermes_home, Config(), actor="test").add("memory", "keep this")
+    stage(hermes_home, "bbbb0001", {"action": "add", "target": "memory", "content": "Deploys go through CI"})
+    staged = (hermes_home.pending_dir / "bbbb0001.json").read_bytes()
+    approve(hermes_home, Config(), "bbbb0001")
+    assert mem(hermes_home) == "keep this\n§\nDeploys go through CI"
+    assert not (hermes_home.pending_dir / "bbbb0001.json").exists()
+    res = undo(hermes_home, Config(), actor="test")
+    assert mem(hermes_home) == "keep this"
+    assert (hermes_home.pending_dir / "bbbb0001.json").read_bytes() == staged
+    assert "staged again" in res.message
+    assert [r.id for r in list_pending(hermes_home)] == ["bbbb0001"]

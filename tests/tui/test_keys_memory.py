@@ -116,6 +116,11 @@ async def test_editor_refuses_overflow_and_threats_and_core_lists_archivable(dem
         app.run_write("new entry", lambda: memory.MemoryStore(app.home, app.config, actor="tui").add("memory", big), "added")
         await settle(pilot, app)
         assert any("entries you could archive" in t for t in _toasts(app)), _toasts(app)
+        # the candidates are named by the ids the CLI takes, largest first (issue 8 #9)
+        from memdeck.core.memory.store import entry_id
+
+        largest = max(before, key=len)
+        assert any(entry_id(largest) in t for t in _toasts(app)), _toasts(app)
         assert _texts(app, "memory") == before
 
 

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from memdeck.core.memory.store import usage_chars, usage_pct
+from memdeck.core.memory.store import archive_candidates, usage_chars, usage_pct
 
 from ..safe_text import safe_text
 
@@ -178,8 +178,12 @@ class EntryEditScreen(FormScreen):
         budget.append(f"{used:,}/{limit:,} ({pct}%)", "bold red" if over else "green")
         if over:
             budget.append(f"  ✗ {used - limit:,} chars over the limit", "bold red")
-            problems.append(f"{name} would be {used - limit:,} chars over its {limit:,}-char limit "
-                            "(shorten the text, or archive an entry with a)")
+            others = [e for e in self._entries(target) if e != self.original or self.choose_target]
+            cands = archive_candidates(others, used - limit)
+            hint = ", ".join(f"{cid} ({chars:,} chars)" for cid, chars, _t in cands[:4])
+            problems.append(f"{name} would be {used - limit:,} chars over its {limit:,}-char limit: shorten the text, "
+                            f"or archive (a in Capacity) {hint}" if hint else
+                            f"{name} would be {used - limit:,} chars over its {limit:,}-char limit: shorten the text")
         if not text:
             budget.append("  ✗ empty" if self.original.strip() else "  (type the entry)", "bold red" if self.original.strip() else "dim")
             problems.append("the entry is empty")
