@@ -112,6 +112,11 @@ def _nothing(app: "MemdeckApp", what: str) -> None:
 def _selected(app: "MemdeckApp", kinds: tuple[str, ...], what: str) -> Any:
     """The current selection when its kind is one of ``kinds``; else a warning toast and None."""
     sel = app.selection()
+    if sel is not None and sel.kind == "pending" and "pending" not in kinds:
+        # a pending write is not an entry yet: say what acts on it instead of "select an entry"
+        app.notify("this is a pending write, not an entry yet: A approves it (then e/a/m act on the entry), "
+                   "X rejects it", title="pending write", severity="warning", markup=False, timeout=5)
+        return None
     if sel is None or sel.kind not in kinds:
         _nothing(app, what)
         return None

@@ -77,8 +77,11 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     print(f"plugin dir: {st['path']} ({'installed' if st['installed'] else 'not installed'}"
           f"{', up to date' if st['up_to_date'] else (', outdated' if st['installed'] else '')})")
     print(f"enabled in config.yaml: {'yes' if st['enabled'] else 'no'}")
-    if st["memlock_enabled"]:
-        print("memlock is also enabled: disable it, memdeck replaces it", file=sys.stderr)
+    if st["memlock_enabled"] and st["installed"] and st["enabled"]:
+        # both guards would audit and re-inject every turn; only then is there something to do
+        print("memlock is also enabled: disable it, memdeck's plugin replaces it", file=sys.stderr)
+    elif st["memlock_enabled"]:
+        print("memlock is enabled and guards this home; memdeck reads and edits its anchors as they are")
     return 0
 
 

@@ -232,3 +232,15 @@ def test_cli_install_into_an_unwritable_plugins_path_is_an_error_not_a_traceback
     assert err.startswith("memdeck: error: ") and "plugins" in err and "Traceback" not in err
     assert hermes_home.config_path.read_bytes() == before
     assert not list(hermes_home.path.glob("config.yaml.bak-*"))
+
+
+def test_status_advises_disabling_memlock_only_when_memdecks_plugin_would_run_too(hermes_home, capsys):
+    """Issue 8 #9: with memdeck's plugin not installed, MemLock is the guard; nothing to disable."""
+    write_config(hermes_home, "plugins:\n  enabled:\n    - memlock\n")
+    assert cli_main(["plugin", "status", "--home", str(hermes_home.path)]) == 0
+    cap = capsys.readouterr()
+    assert "disable it" not in cap.err and "memlock is enabled and guards this home" in cap.out
+    assert cli_main(["plugin", "install", "--home", str(hermes_home.path)]) == 0
+    capsys.readouterr()
+    assert cli_main(["plugin", "status", "--home", str(hermes_home.path)]) == 0
+    assert "memlock is also enabled: disable it" in capsys.readouterr().err

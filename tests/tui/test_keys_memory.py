@@ -137,6 +137,16 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         clean = next(r for r in rows if not r.findings)
         hostile = next(r for r in rows if r.findings)
         table = app.query_one("#review-table")
+        # e / a / m on a pending row say what acts on a pending write (issue 8 #9)
+        table.select_key(clean.key)
+        await pilot.pause()
+        for key in ("e", "a", "m"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+        said = [str(n.message) for n in app._notifications]
+        assert sum("this is a pending write, not an entry yet" in m for m in said) == 3, said
+        assert not any("select an entry" in m for m in said), said
         # A on a hostile pending write: the core refuses, the record stays
         table.select_key(hostile.key)
         await pilot.pause()
