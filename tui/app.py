@@ -144,6 +144,9 @@ class MemdeckApp(App[None]):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        from .palette import LIGHT_ANSI
+
+        self.ansi_theme_light = LIGHT_ANSI  # status colours at 3:1 or better on the light theme
         self.theme = "textual-dark"
         self.request_refresh()
         if self.watch_enabled:

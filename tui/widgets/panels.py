@@ -355,6 +355,11 @@ class CapacityPanel(TableDetailPanel):
         for target in ("memory", "user"):
             self.query_one(f"#usage-{target}", Static).update(view.usage_bar(snap, target, width))
 
+    def on_resize(self) -> None:
+        """The bars are drawn to the width: redraw them when the terminal grows or shrinks."""
+        if self._snap is not None:
+            self.show_header(self._snap)
+
     def rows_for(self, snap: Any) -> list[Any]:
         return view.entry_rows(snap)
 

@@ -467,13 +467,16 @@ def usage_bar(snap: Any, target: str, width: int) -> Text:
     pct = 0 if limit <= 0 else used * 100 / limit
     shown_pct = _get(state, "pct")  # Hermes' own rounding (the prompt block header shows it)
     pct_text = f"{shown_pct}%" if isinstance(shown_pct, int) else f"{pct:.0f}%"
-    label = f" {pct_text:>4}  {used:,}/{limit:,} chars · {len(_entries(state))} entries"
-    bar_w = max(10, width - len(name) - 1 - len(label))
+    label = f"{pct_text:>4}  {used:,}/{limit:,} chars · {len(_entries(state))} entries"
+    # the numbers first: on a narrow terminal the bar shrinks (to nothing), never the numbers
+    bar_w = max(0, width - len(name) - 1 - len(label) - 2)
     filled = min(bar_w, int(round(bar_w * min(pct, 100) / 100)))
     style = "red" if pct >= 90 else ("yellow" if pct >= 75 else "green")
-    t.append("█" * filled, style)
-    t.append("░" * (bar_w - filled), "dim")
     t.append(label, "bold red" if pct > 100 else "")
+    if bar_w >= 4:
+        t.append("  ")
+        t.append("█" * filled, style)
+        t.append("░" * (bar_w - filled), "dim")
     drift = _get(state, "drift")
     if drift:
         t.append("\n  ⚠ ", "bold yellow")
