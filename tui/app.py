@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,8 @@ class MemdeckApp(App[None]):
         self.session_id = session_id
         self.snapshot: Any = None
         self.refresh_count = 0
+        #: the last 100 toasts as ``(epoch s, severity, title, message)``, oldest first (``N`` shows them)
+        self.notification_log: deque[tuple[float, str, str, str]] = deque(maxlen=100)
         #: snapshot builds run so far, including those that found every source unchanged
         self.refresh_runs = 0
         self._db: Any = None
@@ -184,6 +187,19 @@ class MemdeckApp(App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._focus_panel)
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Show a toast and keep it in :attr:`notification_log` (the ``N`` screen).
+
+        memdeck's own toasts pass ``markup=False``: their text is data, never markup."""
+        self.notification_log.append((time.time(), str(severity), str(title), str(message)))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def action_notifications(self) -> None:
+        from .screens.notifications import NotificationsScreen
+
+        self.push_screen(NotificationsScreen(self.notification_log))
 
     def action_follow_live(self) -> None:
         """Stop showing a pinned session: follow the newest live session again."""
@@ -337,9 +353,16 @@ class MemdeckApp(App[None]):
             self.request_refresh()
 
     def apply_snapshot(self, snap: Any) -> None:
-        """Show ``snap`` in every panel at once (one repaint)."""
+        """Show ``snap`` in every panel at once (one repaint); toast what changed that a person
+        should know (:func:`memdeck.core.overview.alerts.alerts_between`); update the badges."""
+        from memdeck.core.overview.alerts import alerts_between
+
         previous = self.snapshot
         self.snapshot = snap
+        if previous is not None and previous.home == snap.home:
+            for alert in alerts_between(previous, snap):
+                self.notify(safe_plain(alert.message), title=safe_plain(alert.title, single_line=True),
+                            severity=alert.severity, markup=False, timeout=8 if alert.severity == "error" else 6)
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
@@ -358,7 +381,26 @@ class MemdeckApp(App[None]):
                     except Exception:
                         pass
             self.update_status_line()
+            self._update_badges(snap)
         self.refresh_count += 1
+
+    def _update_badges(self, snap: Any) -> None:
+        """Counts on the tabs: drifted anchors, flagged entries and pending writes."""
+        from .widgets import view
+
+        counts = view.badge_counts(snap)
+        tabs = self.query_one("#panels", TabbedContent)
+        for i, (pid, title) in enumerate(PANELS, 1):
+            n = counts.get(pid, 0)
+            label = Text(f"{i} {title}")
+            if n:
+                label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
+            try:
+                tab = tabs.get_tab(pid)
+            except Exception:  # the tab is not mounted (shutdown)
+                continue
+            if tab.label != label:
+                tab.label = label
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 

@@ -53,7 +53,8 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
     ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
-    ("question_mark", "help", "Help", "memdeck.help", "this help", "anywhere"),
+    ("question_mark", "help", "Help", "memdeck.help", "this help: every key and the terms the panels use", "anywhere"),
+    ("N", "notifications", "Notices", "memdeck.notifications", "the last 100 notifications (toasts), newest first", "anywhere"),
     ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action)", "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )

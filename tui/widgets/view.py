@@ -792,3 +792,20 @@ def review_detail(r: ReviewRow) -> RenderableType:
     t.append_text(highlighted(r.text, r.findings))
     t.append_text(findings_legend(r.findings))
     return t
+
+
+# ── tab badges ──────────────────────────────────────────────────────────────
+
+
+def badge_counts(snap: Any) -> dict[str, int]:
+    """Counts shown on the tabs: ``anchors`` drifted anchors of the shown session, ``review``
+    pending writes plus flagged entries (threat findings). Panels without a count are absent."""
+    drifted = sum(1 for r in (_get(snap.audit, "anchors", default=()) or ()) if _get(r, "state") == "drifted")
+    flagged = 0
+    for target in ("memory", "user"):
+        for e in _entries(snap.memory.get(target)):
+            text = e if isinstance(e, str) else str(_get(e, "text", default=""))
+            if snap.findings.get(text):
+                flagged += 1
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged}
+    return {k: v for k, v in out.items() if v}
