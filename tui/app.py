@@ -32,7 +32,7 @@ from memdeck.core.home import HermesHome
 
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import RecallReady, RecallRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .messages import RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
@@ -195,6 +195,29 @@ class MemdeckApp(App[None]):
         memdeck's own toasts pass ``markup=False``: their text is data, never markup."""
         self.notification_log.append((time.time(), str(severity), str(title), str(message)))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
+    ROW_ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+        "entry": (("edit", "e  edit the entry"), ("pin", "p  pin it as an anchor"), ("archive", "a  archive it"),
+                  ("move", "m  move it to the other file")),
+        "anchor": (("edit", "e  edit the anchor"), ("unpin", "u  unpin it"), ("archive", "a  archive it")),
+        "pending": (("approve", "A  approve the pending write"), ("reject", "X  reject it")),
+    }
+
+    def on_row_actions_requested(self, message: RowActionsRequested) -> None:
+        """Enter on a row: a picker of the actions that apply to it (runs the chosen key's action)."""
+        from .screens.pickers import PickerScreen
+
+        actions = self.ROW_ACTIONS.get(message.selection.kind)
+        if not actions:
+            return
+        options = [(action, Text(label)) for action, label in actions]
+
+        def chosen(action: str | None) -> None:
+            if action:
+                self.call_later(self.run_action, action)
+
+        self.push_screen(PickerScreen("Actions", options), chosen)
 
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen

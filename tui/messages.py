@@ -70,3 +70,11 @@ class RecallRequested(Message):
     def __init__(self, query: str) -> None:
         super().__init__()
         self.query = query
+
+
+class RowActionsRequested(Message):
+    """Enter on a table row: the app offers the actions for ``selection`` (a panel Selection)."""
+
+    def __init__(self, selection: Any) -> None:
+        super().__init__()
+        self.selection = selection

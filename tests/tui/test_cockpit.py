@@ -57,3 +57,27 @@ async def test_help_explains_the_terms(demo_home) -> None:
         plain = "".join(str(s.text) for s in terms.render_lines(terms.region.reset_offset))
         for term in ("anchor", "probe", "drifted", "rehydrated", "integrity score", "pending write"):
             assert term in plain, term
+
+
+async def test_enter_on_a_row_offers_its_actions_and_capacity_shows_entry_ids(demo_home) -> None:
+    from memdeck.tui.screens.editors import EntryEditScreen
+    from memdeck.tui.screens.pickers import PickerScreen
+
+    app = make_app(demo_home, watch=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.query_one("#capacity-table").has_focus)
+        table = app.query_one("#capacity-table")
+        first = app.panel("capacity")._rows[0]
+        assert first.entry.id in table.get_row(first.key)[2].plain  # the id `memdeck memory ...` takes
+        table.select_key(first.key)
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        labels = [str(o.prompt) for o in app.screen.query_one("#picker-list").options]
+        assert labels[0].startswith("e  edit") and any(lbl.startswith("a  archive") for lbl in labels)
+        await pilot.press("enter")  # the first one: edit
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, EntryEditScreen))

@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, Digits, Input, Static
 
 from ..guard import guarded
-from ..messages import RecallRequested
+from ..messages import RecallRequested, RowActionsRequested
 from ..safe_text import safe_text
 from . import view
 from .table import DeckTable
@@ -283,6 +283,14 @@ class TableDetailPanel(Panel):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
 
+    @on(DataTable.RowSelected)
+    def _row_chosen(self, event: DataTable.RowSelected) -> None:
+        """Enter (or a click) on a row: ask the app for the actions that row allows."""
+        event.stop()
+        sel = self.selected()
+        if sel is not None:
+            self.post_message(RowActionsRequested(sel))
+
     def selected(self) -> Selection | None:
         r = self._current()
         return None if r is None else self.selection_for(r)
@@ -343,7 +351,7 @@ class CapacityPanel(TableDetailPanel):
     session's frozen prompt block."""
 
     NAME = SOURCE = "capacity"
-    COLUMNS = [("target", "target"), ("n", "#"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")]
+    COLUMNS = [("target", "target"), ("n", "#"), ("id", "id"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")]
     empty_detail = None  # the prompt block is shown even without a selected entry
 
     def compose_header(self) -> ComposeResult:

@@ -14,6 +14,8 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
+from memdeck.core.memory.store import entry_id
+
 from ..safe_text import safe_text
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -522,6 +524,7 @@ def entry_rows(snap: Any) -> list[EntryRow]:
             cells = (
                 Text("MEMORY" if target == "memory" else "USER", style="bold"),
                 Text(str(i), justify="right"),
+                Text(str(eid or entry_id(text)), style="dim"),  # the id the CLI takes
                 Text(f"{len(text):,}", justify="right"),
                 flag_text(fnd),
                 safe_text(text, single_line=True, max_chars=300),
