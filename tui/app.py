@@ -337,6 +337,7 @@ class MemdeckApp(App[None]):
         """Show ``snap`` in every panel at once (one repaint)."""
         previous = self.snapshot
         self.snapshot = snap
+        self._toast_changes(getattr(snap, "new_changes", ()))
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
@@ -356,6 +357,19 @@ class MemdeckApp(App[None]):
                         pass
             self.update_status_line()
         self.refresh_count += 1
+
+    def _toast_changes(self, changes: Any) -> None:
+        """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""
+        from .safe_text import safe_plain
+
+        for c in changes or ():
+            if c.by_memdeck or c.op not in ("removed", "replaced", "anchor_removed", "anchor_changed"):
+                continue
+            who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
+                   "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
+            what = (c.before or "")[:80]
+            self.notify(safe_plain(f"{c.op} in {c.target} by {who}: {what} (memdeck revert {c.change_id})",
+                                   single_line=True), severity="warning", markup=False, timeout=8)
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 
