@@ -386,6 +386,7 @@ class MemdeckApp(App[None]):
             for alert in alerts_between(previous, snap):
                 self.notify(safe_plain(alert.message), title=safe_plain(alert.title, single_line=True),
                             severity=alert.severity, markup=False, timeout=8 if alert.severity == "error" else 6)
+        self._toast_changes(getattr(snap, "new_changes", ()))
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
@@ -424,6 +425,20 @@ class MemdeckApp(App[None]):
                 continue
             if tab.label != label:
                 tab.label = label
+
+    def _toast_changes(self, changes: Any) -> None:
+        """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""
+        from .safe_text import safe_plain
+
+        for c in changes or ():
+            if c.by_memdeck or c.op not in ("removed", "replaced", "anchor_removed", "anchor_changed"):
+                continue
+            who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
+                   "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
+            what = (c.before or "")[:80]
+            self.notify(safe_plain(f"{c.op} in {c.target} by {who}: {what} (memdeck revert {c.change_id})",
+                                   single_line=True), title="memory changed", severity="warning", markup=False,
+                        timeout=8)
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 

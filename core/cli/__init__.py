@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 
 from .. import __version__
+from .. import history as _history
 from ..errors import MemdeckError, Refused
 from . import anchor_cmds
+from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds)
+COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +64,7 @@ def main(argv: Sequence[str] | None = None, *,
         if args.demo:
             raise UsageError("--demo opens the dashboard; it does not take a command")
         ctx = CliContext.from_args(args)
+        _observe(ctx)
         return int(args.handler(args, ctx) or 0)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
@@ -82,6 +86,17 @@ def main(argv: Sequence[str] | None = None, *,
         except OSError:
             pass
         return 141
+
+
+def _observe(ctx: CliContext) -> None:
+    """Record what changed in the watched files since memdeck last looked (``core/history.py``):
+    one ``stat`` per file when nothing changed. A failure only warns; the command still runs."""
+    if not ctx.home.path.is_dir():
+        return
+    try:
+        _history.observe(ctx.home)
+    except (MemdeckError, sqlite3.Error, OSError) as exc:
+        print(f"memdeck: warning: change history not updated: {exc}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

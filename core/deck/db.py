@@ -3,7 +3,9 @@
 One database per Hermes home, WAL mode, ``synchronous=FULL``, busy timeout (default 10 s), so
 many memdeck processes (CLI, TUI, plugin) can append at once. Hermes never reads it.
 
-Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`), both generic over ``kind``
+Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, reached through the additive steps of
+:data:`MIGRATIONS`; ``history_seen``/``history`` are described there and in ``core/history.py``),
+the first two generic over ``kind``
 (``"memory"`` for MEMORY.md/USER.md entries, ``"anchor"`` for MemLock anchors):
 
 ``journal``
@@ -38,7 +40,6 @@ from pathlib import Path
 from ..errors import MemdeckError
 from ..home import HermesHome
 
-SCHEMA_VERSION = 1
 DB_NAME = "memdeck.db"
 DEFAULT_BUSY_TIMEOUT = 10.0
 
@@ -72,6 +73,47 @@ CREATE TABLE IF NOT EXISTS archive (
 );
 CREATE INDEX IF NOT EXISTS archive_state_idx ON archive(kind, state);
 """
+
+#: Version 2: the change history of every writer (``core/history.py``). ``history_seen`` holds
+#: the last canonical content memdeck saw of each watched file (key: its path relative to the
+#: home; ``stamp`` = ``"mtime_ns:size:ino"``; ``journal_mark`` = the highest journal id already
+#: accounted for); ``history`` holds one row per change (entry/anchor added, removed, replaced).
+_HISTORY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS history_seen (
+    path TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    stamp TEXT,
+    content TEXT,
+    seen_at REAL NOT NULL,
+    journal_mark INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS history (
+    change_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    path TEXT NOT NULL,
+    op TEXT NOT NULL,
+    before TEXT,
+    after TEXT,
+    since REAL,
+    until REAL NOT NULL,
+    actor TEXT NOT NULL,
+    attribution TEXT NOT NULL DEFAULT '{}',
+    reverted_by INTEGER
+);
+CREATE INDEX IF NOT EXISTS history_target_idx ON history(target, change_id);
+CREATE INDEX IF NOT EXISTS history_until_idx ON history(until);
+"""
+
+#: The schema as an ordered list of additive steps: step ``i`` (1-based) brings a database from
+#: ``user_version = i - 1`` to ``i``. Each step only creates what is missing (``IF NOT EXISTS``),
+#: so existing databases keep every row. Add a new table as a new step at the end.
+MIGRATIONS: tuple[str, ...] = (
+    _SCHEMA,          # 1: journal, archive
+    _HISTORY_SCHEMA,  # 2: history_seen, history
+)
+SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class DeckDBError(MemdeckError):
@@ -114,9 +156,12 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
             raise DeckDBError(f"{path} has schema version {version}; this memdeck understands {SCHEMA_VERSION}")
         if version < SCHEMA_VERSION:
             with transaction(conn):
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        conn.execute(stmt)
+                # re-read under the write lock: another process may have migrated meanwhile
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                for step in MIGRATIONS[version:]:
+                    for stmt in step.split(";"):
+                        if stmt.strip():
+                            conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
         conn.close()

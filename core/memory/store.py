@@ -710,6 +710,49 @@ class MemoryStore:
             return self._commit("remove", target, raw, entries, entries[:m] + entries[m + 1:], "Entry removed.",
                                 {"entry_id": entry_id(gone), "text": gone}, entry_id(gone))
 
+    def revert_entry(self, target: str, *, remove: str | None, add: str | None,
+                     detail: dict[str, Any] | None = None) -> WriteResult:
+        """Reverse one recorded change of ``target``: take out ``remove`` and put back ``add``.
+
+        Used by ``core/history.py`` (``revert``): for a removal ``remove=None, add=<old entry>``
+        (appended), for an addition ``remove=<new entry>, add=None``, for a replacement both
+        (``add`` takes ``remove``'s place). Under the lock, after a reload: ``add`` must not be in
+        the file already and ``remove`` must still be there (exact whole entries), the text put
+        back is threat-scanned and the budget checked. Journaled as ``op="revert"``.
+
+        Raises:
+            Refused: ``conflict`` (the change no longer applies: ``add`` is already back or
+                ``remove`` is gone), ``overflow`` (with ``current_entries``), ``threat``,
+                ``drift``, ``unreadable``, ``unwritable``, ``empty`` (neither text given).
+        """
+        self.path(target)
+        if not (remove or add):
+            raise Refused("nothing to revert: the change has neither a before nor an after text", code="empty")
+        if add:
+            _scan_or_refuse(add, "The entry to put back is blocked: ")
+        with self._locked(target):
+            raw, entries = self._load(target)
+            if add and add in entries:
+                raise Refused(f"cannot revert: {target} already holds {_preview(add, 60)!r} again. Nothing was changed.",
+                              code="conflict", current_entries=[e.to_dict() for e in _entries_of(entries)])
+            if remove and remove not in entries:
+                raise Refused(f"cannot revert: {target} no longer holds {_preview(remove, 60)!r} (changed since). "
+                              "Nothing was changed.", code="conflict",
+                              current_entries=[e.to_dict() for e in _entries_of(entries)])
+            new = list(entries)
+            if remove and add:
+                new[new.index(remove)] = add
+            elif remove:
+                new.remove(remove)
+            else:
+                new.append(add)  # type: ignore[arg-type]
+            total, limit = usage_chars(new), self.limit(target)
+            if total > limit:
+                raise _overflow(target, entries, total, limit, f"Putting back this entry ({len(add or ''):,} chars)")
+            d = {"removed_text": remove, "text": add, "entry_id": entry_id(add) if add else None, **(detail or {})}
+            return self._commit("revert", target, raw, entries, new, "Change reverted.", d,
+                                entry_id(add) if add else None)
+
     # -- archive / restore -------------------------------------------------------------------
     def archive(self, target: str | None, selector: str, reason: str = "") -> WriteResult:
         """Move an entry out of its file into memdeck.db (crash-safe; see ``core/archive.py``).

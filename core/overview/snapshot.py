@@ -133,6 +133,8 @@ class DeckSnapshot:
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
             write text that has any (texts without findings are absent).
         errors: panel id -> banner text for every source that failed.
+        new_changes: the :class:`core.history.Change` rows this build recorded (empty when the
+            memory and MemLock files were unchanged), oldest first.
         warnings: config warnings and other non-fatal notes.
         stamps: what every source looked like when this snapshot read it (None for a snapshot
             built without stamps); a rebuild reuses each part whose sources are unchanged.
@@ -165,6 +167,7 @@ class DeckSnapshot:
     warnings: tuple[str, ...] = ()
     stamps: SourceStamps | None = None
     following_live: bool = True
+    new_changes: tuple[Any, ...] = ()
 
     @property
     def archive_count(self) -> int:
@@ -339,6 +342,16 @@ def build_snapshot(
         return tuple(items(home, kind=None, state="archived"))
 
     memlock_same = unchanged("memlock")
+    # ── change history: record what other writers changed (core/history.py), only when the
+    # memory or MemLock files' stamps changed since the previous snapshot (the dashboard path) ──
+    new_changes: tuple[Any, ...] = ()
+    if stamps is not None and not (memory_same and memlock_same):
+        try:
+            from ..history import observe
+
+            new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
+        except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
+            warnings.append(f"change history not updated: {_describe(exc)}")
     if memory_same and memlock_same and previous is not None:
         archived = previous.archived  # memdeck's archive changes only with the files it archives from
     else:
@@ -490,6 +503,7 @@ def build_snapshot(
         warnings=tuple(warnings),
         stamps=stamps,
         following_live=session_id is None,
+        new_changes=new_changes,
     )
 
 

@@ -26,6 +26,7 @@ See :meth:`StateDB.compactions` for the reconstruction rule and its limits.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -850,6 +851,50 @@ class StateDB:
 
     # ------------------------------------------------------------------ incremental refresh
 
+    def memory_tool_calls(self, since: float, until: float, *, limit: int = 500) -> list[dict[str, Any]]:
+        """Hermes ``memory`` tool calls made by assistant messages with ``since <= timestamp <= until``.
+
+        Reads ``messages.tool_calls`` (a JSON list in OpenAI shape ``{id, type, function: {name,
+        arguments}}`` or the flat ``{name, arguments}``; reference §2.7) of the sessions that
+        overlap the window (``sessions.started_at <= until`` and ``ended_at`` NULL or
+        ``>= since``), through Hermes' ``(session_id, timestamp)`` index. Columns by name;
+        without ``tool_calls`` or ``timestamp`` columns the result is ``[]``.
+
+        Args:
+            since, until: epoch seconds. limit: at most this many calls, newest first.
+
+        Returns:
+            ``[{"message_id", "session_id", "source", "timestamp", "tool_call_id", "args"}]``,
+            newest first; ``args`` is the decoded ``arguments`` dict (``action``, ``target``,
+            ``content``, ``old_text``, ``operations``). Never raises (errors give ``[]``).
+        """
+        def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            if "tool_calls" not in self._mcols or "timestamp" not in self._mcols:
+                return []
+            where, params = "", ()
+            if "started_at" in self._scols:
+                where = " WHERE s.started_at IS NULL OR s.started_at <= ?"
+                params = (until,)
+                if "ended_at" in self._scols:
+                    where += " AND (s.ended_at IS NULL OR s.ended_at >= ?)"
+                    params = (until, since)
+            src = "s.source" if "source" in self._scols else "NULL"
+            sessions = conn.execute(f"SELECT s.id, {src} FROM sessions s{where}", params).fetchall()
+            out: list[dict[str, Any]] = []
+            for sid, source in sessions:
+                rows = conn.execute(
+                    "SELECT id, timestamp, tool_calls FROM messages WHERE session_id = ? AND timestamp >= ? "
+                    "AND timestamp <= ? AND role = 'assistant' AND tool_calls IS NOT NULL", (sid, since, until)).fetchall()
+                for mid, ts, raw in rows:
+                    for call in _memory_calls(raw):
+                        out.append({"message_id": int(mid), "session_id": str(sid),
+                                    "source": source if isinstance(source, str) else None,
+                                    "timestamp": _num(ts), **call})
+            out.sort(key=lambda c: (c["timestamp"], c["message_id"]), reverse=True)
+            return out[:limit]
+
+        return self._run(q, [])
+
     def data_version(self) -> int | None:
         """``PRAGMA data_version`` of this connection (changes when another connection commits).
 
@@ -958,6 +1003,32 @@ class StateDB:
 # --------------------------------------------------------------------------- reconstruction
 
 _Row = tuple[Any, ...]  # (id, role, content, active, compacted, timestamp)
+
+
+def _memory_calls(raw: Any) -> list[dict[str, Any]]:
+    """The ``memory`` calls of one ``tool_calls`` value: ``[{"tool_call_id", "args"}]``."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    try:
+        calls = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    found = []
+    for c in calls if isinstance(calls, list) else []:
+        if not isinstance(c, dict):
+            continue
+        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        if fn.get("name") != "memory":
+            continue
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                continue
+        if isinstance(args, dict):
+            found.append({"tool_call_id": c.get("id"), "args": args})
+    return found
 
 
 class _Texts:

@@ -1,0 +1,231 @@
+"""CLI commands of the change history: ``history``, ``revert CHANGE_ID``, ``watch [--exec CMD]``.
+
+``history`` lists every recorded change (memdeck's and every other writer's, ``core/history.py``)
+newest first. ``revert`` reverses one change through the core (exit 1 with the reason when it
+no longer applies or would overflow; an overflow lists the entries you could archive).
+``watch`` runs headless (no TUI): it waits on the home's watcher (``core/watcher.py``) and
+prints, or pipes into ``CMD`` (run once per event through the shell, the JSON line on stdin),
+one JSON object per line for each event:
+
+* ``{"event": "change", ...Change.to_dict()}`` - a recorded change;
+* ``{"event": "pending", "id", "action", "target", "origin", "summary"}`` - a new pending write;
+* ``{"event": "usage", "target", "pct", "chars", "limit"}`` - a memory file crossed 90 % usage
+  upward;
+* ``{"event": "audit", "session_id", "score", "alert_floor"}`` - the integrity score of a MemLock
+  session fell below ``memlock.alert_floor`` (percent 0-100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from .. import history as _history
+from ..errors import Refused
+from ..home import TARGETS
+from ..memory.pending import list_pending
+from ..memory.store import read_memory
+from .common import CliContext, UsageError, print_json
+from .memory_cmds import _clock, _refused, safe
+
+#: usage (percent 0-100) whose upward crossing ``watch`` reports
+USAGE_ALERT_PCT = 90
+
+
+def parse_since(text: str) -> float:
+    """``--since``: epoch seconds, an ISO 8601 date/time (local time when naive), or a relative
+    age ``<n>s|m|h|d`` (e.g. ``2h``). Raises UsageError otherwise."""
+    t = text.strip()
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if len(t) > 1 and t[-1] in units and t[:-1].replace(".", "", 1).isdigit():
+        return time.time() - float(t[:-1]) * units[t[-1]]
+    try:
+        return _dt.datetime.fromisoformat(t).timestamp()
+    except ValueError:
+        raise UsageError(f"--since takes epoch seconds, an ISO date/time or an age like 2h, got {text!r}") from None
+
+
+def _who(c: _history.Change) -> str:
+    a = c.attribution
+    if "journal_id" in a:
+        return f"{c.actor} (memdeck #{a['journal_id']} {a.get('op', '')})"
+    if c.actor == "hermes":
+        return f"hermes ({a.get('source') or '?'} session {a.get('session_id')})"
+    if c.actor == "pending":
+        return f"pending {a.get('pending_id')} ({a.get('origin') or '?'})"
+    return c.actor
+
+
+def _show(c: _history.Change) -> None:
+    since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
+    rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
+    print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.target}  {_who(c)}{rev}")
+    if c.before is not None:
+        print(f"    - {safe(c.before, one_line=True, width=100)}")
+    if c.after is not None:
+        print(f"    + {safe(c.after, one_line=True, width=100)}")
+
+
+def _history_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    since = parse_since(args.since) if args.since else None
+    _history.reattribute(ctx.home)
+    rows = _history.list_changes(ctx.home, target=args.target, since=since, limit=args.limit)
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+        return 0
+    if not rows:
+        print("no changes recorded yet")
+    for r in rows:
+        _show(r)
+    return 0
+
+
+def _revert(args: argparse.Namespace, ctx: CliContext) -> int:
+    cid = args.change_id.lstrip("#")
+    if not cid.isdigit():
+        raise UsageError(f"CHANGE_ID is a number (see `memdeck history`), got {args.change_id!r}")
+    try:
+        res = _history.revert(ctx.home, ctx.config, int(cid), actor=ctx.actor)
+    except Refused as exc:
+        return _refused(exc, args.json)
+    if args.json:
+        print_json(res)
+    else:
+        print(res["message"] + f" (journal #{res['journal_id']})")
+    return 0
+
+
+# -- watch ------------------------------------------------------------------------------------
+class _Watch:
+    """The state ``watch`` compares against: pending ids, usage percents, audit alerts."""
+
+    def __init__(self, ctx: CliContext) -> None:
+        self.ctx = ctx
+        self.pending = {p.id for p in list_pending(ctx.home)}
+        self.pct = self._pcts()
+        self.low = self._low_sessions()
+
+    def _pcts(self) -> dict[str, int]:
+        return {t: read_memory(self.ctx.home, self.ctx.config, t).pct for t in TARGETS}
+
+    def _low_sessions(self) -> dict[str, int]:
+        from ..anchors.store import AnchorStore
+
+        floor = self.ctx.config.memlock.alert_floor
+        out: dict[str, int] = {}
+        store = AnchorStore(self.ctx.home, self.ctx.config)
+        for info in store.list_sessions():
+            if info.error:
+                continue
+            try:
+                score = store.load_session(info.session_id).integrity_score
+            except Exception:  # noqa: BLE001 - an unreadable file is no alert
+                continue
+            if score is not None and 0 <= score < floor:
+                out[info.session_id] = int(score)
+        return out
+
+    def events(self, kinds: frozenset[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if kinds & {"memory", "memlock"}:
+            for c in _history.observe(self.ctx.home):
+                out.append({"event": "change", **c.to_dict()})
+        if "pending" in kinds:
+            now = list_pending(self.ctx.home)
+            for p in now:
+                if p.id not in self.pending:
+                    out.append({"event": "pending", "id": p.id, "action": p.action, "target": p.target,
+                                "origin": p.origin, "summary": p.summary})
+            self.pending = {p.id for p in now}
+        if "memory" in kinds:
+            pct = self._pcts()
+            for t in TARGETS:
+                if self.pct.get(t, 0) < USAGE_ALERT_PCT <= pct[t]:
+                    m = read_memory(self.ctx.home, self.ctx.config, t)
+                    out.append({"event": "usage", "target": t, "pct": m.pct, "chars": m.chars, "limit": m.limit})
+            self.pct = pct
+        if "memlock" in kinds:
+            low = self._low_sessions()
+            for sid, score in low.items():
+                if sid not in self.low or self.low[sid] != score:
+                    out.append({"event": "audit", "session_id": sid, "score": score,
+                                "alert_floor": self.ctx.config.memlock.alert_floor})
+            self.low = low
+        return out
+
+
+def _emit(event: dict[str, Any], cmd: str | None) -> None:
+    line = json.dumps(event, ensure_ascii=False)
+    if cmd is None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        return
+    proc = subprocess.run(cmd, shell=True, input=line + "\n", text=True, check=False)
+    if proc.returncode != 0:
+        print(f"memdeck: warning: --exec command exited {proc.returncode}", file=sys.stderr)
+
+
+async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, ready: bool) -> int:
+    from ..watcher import watch_home
+
+    w = _Watch(ctx)
+    for c in _history.observe(ctx.home):  # what changed while nothing watched
+        _emit({"event": "change", **c.to_dict()}, cmd)
+    sent = 0
+    def armed() -> None:
+        if ready:
+            print(json.dumps({"event": "ready"}), flush=True)
+
+    agen = watch_home(ctx.home, armed)
+    async for kinds in agen:
+        for ev in w.events(kinds):
+            _emit(ev, cmd)
+            sent += 1
+            if max_events is not None and sent >= max_events:
+                await agen.aclose()
+                return 0
+    return 0
+
+
+def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
+    coro = _watch_loop(ctx, args.exec, args.max_events, args.ready)
+    try:
+        if args.timeout is not None:
+            return asyncio.run(asyncio.wait_for(coro, args.timeout))
+        return asyncio.run(coro)
+    except (asyncio.TimeoutError, TimeoutError):
+        return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    p = sub.add_parser("history", help="every recorded change to memory and anchors, by any writer, newest first")
+    p.add_argument("--target", default=None, help="memory, user, a MemLock session id or global")
+    p.add_argument("--since", default=None, help="only changes seen after this (epoch s, ISO date/time or e.g. 2h)")
+    p.add_argument("--limit", type=int, default=50, help="at most this many changes (default 50)")
+    p.add_argument("--json", action="store_true", help="print the changes as JSON")
+    p.set_defaults(handler=_history_cmd)
+
+    p = sub.add_parser("revert", help="reverse one change of the history (locked, checked, journaled)")
+    p.add_argument("change_id", metavar="CHANGE_ID")
+    p.add_argument("--json", action="store_true", help="print the result (or the refusal) as JSON")
+    p.set_defaults(handler=_revert)
+
+    p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
+                       "90%% usage crossing and low integrity score")
+    p.add_argument("--exec", metavar="CMD", default=None, help="run CMD (shell) per event with the JSON line on stdin")
+    p.add_argument("--max-events", type=int, default=None, help="stop after this many events")
+    p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--ready", action="store_true", help="print {\"event\": \"ready\"} once the watcher is armed")
+    p.set_defaults(handler=_watch)
