@@ -620,6 +620,32 @@ class StateDB:
 
         return self._run(q, None)
 
+    def system_prompt(self, session_id: str) -> str:
+        """The system prompt Hermes stored for ``session_id`` ('' when none or unavailable).
+
+        Reads ``sessions.system_prompt``; when that column is NULL or empty and the home has a
+        ``system_prompts`` table and ``sessions.system_prompt_hash`` (schema >= 23: Hermes 0.20
+        ``hermes_state.py:169-170``, 0.22 ``hermes_state_sessions.py:738-742``, where
+        ``update_system_prompt`` stores the prompt once by sha256 and sets the column NULL),
+        the prompt is read from ``system_prompts.prompt`` by that hash, as
+        ``SessionDB.get_session`` joins it back. Columns are selected by name. Never raises.
+        """
+        def q(conn: sqlite3.Connection) -> str:
+            text = None
+            if "system_prompt" in self._scols:
+                row = conn.execute("SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                text = row[0] if row else None
+            if not text and "system_prompt_hash" in self._scols and "system_prompts" in self._tables:
+                pcols = {r[1] for r in conn.execute("PRAGMA table_info(system_prompts)")}
+                if {"hash", "prompt"} <= pcols:
+                    row = conn.execute(
+                        "SELECT p.prompt FROM sessions s JOIN system_prompts p ON p.hash = s.system_prompt_hash "
+                        "WHERE s.id = ?", (session_id,)).fetchone()
+                    text = row[0] if row else None
+            return text if isinstance(text, str) else ""
+
+        return self._run(q, "")
+
     def live_session(self) -> SessionInfo | None:
         """The open session (``ended_at`` NULL) with the newest message (else newest start), or None."""
         def q(conn: sqlite3.Connection) -> SessionInfo | None:

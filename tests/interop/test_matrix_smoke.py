@@ -143,8 +143,6 @@ def test_statedb_session_and_compaction(hermes, home: Path) -> None:
 def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.FixtureRequest) -> None:
     """An anchor kept alive only by the memory block of the system prompt audits "alive", 100."""
     version, _ = hermes
-    strict_xfail_if(request, version, (0, 20), "the system prompt moved to system_prompts (sessions.system_prompt "
-                    "is NULL); memdeck's audit reads only the column, so the anchor is not alive")
     prompt = "You are Hermes.\nMEMORY (your personal notes)\nUse metric units in every answer."
     res = drive(hermes, home, _session_plan(prompt))
     live = _live_sid(res)
@@ -167,8 +165,6 @@ def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.Fixtur
 
 def test_recall_snippet_for_tool_call_match(hermes, home: Path, request: pytest.FixtureRequest) -> None:
     version, _ = hermes
-    strict_xfail_if(request, version, (0, 20), "recall snippet empty on schema >= 23 when the match is in "
-                    "tool_calls (3-column external-content FTS; Hermes uses snippet(..., -1, ...))")
     call = [{"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{\"content\": \"zebrafish\"}"}}]
     res = drive(hermes, home, [
         {"op": "session", "id": "S1", "source": "cli"},
