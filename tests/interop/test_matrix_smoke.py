@@ -203,8 +203,6 @@ def test_threat_verdicts_match_the_documented_differences(hermes, home: Path) ->
 
 def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: pytest.FixtureRequest) -> None:
     version, _ = hermes
-    strict_xfail_if(request, version, (0, 22), "0.22 stages `patch` records (alone or in a batch); memdeck "
-                    "lists them as malformed")
     edit = "patch" if _vt(version) >= (0, 22) else "replace"
     content = "metric" if edit == "patch" else "Use metric units always"
     res = drive(hermes, home, [
@@ -228,8 +226,6 @@ def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request:
     version, _ = hermes
     if _vt(version) < (0, 22):
         pytest.skip(f"Hermes {version} stages no matched_entry (replay by old_text substring, as memdeck does)")
-    request.applymarker(pytest.mark.xfail(strict=True, reason="issue 10: memdeck ignores matched_entry and "
-                                          "approves a stale record by substring, deleting an unreviewed entry"))
     res = drive(hermes, home, [
         {"op": "mem", "action": "add", "target": "memory", "content": "alpha old fact"},
         {"op": "config", "text": "memory:\n  write_approval: true\n"},
@@ -245,9 +241,11 @@ def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request:
     shutil.copytree(home, twin)
     hres = drive(hermes, twin, [{"op": "approve", "id": pid}])[0]
     assert not hres["result"]["success"] and "Entry changed since it was staged" in hres["result"]["error"]
-    with pytest.raises(deck.Refused):
+    with pytest.raises(deck.Refused) as exc:
         deck.approve_pending(deck.home(home), None, pid)
+    assert "Entry changed since it was staged" in str(exc.value) and exc.value.code == "stale"
     assert deck.entries(home) == ["alpha new fact"]
+    assert (home / "pending" / "memory" / f"{pid}.json").exists()  # the record is kept, as Hermes keeps it
 
 
 # ------------------------------------------------------------------------------ plugin manager
@@ -278,3 +276,58 @@ def test_plugin_manager_loads_a_user_plugin(hermes, home: Path) -> None:
     assert probe["enabled"] and probe["error"] is None and probe["hooks"] == ["pre_llm_call"], probe
     if _vt(hermes[0]) >= (0, 22):
         assert res[2]["yaml"] is None and res[2]["ruamel.yaml"]  # the iot fork: ruamel.yaml only
+
+
+def _approve_both(hermes, home: Path, pid: str) -> tuple[dict[str, Any], Any]:
+    """Approve ``pid`` with this Hermes in a twin of ``home`` and with memdeck in ``home``:
+    (Hermes' result, memdeck's result or its Refused)."""
+    import shutil
+
+    twin = home.parent / "twin_home"
+    if twin.exists():
+        shutil.rmtree(twin)
+    shutil.copytree(home, twin)
+    theirs = drive(hermes, twin, [{"op": "approve", "id": pid}])[0]["result"]
+    try:
+        ours: Any = deck.approve_pending(deck.home(home), None, pid)
+    except deck.Refused as exc:
+        ours = exc
+    return theirs, ours
+
+
+def test_pending_approve_parity(hermes, home: Path) -> None:
+    """Every staged shape this Hermes produces, approved by memdeck and by that Hermes'
+    ``apply_memory_pending`` on a copy of the same home: the same outcome and byte-identical
+    MEMORY.md, step after step (0.22: patch alone, patch in a batch, a stale batch refused whole)."""
+    version, _ = hermes
+    edit = "patch" if _vt(version) >= (0, 22) else "replace"
+    res = drive(hermes, home, [
+        {"op": "mem", "action": "add", "target": "memory", "content": "Use imperial units"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "Indent with tabs"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "Deploy on fridays"},
+        {"op": "config", "text": "memory:\n  write_approval: true\n"},
+        {"op": "stage", "action": edit, "target": "memory", "old_text": "imperial",
+         "content": "metric" if edit == "patch" else "Use metric units"},
+        {"op": "stage", "target": "memory", "operations": [
+            {"action": "add", "content": "Cite sources"},
+            {"action": edit, "old_text": "tabs", "content": "spaces" if edit == "patch" else "Indent with spaces"},
+            {"action": "remove", "old_text": "fridays"}]},
+        {"op": "stage", "action": "add", "target": "memory", "content": "Prefers dark mode"}])
+    pids = [r["result"]["pending_id"] for r in res[4:]]
+    mem = home / "memories" / "MEMORY.md"
+    for pid in pids:
+        theirs, ours = _approve_both(hermes, home, pid)
+        assert theirs["success"] and not isinstance(ours, deck.Refused), (pid, theirs, ours)
+        assert mem.read_bytes() == (home.parent / "twin_home" / "memories" / "MEMORY.md").read_bytes(), pid
+    assert deck.entries(home) == (["Use metric units", "Indent with spaces", "Cite sources", "Prefers dark mode"])
+    if _vt(version) >= (0, 22):  # all-or-nothing: one stale op refuses the whole batch, like Hermes
+        res = drive(hermes, home, [
+            {"op": "stage", "target": "memory", "operations": [
+                {"action": "add", "content": "New rule"}, {"action": "remove", "old_text": "dark mode"}]},
+            {"op": "config", "text": "memory:\n  write_approval: false\n"},
+            {"op": "mem", "action": "patch", "target": "memory", "old_text": "dark", "content": "light"}])
+        before = mem.read_bytes()
+        theirs, ours = _approve_both(hermes, home, res[0]["result"]["pending_id"])
+        assert not theirs["success"] and "Entry changed since it was staged" in theirs["error"]
+        assert isinstance(ours, deck.Refused) and ours.code == "stale" and "No operations were applied" in str(ours)
+        assert mem.read_bytes() == before
