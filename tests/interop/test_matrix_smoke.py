@@ -196,6 +196,9 @@ def test_threat_verdicts_match_the_documented_differences(hermes, home: Path) ->
     ours = {n: deck.scan_ids(CORPUS[n]) for n in names}
     diffs = {n: theirs[n] for n in names if theirs[n] != ours[n]}
     assert diffs == HERMES_DIFFS[version]
+    # memdeck's per-version table answers "what would this Hermes say" on every text
+    rules = deck.rules_for_version(version)
+    assert {n: list(deck.hermes_verdict(CORPUS[n], rules)) for n in names} == theirs, rules
 
 
 # ------------------------------------------------------------------------------ pending writes
