@@ -103,6 +103,11 @@ def _contents(payload: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def replay_texts(payload: dict[str, Any]) -> list[str]:
+    """The texts approving ``payload`` would write into memory (for threat scans), deduplicated."""
+    return _contents(payload)
+
+
 def _describe(payload: dict[str, Any]) -> str:
     act = payload.get("action")
     if act == "batch":

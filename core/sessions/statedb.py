@@ -40,8 +40,11 @@ from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, mess
 
 T = TypeVar("T")
 
-#: The schema version this reader was written against (Hermes 0.19 ``SCHEMA_VERSION``).
-KNOWN_SCHEMA_VERSION = 22
+#: The newest schema version this reader was verified against (Hermes 0.22.2.post1
+#: ``SCHEMA_VERSION``, ``hermes_state_common.py:283``; the interop matrix covers 16-31).
+KNOWN_SCHEMA_VERSION = 31
+#: The oldest verified one (Hermes 0.17.0 ``hermes_state.py:110``).
+OLDEST_SCHEMA_VERSION = 16
 STATES = ("ok", "missing", "locked", "not_sqlite", "corrupt", "empty", "unsupported")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -438,9 +441,9 @@ class StateDB:
         if version is not None and version > KNOWN_SCHEMA_VERSION:
             degraded.append("newer_schema")
             notes.append(f"schema v{version} is newer than v{KNOWN_SCHEMA_VERSION}; unknown columns are ignored")
-        elif version is not None and version < KNOWN_SCHEMA_VERSION:
+        elif version is not None and version < OLDEST_SCHEMA_VERSION:
             degraded.append("older_schema")
-            notes.append(f"schema v{version} is older than v{KNOWN_SCHEMA_VERSION}")
+            notes.append(f"schema v{version} is older than v{OLDEST_SCHEMA_VERSION} (Hermes 0.17)")
         msg = "state.db readable" + (f" ({'; '.join(notes)})" if notes else "")
         self._status = DBStatus("ok", msg, version, p, tuple(degraded))
 
