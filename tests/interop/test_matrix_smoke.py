@@ -334,3 +334,36 @@ def test_pending_approve_parity(hermes, home: Path) -> None:
         assert not theirs["success"] and "Entry changed since it was staged" in theirs["error"]
         assert isinstance(ours, deck.Refused) and ours.code == "stale" and "No operations were applied" in str(ours)
         assert mem.read_bytes() == before
+
+
+# ------------------------------------------------------------------------------ memdeck's plugin
+
+
+PLUGIN_SID = "20260701_101010_feed01"
+
+
+@pytest.mark.parametrize("reinject_every_turn", [False, True])
+def test_memdeck_plugin_loads_and_reinjects(hermes, home: Path, reinject_every_turn: bool) -> None:
+    """memdeck's directory plugin, installed by ``core/plugin/install.py``, loads through this
+    Hermes' plugin manager (0.22: no PyYAML), re-injects the drifted anchor after a compaction
+    built with this Hermes' SUMMARY_PREFIX, and honours ``memlock:`` in config.yaml (0.22 reads
+    it with ruamel.yaml): ``hard_reinject_turns: 1`` re-injects on the quiet turn too."""
+    from memdeck.core.plugin.install import install_plugin
+    from tests.helpers.plugin import BRITISH, BULLETS, seed
+
+    h = deck.home(home)
+    (home / "config.yaml").write_text("model:\n  default: test/model\nmemlock:\n  hard_reinject_turns: "
+                                      + ("1" if reinject_every_turn else "40") + "\n", encoding="utf-8")
+    seed(h, PLUGIN_SID, BULLETS, BRITISH)
+    install_plugin(h)
+    (out,) = drive(hermes, home, [{"op": "plugin_turns", "sid": PLUGIN_SID, "no_entry_points": True, "active": [
+        {"role": "user", "content": "Use British English spelling everywhere, please."},
+        {"role": "assistant", "content": "Of course: colour, favour."}]}])
+    assert out["loaded"] and out["enabled"] and out["load_error"] is None, out
+    assert out["module"] == "hermes_plugins.memdeck"
+    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_llm_call"]
+    bullets = "[Standing instructions — still active]\n  - Always reply in bullet points, never paragraphs"
+    if reinject_every_turn:  # the memlock: section was read (ruamel.yaml on 0.22)
+        assert out["quiet"] and all("Standing instructions" in r["context"] for r in out["quiet"]), out["quiet"]
+    else:
+        assert out["quiet"] == [] and out["compacted"] == [{"context": bullets}] and out["again"] == [], out
