@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -367,3 +368,114 @@ def test_memdeck_plugin_loads_and_reinjects(hermes, home: Path, reinject_every_t
         assert out["quiet"] and all("Standing instructions" in r["context"] for r in out["quiet"]), out["quiet"]
     else:
         assert out["quiet"] == [] and out["compacted"] == [{"context": bullets}] and out["again"] == [], out
+
+
+# ------------------------------------------------------------------------------ concurrent writers
+
+
+MEMDECK_WRITER = """
+import sys
+from pathlib import Path
+from memdeck.core.config import load_config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
+h = HermesHome(Path(sys.argv[1]))
+for text in sys.argv[2:]:
+    MemoryStore(h, load_config(h), actor="interop").add("memory", text)
+"""
+
+
+def test_concurrent_writers_lose_nothing(hermes, home: Path) -> None:
+    """Two processes of this Hermes' MemoryStore and two of memdeck's add entries to MEMORY.md at
+    the same time, all through the shared ``MEMORY.md.lock``: every entry survives."""
+    _, py = hermes
+    n = 12
+    names = {w: [f"{w} entry {i:02d} of the race" for i in range(n)] for w in ("h1", "h2", "m1", "m2")}
+    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
+    env.pop("PYTHONPATH", None)
+    procs = []
+    for w in ("h1", "h2"):
+        cmds = json.dumps([{"op": "mem", "action": "add", "target": "memory", "content": t} for t in names[w]])
+        p = subprocess.Popen([str(py), str(DRIVER), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=str(home.parent))
+        procs.append((w, p, cmds))
+    for w in ("m1", "m2"):
+        p = subprocess.Popen([sys.executable, "-c", MEMDECK_WRITER, str(home), *names[w]], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append((w, p, ""))
+    for w, p, stdin in procs:
+        out, err = p.communicate(stdin, timeout=300)
+        assert p.returncode == 0, (w, err[-2000:])
+        if w.startswith("h"):
+            assert all(r.get("success") for r in json.loads(out)["results"]), (w, out[-2000:])
+    got = deck.entries(home)
+    assert sorted(got) == sorted(t for w in names.values() for t in w)
+    for w in names.values():  # each writer's entries keep their order
+        assert [e for e in got if e in w] == w
+    hermes_view = drive(hermes, home, [{"op": "mem_read", "target": "memory"}])[0]
+    assert hermes_view["entries"] == got
+
+
+# ------------------------------------------------------------------------------ recall parity
+
+
+RECALL_QUERIES = ["deploy", "zebrafish", "kubernetes rollout", "数据库迁移", "\"blue green\""]
+EXPECTED_SESSIONS = {"deploy": ["S1"], "zebrafish": ["S3"], "kubernetes rollout": ["S1"], "数据库迁移": ["S2"],
+                     "\"blue green\"": ["S1"]}
+
+
+def test_recall_parity_with_session_search(hermes, home: Path) -> None:
+    """memdeck's recall names the sessions this Hermes' ``session_search`` returns (discover
+    mode, current session excluded), and its raw rows and snippets equal ``search_messages``'."""
+    plan: list[dict[str, Any]] = []
+    talk = {"S1": ["how do we deploy the api?", "we deploy with a blue green rollout on kubernetes"],
+            "S2": ["数据库迁移什么时候开始", "数据库迁移在周五开始"],
+            "S3": ["my zebrafish tank needs a heater", "a zebrafish likes 26 degrees"],
+            "S4": ["deploy the docs too", "the docs deploy from main"]}
+    for sid, (u, a) in talk.items():
+        plan += [{"op": "session", "id": sid, "source": "cli"},
+                 {"op": "msg", "sid": sid, "role": "user", "content": u},
+                 {"op": "msg", "sid": sid, "role": "assistant", "content": a}]
+    plan += [{"op": "search", "query": q, "current_session_id": "S4"} for q in RECALL_QUERIES]
+    res = drive(hermes, home, plan)[len(plan) - len(RECALL_QUERIES):]
+    db = deck.StateDB(home / "state.db")
+    try:
+        for q, theirs in zip(RECALL_QUERIES, res):
+            assert "tool" in theirs, theirs
+            their_sessions = [r["session_id"] for r in theirs["tool"].get("results", [])]
+            ours = [h.session_id for h in deck.recall(db, q, current_session_id="S4")]
+            assert ours == their_sessions, (q, ours, their_sessions)
+            assert their_sessions == EXPECTED_SESSIONS[q], (q, their_sessions)  # the test is not vacuous
+            rows = {r["id"]: r["snippet"] for r in deck.search_messages(db, q, with_context=False)}
+            assert rows == {r["id"]: r["snippet"] for r in theirs["rows"]}, q
+    finally:
+        db.close()
+
+
+# ------------------------------------------------------------------------------ HermesProfile
+
+
+PROFILE = {  # version -> (version label, system prompt location, messages_fts columns, in-place compaction)
+    "0.17.0": ("0.17", "sessions.system_prompt", ("content",), False),
+    "0.18.2": ("0.18", "sessions.system_prompt", ("content",), True),
+    "0.19.0": ("0.19", "sessions.system_prompt", ("content",), True),
+    "0.20.1.2": ("0.20", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+    "0.22.2.post1": ("0.22", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+}
+
+
+def test_profile_of_a_real_home(hermes, home: Path) -> None:
+    """The HermesProfile of a home this version built: its schema and version, where the system
+    prompt lives, the FTS layout, and no degradation (every version in the matrix is supported)."""
+    from memdeck.core.sessions.profile import detect_profile
+
+    version, _ = hermes
+    res = drive(hermes, home, [{"op": "info"}, {"op": "session", "id": "S1", "source": "cli", "system_prompt": "hi"}])
+    p = detect_profile(deck.home(home))
+    label, prompt_in, fts_cols, in_place = PROFILE[version]
+    assert p.schema_version == res[0]["schema_version"] and p.version == label
+    assert p.system_prompt_in == prompt_in and p.fts is not None and p.fts.columns == fts_cols
+    assert bool(p.fts.content) == (_vt(version) >= (0, 20))  # external content from 0.20
+    assert p.in_place_compaction == in_place and p.summary_flag == (_vt(version) >= (0, 22))
+    assert p.degradations == (), p.degradations
+    assert p.threat_rules == deck.rules_for_version(version)
