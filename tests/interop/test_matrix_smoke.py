@@ -2,8 +2,9 @@
 
 Every test runs once per version of ``tests/interop/matrix/venvs.SPECS``. Hermes runs in its
 venv through ``tests/interop/matrix/driver.py``; memdeck runs here, on the same home. A
-version whose venv cannot be built is skipped with the install's reason. Known bugs of issue
-10 are strict xfails on the versions they hit, so they turn into failures once fixed.
+version whose venv cannot be built is skipped with the install's reason. Issue 10's known
+bugs (audit and recall snippets on >= 0.20, 0.22 pending records) were strict xfails here
+until fixed; the tests now pass on every version.
 """
 
 from __future__ import annotations
@@ -53,12 +54,6 @@ def drive(hermes: tuple[str, Path], home: Path, commands: list[dict[str, Any]]) 
     for cmd, res in zip(commands, results):
         assert not (isinstance(res, dict) and "error" in res), (cmd, res)
     return results
-
-
-def strict_xfail_if(request: pytest.FixtureRequest, version: str, since: tuple[int, int], reason: str) -> None:
-    """A strict xfail (issue 10's known bug) when ``version`` >= ``since``: it flips once fixed."""
-    if _vt(version) >= since:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 10: {reason} (Hermes {version})"))
 
 
 @pytest.fixture
@@ -141,9 +136,8 @@ def test_statedb_session_and_compaction(hermes, home: Path) -> None:
         db.close()
 
 
-def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_audit_sees_the_system_prompt(hermes, home: Path) -> None:
     """An anchor kept alive only by the memory block of the system prompt audits "alive", 100."""
-    version, _ = hermes
     prompt = "You are Hermes.\nMEMORY (your personal notes)\nUse metric units in every answer."
     res = drive(hermes, home, _session_plan(prompt))
     live = _live_sid(res)
@@ -164,8 +158,7 @@ def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.Fixtur
     assert audit.score == 100
 
 
-def test_recall_snippet_for_tool_call_match(hermes, home: Path, request: pytest.FixtureRequest) -> None:
-    version, _ = hermes
+def test_recall_snippet_for_tool_call_match(hermes, home: Path) -> None:
     call = [{"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{\"content\": \"zebrafish\"}"}}]
     res = drive(hermes, home, [
         {"op": "session", "id": "S1", "source": "cli"},
@@ -205,7 +198,7 @@ def test_threat_verdicts_match_the_documented_differences(hermes, home: Path) ->
 # ------------------------------------------------------------------------------ pending writes
 
 
-def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_staged_records_are_listed_and_applicable(hermes, home: Path) -> None:
     version, _ = hermes
     edit = "patch" if _vt(version) >= (0, 22) else "replace"
     content = "metric" if edit == "patch" else "Use metric units always"
@@ -224,7 +217,7 @@ def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: p
     assert {i: p.malformed for i, p in listed.items()} == {i: None for i in staged}
 
 
-def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path) -> None:
     """0.22 pins a staged remove to the entry reviewed (matched_entry); approving it after that
     entry changed must be refused, as Hermes 0.22 refuses ("Entry changed since it was staged")."""
     version, _ = hermes
