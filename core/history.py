@@ -63,7 +63,7 @@ from .config import Config, load_config
 from .deck import db as deckdb
 from .deck import journal
 from .errors import Refused
-from .home import TARGET_FILES, TARGETS, HermesHome
+from .home import HOME_MARKERS, TARGET_FILES, TARGETS, HermesHome
 from .memory.store import MemoryStore, parse_entries, serialize_entries
 from .sessions.statedb import StateDB
 
@@ -317,7 +317,7 @@ def _pending_attribution(conn: sqlite3.Connection, home: HermesHome, target: str
 def _remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) -> None:
     """Keep a copy of each staged pending write (so a later apply by Hermes can be attributed);
     forget copies older than 7 days whose file is gone."""
-    d = home.pending_dir / "memory"
+    d = home.pending_dir  # <home>/pending/memory
     try:
         names = [n for n in os.listdir(d) if n.endswith(".json")]
     except OSError:
@@ -440,6 +440,8 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
     kinds = set(only_kinds) if only_kinds is not None else {"memory", "anchor"}
     files = [f for f in watched_files(home) if f.kind in kinds]
     stamps = {f.rel: _stamp(f.path) for f in files}
+    if conn is None and not any((home.path / m).exists() for m in HOME_MARKERS):
+        return []  # never create memdeck.db in a directory that is not a Hermes home (a mistyped --home)
     with deckdb.opened(home, conn) as c:
         seen = {r["path"]: r for r in c.execute("SELECT * FROM history_seen WHERE kind != 'pending'")}
         # files seen before that are gone now (a deleted session file) count as changed
@@ -447,7 +449,7 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
         changed = [f for f in files if rel_changed(seen.get(f.rel), stamps[f.rel])]
         for r in gone:
             changed.append(_File(r["path"], r["kind"], r["target"], home.path / r["path"]))
-        pending_dir = home.pending_dir / "memory"
+        pending_dir = home.pending_dir
         if not changed:
             if "memory" in kinds and pending_dir.is_dir():
                 with deckdb.transaction(c):

@@ -704,15 +704,10 @@ class SessionAudit:
 
 
 def _system_prompt(db: Any, session_id: str) -> str:
-    def q(conn: Any) -> str:
-        cols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
-        if "system_prompt" not in cols:
-            return ""
-        row = conn.execute("SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return str(row[0]) if row and row[0] else ""
-
+    """The session's system prompt through ``StateDB.system_prompt`` (the column, else the
+    ``system_prompts`` row by ``system_prompt_hash`` on schema >= 23); '' when unavailable."""
     try:
-        return db.connection_for_reading()(q, "")
+        return str(db.system_prompt(session_id) or "")
     except Exception:
         return ""
 

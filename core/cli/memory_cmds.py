@@ -258,10 +258,31 @@ def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
+    from ..memory.threats import HERMES_RULESETS, rules_for_version
+    from ..sessions.profile import HermesProfile, detect_profile, threat_differences
+
     found = scan_memory(ctx.home, ctx.config)
-    pend = [r for r in _pending.list_pending(ctx.home) if r.threats]
+    records = _pending.list_pending(ctx.home)
+    pend = [r for r in records if r.threats]
+    if getattr(args, "hermes", None):  # "what would Hermes X say"
+        rules = rules_for_version(args.hermes)
+        if rules is None:
+            print(f"memdeck: unknown Hermes version {args.hermes!r} (give e.g. 0.17, 0.19, 0.22)", file=sys.stderr)
+            return 2
+        version, how = args.hermes, "--hermes"
+        profile = HermesProfile(version=args.hermes)
+    else:
+        profile = detect_profile(ctx.home)
+        rules, version, how = profile.threat_rules, profile.version, profile.version_source
+    texts = [(t, e.text) for t in ("memory", "user") for e in read_memory(ctx.home, ctx.config, t).entries]
+    texts += [(f"pending {r.id}", c) for r in records for c in _pending.replay_texts(r.payload)]
+    diffs = threat_differences(profile, texts) if rules else []
+    hermes = {"version": version, "from": how or None, "rules": rules,
+              "rules_text": HERMES_RULESETS[rules] if rules else "the Hermes that loads this home is unknown",
+              "differences": diffs}
     if args.json:
-        print_json({"memory": found, "pending": [{"id": r.id, "threats": list(r.threats), "findings": list(r.findings)} for r in pend]})
+        print_json({"memory": found, "pending": [{"id": r.id, "threats": list(r.threats), "findings": list(r.findings)} for r in pend],
+                    "hermes": hermes})
         return 0
     total = sum(len(v) for v in found.values()) + len(pend)
     for t, rows in found.items():
@@ -271,7 +292,16 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
                 print(f"    {f['id']} at {f['start']}-{f['end']}: {safe(f['excerpt'], one_line=True, width=70)}")
     for r in pend:
         print(f"[pending] {r.id}  {', '.join(r.threats)}")
-    print(f"{total} flagged item(s)" if total else "no threats found")
+    print(f"{total} flagged item(s) by memdeck's strict rules" if total else "no threats found by memdeck's strict rules")
+    if rules:
+        print(f"Hermes {safe(str(version), one_line=True)} (from {how}) applies: {HERMES_RULESETS[rules]}")
+        for d in diffs:
+            print(f"  differs [{safe(d['where'], one_line=True)}] {safe(d['text'], one_line=True, width=60)}: "
+                  f"memdeck {', '.join(d['memdeck']) or 'clean'} · Hermes {', '.join(d['hermes']) or 'clean'}")
+        if not diffs:
+            print("  same verdict as memdeck on every entry and pending write")
+    else:
+        print("the Hermes that loads this home is unknown: memdeck's rules only (ask with --hermes VERSION)")
     return 0
 
 
@@ -341,6 +371,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     _command(psub, "approve", "apply a pending write through the core, then drop it", _pending_approve, args=(_a("id"),))
     _command(psub, "reject", "drop a pending write (journaled)", _pending_reject, args=(_a("id"),))
 
-    _command(sub, "scan", "threat-scan every entry on disk and every pending write", _scan)
+    _command(sub, "scan", "threat-scan every entry on disk and every pending write; show where the Hermes that "
+             "loads the home would judge differently", _scan,
+             args=((("--hermes",), {"metavar": "VERSION", "help": "compare with this Hermes version's threat rules "
+                                    "(default: the version detected from the home)"}),))
     _command(sub, "journal", "list recent changes made through memdeck", _journal_cmd,
              args=(_a("--limit", type=int, default=20),))

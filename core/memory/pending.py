@@ -8,9 +8,12 @@ operations}``.
 
 * :func:`list_pending` lists every ``*.json`` (oldest first, as Hermes' ``list_pending``),
   threat-scans each payload, and lists a malformed record as malformed instead of failing.
-* :func:`approve` replays the payload through memdeck's core exactly as Hermes'
-  ``apply_memory_pending`` (``tools/memory_tool.py`` :1052-1070) would (batch included,
-  substring matching), then removes the record; a refused replay keeps the record, as Hermes'
+* :func:`approve` replays the payload through memdeck's core exactly as the staging Hermes'
+  ``apply_memory_pending`` would: a record carrying ``matched_entry`` or a ``patch`` action
+  (Hermes 0.22) follows 0.22 (``tools/memory_tool.py:353-373``: each destructive op applies to
+  exactly its pinned entry or is refused, "Entry changed since it was staged"; see
+  :mod:`.staged`); any other record follows 0.19 (``tools/memory_tool.py`` :1052-1070, batch
+  included, substring matching). Then it removes the record; a refused replay keeps the record, as Hermes'
   ``_approve`` does (``hermes_cli/write_approval_commands.py``).
 * :func:`reject` removes the record and journals it (``op="reject"``, detail = the record).
 
@@ -39,6 +42,7 @@ from ..deck import journal
 from ..config import Config, load_config
 from ..errors import Refused
 from ..home import TARGETS, HermesHome
+from . import staged
 from .threats import pattern_ids, scan
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -50,7 +54,7 @@ class PendingWrite:
 
     Attributes:
         id: the record id (file stem). path: the record file.
-        action: ``add``/``replace``/``remove``/``batch`` ('' when unknown).
+        action: ``add``/``replace``/``remove``/``patch``/``batch`` ('' when unknown).
         target: ``memory``/``user`` (Hermes' default ``memory`` when absent).
         origin, summary, created_at (epoch seconds, 0 when absent), payload (the raw dict).
         threats: pattern ids found in the payload's add/replace contents.
@@ -85,16 +89,23 @@ def _ops(payload: dict[str, Any]) -> list[Any]:
 
 
 def _contents(payload: dict[str, Any]) -> list[str]:
-    """The texts a replay would write (add/replace contents), for scanning."""
-    if payload.get("action") == "batch":
-        out = []
-        for op in _ops(payload):
-            if isinstance(op, dict) and op.get("action") in {"add", "replace"} and op.get("content"):
-                out.append(str(op["content"]))
-        return out
-    if payload.get("action") in {"add", "replace"} and payload.get("content"):
-        return [str(payload["content"])]
-    return []
+    """The texts a replay would write (add/replace contents; a 0.22 ``patch``'s new span and,
+    when pinned, the patched entry), for scanning."""
+    ops = [op for op in _ops(payload) if isinstance(op, dict)] if payload.get("action") == "batch" else [payload]
+    out = []
+    for op in ops:
+        act, content = op.get("action"), op.get("content") or op.get("new_text")
+        if act in {"add", "replace", "patch"} and isinstance(content, str) and content:
+            out.append(content)
+        matched, old = op.get("matched_entry"), op.get("old_text")
+        if act == "patch" and isinstance(matched, str) and isinstance(old, str) and old and isinstance(content, str):
+            out.append(matched.replace(old, content, 1))
+    return list(dict.fromkeys(out))
+
+
+def replay_texts(payload: dict[str, Any]) -> list[str]:
+    """The texts approving ``payload`` would write into memory (for threat scans), deduplicated."""
+    return _contents(payload)
 
 
 def _describe(payload: dict[str, Any]) -> str:
@@ -106,13 +117,19 @@ def _describe(payload: dict[str, Any]) -> str:
             a = op.get("action", "?")
             if a == "remove":
                 lines.append(f"- remove: {op.get('old_text', '')}")
-            elif a == "replace":
-                lines.append(f"- replace: {op.get('old_text', '')} -> {op.get('content', '')}")
+            elif a in {"replace", "patch"}:
+                lines.append(f"- {a}: {op.get('old_text', '')} -> {op.get('content', '')}")
             else:
                 lines.append(f"- {a}: {op.get('content', '')}")
+            if a in {"replace", "remove", "patch"} and op.get("matched_entry") is not None:
+                lines.append(f"  (entry reviewed: {op.get('matched_entry')})")
         return "\n".join(lines)
-    if act == "replace":
-        return f"old: {payload.get('old_text') or ''}\nnew: {payload.get('content') or ''}"
+    pinned = payload.get("matched_entry")
+    tail = f"\nentry reviewed: {pinned}" if pinned is not None and act in {"replace", "remove", "patch"} else ""
+    if act in {"replace", "patch"}:
+        return f"old: {payload.get('old_text') or ''}\nnew: {payload.get('content') or ''}{tail}"
+    if act == "remove":
+        return f"{payload.get('old_text') or ''}{tail}"
     if act == "remove":
         return str(payload.get("old_text") or "")
     return str(payload.get("content") or "")
@@ -125,7 +142,7 @@ def _problem(rec: Any) -> str | None:
     if not isinstance(payload, dict):
         return "the record has no payload object"
     act = payload.get("action")
-    if act not in {"add", "replace", "remove", "batch"}:
+    if act not in {"add", "replace", "remove", "patch", "batch"}:
         return f"unknown staged action {act!r}"
     target = payload.get("target", "memory") or "memory"
     if target not in TARGETS:
@@ -135,10 +152,10 @@ def _problem(rec: Any) -> str | None:
         if not isinstance(ops, list) or not all(isinstance(o, dict) or o is None for o in ops):
             return "batch operations is not a list of objects"
         for i, op in enumerate(ops):
-            for key in ("content", "old_text"):
+            for key in ("content", "old_text", "matched_entry"):
                 if op and op.get(key) is not None and not isinstance(op.get(key), str):
                     return f"operation {i + 1}: {key} is not a string"
-    for key in ("content", "old_text"):
+    for key in ("content", "old_text", "matched_entry"):
         if payload.get(key) is not None and not isinstance(payload.get(key), str):
             return f"{key} is not a string"
     return None
@@ -224,7 +241,9 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
                                "record_file": rec.path.name}
         p = rec.payload
         target = str(p.get("target") or "memory")
-        if p.get("action") == "batch":
+        if staged.is_pinned(p):  # staged by Hermes 0.22: patch / matched_entry semantics
+            result = store.replay_pinned(p)
+        elif p.get("action") == "batch":
             result = store.apply_batch(target, p.get("operations") or [])
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))

@@ -753,6 +753,40 @@ class MemoryStore:
             return self._commit("revert", target, raw, entries, new, "Change reverted.", d,
                                 entry_id(add) if add else None)
 
+    def replay_pinned(self, payload: dict[str, Any]) -> WriteResult:
+        """Apply a pinned pending write (Hermes 0.22 ``patch`` / ``matched_entry``) under the lock.
+
+        The new entries come from :func:`.staged.compute` (0.22 ``apply_memory_pending``
+        semantics); the file is written as ``"\n§\n".join(entries)`` like 0.22
+        ``_write_file``. The drift guard is 0.22's (``tools/memory_tool_store.py:685-700``): only
+        an entry longer than the whole limit refuses (a ``.bak.<ts>`` snapshot is kept).
+
+        Raises:
+            Refused: every refusal of :func:`.staged.compute`, plus ``drift``/``unreadable``.
+        """
+        from . import staged
+
+        target = str(payload.get("target") or "memory")
+        self.path(target)
+        with self._locked(target):
+            raw, entries = self._load(target, drift_check=False)
+            limit = self.limit(target)
+            longest = max((len(e) for e in entries), default=0)
+            if longest > limit and payload.get("action") != "add":
+                bak = self._backup(self.path(target))
+                raise Refused(f"Refusing to write {self.path(target).name}: it holds an entry of {longest:,} chars, "
+                              f"larger than the whole {limit:,}-char limit. A snapshot was saved to {bak}.",
+                              code="drift", drift_backup=bak)
+            new, message, op = staged.compute(payload, entries, limit)
+            if new == entries:
+                return self._result(op, target, new, message, changed=False)
+            with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
+                jid = self._journal(conn, op, target, raw, serialize_entries(new),
+                                    {"payload": dict(payload), "semantics": "hermes-0.22"})
+                self._write(target, new)
+            self._cleanup_temps([target])
+            return self._result(op, target, new, message, journal_id=jid)
+
     # -- archive / restore -------------------------------------------------------------------
     def archive(self, target: str | None, selector: str, reason: str = "") -> WriteResult:
         """Move an entry out of its file into memdeck.db (crash-safe; see ``core/archive.py``).

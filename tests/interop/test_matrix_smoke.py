@@ -2,8 +2,9 @@
 
 Every test runs once per version of ``tests/interop/matrix/venvs.SPECS``. Hermes runs in its
 venv through ``tests/interop/matrix/driver.py``; memdeck runs here, on the same home. A
-version whose venv cannot be built is skipped with the install's reason. Known bugs of issue
-10 are strict xfails on the versions they hit, so they turn into failures once fixed.
+version whose venv cannot be built is skipped with the install's reason. Issue 10's known
+bugs (audit and recall snippets on >= 0.20, 0.22 pending records) were strict xfails here
+until fixed; the tests now pass on every version.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +54,6 @@ def drive(hermes: tuple[str, Path], home: Path, commands: list[dict[str, Any]]) 
     for cmd, res in zip(commands, results):
         assert not (isinstance(res, dict) and "error" in res), (cmd, res)
     return results
-
-
-def strict_xfail_if(request: pytest.FixtureRequest, version: str, since: tuple[int, int], reason: str) -> None:
-    """A strict xfail (issue 10's known bug) when ``version`` >= ``since``: it flips once fixed."""
-    if _vt(version) >= since:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 10: {reason} (Hermes {version})"))
 
 
 @pytest.fixture
@@ -140,11 +136,8 @@ def test_statedb_session_and_compaction(hermes, home: Path) -> None:
         db.close()
 
 
-def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_audit_sees_the_system_prompt(hermes, home: Path) -> None:
     """An anchor kept alive only by the memory block of the system prompt audits "alive", 100."""
-    version, _ = hermes
-    strict_xfail_if(request, version, (0, 20), "the system prompt moved to system_prompts (sessions.system_prompt "
-                    "is NULL); memdeck's audit reads only the column, so the anchor is not alive")
     prompt = "You are Hermes.\nMEMORY (your personal notes)\nUse metric units in every answer."
     res = drive(hermes, home, _session_plan(prompt))
     live = _live_sid(res)
@@ -165,10 +158,7 @@ def test_audit_sees_the_system_prompt(hermes, home: Path, request: pytest.Fixtur
     assert audit.score == 100
 
 
-def test_recall_snippet_for_tool_call_match(hermes, home: Path, request: pytest.FixtureRequest) -> None:
-    version, _ = hermes
-    strict_xfail_if(request, version, (0, 20), "recall snippet empty on schema >= 23 when the match is in "
-                    "tool_calls (3-column external-content FTS; Hermes uses snippet(..., -1, ...))")
+def test_recall_snippet_for_tool_call_match(hermes, home: Path) -> None:
     call = [{"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{\"content\": \"zebrafish\"}"}}]
     res = drive(hermes, home, [
         {"op": "session", "id": "S1", "source": "cli"},
@@ -200,15 +190,16 @@ def test_threat_verdicts_match_the_documented_differences(hermes, home: Path) ->
     ours = {n: deck.scan_ids(CORPUS[n]) for n in names}
     diffs = {n: theirs[n] for n in names if theirs[n] != ours[n]}
     assert diffs == HERMES_DIFFS[version]
+    # memdeck's per-version table answers "what would this Hermes say" on every text
+    rules = deck.rules_for_version(version)
+    assert {n: list(deck.hermes_verdict(CORPUS[n], rules)) for n in names} == theirs, rules
 
 
 # ------------------------------------------------------------------------------ pending writes
 
 
-def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_staged_records_are_listed_and_applicable(hermes, home: Path) -> None:
     version, _ = hermes
-    strict_xfail_if(request, version, (0, 22), "0.22 stages `patch` records (alone or in a batch); memdeck "
-                    "lists them as malformed")
     edit = "patch" if _vt(version) >= (0, 22) else "replace"
     content = "metric" if edit == "patch" else "Use metric units always"
     res = drive(hermes, home, [
@@ -226,14 +217,12 @@ def test_staged_records_are_listed_and_applicable(hermes, home: Path, request: p
     assert {i: p.malformed for i, p in listed.items()} == {i: None for i in staged}
 
 
-def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request: pytest.FixtureRequest) -> None:
+def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path) -> None:
     """0.22 pins a staged remove to the entry reviewed (matched_entry); approving it after that
     entry changed must be refused, as Hermes 0.22 refuses ("Entry changed since it was staged")."""
     version, _ = hermes
     if _vt(version) < (0, 22):
         pytest.skip(f"Hermes {version} stages no matched_entry (replay by old_text substring, as memdeck does)")
-    request.applymarker(pytest.mark.xfail(strict=True, reason="issue 10: memdeck ignores matched_entry and "
-                                          "approves a stale record by substring, deleting an unreviewed entry"))
     res = drive(hermes, home, [
         {"op": "mem", "action": "add", "target": "memory", "content": "alpha old fact"},
         {"op": "config", "text": "memory:\n  write_approval: true\n"},
@@ -249,9 +238,11 @@ def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path, request:
     shutil.copytree(home, twin)
     hres = drive(hermes, twin, [{"op": "approve", "id": pid}])[0]
     assert not hres["result"]["success"] and "Entry changed since it was staged" in hres["result"]["error"]
-    with pytest.raises(deck.Refused):
+    with pytest.raises(deck.Refused) as exc:
         deck.approve_pending(deck.home(home), None, pid)
+    assert "Entry changed since it was staged" in str(exc.value) and exc.value.code == "stale"
     assert deck.entries(home) == ["alpha new fact"]
+    assert (home / "pending" / "memory" / f"{pid}.json").exists()  # the record is kept, as Hermes keeps it
 
 
 # ------------------------------------------------------------------------------ plugin manager
@@ -282,3 +273,202 @@ def test_plugin_manager_loads_a_user_plugin(hermes, home: Path) -> None:
     assert probe["enabled"] and probe["error"] is None and probe["hooks"] == ["pre_llm_call"], probe
     if _vt(hermes[0]) >= (0, 22):
         assert res[2]["yaml"] is None and res[2]["ruamel.yaml"]  # the iot fork: ruamel.yaml only
+
+
+def _approve_both(hermes, home: Path, pid: str) -> tuple[dict[str, Any], Any]:
+    """Approve ``pid`` with this Hermes in a twin of ``home`` and with memdeck in ``home``:
+    (Hermes' result, memdeck's result or its Refused)."""
+    import shutil
+
+    twin = home.parent / "twin_home"
+    if twin.exists():
+        shutil.rmtree(twin)
+    shutil.copytree(home, twin)
+    theirs = drive(hermes, twin, [{"op": "approve", "id": pid}])[0]["result"]
+    try:
+        ours: Any = deck.approve_pending(deck.home(home), None, pid)
+    except deck.Refused as exc:
+        ours = exc
+    return theirs, ours
+
+
+def test_pending_approve_parity(hermes, home: Path) -> None:
+    """Every staged shape this Hermes produces, approved by memdeck and by that Hermes'
+    ``apply_memory_pending`` on a copy of the same home: the same outcome and byte-identical
+    MEMORY.md, step after step (0.22: patch alone, patch in a batch, a stale batch refused whole)."""
+    version, _ = hermes
+    edit = "patch" if _vt(version) >= (0, 22) else "replace"
+    res = drive(hermes, home, [
+        {"op": "mem", "action": "add", "target": "memory", "content": "Use imperial units"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "Indent with tabs"},
+        {"op": "mem", "action": "add", "target": "memory", "content": "Deploy on fridays"},
+        {"op": "config", "text": "memory:\n  write_approval: true\n"},
+        {"op": "stage", "action": edit, "target": "memory", "old_text": "imperial",
+         "content": "metric" if edit == "patch" else "Use metric units"},
+        {"op": "stage", "target": "memory", "operations": [
+            {"action": "add", "content": "Cite sources"},
+            {"action": edit, "old_text": "tabs", "content": "spaces" if edit == "patch" else "Indent with spaces"},
+            {"action": "remove", "old_text": "fridays"}]},
+        {"op": "stage", "action": "add", "target": "memory", "content": "Prefers dark mode"}])
+    pids = [r["result"]["pending_id"] for r in res[4:]]
+    mem = home / "memories" / "MEMORY.md"
+    for pid in pids:
+        theirs, ours = _approve_both(hermes, home, pid)
+        assert theirs["success"] and not isinstance(ours, deck.Refused), (pid, theirs, ours)
+        assert mem.read_bytes() == (home.parent / "twin_home" / "memories" / "MEMORY.md").read_bytes(), pid
+    assert deck.entries(home) == (["Use metric units", "Indent with spaces", "Cite sources", "Prefers dark mode"])
+    if _vt(version) >= (0, 22):  # all-or-nothing: one stale op refuses the whole batch, like Hermes
+        res = drive(hermes, home, [
+            {"op": "stage", "target": "memory", "operations": [
+                {"action": "add", "content": "New rule"}, {"action": "remove", "old_text": "dark mode"}]},
+            {"op": "config", "text": "memory:\n  write_approval: false\n"},
+            {"op": "mem", "action": "patch", "target": "memory", "old_text": "dark", "content": "light"}])
+        before = mem.read_bytes()
+        theirs, ours = _approve_both(hermes, home, res[0]["result"]["pending_id"])
+        assert not theirs["success"] and "Entry changed since it was staged" in theirs["error"]
+        assert isinstance(ours, deck.Refused) and ours.code == "stale" and "No operations were applied" in str(ours)
+        assert mem.read_bytes() == before
+
+
+# ------------------------------------------------------------------------------ memdeck's plugin
+
+
+PLUGIN_SID = "20260701_101010_feed01"
+
+
+@pytest.mark.parametrize("reinject_every_turn", [False, True])
+def test_memdeck_plugin_loads_and_reinjects(hermes, home: Path, reinject_every_turn: bool) -> None:
+    """memdeck's directory plugin, installed by ``core/plugin/install.py``, loads through this
+    Hermes' plugin manager (0.22: no PyYAML), re-injects the drifted anchor after a compaction
+    built with this Hermes' SUMMARY_PREFIX, and honours ``memlock:`` in config.yaml (0.22 reads
+    it with ruamel.yaml): ``hard_reinject_turns: 1`` re-injects on the quiet turn too."""
+    from memdeck.core.plugin.install import install_plugin
+    from tests.helpers.plugin import BRITISH, BULLETS, seed
+
+    h = deck.home(home)
+    (home / "config.yaml").write_text("model:\n  default: test/model\nmemlock:\n  hard_reinject_turns: "
+                                      + ("1" if reinject_every_turn else "40") + "\n", encoding="utf-8")
+    seed(h, PLUGIN_SID, BULLETS, BRITISH)
+    install_plugin(h)
+    (out,) = drive(hermes, home, [{"op": "plugin_turns", "sid": PLUGIN_SID, "no_entry_points": True, "active": [
+        {"role": "user", "content": "Use British English spelling everywhere, please."},
+        {"role": "assistant", "content": "Of course: colour, favour."}]}])
+    assert out["loaded"] and out["enabled"] and out["load_error"] is None, out
+    assert out["module"] == "hermes_plugins.memdeck"
+    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_llm_call"]
+    bullets = "[Standing instructions — still active]\n  - Always reply in bullet points, never paragraphs"
+    if reinject_every_turn:  # the memlock: section was read (ruamel.yaml on 0.22)
+        assert out["quiet"] and all("Standing instructions" in r["context"] for r in out["quiet"]), out["quiet"]
+    else:
+        assert out["quiet"] == [] and out["compacted"] == [{"context": bullets}] and out["again"] == [], out
+
+
+# ------------------------------------------------------------------------------ concurrent writers
+
+
+MEMDECK_WRITER = """
+import sys
+from pathlib import Path
+from memdeck.core.config import load_config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
+h = HermesHome(Path(sys.argv[1]))
+for text in sys.argv[2:]:
+    MemoryStore(h, load_config(h), actor="interop").add("memory", text)
+"""
+
+
+def test_concurrent_writers_lose_nothing(hermes, home: Path) -> None:
+    """Two processes of this Hermes' MemoryStore and two of memdeck's add entries to MEMORY.md at
+    the same time, all through the shared ``MEMORY.md.lock``: every entry survives."""
+    _, py = hermes
+    n = 12
+    names = {w: [f"{w} entry {i:02d} of the race" for i in range(n)] for w in ("h1", "h2", "m1", "m2")}
+    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
+    env.pop("PYTHONPATH", None)
+    procs = []
+    for w in ("h1", "h2"):
+        cmds = json.dumps([{"op": "mem", "action": "add", "target": "memory", "content": t} for t in names[w]])
+        p = subprocess.Popen([str(py), str(DRIVER), str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=str(home.parent))
+        procs.append((w, p, cmds))
+    for w in ("m1", "m2"):
+        p = subprocess.Popen([sys.executable, "-c", MEMDECK_WRITER, str(home), *names[w]], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append((w, p, ""))
+    for w, p, stdin in procs:
+        out, err = p.communicate(stdin, timeout=300)
+        assert p.returncode == 0, (w, err[-2000:])
+        if w.startswith("h"):
+            assert all(r.get("success") for r in json.loads(out)["results"]), (w, out[-2000:])
+    got = deck.entries(home)
+    assert sorted(got) == sorted(t for w in names.values() for t in w)
+    for w in names.values():  # each writer's entries keep their order
+        assert [e for e in got if e in w] == w
+    hermes_view = drive(hermes, home, [{"op": "mem_read", "target": "memory"}])[0]
+    assert hermes_view["entries"] == got
+
+
+# ------------------------------------------------------------------------------ recall parity
+
+
+RECALL_QUERIES = ["deploy", "zebrafish", "kubernetes rollout", "数据库迁移", "\"blue green\""]
+EXPECTED_SESSIONS = {"deploy": ["S1"], "zebrafish": ["S3"], "kubernetes rollout": ["S1"], "数据库迁移": ["S2"],
+                     "\"blue green\"": ["S1"]}
+
+
+def test_recall_parity_with_session_search(hermes, home: Path) -> None:
+    """memdeck's recall names the sessions this Hermes' ``session_search`` returns (discover
+    mode, current session excluded), and its raw rows and snippets equal ``search_messages``'."""
+    plan: list[dict[str, Any]] = []
+    talk = {"S1": ["how do we deploy the api?", "we deploy with a blue green rollout on kubernetes"],
+            "S2": ["数据库迁移什么时候开始", "数据库迁移在周五开始"],
+            "S3": ["my zebrafish tank needs a heater", "a zebrafish likes 26 degrees"],
+            "S4": ["deploy the docs too", "the docs deploy from main"]}
+    for sid, (u, a) in talk.items():
+        plan += [{"op": "session", "id": sid, "source": "cli"},
+                 {"op": "msg", "sid": sid, "role": "user", "content": u},
+                 {"op": "msg", "sid": sid, "role": "assistant", "content": a}]
+    plan += [{"op": "search", "query": q, "current_session_id": "S4"} for q in RECALL_QUERIES]
+    res = drive(hermes, home, plan)[len(plan) - len(RECALL_QUERIES):]
+    db = deck.StateDB(home / "state.db")
+    try:
+        for q, theirs in zip(RECALL_QUERIES, res):
+            assert "tool" in theirs, theirs
+            their_sessions = [r["session_id"] for r in theirs["tool"].get("results", [])]
+            ours = [h.session_id for h in deck.recall(db, q, current_session_id="S4")]
+            assert ours == their_sessions, (q, ours, their_sessions)
+            assert their_sessions == EXPECTED_SESSIONS[q], (q, their_sessions)  # the test is not vacuous
+            rows = {r["id"]: r["snippet"] for r in deck.search_messages(db, q, with_context=False)}
+            assert rows == {r["id"]: r["snippet"] for r in theirs["rows"]}, q
+    finally:
+        db.close()
+
+
+# ------------------------------------------------------------------------------ HermesProfile
+
+
+PROFILE = {  # version -> (version label, system prompt location, messages_fts columns, in-place compaction)
+    "0.17.0": ("0.17", "sessions.system_prompt", ("content",), False),
+    "0.18.2": ("0.18", "sessions.system_prompt", ("content",), True),
+    "0.19.0": ("0.19", "sessions.system_prompt", ("content",), True),
+    "0.20.1.2": ("0.20", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+    "0.22.2.post1": ("0.22", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+}
+
+
+def test_profile_of_a_real_home(hermes, home: Path) -> None:
+    """The HermesProfile of a home this version built: its schema and version, where the system
+    prompt lives, the FTS layout, and no degradation (every version in the matrix is supported)."""
+    from memdeck.core.sessions.profile import detect_profile
+
+    version, _ = hermes
+    res = drive(hermes, home, [{"op": "info"}, {"op": "session", "id": "S1", "source": "cli", "system_prompt": "hi"}])
+    p = detect_profile(deck.home(home))
+    label, prompt_in, fts_cols, in_place = PROFILE[version]
+    assert p.schema_version == res[0]["schema_version"] and p.version == label
+    assert p.system_prompt_in == prompt_in and p.fts is not None and p.fts.columns == fts_cols
+    assert bool(p.fts.content) == (_vt(version) >= (0, 20))  # external content from 0.20
+    assert p.in_place_compaction == in_place and p.summary_flag == (_vt(version) >= (0, 22))
+    assert p.degradations == (), p.degradations
+    assert p.threat_rules == deck.rules_for_version(version)

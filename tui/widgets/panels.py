@@ -178,6 +178,7 @@ class IntegrityPanel(Panel):
                 yield Static(Text("integrity score", style="dim"), id="score-label")
                 yield Digits("--", id="score")
             yield Static(id="integrity-facts")
+        yield Static(id="integrity-health")
         yield Static(Text("score across compactions (0-100, oldest → newest)", style="dim"), id="spark-label")
         yield Static(id="sparkline")
         yield Static(id="integrity-anchors")
@@ -200,6 +201,7 @@ class IntegrityPanel(Panel):
         self.query_one("#sparkline", Static).update(view.sparkline(snap.integrity_history, floor, width))
         self.query_one("#integrity-anchors", Static).update(view.anchor_summary(snap))
         self.query_one("#integrity-reminder", Static).update(view.reminder_preview(snap))
+        self.query_one("#integrity-health", Static).update(view.hermes_health(snap))
 
 
 # ── table + detail ──────────────────────────────────────────────────────────

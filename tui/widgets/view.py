@@ -137,11 +137,51 @@ def integrity_facts(snap: Any, now: float) -> Text:
         t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
     t.append("\ndetection ", "dim")
     t.append(f"{_get(snap.audit, 'method', default=snap.config.memlock.detection)} · inject {snap.config.memlock.inject}")
-    if snap.db_status is not None:
-        t.append("\nstate.db  ", "dim")
-        st = _get(snap.db_status, "state", default="?")
-        t.append(str(st), "green" if st == "ok" else "bold red")
     return t
+
+
+def hermes_health(snap: Any) -> Text:
+    """The health line of the Integrity panel: which Hermes wrote the home (version, schema,
+    where the version came from), state.db's state, then every degradation spelled out (one
+    line each, from :attr:`DeckSnapshot.hermes_profile`) and the notes, dim."""
+    t = Text()
+    prof = getattr(snap, "hermes_profile", None)
+    st = _get(snap.db_status, "state") if snap.db_status is not None else None
+    t.append("hermes    ", "dim")
+    if prof is None:
+        t.append("not detected", "yellow")
+    else:
+        t.append_text(safe_text(f"Hermes {prof.version}" if prof.version else "Hermes version unknown", single_line=True))
+        detail = [f"schema {prof.schema_version}" if prof.schema_version is not None else "no state.db schema"]
+        if prof.version_source:
+            detail.append(f"from {prof.version_source}")
+        t.append_text(safe_text(" (" + ", ".join(detail) + ")", single_line=True, style="dim"))
+    if st is not None:
+        t.append("\nstate.db  ", "dim")
+        t.append_text(safe_text(str(st), single_line=True, style="green" if st == "ok" else "bold red"))
+        if st != "ok":
+            t.append_text(safe_text(" · " + str(_get(snap.db_status, "message", default="")), single_line=True, style="red"))
+    degradations = tuple(getattr(prof, "degradations", ()) or ())
+    if prof is not None:
+        if degradations:
+            t.append(f" · {len(degradations)} degradation{'s' if len(degradations) != 1 else ''}", "bold yellow")
+        else:
+            t.append(" · fully supported", "green")
+    for d in degradations:
+        t.append("\n  ! ", "bold yellow")
+        t.append_text(safe_text(d, style="yellow"))
+    for n in tuple(getattr(prof, "notes", ()) or ()):
+        t.append("\n  · ", "dim")
+        t.append_text(safe_text(n, style="dim"))
+    return t
+
+
+def verdicts_for(snap: Any, where: str, texts: Sequence[str]) -> Mapping[str, Any] | None:
+    """The threat verdict difference (memdeck vs the loading Hermes) for a place and its texts."""
+    for d in getattr(snap, "threat_differences", ()) or ():
+        if d.get("where") == where and d.get("text") in texts:
+            return d
+    return None
 
 
 def sparkline(history: Sequence[tuple[float, int]], floor: int, width: int) -> Text:
@@ -711,6 +751,7 @@ class ReviewRow:
     created_at: float | None = None
     cells: tuple[Any, ...] = ()
     extra: list[str] = field(default_factory=list)
+    verdicts: Mapping[str, Any] | None = None  # memdeck's vs the loading Hermes' verdict, when they differ
 
 
 def pending_text(p: Any) -> str:
@@ -749,9 +790,16 @@ def review_rows(snap: Any, now: float) -> list[ReviewRow]:
             flag_text(fnd),
             safe_text(text, single_line=True, max_chars=200),
         )
-        rows.append(ReviewRow(f"p:{pid}", "pending", pid, target, action, text, fnd, p, _get(p, "created_at"), cells))
+        diff = None
+        for d in getattr(snap, "threat_differences", ()) or ():
+            if d.get("where") == f"pending {pid}":
+                diff = d
+                break
+        rows.append(ReviewRow(f"p:{pid}", "pending", pid, target, action, text, fnd, p, _get(p, "created_at"), cells,
+                              verdicts=diff))
     for er in entry_rows(snap):
-        if not er.findings:
+        diff = verdicts_for(snap, er.target, (er.text,))
+        if not er.findings and not diff:
             continue
         cells = (
             Text("flagged", style="bold red"),
@@ -761,7 +809,8 @@ def review_rows(snap: Any, now: float) -> list[ReviewRow]:
             flag_text(er.findings),
             safe_text(er.text, single_line=True, max_chars=200),
         )
-        rows.append(ReviewRow(f"f:{er.key}", "flagged", f"#{er.index}", er.target, "entry", er.text, er.findings, er.entry, None, cells))
+        rows.append(ReviewRow(f"f:{er.key}", "flagged", f"#{er.index}", er.target, "entry", er.text, er.findings, er.entry,
+                              None, cells, verdicts=diff))
     return rows
 
 
@@ -791,7 +840,19 @@ def review_detail(r: ReviewRow) -> RenderableType:
     else:
         t.append("flagged entry ", "bold red")
         t.append(f"{r.ident} in {'MEMORY.md' if r.target == 'memory' else 'USER.md'}")
-        t.append(" · Hermes replaces it with [BLOCKED: …] in the next system prompt\n", "dim")
+        v = r.verdicts
+        if v is not None and not v.get("hermes"):
+            t.append(" · the Hermes that loads it does not flag it: it goes into the next system prompt as is\n", "dim")
+        else:
+            t.append(" · Hermes replaces it with [BLOCKED: …] in the next system prompt\n", "dim")
+    if r.verdicts is not None:
+        v = r.verdicts
+        t.append("verdicts differ: ", "bold yellow")
+        t.append_text(safe_text("memdeck (strict) " + (", ".join(v.get("memdeck") or ()) or "clean") + " · Hermes "
+                                + (", ".join(v.get("hermes") or ()) or "clean"), single_line=True))
+        t.append("\nrules applied: ", "dim")
+        t.append_text(safe_text(str(v.get("rules_text") or ""), style="dim"))
+        t.append("\n")
     t.append_text(highlighted(r.text, r.findings))
     t.append_text(findings_legend(r.findings))
     return t

@@ -35,6 +35,8 @@ Ops (all optional fields have defaults):
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
 * ``plugins``: ``discover_and_load()`` of this Hermes' plugin manager; every plugin found
   with enabled / error / hooks.
+* ``plugin_turns`` {name, sid, active}: load plugins, then call ``pre_llm_call`` on a quiet
+  history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages) and again.
 """
 
 from __future__ import annotations
@@ -300,6 +302,43 @@ def op_plugins(cmd: dict[str, Any]) -> dict[str, Any]:
             "source": getattr(getattr(p, "manifest", None), "source", None),
         }
     return {"group": getattr(plugins, "ENTRY_POINTS_GROUP", None), "plugins": found}
+
+
+def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Load plugins with this Hermes' plugin manager, then run ``pre_llm_call`` as Hermes does:
+    a quiet turn, then a turn whose history holds a compaction summary built with this
+    Hermes' own ``SUMMARY_PREFIX`` (and end marker), then the same history again."""
+    from hermes_cli import plugins
+    from agent.context_compressor import SUMMARY_PREFIX
+
+    end = getattr(sys.modules["agent.context_compressor"], "_SUMMARY_END_MARKER", "")
+    mgr = plugins.get_plugin_manager()
+    if cmd.get("no_entry_points") and hasattr(mgr, "_scan_entry_points"):
+        mgr._scan_entry_points = lambda *a, **k: []  # a venv with memdeck installed: test the directory form
+    mgr.discover_and_load(force=True) if "force" in inspect.signature(mgr.discover_and_load).parameters else mgr.discover_and_load()
+    name = cmd.get("name", "memdeck")
+    lp = next((p for k, p in getattr(mgr, "_plugins", {}).items() if str(k).split("/")[-1] == name), None)
+    if lp is None:
+        return {"loaded": False, "plugins": sorted(map(str, getattr(mgr, "_plugins", {})))}
+    sid = cmd["sid"]
+
+    def turn(history: list[dict[str, Any]], user: str) -> Any:
+        return mgr.invoke_hook("pre_llm_call", session_id=sid, task_id="t", turn_id="x", user_message=user,
+                               conversation_history=history, is_first_turn=False, model="m", platform="cli",
+                               sender_id="")
+
+    mgr.invoke_hook("on_session_start", session_id=sid, model="m", platform="cli")
+    sysmsg = {"role": "system", "content": "You are Hermes."}
+    summary = {"role": "user", "content": SUMMARY_PREFIX + "\nWe set up the repo." + ("\n\n" + end if end else "")}
+    compacted = [sysmsg, {"role": "user", "content": "old"}, summary] + cmd.get("active", [])
+    out = {"loaded": True, "enabled": bool(getattr(lp, "enabled", False)), "load_error": getattr(lp, "error", None),
+           "hooks": sorted(getattr(lp, "hooks_registered", []) or []),
+           "module": getattr(getattr(lp, "module", None), "__name__", None),
+           "quiet": turn([sysmsg, {"role": "user", "content": "hello"}], "hello"),
+           "compacted": turn(compacted, "next question"),
+           "again": turn(compacted + [{"role": "user", "content": "more"}], "more")}
+    mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli")
+    return out
 
 
 OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}

@@ -1,0 +1,322 @@
+"""Which Hermes wrote this home: a :class:`HermesProfile` detected from what the home holds.
+
+Sources (all read-only): ``state.db`` (``schema_version``, tables, columns, the FTS tables'
+column lists and ``content=`` option, ``state_meta`` keys), ``config.yaml`` (``_config_version``
+at the top level, written only when Hermes saved the config) and ``pending/memory/*.json``
+(the fields of staged records). Facts per version: docs/HERMES_VERSIONS.md.
+
+memdeck's verified range is Hermes 0.17.0 (schema 16) to 0.22.2.post1 (schema 31). The profile
+lists in plain words what memdeck cannot show or does differently on this home
+(:attr:`HermesProfile.degradations`); an empty list means every feature works.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Schema versions memdeck was verified against -> the Hermes version that writes it
+#: (``SCHEMA_VERSION``: 0.17.0 ``hermes_state.py:110``, 0.18.2 ``:125``, 0.19.0 ``:155``,
+#: 0.20.1.2 ``hermes_state_common.py:219``, 0.22.2.post1 ``:283``).
+SCHEMA_VERSIONS: tuple[tuple[int, str], ...] = ((16, "0.17"), (19, "0.18"), (22, "0.19"), (26, "0.20"), (31, "0.22"))
+MIN_SCHEMA, MAX_SCHEMA = SCHEMA_VERSIONS[0][0], SCHEMA_VERSIONS[-1][0]
+#: ``DEFAULT_CONFIG["_config_version"]`` per version (30, 33, 33, 37, 50).
+CONFIG_VERSIONS: tuple[tuple[int, str], ...] = ((30, "0.17"), (33, "0.18-0.19"), (37, "0.20"), (50, "0.22"))
+#: ``state_meta`` keys only 0.22 writes on creation (docs/HERMES_VERSIONS.md section 1).
+STATE_META_022 = ("store_instance_id", "store_created_at_utc", "message_uid_backfill", "db_file_generation")
+#: Pending payload fields memdeck understands (0.17-0.22 ``tools/write_approval.py``, 0.22 ``matched_entry``).
+KNOWN_PENDING_FIELDS = frozenset({"action", "target", "content", "old_text", "operations", "matched_entry", "new_text"})
+KNOWN_PENDING_ACTIONS = frozenset({"add", "replace", "remove", "patch", "batch"})
+
+_CONFIG_VERSION_RE = re.compile(r"^_config_version\s*:\s*['\"]?(\d+)['\"]?\s*(?:#.*)?$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FtsLayout:
+    """One FTS5 table: ``columns`` (names, in order), ``content`` (the external content table
+    or view, '' for inline content), ``tokenizer`` ('trigram' or 'unicode61')."""
+
+    columns: tuple[str, ...] = ()
+    content: str = ""
+    tokenizer: str = "unicode61"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "external_content": self.content or None, "tokenizer": self.tokenizer}
+
+
+@dataclass(frozen=True)
+class HermesProfile:
+    """What this home's Hermes is, as far as its files tell.
+
+    Attributes:
+        schema_version: ``schema_version.version`` of state.db (None: no state.db or none recorded).
+        version: the Hermes version range ("0.22", "between 0.20 and 0.22", "newer than 0.22"),
+            or None when nothing tells. version_source: what told it (``state.db schema``,
+            ``state_meta``, ``config.yaml _config_version``), '' when unknown.
+        config_version: ``_config_version`` of config.yaml, or None.
+        tables: state.db table and view names. columns: table -> column names (``sessions``,
+            ``messages``, ``system_prompts``).
+        fts, fts_trigram: the FTS layouts (None when the table is absent).
+        system_prompt_in: ``sessions.system_prompt`` or ``system_prompts`` (schema >= 23: the
+            prompt stored once by ``sessions.system_prompt_hash``), '' without a sessions table.
+        in_place_compaction: True when ``messages.compacted`` exists (0.18+; 0.17 rotates).
+        summary_flag: True when ``messages._compressed_summary`` exists (0.22).
+        pending_fields: payload fields found in staged records; pending_actions: their actions.
+        degradations: plain sentences, one per thing memdeck cannot show or does differently.
+        notes: facts that are not degradations (e.g. "compaction rotates sessions").
+    """
+
+    schema_version: int | None = None
+    version: str | None = None
+    version_source: str = ""
+    config_version: int | None = None
+    tables: tuple[str, ...] = ()
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fts: FtsLayout | None = None
+    fts_trigram: FtsLayout | None = None
+    system_prompt_in: str = ""
+    in_place_compaction: bool = False
+    summary_flag: bool = False
+    state_meta_keys: tuple[str, ...] = ()
+    pending_fields: tuple[str, ...] = ()
+    pending_actions: tuple[str, ...] = ()
+    degradations: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def threat_rules(self) -> str | None:
+        """The threat rule set of the Hermes that loads this home's memory ('0.17', '0.18',
+        '0.22'; see :data:`memdeck.core.memory.threats.HERMES_RULESETS`), None when unknown."""
+        from ..memory.threats import rules_for_version
+
+        v = self.version or ""
+        if v.startswith("newer than"):
+            return "0.22"
+        m = re.search(r"(\d+\.\d+)\s*$", v)  # "between 0.20 and 0.22" -> the newer bound's rules
+        return rules_for_version(m.group(1)) if m else None
+
+    def summary(self) -> str:
+        """One line for a health row: version, schema, and how many degradations."""
+        who = f"Hermes {self.version}" if self.version else "Hermes version unknown"
+        schema = f"schema {self.schema_version}" if self.schema_version is not None else "no state.db schema"
+        n = len(self.degradations)
+        return f"{who} ({schema}) · " + (f"{n} degradation{'s' if n != 1 else ''}" if n else "fully supported")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape of ``status --json`` key ``hermes`` (docs/STATUS_JSON.md)."""
+        return {
+            "version": self.version, "version_source": self.version_source or None,
+            "schema_version": self.schema_version, "config_version": self.config_version,
+            "threat_rules": self.threat_rules, "tables": list(self.tables),
+            "columns": {k: list(v) for k, v in self.columns.items()},
+            "fts": self.fts.to_dict() if self.fts else None,
+            "fts_trigram": self.fts_trigram.to_dict() if self.fts_trigram else None,
+            "system_prompt_in": self.system_prompt_in or None, "in_place_compaction": self.in_place_compaction,
+            "summary_flag": self.summary_flag, "state_meta_keys": list(self.state_meta_keys),
+            "pending_fields": list(self.pending_fields), "pending_actions": list(self.pending_actions),
+            "degradations": list(self.degradations), "notes": list(self.notes), "summary": self.summary(),
+        }
+
+
+def version_for_schema(schema: int | None) -> str | None:
+    """Hermes version (range) for a ``schema_version`` (see :data:`SCHEMA_VERSIONS`)."""
+    if schema is None:
+        return None
+    for n, v in SCHEMA_VERSIONS:
+        if schema == n:
+            return v
+    if schema > MAX_SCHEMA:
+        return f"newer than {SCHEMA_VERSIONS[-1][1]}"
+    if schema < MIN_SCHEMA:
+        return f"older than {SCHEMA_VERSIONS[0][1]}"
+    lower = max(v for n, v in SCHEMA_VERSIONS if n < schema)
+    upper = min((n, v) for n, v in SCHEMA_VERSIONS if n > schema)[1]
+    return f"between {lower} and {upper}"
+
+
+def _fts_layout(conn: sqlite3.Connection, name: str) -> FtsLayout | None:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    if not row or not isinstance(row[0], str):
+        return None
+    sql = row[0]
+    cols = tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{name}")'))
+    m = re.search(r"content\s*=\s*['\"]([^'\"]*)['\"]", sql)
+    tok = "trigram" if re.search(r"tokenize\s*=\s*['\"]?trigram", sql) else "unicode61"
+    return FtsLayout(cols, m.group(1) if m else "", tok)
+
+
+def _read_db(path: Path) -> dict[str, Any]:
+    """Raw facts of state.db (empty dict when absent or unreadable)."""
+    if not path.is_file():
+        return {}
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error as exc:
+        return {"error": str(exc)}
+    try:
+        tables = tuple(sorted(r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")))
+        cols = {t: tuple(r[1] for r in conn.execute(f'PRAGMA table_info("{t}")'))
+                for t in ("sessions", "messages", "system_prompts") if t in tables}
+        schema = None
+        if "schema_version" in tables:
+            r = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            schema = int(r[0]) if r and r[0] is not None else None
+        meta: tuple[str, ...] = ()
+        if "state_meta" in tables:
+            meta = tuple(sorted(str(r[0]) for r in conn.execute("SELECT key FROM state_meta")))
+        return {"tables": tables, "columns": cols, "schema": schema, "meta": meta,
+                "fts": _fts_layout(conn, "messages_fts") if "messages_fts" in tables else None,
+                "tri": _fts_layout(conn, "messages_fts_trigram") if "messages_fts_trigram" in tables else None}
+    except (sqlite3.Error, ValueError, TypeError) as exc:
+        return {"error": str(exc)}
+    finally:
+        conn.close()
+
+
+def _config_version(path: Path) -> int | None:
+    try:
+        m = _CONFIG_VERSION_RE.search(path.read_text(encoding="utf-8-sig", errors="replace"))
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
+
+
+def _pending(directory: Path) -> tuple[set[str], set[str]]:
+    fields: set[str] = set()
+    actions: set[str] = set()
+    try:
+        paths = sorted(directory.glob("*.json"))[:500]
+    except OSError:
+        return fields, actions
+    for p in paths:
+        try:
+            payload = json.loads(p.read_text(encoding="utf-8-sig")).get("payload")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(payload, dict):
+            continue
+        ops = payload.get("operations") if payload.get("action") == "batch" else None
+        for op in [payload] + [o for o in (ops if isinstance(ops, list) else []) if isinstance(o, dict)]:
+            fields.update(str(k) for k in op)
+            if isinstance(op.get("action"), str):
+                actions.add(op["action"])
+    return fields, actions
+
+
+def detect_profile(home: Any) -> HermesProfile:
+    """Detect the :class:`HermesProfile` of ``home`` (a :class:`memdeck.core.home.HermesHome`).
+
+    Reads state.db read-only (``mode=ro``), config.yaml and the pending records. Never raises;
+    an unreadable state.db is one degradation sentence.
+    """
+    db = _read_db(Path(home.state_db))
+    cfg = _config_version(Path(home.path) / "config.yaml")
+    fields, actions = _pending(Path(home.pending_dir))
+    deg: list[str] = []
+    notes: list[str] = []
+    if "error" in db:
+        deg.append(f"state.db could not be read ({db['error']}): sessions, recall and the audit are not shown")
+    tables: tuple[str, ...] = db.get("tables", ())
+    cols: dict[str, tuple[str, ...]] = db.get("columns", {})
+    schema = db.get("schema")
+    meta: tuple[str, ...] = db.get("meta", ())
+    version, source = version_for_schema(schema), "state.db schema" if schema is not None else ""
+    if any(k in meta for k in STATE_META_022) and (version is None or version.startswith("between")):
+        version, source = "0.22", "state_meta"
+    if version is None and cfg is not None:
+        for n, v in CONFIG_VERSIONS:
+            if cfg == n:
+                version = v
+        if version is None:
+            version = f"newer than {CONFIG_VERSIONS[-1][1]}" if cfg > CONFIG_VERSIONS[-1][0] else None
+        source = "config.yaml _config_version" if version else ""
+    scols, mcols = set(cols.get("sessions", ())), set(cols.get("messages", ()))
+    prompt_in = ""
+    if "sessions" in tables:
+        if "system_prompt_hash" in scols and "system_prompts" in tables:
+            prompt_in = "system_prompts"
+            if not {"hash", "prompt"} <= set(cols.get("system_prompts", ())):
+                deg.append("system_prompts lacks hash/prompt columns: the audit cannot see the system prompt, "
+                           "so anchors kept alive only by the memory block read as drifted")
+        elif "system_prompt" in scols:
+            prompt_in = "sessions.system_prompt"
+        else:
+            deg.append("sessions has no system_prompt column: the audit cannot see the system prompt")
+    if schema is not None and schema > MAX_SCHEMA:
+        deg.append(f"schema {schema} is newer than memdeck knows ({MAX_SCHEMA}, Hermes 0.22): tables and columns "
+                   "added after 0.22 are not shown, and recall, the audit and compaction detection may miss rows "
+                   "they describe")
+    elif schema is not None and schema < MIN_SCHEMA:
+        deg.append(f"schema {schema} is older than memdeck was verified with ({MIN_SCHEMA}, Hermes 0.17): "
+                   "missing columns are treated as absent")
+    elif schema is not None and version and version.startswith("between"):
+        notes.append(f"schema {schema} lies between versions memdeck was verified with ({version})")
+    if tables and "messages" in tables:
+        if "active" not in mcols:
+            deg.append("messages has no active column: every row is treated as active (rewound rows are shown)")
+        if "compacted" not in mcols:
+            notes.append("no in-place compaction (Hermes 0.17): a compaction ends the session and continues in a "
+                         "child session; memdeck follows the rotation")
+        if "messages_fts" not in tables:
+            deg.append("no messages_fts: recall falls back to LIKE (no ranking, slower on large homes)")
+        if "messages_fts_trigram" not in tables:
+            deg.append("no messages_fts_trigram: CJK recall uses LIKE")
+    fts, tri = db.get("fts"), db.get("tri")
+    if tri is not None and "tool_calls" not in tri.columns and len(tri.columns) > 1:
+        notes.append("the trigram index holds no tool calls (Hermes 0.22): CJK recall does not find tool-call "
+                     "text, as in Hermes itself")
+    unknown_fields = sorted(fields - KNOWN_PENDING_FIELDS)
+    if unknown_fields:
+        deg.append("pending records carry fields memdeck does not know (" + ", ".join(unknown_fields) +
+                   "): they are shown but approving them may not match the Hermes that staged them")
+    unknown_actions = sorted(actions - KNOWN_PENDING_ACTIONS)
+    if unknown_actions:
+        deg.append("pending records use actions memdeck does not know (" + ", ".join(unknown_actions) +
+                   "): they are listed as malformed and cannot be approved")
+    profile = HermesProfile(
+        schema_version=schema, version=version, version_source=source, config_version=cfg, tables=tables,
+        columns=dict(cols), fts=fts, fts_trigram=tri, system_prompt_in=prompt_in,
+        in_place_compaction="compacted" in mcols, summary_flag="_compressed_summary" in mcols,
+        state_meta_keys=meta, pending_fields=tuple(sorted(fields)), pending_actions=tuple(sorted(actions)),
+        degradations=tuple(deg), notes=tuple(notes))
+    rules = profile.threat_rules
+    if rules is not None and rules != "0.18":
+        from ..memory.threats import HERMES_RULESETS
+
+        profile = HermesProfile(**{**profile.__dict__, "notes": profile.notes + (
+            f"threat rules differ from memdeck's: {HERMES_RULESETS[rules]}; where the verdicts differ both are "
+            "shown",)})
+    return profile
+
+
+def threat_differences(profile: HermesProfile | None, texts: Any) -> list[dict[str, Any]]:
+    """Where memdeck's strict verdict differs from the verdict of the Hermes that loads the file.
+
+    Args:
+        profile: the home's profile (None or an unknown version: nothing to compare, ``[]``).
+        texts: iterable of ``(where, text)``: ``where`` names the place ("memory", "user",
+            "pending <id>").
+
+    Returns:
+        ``[{"where", "text", "memdeck": [ids], "hermes": [ids], "rules", "rules_text"}]``, one
+        per text whose verdicts differ, in input order.
+    """
+    from ..memory.threats import compare_verdicts
+
+    rules = profile.threat_rules if profile is not None else None
+    if rules is None:
+        return []
+    out = []
+    for where, text in texts:
+        if not text:
+            continue
+        c = compare_verdicts(text, rules)
+        if c["differs"]:
+            out.append({"where": where, "text": text, "memdeck": c["memdeck"], "hermes": c["hermes"],
+                        "rules": rules, "rules_text": c["rules_text"]})
+    return out
