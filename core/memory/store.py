@@ -49,7 +49,8 @@ from ..deck import db as deckdb
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
-from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock, read_text_strict
+from ..fsio import (DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock,
+                    read_text_strict, replaced_until_committed)
 from ..home import TARGETS, HermesHome
 from .threats import pattern_ids, scan, scan_ids, threat_message
 
@@ -408,6 +409,27 @@ class MemoryStore:
             raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
                           code="unwritable", path=str(path)) from exc
 
+    @contextmanager
+    def _replacing(self, target: str, text: str) -> Iterator[None]:
+        """Replace ``target`` with ``text`` (lock held); if the block raises -- the journal's
+        COMMIT failed, e.g. SQLITE_FULL -- the previous file is put back before the exception
+        propagates, so a failure reported to the caller always means the file is unchanged
+        (``core.fsio.replaced_until_committed``; issue 13 #3). A failed replace is
+        ``Refused("unwritable")`` with nothing changed."""
+        path = self.path(target)
+        try:
+            cm = replaced_until_committed(path, text.encode("utf-8"))
+            cm.__enter__()
+        except OSError as exc:
+            raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
+                          code="unwritable", path=str(path)) from exc
+        try:
+            yield
+        except BaseException as exc:
+            cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        cm.__exit__(None, None, None)
+
     def _cleanup_temps(self, held: Sequence[str]) -> None:
         directory = self.home.memories_dir
         others = [t for t in TARGETS if t not in held]
@@ -440,9 +462,13 @@ class MemoryStore:
         before = serialize_entries(old)
         if new == old and raw is not None and raw == before:
             return self._result(op, target, new, message, changed=False, entry_id=entry)
-        with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-            jid = self._journal(conn, op, target, raw if raw is not None else None, serialize_entries(new), detail)
-            self._write(target, new)
+        after = serialize_entries(new)
+        with deckdb.opened(self.home) as conn, ExitStack() as files:
+            with deckdb.transaction(conn):
+                jid = self._journal(conn, op, target, raw if raw is not None else None, after, detail)
+                files.enter_context(self._replacing(target, after))
+            # a failed COMMIT leaves the transaction above with the exception, and the ExitStack
+            # then puts the file back: the file changed if and only if the row is committed
         self._cleanup_temps([target])
         return self._result(op, target, new, message, entry_id=entry, journal_id=jid)
 
@@ -562,19 +588,14 @@ class MemoryStore:
             detail = {"entry_id": entry_id(text), "text": text, "from": src, "to": to_target}
             # rows first, files inside the same transaction (see _commit): a locked or broken
             # memdeck.db refuses the move before either file changes
-            with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-                self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
-                jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
-                self._write(to_target, new_d)
-                try:
-                    self._write(src, new_s)
-                except Refused:
-                    # put the destination back (we hold its lock) so the refusal changes nothing
-                    if raw_d is None:
-                        self.path(to_target).unlink(missing_ok=True)
-                    else:
-                        self._write_text(to_target, raw_d)
-                    raise
+            # (destination first, then source: never in neither); a failed source write or
+            # COMMIT puts both files back (ExitStack unwinds source, then destination)
+            with deckdb.opened(self.home) as conn, ExitStack() as files:
+                with deckdb.transaction(conn):
+                    self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
+                    jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
+                    files.enter_context(self._replacing(to_target, serialize_entries(new_d)))
+                    files.enter_context(self._replacing(src, serialize_entries(new_s)))
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
@@ -706,8 +727,10 @@ class MemoryStore:
                     aid = _archive.insert(conn, kind="memory", target=target, text=text, actor=self.actor,
                                           reason=reason, payload={"entry_id": entry_id(text)}, state="archiving")
                 new = entries[:i] + entries[i + 1:]
-                after = self._write(target, new)
-                with deckdb.transaction(conn):
+                after = serialize_entries(new)
+                # a failed second COMMIT puts the file back; the "archiving" intent then holds
+                # text still in the file, which recovery deletes (nothing archived)
+                with self._replacing(target, after), deckdb.transaction(conn):
                     _archive.set_state(conn, aid, "archived", expect="archiving")
                     jid = self._journal(conn, "archive", target, raw, after,
                                         {"archive_id": aid, "entry_id": entry_id(text), "text": text, "reason": reason})
@@ -748,8 +771,10 @@ class MemoryStore:
                     raise _overflow(target, entries, total, limit, f"Restoring this entry ({len(text):,} chars)")
                 with deckdb.transaction(conn):
                     _archive.set_state(conn, cur.archive_id, "restoring", expect="archived")
-                after = self._write(target, new)
-                with deckdb.transaction(conn):
+                after = serialize_entries(new)
+                # a failed second COMMIT puts the file back; recovery turns "restoring" with the
+                # text absent back into "archived"
+                with self._replacing(target, after), deckdb.transaction(conn):
                     _archive.set_state(conn, cur.archive_id, "restored", expect="restoring")
                     jid = self._journal(conn, "restore", target, raw, after,
                                         {"archive_id": cur.archive_id, "entry_id": entry_id(text), "text": text})
@@ -836,13 +861,17 @@ class MemoryStore:
                                 _archive.set_state(conn, int(aid), "restoring", expect="archived")
                             else:
                                 _archive.set_state(conn, int(aid), "archiving", expect="restored")
+                files = ExitStack()
                 for r, before in plans:
-                    if r.op == "normalize" and r.before is not None:
-                        # normalize kept every entry; undoing it means the original text back
-                        self._write_text(r.target, r.before)
-                    else:
-                        self._write(r.target, before)
-                with deckdb.transaction(conn):
+                    # normalize kept every entry; undoing it means the original text back
+                    text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
+                    try:
+                        files.enter_context(self._replacing(r.target, text))
+                    except BaseException as exc:
+                        files.__exit__(type(exc), exc, exc.__traceback__)
+                        raise
+                # a failed COMMIT below puts every file back (the ExitStack unwinds in reverse)
+                with files, deckdb.transaction(conn):
                     for r, aid in arch:
                         if aid is not None:
                             if r.op == "archive":
