@@ -838,10 +838,17 @@ class MemoryStore:
             current: dict[str, list[str]] = {}
             for r in rows:
                 _raw, ents = self._load(r.target, drift_check=False)
-                if serialize_entries(ents) != r.after:
+                now = serialize_entries(ents)
+                undone = r.before if r.op == "normalize" and r.before is not None else serialize_entries(parse_entries(r.before))
+                if now != r.after and not (len(rows) > 1 and now == undone):
+                    # a file of a multi-file change already holding its undone text is an undo
+                    # interrupted between its file writes (never-in-neither order below): it is
+                    # finished, not refused
                     raise Refused(f"cannot undo {r.op} #{r.journal_id}: {r.target} changed since (the file no longer "
                                   "holds that change's result)", code="conflict")
                 current[r.target] = ents
+            # (every file of a multi-file change at its undone text: the undo was killed after its
+            # file writes and before its COMMIT; it is recorded now, rewriting identical text)
             plans: list[tuple[journal.JournalEntry, list[str]]] = []
             for r in rows:
                 before = parse_entries(r.before)
@@ -852,6 +859,10 @@ class MemoryStore:
                 if total > limit:
                     raise _overflow(r.target, current[r.target], total, limit, "Undoing this change")
                 plans.append((r, before))
+            # files that gain an entry are written before files that lose one, so an undo of a
+            # move killed between its writes leaves the entry in both files, never in neither
+            # (issue 13 #2); a second undo finishes it (see above)
+            plans.sort(key=lambda p: 0 if set(p[1]) - set(current[p[0].target]) else 1)
             with deckdb.opened(self.home) as conn:
                 arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
                 with deckdb.transaction(conn):
@@ -887,7 +898,8 @@ class MemoryStore:
                     journal.mark_undone(conn, [x.journal_id for x in rows], jid)
             self._cleanup_temps(targets)
             last_t = rows[0].target
-            return self._result("undo", last_t, plans[0][1], f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).",
+            first_plan = next(b for r, b in plans if r.journal_id == rows[0].journal_id)
+            return self._result("undo", last_t, first_plan, f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).",
                                 journal_id=jid)
 
 
