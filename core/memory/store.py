@@ -474,9 +474,26 @@ class MemoryStore:
 
     @staticmethod
     def _clean(text: str | None, what: str) -> str:
-        t = (text or "").strip()
+        """The entry text as it will read back, or a refusal.
+
+        * CRLF and CR become LF: Hermes 0.19 writes a CR raw but reads the file with universal
+          newlines (``tools/memory_tool.py:702`` ``path.read_text``), so every reader sees LF;
+          storing that form keeps ids, undo and duplicate detection right (issue 13 #10).
+        * text whose canonical join does not round-trip -- ending in
+          ``\n§`` or containing ``\n§\n`` -- would merge with or split from its neighbours
+          on the next read: ``Refused(code="delimiter")`` (issue 13 #9).
+
+        Raises:
+            Refused: ``empty``, ``delimiter``.
+        """
+        t = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip()
         if not t:
             raise Refused(f"{what} cannot be empty.", code="empty")
+        pieces = [p.strip() for p in ("a" + ENTRY_DELIMITER + t + ENTRY_DELIMITER + "b").split(ENTRY_DELIMITER)]
+        if pieces != ["a", t, "b"]:
+            raise Refused(f"{what} cannot end with newline + '§' or hold a line that "
+                          "is only '§': that is the entry delimiter, and the text would split from or merge with "
+                          "its neighbours. Nothing was written.", code="delimiter")
         return t
 
     def _locate(self, selector: str, target: str | None) -> str:
