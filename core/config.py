@@ -201,8 +201,67 @@ def load_config(home: HermesHome | Path) -> Config:
     except ImportError:  # pragma: no cover - PyYAML is a runtime dependency
         return Config(warnings=("config: PyYAML is not installed; using defaults",))
     try:
-        data = yaml.safe_load(text)
+        data = _bounded_safe_load(yaml, text)
+    except _TooLarge as exc:
+        return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
     return parse_config(data, warnings)
+
+
+#: The most YAML nodes a config may expand to, aliases counted at every place they are used.
+#: Hermes' own config.yaml is a few hundred nodes; an alias bomb ("billion laughs") is billions.
+MAX_CONFIG_NODES = 100_000
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _bounded_safe_load(yaml: Any, text: str) -> Any:
+    """``yaml.safe_load`` that refuses a document expanding to more than
+    :data:`MAX_CONFIG_NODES` nodes (issue 13 #12).
+
+    Anchors and aliases stay allowed (Hermes reads config.yaml with ``yaml.safe_load``, so a
+    hand-written config may use them); what is bounded is the expanded size, computed on the
+    composed node graph with memoisation before anything is constructed, so an alias bomb is
+    refused in time linear in the file instead of hanging every command and the plugin.
+
+    Raises:
+        _TooLarge: the expansion bound is exceeded.
+        yaml.YAMLError: not valid YAML.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        sizes: dict[int, int] = {}
+
+        def size(n: Any, depth: int = 0) -> int:
+            if depth > 200:
+                raise _TooLarge("nests deeper than 200 levels")
+            got = sizes.get(id(n))
+            if got is not None:
+                return got
+            sizes[id(n)] = MAX_CONFIG_NODES + 1  # a cycle counts as too large
+            total = 1
+            if isinstance(n, yaml.MappingNode):
+                for k, v in n.value:
+                    total += size(k, depth + 1) + size(v, depth + 1)
+                    if total > MAX_CONFIG_NODES:
+                        break
+            elif isinstance(n, yaml.SequenceNode):
+                for v in n.value:
+                    total += size(v, depth + 1)
+                    if total > MAX_CONFIG_NODES:
+                        break
+            sizes[id(n)] = total
+            return total
+
+        if size(node) > MAX_CONFIG_NODES:
+            raise _TooLarge(f"expands to more than {MAX_CONFIG_NODES:,} YAML nodes (an alias bomb?)")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()

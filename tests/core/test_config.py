@@ -79,3 +79,24 @@ def test_broken_config_falls_back_with_warning(tmp_path: Path, text: str | bytes
 def test_char_limit_rejects_unknown_target() -> None:
     with pytest.raises(ValueError):
         Config().char_limit("soul")
+
+
+def test_yaml_alias_bomb_is_refused_quickly(hermes_home: HermesHome) -> None:
+    """Issue 13 #12: a billion-laughs config gives defaults and a warning, in bounded time."""
+    import time as _time
+
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    lines.append("memory:\n  memory_char_limit: 1234")
+    _write(hermes_home, "\n".join(lines))
+    t0 = _time.monotonic()
+    cfg = load_config(hermes_home)
+    assert _time.monotonic() - t0 < 2.0
+    assert cfg.memory_char_limit != 1234
+    assert any("alias bomb" in w for w in cfg.warnings)
+
+
+def test_small_anchors_and_aliases_still_work(hermes_home: HermesHome) -> None:
+    _write(hermes_home, "base: &b {memory_char_limit: 1500}\nmemory: *b\n")
+    assert load_config(hermes_home).memory_char_limit == 1500
