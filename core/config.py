@@ -198,8 +198,11 @@ def load_config(home: HermesHome | Path) -> Config:
         return Config(warnings=(f"config: {path} could not be read ({exc}); using defaults",))
     try:
         data = yaml_safe_load(text)
+        _check_expanded_size(data)
     except ImportError:
         return Config(warnings=("config: neither PyYAML nor ruamel.yaml is installed; using defaults",))
+    except _TooLarge as exc:
+        return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
@@ -238,3 +241,48 @@ def yaml_safe_load(text: str) -> Any:
         return loader.load(text)
     except Exception as exc:  # noqa: BLE001 - ruamel's parser errors share no public base class
         raise ValueError(str(exc) or type(exc).__name__) from exc
+
+
+#: The most values a config may expand to, aliases counted at every place they are used.
+#: Hermes' own config.yaml is a few hundred; an alias bomb ("billion laughs") is billions.
+MAX_CONFIG_NODES = 100_000
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _check_expanded_size(data: Any) -> None:
+    """Refuse a parsed config that expands to more than :data:`MAX_CONFIG_NODES` values or nests
+    deeper than 200 levels (issue 13 #12).
+
+    Anchors and aliases stay allowed (Hermes reads config.yaml with ``yaml.safe_load``, so a
+    hand-written config may use them). Both YAML libraries build an alias once and share it,
+    so loading an alias bomb is cheap; walking it (as the config readers do) is not. The size
+    is computed with memoisation on shared objects, in time linear in the file.
+
+    Raises:
+        _TooLarge: the bound is exceeded (the message says which).
+    """
+    sizes: dict[int, int] = {}
+
+    def size(v: Any, depth: int) -> int:
+        if depth > 200:
+            raise _TooLarge("nests deeper than 200 levels")
+        if not isinstance(v, (dict, list)):
+            return 1
+        got = sizes.get(id(v))
+        if got is not None:
+            return got
+        sizes[id(v)] = MAX_CONFIG_NODES + 1  # a cycle counts as too large
+        total = 1
+        items = [x for kv in v.items() for x in kv] if isinstance(v, dict) else v
+        for x in items:
+            total += size(x, depth + 1)
+            if total > MAX_CONFIG_NODES:
+                break
+        sizes[id(v)] = total
+        return total
+
+    if size(data, 0) > MAX_CONFIG_NODES:
+        raise _TooLarge(f"expands to more than {MAX_CONFIG_NODES:,} values (an alias bomb?)")

@@ -18,6 +18,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -222,6 +223,114 @@ def atomic_write_text(path: Path, text: str, *, prefix: str = ".mem_", suffix: s
     return atomic_write_bytes(path, text.encode("utf-8"), prefix=prefix, suffix=suffix)
 
 
+@contextlib.contextmanager
+def replaced_until_committed(path: Path, data: bytes, *, prefix: str = ".mem_", suffix: str = ".tmp") -> Iterator[Path]:
+    """Atomically replace ``path`` with ``data``; if the block raises, put the old file back.
+
+    For a write that must be recorded somewhere else (memdeck.db's journal) to count: replace
+    the file, then COMMIT inside the block. When the COMMIT fails (``SQLITE_FULL`` on a full
+    disk, an I/O error), the previous file is restored, so a reported failure always means the
+    file is as it was (issue 13 #3). The previous file is kept as a hard link
+    ``<prefix><8 hex><suffix>`` next to it (a link needs no data blocks, so the rollback works
+    on a full disk: it is one ``os.replace``); where hard links are refused, its bytes are kept
+    in memory and written back. A file that did not exist is removed again. A crash inside the
+    block leaves the keep-link as an ordinary stale temp (``cleanup_stale_temps`` removes it).
+
+    Args:
+        path: the destination (may be a symlink: its real file is replaced and restored).
+        data: the complete new content.
+
+    Yields:
+        the real path replaced.
+
+    Raises:
+        OSError: the replace failed (nothing changed); or the rollback itself failed (then the
+            block's exception is chained, and the new content stays).
+    """
+    real = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    keep: Path | None = None
+    old: bytes | None = None
+    existed = os.path.lexists(real)
+    if existed:
+        for _ in range(100):
+            cand = real.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+            try:
+                os.link(real, cand, follow_symlinks=False)
+                keep = cand
+                break
+            except FileExistsError:
+                continue
+            except OSError:
+                old = read_regular_bytes(real)
+                break
+    try:
+        atomic_write_bytes(path, data, prefix=prefix, suffix=suffix)
+    except BaseException:
+        if keep is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(keep)
+        raise
+    try:
+        yield real
+    except BaseException:
+        if keep is not None:
+            os.replace(keep, real)
+            fsync_dir(real.parent)
+        elif old is not None:
+            atomic_write_bytes(real, old, prefix=prefix, suffix=suffix)
+        elif not existed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(real)
+            fsync_dir(real.parent)
+        raise
+    if keep is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(keep)
+
+
+def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
+    """Read a data file that must be a regular file, never blocking on a FIFO or device.
+
+    Opened with ``O_NONBLOCK`` (a FIFO in place of MEMORY.md or a MemLock file would otherwise
+    block the reader forever, issue 13 #5), then ``fstat``: anything that is not a regular file
+    is refused. Symlinks to regular files are followed (Hermes supports a symlinked
+    MEMORY.md).
+
+    Args:
+        path: the file.
+        max_bytes: refuse a file larger than this (``None``: no bound).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        IsADirectoryError: it is a directory.
+        NotRegularFile: it is a FIFO, socket or device, or larger than ``max_bytes``.
+        OSError: any other open/read error.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"{path} is not a regular file (a FIFO, socket or device); refusing to read it")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise NotRegularFile(f"{path} is {st.st_size:,} bytes, over the {max_bytes:,}-byte bound")
+        chunks: list[bytes] = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """A data file is a FIFO, socket or device (or over its size bound): refused, never read."""
+
+
 def read_text_strict(path: Path) -> str | None:
     """Read a UTF-8 text file for a writer that must not guess.
 
@@ -236,11 +345,13 @@ def read_text_strict(path: Path) -> str | None:
             not valid UTF-8. Writers must refuse rather than treat it as empty.
     """
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular_bytes(Path(path))
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
         raise UnreadableFile(f"{path} is a directory, not a file") from exc
+    except NotRegularFile as exc:
+        raise UnreadableFile(str(exc)) from exc
     except OSError as exc:
         raise UnreadableFile(f"{path} could not be read: {exc.strerror}") from exc
     try:

@@ -116,6 +116,19 @@ class MemdeckApp(App[None]):
         self._dirty = False
         self._last_error_toast: dict[str, str] = {}
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Show a toast, with ``message`` and ``title`` always through :func:`safe_plain`.
+
+        Every toast and notification (``Widget.notify`` and ``Screen.notify`` call this) is
+        escaped here, whoever built the string: an anchor id holding OSC 52/OSC 0/CSI, a C1
+        control or a bidi override is shown as markers (issue 13 #1). Markup is never
+        interpreted (``markup`` is accepted for Textual's signature and ignored). Escaping is
+        idempotent, so text that a caller already escaped is shown unchanged.
+        """
+        super().notify(safe_plain(str(message)), title=safe_plain(str(title or ""), single_line=True),
+                       severity=severity, timeout=timeout, markup=False)
+
     # ── layout ──────────────────────────────────────────────────────────
 
     def get_default_screen(self) -> Screen:

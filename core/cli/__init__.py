@@ -55,7 +55,13 @@ def main(argv: Sequence[str] | None = None, *,
             so without it a missing command is a usage error.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    bad = _non_utf8(raw)
+    if bad is not None:
+        parser.print_usage(sys.stderr)
+        print(f"memdeck: error: {bad}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(raw)
     try:
         if args.command is None:
             if dashboard is None:
@@ -97,6 +103,26 @@ def _observe(ctx: CliContext) -> None:
         _history.observe(ctx.home)
     except (MemdeckError, sqlite3.Error, OSError) as exc:
         print(f"memdeck: warning: change history not updated: {exc}", file=sys.stderr)
+
+
+def _non_utf8(argv: Sequence[str]) -> str | None:
+    """A message naming the first argument that is not valid UTF-8, or ``None``.
+
+    Python decodes undecodable argv bytes to lone surrogates (``surrogateescape``, PEP 383);
+    written to a file they would raise deep inside a command (issue 13 #11), so they are a
+    usage error up front. The message shows the argument with the bad bytes as ``\\xNN``.
+    """
+    for i, a in enumerate(argv, 1):
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            first = next(ord(c) - 0xDC00 for c in a if 0xDC80 <= ord(c) <= 0xDCFF) if any(
+                0xDC80 <= ord(c) <= 0xDCFF for c in a) else None
+            byte = f" (byte 0x{first:02x})" if first is not None else ""
+            return (f"argument {i} is not valid UTF-8{byte}: {shown.encode('ascii', 'backslashreplace').decode()}; "
+                    "memdeck takes UTF-8 text (nothing was done)")
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

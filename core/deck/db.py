@@ -141,8 +141,10 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
             schema version is newer than this memdeck understands.
     """
     path = db_path(home)
+    _refuse_links(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _refuse_links(path)  # a link created while we looked
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise DeckDBError(f"cannot open {path}: {exc}") from exc
@@ -169,9 +171,28 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
     except BaseException:
         conn.close()
         raise
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o600)
+    with contextlib.suppress(OSError):  # never chmod through a link: fchmod the file opened O_NOFOLLOW
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
     return conn
+
+
+def _refuse_links(path: Path) -> None:
+    """Refuse a symlinked ``memdeck/`` directory or ``memdeck.db`` (or its ``-wal``/``-shm``/
+    ``-journal``), as the lock files refuse theirs (``core/fsio.py`` ``O_NOFOLLOW``): followed,
+    a link to ``../state.db`` would put memdeck's tables in Hermes' database and chmod it, and a
+    dangling one would create a database outside the home (issue 13 #13).
+
+    Raises:
+        DeckDBError: naming the link.
+    """
+    for p in (path.parent, path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        if os.path.islink(p):
+            raise DeckDBError(f"refusing to use {p}: it is a symlink (memdeck keeps its database inside the home; "
+                              "remove the link)")
 
 
 @contextlib.contextmanager

@@ -49,7 +49,8 @@ from ..deck import db as deckdb
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
-from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock, read_text_strict
+from ..fsio import (DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock,
+                    read_text_strict, replaced_until_committed)
 from ..home import TARGETS, HermesHome, require_hermes_home
 from .threats import pattern_ids, scan, scan_ids, threat_message
 
@@ -429,6 +430,27 @@ class MemoryStore:
             raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
                           code="unwritable", path=str(path)) from exc
 
+    @contextmanager
+    def _replacing(self, target: str, text: str) -> Iterator[None]:
+        """Replace ``target`` with ``text`` (lock held); if the block raises -- the journal's
+        COMMIT failed, e.g. SQLITE_FULL -- the previous file is put back before the exception
+        propagates, so a failure reported to the caller always means the file is unchanged
+        (``core.fsio.replaced_until_committed``; issue 13 #3). A failed replace is
+        ``Refused("unwritable")`` with nothing changed."""
+        path = self.path(target)
+        try:
+            cm = replaced_until_committed(path, text.encode("utf-8"))
+            cm.__enter__()
+        except OSError as exc:
+            raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
+                          code="unwritable", path=str(path)) from exc
+        try:
+            yield
+        except BaseException as exc:
+            cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        cm.__exit__(None, None, None)
+
     def _cleanup_temps(self, held: Sequence[str]) -> None:
         directory = self.home.memories_dir
         others = [t for t in TARGETS if t not in held]
@@ -461,17 +483,38 @@ class MemoryStore:
         before = serialize_entries(old)
         if new == old and raw is not None and raw == before:
             return self._result(op, target, new, message, changed=False, entry_id=entry)
-        with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-            jid = self._journal(conn, op, target, raw if raw is not None else None, serialize_entries(new), detail)
-            self._write(target, new)
+        after = serialize_entries(new)
+        with deckdb.opened(self.home) as conn, ExitStack() as files:
+            with deckdb.transaction(conn):
+                jid = self._journal(conn, op, target, raw if raw is not None else None, after, detail)
+                files.enter_context(self._replacing(target, after))
+            # a failed COMMIT leaves the transaction above with the exception, and the ExitStack
+            # then puts the file back: the file changed if and only if the row is committed
         self._cleanup_temps([target])
         return self._result(op, target, new, message, entry_id=entry, journal_id=jid)
 
     @staticmethod
     def _clean(text: str | None, what: str) -> str:
-        t = (text or "").strip()
+        """The entry text as it will read back, or a refusal.
+
+        * CRLF and CR become LF: Hermes 0.19 writes a CR raw but reads the file with universal
+          newlines (``tools/memory_tool.py:702`` ``path.read_text``), so every reader sees LF;
+          storing that form keeps ids, undo and duplicate detection right (issue 13 #10).
+        * text whose canonical join does not round-trip -- ending in
+          ``\n§`` or containing ``\n§\n`` -- would merge with or split from its neighbours
+          on the next read: ``Refused(code="delimiter")`` (issue 13 #9).
+
+        Raises:
+            Refused: ``empty``, ``delimiter``.
+        """
+        t = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip()
         if not t:
             raise Refused(f"{what} cannot be empty.", code="empty")
+        pieces = [p.strip() for p in ("a" + ENTRY_DELIMITER + t + ENTRY_DELIMITER + "b").split(ENTRY_DELIMITER)]
+        if pieces != ["a", t, "b"]:
+            raise Refused(f"{what} cannot end with newline + '§' or hold a line that "
+                          "is only '§': that is the entry delimiter, and the text would split from or merge with "
+                          "its neighbours. Nothing was written.", code="delimiter")
         return t
 
     def _locate(self, selector: str, target: str | None) -> str:
@@ -583,19 +626,14 @@ class MemoryStore:
             detail = {"entry_id": entry_id(text), "text": text, "from": src, "to": to_target}
             # rows first, files inside the same transaction (see _commit): a locked or broken
             # memdeck.db refuses the move before either file changes
-            with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-                self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
-                jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
-                self._write(to_target, new_d)
-                try:
-                    self._write(src, new_s)
-                except Refused:
-                    # put the destination back (we hold its lock) so the refusal changes nothing
-                    if raw_d is None:
-                        self.path(to_target).unlink(missing_ok=True)
-                    else:
-                        self._write_text(to_target, raw_d)
-                    raise
+            # (destination first, then source: never in neither); a failed source write or
+            # COMMIT puts both files back (ExitStack unwinds source, then destination)
+            with deckdb.opened(self.home) as conn, ExitStack() as files:
+                with deckdb.transaction(conn):
+                    self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
+                    jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
+                    files.enter_context(self._replacing(to_target, serialize_entries(new_d)))
+                    files.enter_context(self._replacing(src, serialize_entries(new_s)))
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
@@ -804,8 +842,10 @@ class MemoryStore:
                     aid = _archive.insert(conn, kind="memory", target=target, text=text, actor=self.actor,
                                           reason=reason, payload={"entry_id": entry_id(text)}, state="archiving")
                 new = entries[:i] + entries[i + 1:]
-                after = self._write(target, new)
-                with deckdb.transaction(conn):
+                after = serialize_entries(new)
+                # a failed second COMMIT puts the file back; the "archiving" intent then holds
+                # text still in the file, which recovery deletes (nothing archived)
+                with self._replacing(target, after), deckdb.transaction(conn):
                     _archive.set_state(conn, aid, "archived", expect="archiving")
                     jid = self._journal(conn, "archive", target, raw, after,
                                         {"archive_id": aid, "entry_id": entry_id(text), "text": text, "reason": reason})
@@ -846,8 +886,10 @@ class MemoryStore:
                     raise _overflow(target, entries, total, limit, f"Restoring this entry ({len(text):,} chars)")
                 with deckdb.transaction(conn):
                     _archive.set_state(conn, cur.archive_id, "restoring", expect="archived")
-                after = self._write(target, new)
-                with deckdb.transaction(conn):
+                after = serialize_entries(new)
+                # a failed second COMMIT puts the file back; recovery turns "restoring" with the
+                # text absent back into "archived"
+                with self._replacing(target, after), deckdb.transaction(conn):
                     _archive.set_state(conn, cur.archive_id, "restored", expect="restoring")
                     jid = self._journal(conn, "restore", target, raw, after,
                                         {"archive_id": cur.archive_id, "entry_id": entry_id(text), "text": text})
@@ -911,10 +953,17 @@ class MemoryStore:
             current: dict[str, list[str]] = {}
             for r in rows:
                 _raw, ents = self._load(r.target, drift_check=False)
-                if serialize_entries(ents) != r.after:
+                now = serialize_entries(ents)
+                undone = r.before if r.op == "normalize" and r.before is not None else serialize_entries(parse_entries(r.before))
+                if now != r.after and not (len(rows) > 1 and now == undone):
+                    # a file of a multi-file change already holding its undone text is an undo
+                    # interrupted between its file writes (never-in-neither order below): it is
+                    # finished, not refused
                     raise Refused(f"cannot undo {r.op} #{r.journal_id}: {r.target} changed since (the file no longer "
                                   "holds that change's result)", code="conflict")
                 current[r.target] = ents
+            # (every file of a multi-file change at its undone text: the undo was killed after its
+            # file writes and before its COMMIT; it is recorded now, rewriting identical text)
             plans: list[tuple[journal.JournalEntry, list[str]]] = []
             for r in rows:
                 before = parse_entries(r.before)
@@ -925,6 +974,10 @@ class MemoryStore:
                 if total > limit:
                     raise _overflow(r.target, current[r.target], total, limit, "Undoing this change")
                 plans.append((r, before))
+            # files that gain an entry are written before files that lose one, so an undo of a
+            # move killed between its writes leaves the entry in both files, never in neither
+            # (issue 13 #2); a second undo finishes it (see above)
+            plans.sort(key=lambda p: 0 if set(p[1]) - set(current[p[0].target]) else 1)
             with deckdb.opened(self.home) as conn:
                 arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
                 with deckdb.transaction(conn):
@@ -934,13 +987,17 @@ class MemoryStore:
                                 _archive.set_state(conn, int(aid), "restoring", expect="archived")
                             else:
                                 _archive.set_state(conn, int(aid), "archiving", expect="restored")
+                files = ExitStack()
                 for r, before in plans:
-                    if r.op == "normalize" and r.before is not None:
-                        # normalize kept every entry; undoing it means the original text back
-                        self._write_text(r.target, r.before)
-                    else:
-                        self._write(r.target, before)
-                with deckdb.transaction(conn):
+                    # normalize kept every entry; undoing it means the original text back
+                    text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
+                    try:
+                        files.enter_context(self._replacing(r.target, text))
+                    except BaseException as exc:
+                        files.__exit__(type(exc), exc, exc.__traceback__)
+                        raise
+                # a failed COMMIT below puts every file back (the ExitStack unwinds in reverse)
+                with files, deckdb.transaction(conn):
                     for r, aid in arch:
                         if aid is not None:
                             if r.op == "archive":
@@ -958,7 +1015,8 @@ class MemoryStore:
             restaged = self._restage_approved(rows)
             last_t = rows[0].target
             note = f" The pending write {restaged} is staged again for review." if restaged else ""
-            return self._result("undo", last_t, plans[0][1],
+            first_plan = next(b for r, b in plans if r.journal_id == rows[0].journal_id)
+            return self._result("undo", last_t, first_plan,
                                 f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
 
     def _restage_approved(self, rows: Sequence[journal.JournalEntry]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memdeck.core.deck import archive
@@ -17,6 +19,46 @@ from tests.helpers.memory import HOSTILE, write_raw
 
 class Crash(BaseException):
     """Stands in for the process dying at this point."""
+
+
+def _die(*_a, **_k):
+    os._exit(9)
+
+
+def crash_in_child(fn) -> None:
+    """Run ``fn`` in a forked child that must die at its injection point (``os._exit(9)``):
+    no ``finally``/``__exit__`` runs, as with a real kill (an exception would roll back)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            fn()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 9, "the child did not die at the injection point"
+
+
+def _crash_at_replace(op) -> None:
+    def child() -> None:
+        MemoryStore._replacing = _die  # type: ignore[method-assign]
+        op()
+
+    crash_in_child(child)
+
+
+def _crash_at_state(op, state: str) -> None:
+    def child() -> None:
+        real = memory_mod._archive.set_state
+
+        def boom(conn, aid, st, **kw):
+            if st == state:
+                _die()
+            return real(conn, aid, st, **kw)
+
+        memory_mod._archive.set_state = boom
+        op()
+
+    crash_in_child(child)
 
 
 def entries(home: HermesHome, target: str = "memory") -> list[str]:
@@ -81,20 +123,8 @@ def test_restore_of_text_already_in_the_file_does_not_duplicate(hermes_home: Her
 
 @pytest.mark.parametrize("step", ["after_intent", "after_write"])
 def test_archive_crash_between_steps_recovers(hermes_home: HermesHome, store: MemoryStore, monkeypatch, step: str) -> None:
-    if step == "after_intent":
-        monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
-    else:
-        real = memory_mod._archive.set_state
-
-        def boom(conn, aid, state, **kw):
-            if state == "archived":
-                raise Crash()
-            return real(conn, aid, state, **kw)
-
-        monkeypatch.setattr(memory_mod._archive, "set_state", boom)
-    with pytest.raises(Crash):
-        store.archive(None, "old fact")
-    monkeypatch.undo()
+    op = lambda: store.archive(None, "old fact")  # noqa: E731
+    _crash_at_replace(op) if step == "after_intent" else _crash_at_state(op, "archived")
     assert [s for _, s in states(hermes_home)] == ["archiving"]
     assert memory_mod.recover_intents(hermes_home, Config()) == 1
     assert_consistent(hermes_home, "old fact")
@@ -109,20 +139,8 @@ def test_archive_crash_between_steps_recovers(hermes_home: HermesHome, store: Me
 @pytest.mark.parametrize("step", ["after_intent", "after_write"])
 def test_restore_crash_between_steps_recovers(hermes_home: HermesHome, store: MemoryStore, monkeypatch, step: str) -> None:
     aid = store.archive(None, "old fact").archive_id
-    if step == "after_intent":
-        monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
-    else:
-        real = memory_mod._archive.set_state
-
-        def boom(conn, aid_, state, **kw):
-            if state == "restored":
-                raise Crash()
-            return real(conn, aid_, state, **kw)
-
-        monkeypatch.setattr(memory_mod._archive, "set_state", boom)
-    with pytest.raises(Crash):
-        store.restore(aid)
-    monkeypatch.undo()
+    op = lambda: store.restore(aid)  # noqa: E731
+    _crash_at_replace(op) if step == "after_intent" else _crash_at_state(op, "restored")
     assert archive.get(hermes_home, aid).state == "restoring"
     # recovery runs implicitly at the start of the next archive/restore under the lock
     store.add("memory", "unrelated")
@@ -149,10 +167,7 @@ def test_generic_helpers_for_other_kinds(hermes_home: HermesHome) -> None:
 
 
 def test_unreadable_file_leaves_intent_untouched(hermes_home: HermesHome, store: MemoryStore, monkeypatch) -> None:
-    monkeypatch.setattr(MemoryStore, "_write", lambda self, t, e: (_ for _ in ()).throw(Crash()))
-    with pytest.raises(Crash):
-        store.archive(None, "old fact")
-    monkeypatch.undo()
+    _crash_at_replace(lambda: store.archive(None, "old fact"))
     write_raw(hermes_home, "memory", b"\xff\xfe")
     assert memory_mod.recover_intents(hermes_home) == 0
     assert [s for _, s in states(hermes_home)] == ["archiving"]

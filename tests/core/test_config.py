@@ -99,3 +99,33 @@ def test_memlock_config_read_with_ruamel_when_pyyaml_is_absent(tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "ruamel.yaml", None)
     monkeypatch.setitem(sys.modules, "ruamel", None)
     assert "neither PyYAML nor ruamel.yaml" in _load(tmp_path).warnings[0]
+
+
+def test_yaml_alias_bomb_is_refused_quickly(hermes_home: HermesHome) -> None:
+    """Issue 13 #12: a billion-laughs config (9**10 values) gives defaults and a warning; an
+    unbounded walk of it would not finish."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    lines.append("memory:\n  memory_char_limit: 1234")
+    _write(hermes_home, "\n".join(lines))
+    cfg = load_config(hermes_home)
+    assert cfg.memory_char_limit != 1234
+    assert any("alias bomb" in w for w in cfg.warnings)
+
+
+def test_small_anchors_and_aliases_still_work(hermes_home: HermesHome) -> None:
+    _write(hermes_home, "base: &b {memory_char_limit: 1500}\nmemory: *b\n")
+    assert load_config(hermes_home).memory_char_limit == 1500
+
+
+def test_an_alias_bomb_is_refused_by_the_ruamel_loader_too(hermes_home: HermesHome, monkeypatch) -> None:
+    import sys
+
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
+    _write(hermes_home, "\n".join(lines) + "\nmemory:\n  memory_char_limit: 1234")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # Hermes 0.22's environment: ruamel.yaml only
+    cfg = load_config(hermes_home)
+    assert cfg.memory_char_limit != 1234 and any("alias bomb" in w for w in cfg.warnings)

@@ -189,20 +189,20 @@ def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: He
 
 def test_move_whose_source_write_fails_leaves_both_files_as_they_were(hermes_home: HermesHome,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import memdeck.core.memory.store as memory_mod
+    import memdeck.core.fsio as memory_mod  # the replace under every memory write
     from memdeck.core.errors import Refused
 
     hermes_home.memory_file("memory").write_text("alpha fact\n§\nbeta fact")
     hermes_home.memory_file("user").write_text("user fact")
     before_m, before_u = raw(hermes_home), raw(hermes_home, "user")
-    real = memory_mod.atomic_write_text
+    real = memory_mod.atomic_write_bytes
 
-    def failing(path, text, **kw):
+    def failing(path, data, **kw):
         if path.name == "MEMORY.md":
             raise OSError(28, "No space left on device")
-        return real(path, text, **kw)
+        return real(path, data, **kw)
 
-    monkeypatch.setattr(memory_mod, "atomic_write_text", failing)
+    monkeypatch.setattr(memory_mod, "atomic_write_bytes", failing)
     with pytest.raises(Refused) as info:
         MemoryStore(hermes_home).move("memory", "beta", "user")
     assert info.value.code == "unwritable"
