@@ -124,10 +124,12 @@ class MemdeckApp(App[None]):
         escaped here, whoever built the string: an anchor id holding OSC 52/OSC 0/CSI, a C1
         control or a bidi override is shown as markers (issue 13 #1). Markup is never
         interpreted (``markup`` is accepted for Textual's signature and ignored). Escaping is
-        idempotent, so text that a caller already escaped is shown unchanged.
+        idempotent, so text that a caller already escaped is shown unchanged. The toast is also
+        kept in :attr:`notification_log` (the ``N`` screen).
         """
-        super().notify(safe_plain(str(message)), title=safe_plain(str(title or ""), single_line=True),
-                       severity=severity, timeout=timeout, markup=False)
+        message, title = safe_plain(str(message)), safe_plain(str(title or ""), single_line=True)
+        self.notification_log.append((time.time(), str(severity), title, message))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # ── layout ──────────────────────────────────────────────────────────
 
@@ -200,14 +202,6 @@ class MemdeckApp(App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._focus_panel)
-
-    def notify(self, message: str, *, title: str = "", severity: Any = "information",
-               timeout: float | None = None, markup: bool = True) -> None:
-        """Show a toast and keep it in :attr:`notification_log` (the ``N`` screen).
-
-        memdeck's own toasts pass ``markup=False``: their text is data, never markup."""
-        self.notification_log.append((time.time(), str(severity), str(title), str(message)))
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
     ROW_ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
