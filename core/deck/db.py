@@ -38,7 +38,7 @@ from pathlib import Path
 from ..errors import MemdeckError
 from ..home import HermesHome
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "memdeck.db"
 DEFAULT_BUSY_TIMEOUT = 10.0
 
@@ -72,6 +72,28 @@ CREATE TABLE IF NOT EXISTS archive (
 );
 CREATE INDEX IF NOT EXISTS archive_state_idx ON archive(kind, state);
 """
+
+
+_AUDIT_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit_verdicts (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    summary_hash TEXT,
+    anchors_hash TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    computed_at REAL NOT NULL
+);
+"""
+
+#: Ordered, additive schema steps: ``(version, sql)``. A database at ``user_version`` v gets
+#: every step with a higher version, in order, in one transaction; a step only adds (tables,
+#: indexes, columns), so existing data is kept. Append new steps at the end.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, _SCHEMA),
+    # 2: per-compaction audit verdicts (core.anchors.audit), keyed by what determines them
+    (2, _AUDIT_CACHE_SCHEMA),
+)
 
 
 class DeckDBError(MemdeckError):
@@ -114,9 +136,12 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
             raise DeckDBError(f"{path} has schema version {version}; this memdeck understands {SCHEMA_VERSION}")
         if version < SCHEMA_VERSION:
             with transaction(conn):
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        conn.execute(stmt)
+                for step, sql in MIGRATIONS:
+                    if step <= version:
+                        continue
+                    for stmt in sql.split(";"):
+                        if stmt.strip():
+                            conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -179,3 +204,56 @@ def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> I
         yield c
     finally:
         c.close()
+
+
+# --------------------------------------------------------------------------- audit verdict cache
+
+
+def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, str]:
+    """``{key: verdicts JSON}`` for the cached keys among ``keys``; ``{}`` when memdeck.db does not
+    exist, predates the cache table, or cannot be read. Opens the file read-only
+    (``mode=ro``): never creates, migrates or writes anything. Never raises.
+    """
+    path = db_path(home)
+    if not keys or not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        import urllib.parse
+
+        conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return {}
+    try:
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            for k, v in conn.execute(f"SELECT key, verdicts FROM audit_verdicts WHERE key IN ({','.join('?' * len(part))})", part):
+                out[str(k)] = str(v)
+    except sqlite3.Error:
+        return out
+    finally:
+        conn.close()
+    return out
+
+
+def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str | None, str, str, str, float]]) -> bool:
+    """Append ``(key, session_id, summary_hash, anchors_hash, config_hash, verdicts JSON, epoch s)``
+    rows (existing keys are kept). Only into an existing memdeck.db (reading a home never
+    creates it); True when written. Never raises: a locked or read-only store is skipped (the
+    verdicts stay in memory for this process).
+    """
+    if not rows or not db_path(home).exists():
+        return False
+    try:
+        conn = connect(home, timeout=1.0)
+    except DeckDBError:
+        return False
+    try:
+        with transaction(conn):
+            conn.executemany("INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
+                             " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return True
+    except (DeckDBError, sqlite3.Error, OSError):
+        return False
+    finally:
+        conn.close()

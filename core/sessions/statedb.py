@@ -1065,9 +1065,12 @@ class _Texts:
         self._cache: dict[int, str] = {}
 
     def text(self, i: int) -> str:
+        raw = self.rows[i][2]
+        if type(raw) is str and not raw.startswith(CONTENT_JSON_PREFIX):
+            return raw  # a plain string is its own text (message_text), nothing to decode
         t = self._cache.get(i)
         if t is None:
-            t = self._cache[i] = self.text_of(self.rows[i][2])
+            t = self._cache[i] = self.text_of(raw)
         return t
 
     def key(self, i: int) -> tuple[str, str]:
