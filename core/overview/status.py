@@ -47,7 +47,7 @@ from ..memory.store import read_memory
 from ..memory.pending import list_pending
 from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id
-from ..sessions.statedb import StateDB
+from ..sessions.statedb import StateDB, sharing_readers
 from ..sessions.statedb import status_section as statedb_status_section
 
 SectionFn = Callable[[HermesHome, Config], Any]
@@ -106,7 +106,7 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
         report = store.load_pins_report()
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-        with StateDB(home.state_db) as db:
+        with StateDB.shared(home.state_db) as db:
             live = db.live_session() if db.status().ok else None
             sid = default_session_id(store, live.id if live else None)
             if sid is None:
@@ -166,6 +166,13 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "config_warnings": list(config.warnings),
     }
     errors: dict[str, str] = {}
+    with sharing_readers():  # one state.db reader for every section: the history is read once
+        _merge_sections(home, config, out, errors)
+    out["section_errors"] = errors
+    return out
+
+
+def _merge_sections(home: HermesHome, config: Config, out: dict[str, Any], errors: dict[str, str]) -> None:
     for mod, fn in MERGED_PROVIDERS:
         try:
             part = fn(home, config)
@@ -182,5 +189,3 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
             out[key] = fn(home, config)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
-    out["section_errors"] = errors
-    return out

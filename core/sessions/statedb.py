@@ -27,13 +27,14 @@ See :meth:`StateDB.compactions` for the reconstruction rule and its limits.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import os
 import re
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,27 @@ from typing import Any, TypeVar
 from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 
 T = TypeVar("T")
+
+_SHARED: dict[str, "StateDB"] | None = None
+
+
+@contextlib.contextmanager
+def sharing_readers() -> Iterator[None]:
+    """Within the block, :meth:`StateDB.shared` gives one reader per database path; they are
+    closed (and their side files tidied, see :meth:`StateDB.close`) when the block ends.
+    Not thread-safe: for one command (``status``, a CLI verb) on one thread."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            readers, _SHARED = _SHARED or {}, None
+            for db in readers.values():
+                db._shared_in = False
+                db.close()
 
 #: The schema version this reader was written against (Hermes 0.19 ``SCHEMA_VERSION``).
 KNOWN_SCHEMA_VERSION = 22
@@ -323,7 +345,22 @@ class StateDB:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if not getattr(self, "_shared_in", None):
+            self.close()
+
+    @classmethod
+    def shared(cls, path: str | os.PathLike[str]) -> "StateDB":
+        """The reader of ``path`` shared inside a :func:`sharing_readers` block (so the sections
+        of one command reconstruct the history once), else a new reader. ``with`` on a shared
+        reader does not close it; the block does."""
+        key = str(Path(path).absolute())
+        if _SHARED is not None:
+            db = _SHARED.get(key)
+            if db is None:
+                db = _SHARED[key] = cls(path)
+                db._shared_in = True
+            return db
+        return cls(path)
 
     def _classify(self, exc: BaseException) -> DBStatus:
         msg = str(exc).lower()
@@ -1221,8 +1258,9 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
         else:
             h = 0
             limit = (p - lower) // 2
+            k0 = tx.key(lower) if limit > 0 else None
             for j in range(limit, 0, -1):
-                if all(tx.key(p - j + t) == tx.key(lower + t) for t in range(j)):
+                if tx.key(p - j) == k0 and all(tx.key(p - j + t) == tx.key(lower + t) for t in range(1, j)):
                     h = j
                     break
         start = p - h
@@ -1366,7 +1404,7 @@ def status_section(home: Any, config: Any = None, *, limit: int = 50) -> dict[st
         config: unused (kept for the uniform ``section(home, config)`` signature).
     """
     path = home.state_db if hasattr(home, "state_db") else Path(home) / "state.db"
-    with StateDB(path) as db:
+    with StateDB.shared(path) as db:
         st = db.status()
         items = db.sessions(limit=limit) if st.ok else []
         st = db.status() if st.ok else st
