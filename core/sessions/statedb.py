@@ -496,6 +496,17 @@ class StateDB:
             raise _Unavailable(self._classify(exc)) from exc
         return conn
 
+    def interrupt(self) -> None:
+        """Abort the statement running on this reader's connection, from any thread (SQLite
+        ``sqlite3_interrupt``); the interrupted call returns its empty default. For a
+        superseded as-you-type recall query. No-op when nothing is open."""
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn.interrupt()
+            except sqlite3.Error:
+                pass
+
     def reopen_if_replaced(self) -> bool:
         """Drop the connection when state.db was deleted or replaced by another file since it was
         opened (a restore from backup, ``hermes sessions`` maintenance); the next call reopens
@@ -579,6 +590,13 @@ class StateDB:
                 return fn(conn)
             except _Unavailable as exc:
                 self._status = exc.status
+                self._drop()
+                return default
+            except sqlite3.OperationalError as exc:
+                if "interrupt" in str(exc).lower():  # interrupt(): a superseded query, the connection is fine
+                    self.last_error = "interrupted"
+                    return default
+                self._status = self._classify(exc)
                 self._drop()
                 return default
             except (sqlite3.Error, OSError, MemoryError) as exc:

@@ -63,3 +63,20 @@ def test_side_files_stay_while_another_process_is_connected(tmp_path: Path) -> N
         holder.stdin.write("\n")
         holder.stdin.flush()
         holder.wait(timeout=30)
+
+
+def test_interrupt_stops_a_query_and_the_reader_keeps_working(tmp_path: Path) -> None:
+    """A superseded recall query is interrupted inside SQLite (``conn.interrupt()``, here from
+    the progress handler standing in for the UI thread): the call returns its empty default,
+    the status stays ok and the next query runs on the same connection."""
+    from memdeck.core.sessions.recall import recall
+
+    p = _quiet_wal_db(tmp_path)
+    db = StateDB(p)
+    assert db.status().ok
+    db._conn.set_progress_handler(lambda: db.interrupt(), 1)
+    assert recall(db, "hello") == []
+    assert db.last_error == "interrupted" and db.status().ok
+    db._conn.set_progress_handler(None, 1)
+    assert [h.session_id for h in recall(db, "hello")] == ["s1"]
+    db.close()
