@@ -518,22 +518,34 @@ class MemdeckApp(App[None]):
             self.query_one("#panel-recall").query_text = query
         except Exception:
             pass
+        db = getattr(self, "_recall_db", None)
+        if db is not None:
+            interrupt = getattr(db, "interrupt", None)
+            if callable(interrupt):
+                interrupt()  # the superseded query stops inside SQLite, not after it finishes
         self._recall_worker(query)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recall")
     def _recall_worker(self, query: str) -> None:
+        """Recall on its own read-only connection, so a long history build on the refresh
+        worker's connection never blocks the Recall panel; a superseded query is interrupted
+        (:meth:`run_recall`) and its worker posts nothing."""
+        from textual.worker import get_current_worker
+
         from memdeck.core.overview.snapshot import run_recall
 
         try:
-            if self._db is None:
+            if getattr(self, "_recall_db", None) is None:
                 from memdeck.core.overview.snapshot import open_statedb
 
-                self._db = open_statedb(self.home)
+                self._recall_db = open_statedb(self.home)
             live = getattr(self.snapshot, "live_session", None)
-            result, error = run_recall(self._db, query, self.home, self.config,
+            result, error = run_recall(self._recall_db, query, self.home, self.config,
                                        current_session_id=getattr(live, "id", None))
         except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"
+        if get_current_worker().is_cancelled:
+            return
         self.post_message(RecallReady(query, result, error))
 
     def on_recall_requested(self, message: RecallRequested) -> None:
@@ -549,13 +561,14 @@ class MemdeckApp(App[None]):
 
     def switch_home(self, home: HermesHome) -> None:
         """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
-        if self._db is not None:
-            close = getattr(self._db, "close", None)
+        for db in (self._db, getattr(self, "_recall_db", None)):
+            close = getattr(db, "close", None)
             if callable(close):
                 try:
                     close()
                 except Exception:
                     pass
+        self._recall_db = None
         self.home = home
         self.home_label = None
         self.config = load_config(home)
@@ -569,7 +582,22 @@ class MemdeckApp(App[None]):
 
     async def action_quit(self) -> None:
         self.workers.cancel_group(self, "watcher")
+        for db in (self._db, getattr(self, "_recall_db", None)):
+            interrupt = getattr(db, "interrupt", None)
+            if callable(interrupt):
+                interrupt()  # a long query in a worker stops now, so quitting is prompt
         self.exit()
+
+    def on_unmount(self) -> None:
+        """Close the read-only state.db connections (which lets them tidy the side files they
+        created, see core.sessions.statedb.tidy_side_files)."""
+        for db in (self._db, getattr(self, "_recall_db", None)):
+            close = getattr(db, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
 
     # actions that open modals or run writes live in tui/actions.py
     from .actions import (  # noqa: E402  (methods bound onto the class)

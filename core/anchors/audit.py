@@ -769,7 +769,8 @@ def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> 
 
 def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any = None, *,
                       system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None,
-                      audited: Mapping[int, Mapping[str, AnchorVerdict]] | None = None) -> list[dict[str, Any]]:
+                      audited: Mapping[int, Mapping[str, AnchorVerdict]] | None = None,
+                      home: Any = None) -> list[dict[str, Any]]:
     """Integrity score after every compaction event of the session in state.db, merged with
     MemLock's own ``drift_log``.
 
@@ -788,10 +789,15 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     """
     events = list(events if events is not None else _session_events(db, session.session_id))
     points: list[dict[str, Any]] = []
+    cached = _cached_verdicts(db, events, anchors, config, system_prompt, home)
+    fresh: list[tuple[Any, str, dict[str, AnchorVerdict]]] = []
     for ev in events:
         verdicts = (audited or {}).get(ev.index)
         if verdicts is None:
+            verdicts = cached.get(ev.index)
+        if verdicts is None:
             verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder)
+            fresh.append((ev, _verdict_key(ev, anchors, config, system_prompt), verdicts))
         points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
                        "casualties": [k for k, v in verdicts.items() if not v.alive],
                        "source": "state.db", "event_index": ev.index, "mode": ev.mode})
@@ -812,7 +818,112 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
         if j not in used:
             points.append({"time": e["time"], "score": e["score"], "casualties": e["casualties"], "source": "memlock"})
     points.sort(key=lambda p: p["time"])
+    _remember_verdicts(fresh, anchors, config, home)
     return points
+
+
+# ── per-compaction verdict cache ───────────────────────────────────────────
+# A compaction's verdicts depend only on its region (session, summary, region rows), the
+# system prompt MemLock saw with it, the anchor set and the detection config: computed once,
+# kept in this process (bounded) and, when the home has a memdeck.db, in its audit_verdicts
+# table (core.deck.db), so a restart does not re-audit a thousand compactions.
+
+_MEMO: dict[str, dict[str, AnchorVerdict]] = {}
+_MEMO_MAX = 20_000
+
+
+def _h(obj: Any) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def anchors_hash(anchors: Sequence[Any]) -> str:
+    """sha256 of what an audit reads of each anchor (id, text, probes, reminder)."""
+    return _h([[anchor_id_of(a), str(_get(a, "text", "")), probes_of(a)] for a in anchors])
+
+
+def config_hash(config: Any) -> str:
+    """sha256 of the detection config (MemLock section: method, thresholds, model)."""
+    cfg = _memlock_cfg(config)
+    fields = getattr(cfg, "__dataclass_fields__", None)
+    return _h({k: getattr(cfg, k) for k in sorted(fields)} if fields else repr(cfg))
+
+
+def _verdict_key(ev: Any, anchors: Sequence[Any], config: Any, system_prompt: str) -> str:
+    return _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id, ev.region_last_id,
+               ev.child_session_id, _h(system_prompt), anchors_hash(anchors), config_hash(config)])
+
+
+def _home_of(db: Any) -> Any:
+    path = getattr(db, "path", None)
+    return path.parent if path is not None else None
+
+
+def _cached_verdicts(db: Any, events: Sequence[Any], anchors: Sequence[Any], config: Any, system_prompt: str,
+                     home: Any) -> dict[int, dict[str, AnchorVerdict]]:
+    out: dict[int, dict[str, AnchorVerdict]] = {}
+    if not events:
+        return out
+    ah, ch, sh = anchors_hash(anchors), config_hash(config), _h(system_prompt)
+    keys = {ev.index: _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id,
+                          ev.region_last_id, ev.child_session_id, sh, ah, ch]) for ev in events}
+    missing = []
+    for idx, k in keys.items():
+        v = _MEMO.get(k)
+        if v is not None:
+            out[idx] = v
+        else:
+            missing.append(k)
+    home = home if home is not None else _home_of(db)
+    if missing and home is not None:
+        import json
+
+        from ..deck.db import load_audit_verdicts
+
+        stored = load_audit_verdicts(home, missing)
+        by_key = {k: i for i, k in keys.items()}
+        for k, text in stored.items():
+            try:
+                verdicts = {str(d["id"]): AnchorVerdict(str(d["id"]), bool(d["alive"]), int(d["hits"]),
+                                                        tuple(d["probes"]), tuple(d["missing"]), d.get("similarity"),
+                                                        str(d.get("method", "keyword")))
+                            for d in json.loads(text)}
+            except (ValueError, KeyError, TypeError):
+                continue
+            if set(verdicts) != {anchor_id_of(a) for a in anchors}:
+                continue
+            _memo_put(k, verdicts)
+            out[by_key[k]] = verdicts
+    return out
+
+
+def _memo_put(key: str, verdicts: dict[str, AnchorVerdict]) -> None:
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = verdicts
+
+
+def _remember_verdicts(fresh: Sequence[tuple[Any, str, dict[str, AnchorVerdict]]], anchors: Sequence[Any],
+                       config: Any, home: Any) -> None:
+    """Keep newly computed keyword verdicts in memory and append them to memdeck.db (if it exists).
+    Semantic verdicts depend on the encoder available, so only keyword ones are kept."""
+    import json
+    import time as _time
+
+    rows = []
+    ah, ch = anchors_hash(anchors), config_hash(config)
+    for ev, key, verdicts in fresh:
+        if any(v.method != "keyword" for v in verdicts.values()):
+            continue
+        _memo_put(key, verdicts)
+        rows.append((key, str(ev.session_id), ev.summary_hash, ah, ch,
+                     json.dumps([v.to_dict() for v in verdicts.values()]), _time.time()))
+    if rows and home is not None:
+        from ..deck.db import store_audit_verdicts
+
+        store_audit_verdicts(home, rows)
 
 
 def drift_event(event: Any) -> dict[str, Any] | None:
@@ -901,7 +1012,8 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
     block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
-                                events=events, audited={last.index: at_last} if last is not None else None) if with_history else []
+                                events=events, audited={last.index: at_last} if last is not None else None,
+                                home=getattr(store, "home", None)) if with_history else []
     methods = {v.method for v in current.values()} or {"keyword"}
     # MemLock scores at its first audit (a compaction or the safety net); before any, it has no
     # score (``integrity_score: null``), and neither does memdeck: the anchors wait for one.

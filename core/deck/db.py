@@ -109,9 +109,25 @@ CREATE INDEX IF NOT EXISTS history_until_idx ON history(until);
 #: The schema as an ordered list of additive steps: step ``i`` (1-based) brings a database from
 #: ``user_version = i - 1`` to ``i``. Each step only creates what is missing (``IF NOT EXISTS``),
 #: so existing databases keep every row. Add a new table as a new step at the end.
+_AUDIT_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit_verdicts (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    summary_hash TEXT,
+    anchors_hash TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    verdicts TEXT NOT NULL,
+    computed_at REAL NOT NULL
+);
+"""
+
+#: The schema as an ordered list of additive steps: step ``i`` (1-based) brings a database from
+#: ``user_version = i - 1`` to ``i``, in one transaction. Each step only creates what is
+#: missing (``IF NOT EXISTS``), so existing databases keep every row. Append new steps at the end.
 MIGRATIONS: tuple[str, ...] = (
-    _SCHEMA,          # 1: journal, archive
-    _HISTORY_SCHEMA,  # 2: history_seen, history
+    _SCHEMA,              # 1: journal, archive
+    _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
+    _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/audit.py), keyed by what determines them
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -245,3 +261,56 @@ def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> I
         yield c
     finally:
         c.close()
+
+
+# --------------------------------------------------------------------------- audit verdict cache
+
+
+def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, str]:
+    """``{key: verdicts JSON}`` for the cached keys among ``keys``; ``{}`` when memdeck.db does not
+    exist, predates the cache table, or cannot be read. Opens the file read-only
+    (``mode=ro``): never creates, migrates or writes anything. Never raises.
+    """
+    path = db_path(home)
+    if not keys or not path.exists():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        import urllib.parse
+
+        conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return {}
+    try:
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            for k, v in conn.execute(f"SELECT key, verdicts FROM audit_verdicts WHERE key IN ({','.join('?' * len(part))})", part):
+                out[str(k)] = str(v)
+    except sqlite3.Error:
+        return out
+    finally:
+        conn.close()
+    return out
+
+
+def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str | None, str, str, str, float]]) -> bool:
+    """Append ``(key, session_id, summary_hash, anchors_hash, config_hash, verdicts JSON, epoch s)``
+    rows (existing keys are kept). Only into an existing memdeck.db (reading a home never
+    creates it); True when written. Never raises: a locked or read-only store is skipped (the
+    verdicts stay in memory for this process).
+    """
+    if not rows or not db_path(home).exists():
+        return False
+    try:
+        conn = connect(home, timeout=1.0)
+    except DeckDBError:
+        return False
+    try:
+        with transaction(conn):
+            conn.executemany("INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
+                             " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return True
+    except (DeckDBError, sqlite3.Error, OSError):
+        return False
+    finally:
+        conn.close()

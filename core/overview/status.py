@@ -53,7 +53,7 @@ from ..memory.pending import list_pending, replay_texts
 from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id
 from ..sessions.profile import detect_profile, threat_differences
-from ..sessions.statedb import StateDB
+from ..sessions.statedb import StateDB, sharing_readers
 from ..sessions.statedb import status_section as statedb_status_section
 
 SectionFn = Callable[[HermesHome, Config], Any]
@@ -112,7 +112,7 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
         report = store.load_pins_report()
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-        with StateDB(home.state_db) as db:
+        with StateDB.shared(home.state_db) as db:
             live = db.live_session() if db.status().ok else None
             sid = default_session_id(store, live.id if live else None)
             if sid is None:
@@ -185,10 +185,17 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "config_warnings": list(config.warnings),
     }
     errors: dict[str, str] = {}
-    try:
-        out["hermes"] = hermes_section(home, out["memory"])
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["profile"] = f"{type(exc).__name__}: {exc}"
+    with sharing_readers():  # one state.db reader for every section: the history is read once
+        try:
+            out["hermes"] = hermes_section(home, out["memory"])
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors["profile"] = f"{type(exc).__name__}: {exc}"
+        _merge_sections(home, config, out, errors)
+    out["section_errors"] = errors
+    return out
+
+
+def _merge_sections(home: HermesHome, config: Config, out: dict[str, Any], errors: dict[str, str]) -> None:
     for mod, fn in MERGED_PROVIDERS:
         try:
             part = fn(home, config)
@@ -205,5 +212,3 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
             out[key] = fn(home, config)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
-    out["section_errors"] = errors
-    return out

@@ -26,13 +26,16 @@ See :meth:`StateDB.compactions` for the reconstruction rule and its limits.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import hashlib
 import json
 import os
 import re
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +43,27 @@ from typing import Any, TypeVar
 from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 
 T = TypeVar("T")
+
+_SHARED: dict[str, "StateDB"] | None = None
+
+
+@contextlib.contextmanager
+def sharing_readers() -> Iterator[None]:
+    """Within the block, :meth:`StateDB.shared` gives one reader per database path; they are
+    closed (and their side files tidied, see :meth:`StateDB.close`) when the block ends.
+    Not thread-safe: for one command (``status``, a CLI verb) on one thread."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            readers, _SHARED = _SHARED or {}, None
+            for db in readers.values():
+                db._shared_in = False
+                db.close()
 
 #: The newest schema version this reader was verified against (Hermes 0.22.2.post1
 #: ``SCHEMA_VERSION``, ``hermes_state_common.py:283``; the interop matrix covers 16-31).
@@ -236,6 +260,79 @@ class Delta:
     status: DBStatus | None = None
 
 
+# --------------------------------------------------------------------------- side files
+# A read-only connection to a WAL database creates ``state.db-wal`` (0 bytes) and
+# ``state.db-shm`` when they are absent (SQLite needs the shared-memory index even to read).
+# Leaving them makes the home look in use (a peer dashboard that copies the database when a
+# -wal exists copies it on every poll), so memdeck removes the ones *it* created, when that is
+# provably safe: after this process's last connection to the file closed, the -wal is empty,
+# and no other process has the database open. The last is checked the way SQLite's unix VFS
+# checks it (os_unix.c ``unixOpenSharedMemory``): every connection holds a shared lock on the
+# -shm's dead-man-switch byte (offset 128, ``UNIX_SHM_DMS``); if an exclusive ``F_SETLK`` on it
+# succeeds, nobody else is connected. The files are unlinked while that lock is held. Within
+# this process POSIX locks do not conflict (and closing a probe descriptor would drop SQLite's
+# own locks), so nothing is probed while any reader of the same file is open here.
+
+_SHM_DMS_OFFSET = 128
+_side_lock = threading.Lock()
+_side_open: dict[str, int] = {}
+_side_ours: dict[str, bool] = {}
+
+
+def _side_files_opening(path: Path) -> None:
+    key = str(path.absolute())
+    with _side_lock:
+        if _side_open.get(key, 0) == 0:
+            wal, shm = Path(key + "-wal"), Path(key + "-shm")
+            _side_ours[key] = not wal.exists() and not shm.exists()
+        _side_open[key] = _side_open.get(key, 0) + 1
+
+
+def _side_files_closed(path: Path) -> None:
+    key = str(path.absolute())
+    with _side_lock:
+        n = _side_open.get(key, 0) - 1
+        if n > 0:
+            _side_open[key] = n
+            return
+        _side_open.pop(key, None)
+        ours = _side_ours.pop(key, False)
+        if ours:
+            tidy_side_files(Path(key))
+
+
+def tidy_side_files(path: Path) -> str:
+    """Remove ``<path>-wal`` (only if empty) and ``<path>-shm`` when no connection holds the
+    database open (see the note above). Returns what happened: ``"removed"``, ``"absent"``,
+    ``"in use"`` (another process is connected), ``"wal not empty"`` or ``"error: ..."``.
+    Call only when this process has no connection to ``path``. Never raises."""
+    import fcntl
+
+    wal, shm = Path(str(path) + "-wal"), Path(str(path) + "-shm")
+    if not shm.exists():
+        return "absent"
+    try:
+        fd = os.open(shm, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return f"error: {exc}"
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_OFFSET, os.SEEK_SET)
+        except OSError:
+            return "in use"
+        try:
+            if wal.exists() and wal.stat().st_size != 0:
+                return "wal not empty"
+            if wal.exists():
+                wal.unlink()
+            shm.unlink()
+            return "removed"
+        except OSError as exc:
+            return f"error: {exc}"
+    finally:
+        os.close(fd)
+
+
 # --------------------------------------------------------------------------- internals
 
 _MSG_WANTED = ("id", "session_id", "role", "content", "api_content", "timestamp", "active", "compacted", "tool_name")
@@ -306,6 +403,13 @@ class StateDB:
         self._cursor_started_max: float = 0.0
         # full-scan cache
         self._events_cache: tuple[int | None, int, list[CompactionEvent]] | None = None
+        # incremental per-session compaction tracks (kept across reconnects to the same file)
+        self._tracks: dict[str, _Track] = {}
+        self._tracks_conn: sqlite3.Connection | None = None
+        #: ``progress(done, total)`` called while a session's history is first streamed (ids
+        #: covered so far / ids to cover); may raise to abort the build (the TUI uses it to
+        #: post progress and to stop promptly on quit).
+        self.progress: Callable[[int, int], None] | None = None
 
     # ------------------------------------------------------------------ connection
 
@@ -318,7 +422,22 @@ class StateDB:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if not getattr(self, "_shared_in", None):
+            self.close()
+
+    @classmethod
+    def shared(cls, path: str | os.PathLike[str]) -> "StateDB":
+        """The reader of ``path`` shared inside a :func:`sharing_readers` block (so the sections
+        of one command reconstruct the history once), else a new reader. ``with`` on a shared
+        reader does not close it; the block does."""
+        key = str(Path(path).absolute())
+        if _SHARED is not None:
+            db = _SHARED.get(key)
+            if db is None:
+                db = _SHARED[key] = cls(path)
+                db._shared_in = True
+            return db
+        return cls(path)
 
     def _classify(self, exc: BaseException) -> DBStatus:
         msg = str(exc).lower()
@@ -361,9 +480,11 @@ class StateDB:
         if bad is not None:
             raise _Unavailable(bad)
         uri = "file:" + urllib.parse.quote(str(self.path.absolute())) + "?mode=ro"
+        _side_files_opening(self.path)
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
+            _side_files_closed(self.path)
             raise _Unavailable(self._classify(exc)) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
@@ -379,6 +500,17 @@ class StateDB:
             raise _Unavailable(self._classify(exc)) from exc
         return conn
 
+    def interrupt(self) -> None:
+        """Abort the statement running on this reader's connection, from any thread (SQLite
+        ``sqlite3_interrupt``); the interrupted call returns its empty default. For a
+        superseded as-you-type recall query. No-op when nothing is open."""
+        conn = self._conn
+        if conn is not None:
+            try:
+                conn.interrupt()
+            except sqlite3.Error:
+                pass
+
     def reopen_if_replaced(self) -> bool:
         """Drop the connection when state.db was deleted or replaced by another file since it was
         opened (a restore from backup, ``hermes sessions`` maintenance); the next call reopens
@@ -388,6 +520,7 @@ class StateDB:
                 return False
             self._drop()
             self._cursor_last_id = None
+            self._tracks = {}
             return True
 
     def _drop(self) -> None:
@@ -396,6 +529,7 @@ class StateDB:
                 self._conn.close()
             except sqlite3.Error:
                 pass
+            _side_files_closed(self.path)
         self._conn = None
         self._events_cache = None
         self._cursor_data_version = None
@@ -460,6 +594,13 @@ class StateDB:
                 return fn(conn)
             except _Unavailable as exc:
                 self._status = exc.status
+                self._drop()
+                return default
+            except sqlite3.OperationalError as exc:
+                if "interrupt" in str(exc).lower():  # interrupt(): a superseded query, the connection is fine
+                    self.last_error = "interrupted"
+                    return default
+                self._status = self._classify(exc)
                 self._drop()
                 return default
             except (sqlite3.Error, OSError, MemoryError) as exc:
@@ -847,8 +988,87 @@ class StateDB:
         return message_text(decode_content(content))
 
     def _inplace_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
-        rows = self._session_rows(conn, session_id)
-        return _reconstruct_inplace(session_id, rows, self._row_text)
+        return list(self._tracked_events(conn, session_id))
+
+    #: Rows read per statement while streaming a session (bounds the time between progress calls).
+    STREAM_CHUNK_IDS = 20_000
+
+    def _stream_rows(self, conn: sqlite3.Connection, session_id: str, from_id: int,
+                     progress: Callable[[int, int], None] | None = None) -> Iterable[_Row]:
+        """A session's rows with ``id >= from_id`` in id order, streamed.
+
+        Read through the primary key (``id`` ranges) with the session test made unindexable
+        (``+session_id``), so SQLite walks the table b-tree in id order: no temp b-tree sort,
+        nothing written to disk (Hermes' ``idx_messages_session(session_id, timestamp)`` would
+        deliver timestamp order and force a sort of the whole session). Rows of other
+        sessions in the range are skipped by SQLite without reading their content.
+        ``progress(done_ids, total_ids)`` is called between chunks (it may raise to abort).
+        """
+        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
+                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
+        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        sql = (f"SELECT {', '.join(cols)} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id")
+        lo = int(from_id)
+        total = max(0, top - lo + 1)
+        while lo <= top:
+            hi = lo + self.STREAM_CHUNK_IDS
+            yield from conn.execute(sql, (lo, hi, session_id))
+            if progress is not None:
+                progress(min(hi, top + 1) - int(from_id), total)
+            lo = hi
+
+    def _session_sig(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
+        if "rewind_count" not in self._scols:
+            return ()
+        row = conn.execute("SELECT rewind_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return tuple(row) if row else ()
+
+    def _tracked_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        """The session's in-place events, found incrementally (see :class:`_Track`).
+
+        First call per session: one streamed pass over its rows, holding only the rows from
+        the last-but-one compaction on. Later calls with an unchanged ``PRAGMA data_version``
+        return the kept events; otherwise only the window (the rows from the checkpoint's
+        region start, usually the last two compactions' regions plus new rows) is re-read with
+        its current flags. A rewind (``rewind_count`` changed) or vanished rows rebuild from
+        scratch. The result equals the full-scan rule of :meth:`compactions`.
+        """
+        dv = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        track = self._tracks.get(session_id)
+        if track is not None and track.data_version == dv and self._tracks_conn is conn:
+            return track.events
+        sig = self._session_sig(conn, session_id)
+        if track is None or track.sig != sig:
+            track = None
+        for attempt in range(2):
+            fresh = track is None
+            t = _Track(sig=sig) if fresh else track
+            try:
+                self._advance(conn, session_id, t, progress=self.progress if fresh else None)
+            except _Rebuild:
+                track = None
+                continue
+            t.data_version = dv
+            self._tracks[session_id] = t
+            self._tracks_conn = conn
+            return t.events
+        return []
+
+    def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        buf: list[_Row] = []
+        trim_at = 4096
+        for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
+            buf.append(tuple(r))
+            if len(buf) >= trim_at:
+                keep = _run_window(session_id, buf, self._row_text, track, complete=False)
+                if keep:
+                    del buf[:keep]
+                trim_at = max(4096, 2 * len(buf))
+        if track.ckpt is not None and (not buf or int(buf[0][0]) != track.ckpt_start_id):
+            raise _Rebuild()
+        _run_window(session_id, buf, self._row_text, track, complete=True)
+        track.last_id = int(buf[-1][0]) if buf else 0
 
     def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
         if not {"parent_session_id", "end_reason"} <= self._scols:
@@ -1076,9 +1296,12 @@ class _Texts:
         self._cache: dict[int, str] = {}
 
     def text(self, i: int) -> str:
+        raw = self.rows[i][2]
+        if type(raw) is str and not raw.startswith(CONTENT_JSON_PREFIX):
+            return raw  # a plain string is its own text (message_text), nothing to decode
         t = self._cache.get(i)
         if t is None:
-            t = self._cache[i] = self.text_of(self.rows[i][2])
+            t = self._cache[i] = self.text_of(raw)
         return t
 
     def key(self, i: int) -> tuple[str, str]:
@@ -1100,12 +1323,11 @@ class _Texts:
 _SUMMARY_FIRST_CHARS = "[ \t\n\r"
 
 
-def _tail_end(rows: Sequence[_Row], p: int, stop: int, key: Callable[[int], tuple[str, str]],
-              copies: Callable[[], set[tuple[str, str]]]) -> int:
+def _tail_end(rows: Sequence[_Row], p: int, stop: int, is_copy: Callable[[int], bool]) -> int:
     """Index one past the last row of the inserted set that contains the summary at ``p``.
 
-    ``copies()`` gives the (role, text) keys a copied row may repeat; it is called only when a
-    row is not freshly stamped (so the keys are built only when needed).
+    ``is_copy(j)`` tells whether row ``j`` repeats the (role, text) of a batch row; it is
+    called only when a row is not freshly stamped (so the batch keys are built only when needed).
     """
     try:
         ts0 = float(rows[p][5] or 0.0)
@@ -1121,42 +1343,106 @@ def _tail_end(rows: Sequence[_Row], p: int, stop: int, key: Callable[[int], tupl
         except (TypeError, ValueError):
             ts = 0.0
         fresh = abs(ts - ts0) <= FRESH_STAMP_TOLERANCE + 1e-6 * (j - p + 1)
-        if not fresh and key(j) not in copies():
+        if not fresh and not is_copy(j):
             break
         j += 1
     return j
 
 
-def _lazy_set(build: Callable[[], set[tuple[str, str]]]) -> Callable[[], set[tuple[str, str]]]:
-    box: list[set[tuple[str, str]]] = []
+def _lazy_set(build: Callable[[], set[Any]]) -> Callable[[], set[Any]]:
+    box: list[set[Any]] = []
 
-    def get() -> set[tuple[str, str]]:
+    def get() -> set[Any]:
         if not box:
             box.append(build())
         return box[0]
     return get
 
 
-def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> list[CompactionEvent]:
+def _ids_of(first: int, last: int, ids: list[int]) -> Sequence[int]:
+    """A region's ids: a ``range`` when consecutive (one transaction, the usual case), else a tuple."""
+    return range(first, last + 1) if len(ids) == last - first + 1 else tuple(ids)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass
+class _Accepted:
+    p: int                      # index of the summary row in the window
+    match: Any                  # SummaryMatch (None for a carried checkpoint: taken from ``event``)
+    start: int                  # index of the region's first row (head start)
+    batch: list[int] | None     # indices of the batch rows (None for a carried checkpoint)
+    archived: int
+    event: CompactionEvent | None = None  # the checkpoint's event, carried from the last run
+
+
+@dataclass
+class _Track:
+    """The incremental reconstruction state of one session (see :meth:`StateDB._tracked_events`).
+
+    ``final``: events that can no longer change (their summary row is inactive and a later
+    event exists). The *checkpoint* is the last event whose summary row is inactive: its
+    region start ``ckpt_start_id`` is where the next run's window begins (rows before it are
+    never read again); ``ckpt_copies`` holds the hashes of its batch rows' (role, text) keys
+    (its tail test needs them and its batch lies before the window). ``seen``: digests of every
+    summary candidate text up to the checkpoint's summary row. ``pending``: the checkpoint and
+    the events after it, as of the last run (recomputed on every run).
+    """
+
+    final: list[CompactionEvent] = field(default_factory=list)
+    ckpt: CompactionEvent | None = None
+    ckpt_start_id: int = 0
+    ckpt_copies: frozenset[int] = frozenset()
+    seen: dict[bytes, int] = field(default_factory=dict)
+    pending: list[CompactionEvent] = field(default_factory=list)
+    data_version: int | None = None
+    sig: tuple[Any, ...] = ()
+    last_id: int = 0
+
+    @property
+    def events(self) -> list[CompactionEvent]:
+        return self.final + self.pending
+
+
+def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str], track: _Track,
+                *, complete: bool) -> int:
+    """Run the in-place reconstruction over ``rows`` (the window: the session's rows from
+    ``track.ckpt_start_id`` in id order, read with their current flags) and advance ``track``.
+
+    Exactly the rule of :meth:`StateDB.compactions` restricted to the window: the loop state
+    at the checkpoint (its region start as ``lower``, the candidate texts seen so far) is all
+    the rule needs from the rows before it. Returns the window index from which rows must be
+    kept for the next run (the new checkpoint's region start). With ``complete`` the rows are
+    the whole window up to the newest row (``pending`` is set); otherwise only events before
+    the new checkpoint are committed (a first build that trims its buffer as it goes).
+    """
     tx = _Texts(rows, text_of)
-    # summary candidates, skipping verbatim copies of an earlier summary
-    cands: list[tuple[int, Any]] = []
-    seen_content: set[str] = set()
-    for i in range(len(rows)):
+    ck = track.ckpt
+    p_ck = -1
+    accepted: list[_Accepted] = []
+    lower = 0
+    if ck is not None and ck.summary_message_id is not None:
+        p_ck = bisect.bisect_left(_IdView(rows), int(ck.summary_message_id))
+        if p_ck >= len(rows) or int(rows[p_ck][0]) != int(ck.summary_message_id):
+            raise _Rebuild()
+        accepted.append(_Accepted(p_ck, None, 0, None, ck.archived_count, ck))
+    seen_local = set(track.seen)
+    new_seen: list[tuple[bytes, int]] = []
+    for i in range(p_ck + 1, len(rows)):
         if not tx.may_be_summary(i):
             continue
         text = tx.text(i)
         m = match_summary(text)
         if m is None:
             continue
-        if text in seen_content:
+        d = _digest(text)
+        if d in seen_local:
             continue
-        seen_content.add(text)
-        cands.append((i, m))
-    events: list[CompactionEvent] = []
-    lower = 0
-    accepted: list[tuple[int, Any, int, list[int]]] = []
-    for p, m in cands:
+        seen_local.add(d)
+        new_seen.append((d, int(rows[i][0])))
+        p = i
         if p < lower:
             continue
         if rows[p][3]:  # summary still live: the head is the live run right before it
@@ -1166,34 +1452,112 @@ def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callabl
         else:
             h = 0
             limit = (p - lower) // 2
+            k0 = tx.key(lower) if limit > 0 else None
             for j in range(limit, 0, -1):
-                if all(tx.key(p - j + t) == tx.key(lower + t) for t in range(j)):
+                if tx.key(p - j) == k0 and all(tx.key(p - j + t) == tx.key(lower + t) for t in range(1, j)):
                     h = j
                     break
         start = p - h
-        batch = [i for i in range(lower, start) if rows[i][4]]
+        batch = [k for k in range(lower, start) if rows[k][4]]
         if not batch:
             continue
-        accepted.append((p, m, start, batch))
+        accepted.append(_Accepted(p, m, start, batch, len(batch)))
         lower = start
-    for k, (p, m, start, batch) in enumerate(accepted):
-        stop = accepted[k + 1][2] if k + 1 < len(accepted) else len(rows)
-        copies = _lazy_set(lambda batch=batch: {tx.key(i) for i in batch})
-        end = _tail_end(rows, p, stop, tx.key, copies)
-        region = [int(rows[i][0]) for i in range(start, end)]
+    # the new checkpoint: the last accepted event whose summary row is inactive
+    # (and no live row before its start: only live rows change flags later — a compaction or a
+    # rewind flips them — so every row before the checkpoint's start is frozen)
+    first_live = next((i for i in range(len(rows)) if rows[i][3]), len(rows))
+    new_ck = None
+    for k in range(len(accepted) - 1, -1, -1):
+        if not rows[accepted[k].p][3] and accepted[k].start <= first_live:
+            new_ck = k
+            break
+    if not complete and new_ck is None:
+        return 0
+    base = len(track.final)
+    events: list[CompactionEvent] = []
+    upto = len(accepted) if complete else new_ck
+    for k in range(upto if upto is not None else 0):
+        a = accepted[k]
+        stop = accepted[k + 1].start if k + 1 < len(accepted) else len(rows)
+        if a.batch is None:
+            copies_hashes = track.ckpt_copies
+            is_copy = lambda j, c=copies_hashes: hash(tx.key(j)) in c  # noqa: E731
+        else:
+            copies = _lazy_set(lambda b=a.batch: {hash(tx.key(i)) for i in b})
+            is_copy = lambda j, c=copies: hash(tx.key(j)) in c()  # noqa: E731
+        end = _tail_end(rows, a.p, stop, is_copy)
+        region = [int(rows[i][0]) for i in range(a.start, end)]
         stamps = []
-        for i in range(start, end):
+        for i in range(a.start, end):
             try:
                 stamps.append(float(rows[i][5] or 0.0))
             except (TypeError, ValueError):
                 pass
+        if a.match is not None:
+            kind, merged, shash = a.match.kind, a.match.merged, a.match.body_hash
+        else:
+            kind, merged, shash = a.event.kind, a.event.merged, a.event.summary_hash  # type: ignore[union-attr]
         events.append(CompactionEvent(
             session_id=session_id, time=max(stamps) if stamps else 0.0, mode="in_place",
-            summary_message_id=int(rows[p][0]), kind=m.kind, merged=m.merged, summary_hash=m.body_hash,
-            archived_count=len(batch), region_first_id=region[0], region_last_id=region[-1], index=k + 1,
-            region_ids=tuple(region),
+            summary_message_id=int(rows[a.p][0]), kind=kind, merged=merged, summary_hash=shash,
+            archived_count=a.archived, region_first_id=region[0], region_last_id=region[-1], index=base + k + 1,
+            region_ids=_ids_of(region[0], region[-1], region),
         ))
-    return events
+    keep_from = 0
+    if new_ck is not None:
+        a = accepted[new_ck]
+        if a.batch is not None:  # a new checkpoint: remember its batch keys
+            track.ckpt_copies = frozenset(hash(tx.key(i)) for i in a.batch)
+        if complete:
+            track.final += events[:new_ck]
+            track.ckpt = events[new_ck]
+            track.pending = events[new_ck:]
+        else:
+            track.final += events
+            ck_ev = CompactionEvent(
+                session_id=session_id, time=0.0, mode="in_place", summary_message_id=int(rows[a.p][0]),
+                kind=a.match.kind if a.match is not None else a.event.kind,  # type: ignore[union-attr]
+                merged=a.match.merged if a.match is not None else a.event.merged,  # type: ignore[union-attr]
+                summary_hash=a.match.body_hash if a.match is not None else a.event.summary_hash,  # type: ignore[union-attr]
+                archived_count=a.archived)
+            track.ckpt = ck_ev
+            track.pending = []
+        track.ckpt_start_id = int(rows[a.start][0])
+        limit_id = int(rows[a.p][0])
+        for d, rid in new_seen:
+            if rid <= limit_id:
+                track.seen[d] = rid
+        keep_from = a.start
+    elif complete:
+        track.pending = events
+    return keep_from
+
+
+class _IdView:
+    """``rows`` seen as their ids, for :func:`bisect.bisect_left`."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Sequence[_Row]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.rows[i][0])
+
+
+class _Rebuild(Exception):
+    """The tracked state no longer matches the database (rows vanished): rebuild from scratch."""
+
+
+def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> list[CompactionEvent]:
+    """Every in-place event of a session from all its rows in id order (one window run)."""
+    track = _Track()
+    _run_window(session_id, rows, text_of, track, complete=True)
+    return track.events
 
 
 def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_live: Sequence[_Row]) -> tuple[list[int], Any, int | None]:
@@ -1215,7 +1579,7 @@ def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_
             end += 1
         return [int(r[0]) for r in rows[:end]], None, None
     copies = _lazy_set(lambda: {(str(r[1]), text_of(r[2])) for r in parent_live})
-    end = _tail_end(rows, p, len(rows), tx.key, copies)
+    end = _tail_end(rows, p, len(rows), lambda j: tx.key(j) in copies())
     return [int(r[0]) for r in rows[:end]], match, int(rows[p][0])
 
 
@@ -1234,7 +1598,7 @@ def status_section(home: Any, config: Any = None, *, limit: int = 50) -> dict[st
         config: unused (kept for the uniform ``section(home, config)`` signature).
     """
     path = home.state_db if hasattr(home, "state_db") else Path(home) / "state.db"
-    with StateDB(path) as db:
+    with StateDB.shared(path) as db:
         st = db.status()
         items = db.sessions(limit=limit) if st.ok else []
         st = db.status() if st.ok else st

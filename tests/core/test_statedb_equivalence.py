@@ -138,3 +138,83 @@ def test_generated_histories(tmp_path_factory, ops) -> None:
     conn.close()
     _assert_same(p)
     shutil.rmtree(d, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- incremental reader
+# One reader kept open while the history grows: after every operation its incrementally found
+# events (window re-read from the checkpoint, rewinds rebuilding) equal a fresh full scan.
+
+
+def _apply(conn, sid: str, op: tuple, t: float, n: int) -> tuple[str, int]:
+    live = hs.active_messages(conn, sid)
+    if op[0] == "msg":
+        _, text, enc = op
+        n += 1
+        content = f"{text} #{n}" if text else text
+        if enc == "json":
+            content = "\x00json:" + json.dumps([{"type": "text", "text": content}])
+        elif enc == "bytes":
+            content = content.encode("utf-8")
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES (?, ?, ?, ?, 1, 0)", (sid, "user" if n % 2 else "assistant", content, t))
+    elif op[0] == "compact" and len(live) >= 2:
+        _, head, tail, merge, keep_ts, extra = op
+        hs.compact_in_place(conn, sid, f"summary at {t}", keep_head=min(head, len(live)), keep_tail=tail, now=t,
+                            merge_into_tail=merge, keep_timestamps=keep_ts,
+                            extra_tail=[{"role": "user", "content": f"turn at {t}"}] if extra else ())
+    elif op[0] == "legacy_compact" and len(live) >= 2:
+        _, head, tail = op
+        hs.compact_in_place(conn, sid, f"legacy summary {t}", keep_head=min(head, len(live)), keep_tail=tail, now=t,
+                            prefix=LEGACY_SUMMARY_PREFIX)
+    elif op[0] == "rewind" and live:
+        rows = conn.execute("SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,)).fetchall()
+        hs.rewind(conn, sid, rows[max(0, len(rows) - 1 - op[1])][0])
+    elif op[0] == "rotate" and live:
+        new = f"g{int(sid[1:]) + 1}"
+        hs.rotate(conn, sid, new, f"rotation summary {t}", now=t)
+        sid = new
+    return sid, n
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_incremental_reader_matches_a_full_scan_after_every_step(tmp_path_factory, ops) -> None:
+    d = tmp_path_factory.mktemp("inc")
+    p = d / "state.db"
+    conn = hs.create_state_db(p)
+    sid, n, t = "g0", 0, 1000.0
+    hs.add_session(conn, sid, started_at=t)
+    reader = StateDB(p)
+    for op in ops:
+        t += 10.0
+        sid, n = _apply(conn, sid, op, t, n)
+        assert reader.compactions() == reference_compactions(p), repr(ops)
+    conn.close()
+    reader.close()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_long_session_is_streamed_in_trimmed_windows(tmp_path: Path, monkeypatch) -> None:
+    """40 compactions of ~150 rows (6,000+ rows, beyond the 4,096-row buffer that is trimmed
+    at each checkpoint), small id chunks, json and summary-like rows: same events as the full
+    scan, on a fresh reader and on one that followed the growth."""
+    monkeypatch.setattr(StateDB, "STREAM_CHUNK_IDS", 97)
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "big", started_at=1)
+    hs.add_session(conn, "other", started_at=2)
+    follower = StateDB(p)
+    t = 10.0
+    for k in range(40):
+        for i in range(150):
+            t += 1.0
+            content = f"turn {k}.{i}" if i % 7 else "\x00json:" + json.dumps([{"type": "text", "text": f"[part {k}.{i}]"}])
+            hs.append_message(conn, "big" if i % 13 else "other", "user" if i % 2 else "assistant", content, timestamp=t)
+        hs.compact_in_place(conn, "big", f"summary {k}", keep_head=3, keep_tail=5, now=t + 0.5)
+        if k % 9 == 0:
+            assert follower.compactions() == reference_compactions(p)
+    ref = reference_compactions(p)
+    assert len(ref) == 40
+    assert follower.compactions() == ref
+    assert StateDB(p).compactions("big") == ref
+    conn.close()

@@ -1,0 +1,91 @@
+"""Per-compaction audit verdicts are computed once and kept (issue 9): in memory, and in
+memdeck.db's ``audit_verdicts`` when the home has one; reading never creates memdeck.db and an
+unchanged refresh writes nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from memdeck.core.anchors import audit as audit_mod
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.deck import db as deckdb
+from memdeck.core.demo import build_demo_home, demo_plan
+from memdeck.core.sessions.statedb import StateDB
+
+
+def _count_audits(monkeypatch) -> list[int]:
+    calls = [0]
+    real = audit_mod.run_audit
+
+    def counting(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(audit_mod, "run_audit", counting)
+    return calls
+
+
+def _audit(home):
+    sid = demo_plan().live_session_id
+    with StateDB(home.state_db) as db:
+        return audit_mod.audit_session(db, AnchorStore(home), sid)
+
+
+def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, monkeypatch) -> None:
+    home = build_demo_home(tmp_path / "home")
+    deckdb.connect(home).close()  # the home has a memdeck.db (memdeck wrote to it before)
+    audit_mod._MEMO.clear()
+    calls = _count_audits(monkeypatch)
+    first = _audit(home)
+    n_events = first.compactions
+    assert n_events >= 2 and calls[0] == 1 + 1 + (n_events - 1)  # current, last, the older events
+    with sqlite3.connect(deckdb.db_path(home)) as c:
+        assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == n_events - 1
+    audit_mod._MEMO.clear()  # a new process
+    calls[0] = 0
+    second = _audit(home)
+    assert calls[0] == 2  # only the current region and the last compaction: history came from memdeck.db
+    assert second.history == first.history
+
+
+def test_an_unchanged_audit_writes_nothing_and_reading_creates_no_store(tmp_path: Path, monkeypatch) -> None:
+    home = build_demo_home(tmp_path / "home")
+    assert not deckdb.db_path(home).exists()
+    audit_mod._MEMO.clear()
+    _audit(home)
+    assert not deckdb.db_path(home).exists()  # computed in memory, nothing created
+    deckdb.connect(home).close()
+    _audit(home)  # verdicts are in memory already: nothing new to write
+    with sqlite3.connect(deckdb.db_path(home)) as c:
+        assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == 0
+    writes = []
+    monkeypatch.setattr(deckdb, "store_audit_verdicts", lambda *a, **k: writes.append(a) or True)
+    _audit(home)
+    assert writes == []
+
+
+def test_changed_anchors_are_a_new_key(tmp_path: Path) -> None:
+    home = build_demo_home(tmp_path / "home")
+    store = AnchorStore(home)
+    sid = demo_plan().live_session_id
+    anchors = store.load_session(sid).sorted_anchors()
+    assert audit_mod.anchors_hash(anchors) != audit_mod.anchors_hash(anchors[1:])
+
+
+def test_schema_steps_upgrade_a_version_1_store_and_keep_its_rows(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = deckdb.db_path(home)
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as c:
+        c.executescript(deckdb.MIGRATIONS[0])
+        c.execute("INSERT INTO journal (ts, actor, op, kind, target) VALUES (1, 'cli', 'add', 'memory', 'memory')")
+        c.execute("PRAGMA user_version = 1")
+    conn = deckdb.connect(home)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == 0
+    finally:
+        conn.close()
+    assert deckdb.SCHEMA_VERSION == len(deckdb.MIGRATIONS)
