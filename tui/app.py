@@ -96,8 +96,10 @@ class MemdeckApp(App[None]):
         clock: Clock | None = None,
         session_id: str | None = None,
         home_label: str | None = None,
+        user_settings: bool = False,
     ) -> None:
         super().__init__()
+        self.use_settings = user_settings
         self.home_label = home_label
         self.home = home
         self.config = config if config is not None else load_config(home)
@@ -163,9 +165,18 @@ class MemdeckApp(App[None]):
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
+        from .settings import all_binding_ids, load_settings
 
         self.ansi_theme_light = LIGHT_ANSI  # status colours at 3:1 or better on the light theme
         self.theme = "textual-dark"
+        if self.use_settings:
+            settings = load_settings(all_binding_ids(type(self)), self.available_themes)
+            if settings.keymap:
+                self.set_keymap(dict(settings.keymap))
+            if settings.theme:
+                self.theme = settings.theme
+            for w in settings.warnings:
+                self.notify(w, title="settings", severity="warning", timeout=10)
         self.request_refresh()
         if self.watch_enabled:
             self.start_watchers()
@@ -627,6 +638,7 @@ def make_app(
     now: float | None = None,
     session_id: str | None = None,
     home_label: str | None = None,
+    user_settings: bool = False,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -640,6 +652,8 @@ def make_app(
             snapshots).
         session_id: the session shown first (default: the live session).
         home_label: text shown instead of the home's path in the status line (snapshots).
+        user_settings: apply the person's settings file (keymap, theme; see
+            :mod:`memdeck.tui.settings`); the ``memdeck`` command does, tests opt in.
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -647,4 +661,4 @@ def make_app(
         fixed = float(now)
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
-                      home_label=home_label)
+                      home_label=home_label, user_settings=user_settings)

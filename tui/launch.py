@@ -10,6 +10,7 @@ read), 2 for a usage error (bad ``--profile``/``--home``), 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -30,7 +31,8 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
     :func:`core.demo.demo_home_dir` (``$XDG_CACHE_HOME/memdeck/demo-<seed>``, or a temp dir when
     the cache is not writable), its clock set to the current second so the live session looks
     live. Otherwise the home is resolved like every command (``--home``, ``--profile``,
-    ``HERMES_HOME``, the active profile, ``~/.hermes``).
+    ``HERMES_HOME``, the active profile, ``~/.hermes``), except that the ``default_profile``
+    of memdeck's settings file (:mod:`memdeck.tui.settings`) comes before the active profile.
 
     Raises:
         HomeError: the profile name is invalid or the profile does not exist.
@@ -42,7 +44,12 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
 
         seed = getattr(args, "seed", None)
         return fresh_demo_home(DEMO_SEED if seed is None else int(seed), now=float(int(time.time()))), True
-    home = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
+    profile = getattr(args, "profile", None)
+    if profile is None and getattr(args, "home", None) is None and not os.environ.get("HERMES_HOME", "").strip():
+        from .settings import load_settings
+
+        profile = load_settings().default_profile  # memdeck's own default, before Hermes' active_profile
+    home = resolve_home(getattr(args, "home", None), profile)
     if not home.path.is_dir():
         raise MemdeckError(
             f"no Hermes home at {home.path} (set HERMES_HOME, pass --home PATH, or try `memdeck --demo`)"
@@ -87,7 +94,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     try:
         config = load_config(home)
-        app = make_app(home, config=config, watch=True, demo=demo)
+        app = make_app(home, config=config, watch=True, demo=demo, user_settings=True)
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:

@@ -58,13 +58,14 @@ def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
     return [root / "memdeck" / "config.toml", root / "memdeck" / "config.yaml"]
 
 
-def load_settings(binding_ids: Iterable[str], themes: Iterable[str],
+def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str] | None = None,
                   env: Mapping[str, str] | None = None) -> UserSettings:
     """Read the first settings file that exists. Never raises.
 
     Args:
-        binding_ids: the ids a keymap may name (the app's and screens' Binding ids).
-        themes: the theme names the app has.
+        binding_ids: the ids a keymap may name (the app's and screens' Binding ids); None
+            keeps every id unchecked (the launcher needs only ``default_profile``).
+        themes: the theme names the app has; None keeps the theme unchecked.
         env: the environment (default ``os.environ``).
     """
     path = next((p for p in settings_paths(env) if p.is_file()), None)
@@ -82,7 +83,7 @@ def load_settings(binding_ids: Iterable[str], themes: Iterable[str],
         return UserSettings(path=path, warnings=(f"{path}: expected a table of settings; using the defaults",))
     warnings: list[str] = [f"{path}: unknown setting {k!r} ignored" for k in data if k not in KNOWN_KEYS]
     theme = data.get("theme")
-    if theme is not None and (not isinstance(theme, str) or theme not in set(themes)):
+    if theme is not None and (not isinstance(theme, str) or (themes is not None and theme not in set(themes))):
         warnings.append(f"{path}: theme {theme!r} is not one of this Textual's themes; using the default")
         theme = None
     profile = data.get("default_profile")
@@ -94,9 +95,9 @@ def load_settings(binding_ids: Iterable[str], themes: Iterable[str],
     if not isinstance(raw, dict):
         warnings.append(f"{path}: keymap must be a table of binding id = keys; ignored")
         raw = {}
-    known = set(binding_ids)
+    known = None if binding_ids is None else set(binding_ids)
     for bid, keys in raw.items():
-        if bid not in known:
+        if known is not None and bid not in known:
             warnings.append(f"{path}: keymap names an unknown binding id {bid!r} (see ? for the ids)")
         elif not isinstance(keys, str) or not keys.strip():
             warnings.append(f"{path}: keymap {bid!r} needs keys as a string such as \"ctrl+p\"")
@@ -105,8 +106,8 @@ def load_settings(binding_ids: Iterable[str], themes: Iterable[str],
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings))
 
 
-def all_binding_ids(app: Any) -> list[str]:
-    """Every Binding id of the app, its screens' classes and the panels (what a keymap may name)."""
+def all_binding_ids(app_class: Any) -> list[str]:
+    """Every Binding id of the app class, its screens and the panels (what a keymap may name)."""
     from textual.binding import Binding
 
     from .keymap import app_bindings, screen_bindings
@@ -117,7 +118,7 @@ def all_binding_ids(app: Any) -> list[str]:
     from .widgets.panels import Panel
 
     out: list[str] = []
-    sources: list[Any] = [*app_bindings(), *screen_bindings(), *type(app).BINDINGS]
+    sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS]
     for cls in (ConfirmScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel):
         sources.extend(getattr(cls, "BINDINGS", ()))
     for b in sources:

@@ -29,7 +29,7 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
     calls: list[dict] = []
     mod = types.ModuleType("memdeck.tui.app")
 
-    def make_app(home, *, config=None, watch=True, demo=False):
+    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False):
         app = FakeApp(home, getattr(mod, "boom", None))
         calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app})
         return app
