@@ -32,7 +32,7 @@ from memdeck.core.home import HermesHome
 
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
@@ -72,7 +72,8 @@ class MemdeckApp(App[None]):
         home: the Hermes home shown (changes with the profile picker).
         config: its config (re-read when ``config.yaml`` changes).
         snapshot: the last applied :class:`core.snapshot.DeckSnapshot` (``None`` before the first).
-        refresh_count: snapshots applied so far (tests wait on it).
+        refresh_count: full snapshots applied so far (tests wait on it; the memory-only first
+            paint of a launch does not count).
     """
 
     CSS_PATH = "app.tcss"
@@ -109,6 +110,8 @@ class MemdeckApp(App[None]):
         self.session_id = session_id
         self.snapshot: Any = None
         self.refresh_count = 0
+        #: ``(done, total)`` while the first full build reads a long history, else None
+        self.build_progress: tuple[int, int] | None = None
         #: the last 100 toasts as ``(epoch s, severity, title, message)``, oldest first (``N`` shows them)
         self.notification_log: deque[tuple[float, str, str, str]] = deque(maxlen=100)
         #: snapshot builds run so far, including those that found every source unchanged
@@ -287,7 +290,11 @@ class MemdeckApp(App[None]):
             if not self.watch_enabled or self.paused:
                 t.append(" · ", "dim")
             t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
-        if snap is not None and getattr(snap, "taken_at", None):
+        if snap is not None and snap.partial:
+            bp = self.build_progress
+            pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
+            t.append(f" · reading state.db history{pct}…", "bold cyan")
+        elif snap is not None and getattr(snap, "taken_at", None):
             t.append(" · updated ", "dim")
             t.append(time.strftime("%H:%M:%S", time.localtime(snap.taken_at)), "dim")
         # the path last, shortened from the left to what the line has room for
@@ -364,11 +371,17 @@ class MemdeckApp(App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+        from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
 
         try:
+            if self.snapshot is None:
+                # progressive first paint: memory usage at once, the history when it is read
+                self.post_message(SnapshotReady(build_memory_snapshot(self.home, self.config, now=self.clock()),
+                                                final=False))
             if self._db is None:
                 self._db = open_statedb(self.home)
+                if self._db is not None:
+                    self._db.progress = self._progress_reporter()
             self.refresh_runs += 1
             snap = build_snapshot(
                 self.home,
@@ -383,8 +396,37 @@ class MemdeckApp(App[None]):
             snap = exc
         self.post_message(SnapshotReady(snap))
 
+    def _progress_reporter(self) -> Callable[[int, int], None]:
+        """``progress(done, total)`` for the state.db reader: posts :class:`BuildProgress` at most
+        every 100 ms, and stops the build (by raising) when the worker was cancelled (quit)."""
+        from textual.worker import get_current_worker
+
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            try:
+                worker = get_current_worker()
+            except Exception:  # not in a worker (a status call from another thread)
+                worker = None
+            if worker is not None and worker.is_cancelled:
+                raise RuntimeError("the dashboard is closing")
+            now = time.monotonic()
+            if now - last[0] >= 0.1:
+                last[0] = now
+                self.post_message(BuildProgress(done, total))
+
+        return progress
+
+    def on_build_progress(self, message: BuildProgress) -> None:
+        self.build_progress = (message.done, message.total)
+        self.update_status_line()
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        if not message.final:
+            self.apply_snapshot(message.snapshot)
+            return
         self._refreshing = False
+        self.build_progress = None
         snap = message.snapshot
         if isinstance(snap, BaseException):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
@@ -424,7 +466,8 @@ class MemdeckApp(App[None]):
                         pass
             self.update_status_line()
             self._update_badges(snap)
-        self.refresh_count += 1
+        if not snap.partial:  # the memory-only first paint is not a refresh of the whole home
+            self.refresh_count += 1
 
     def _update_badges(self, snap: Any) -> None:
         """Counts on the tabs: drifted anchors, flagged entries and pending writes."""

@@ -9,11 +9,24 @@ from textual.message import Message
 
 
 class SnapshotReady(Message):
-    """A new :class:`core.snapshot.DeckSnapshot` was built off the UI thread."""
+    """A new :class:`memdeck.core.overview.snapshot.DeckSnapshot` was built off the UI thread.
 
-    def __init__(self, snapshot: Any) -> None:
+    ``final`` is False for the memory-only first paint of a launch: the build goes on.
+    """
+
+    def __init__(self, snapshot: Any, final: bool = True) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.final = final
+
+
+class BuildProgress(Message):
+    """The first full build is reading a session's history: ``done`` of ``total`` rows (ids)."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
 
 
 class SourcesChanged(Message):

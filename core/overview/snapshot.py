@@ -141,6 +141,8 @@ class DeckSnapshot:
             built without stamps); a rebuild reuses each part whose sources are unchanged.
         following_live: True when :attr:`session_id` is the live session because no session
             was pinned (the dashboard follows the newest live session).
+        partial: True for the first, memory-only snapshot of a launch
+            (:func:`build_memory_snapshot`): state.db, the anchors and the audit are not read yet.
         hermes_profile: which Hermes wrote the home (:class:`core.sessions.profile.HermesProfile`:
             version, schema, degradations in plain words), or None when it could not be detected.
         threat_differences: every entry / pending write whose memdeck verdict differs from the
@@ -172,6 +174,7 @@ class DeckSnapshot:
     warnings: tuple[str, ...] = ()
     stamps: SourceStamps | None = None
     following_live: bool = True
+    partial: bool = False
     new_changes: tuple[Any, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
@@ -265,6 +268,65 @@ def _pending_texts(p: Any) -> list[str]:
         for op in payload.get("operations") or ():
             if isinstance(op, Mapping) and op.get("content"):
                 out.append(str(op["content"]))
+    return out
+
+
+def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None = None) -> DeckSnapshot:
+    """The first paint of a launch: memory files, prompt blocks, pending writes and their threat
+    findings, read in milliseconds whatever the size of state.db. Never touches state.db or
+    memdeck.db. Never raises (a failed source is a banner, as in :func:`build_snapshot`).
+
+    Returns:
+        a :class:`DeckSnapshot` with ``partial=True`` and no state.db, anchor or audit data.
+    """
+    errors = _Errors()
+    memory: dict[str, Any] = {}
+    for target in TARGETS:
+        def _read(target: str = target) -> Any:
+            from ..memory.store import read_memory
+
+            return read_memory(home, config, target)
+
+        state = _guard(errors, ("capacity", "review"), home.memory_file(target).name, _read, None)
+        if state is not None:
+            memory[target] = state
+
+    def _pending() -> tuple[Any, ...]:
+        from ..memory.pending import list_pending
+
+        return tuple(list_pending(home))
+
+    pending = _guard(errors, ("review",), "pending writes", _pending, ())
+
+    def _blocks() -> str:
+        from ..sessions.recall import render_prompt_blocks
+
+        return render_prompt_blocks(home, config)
+
+    prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
+    findings = _guard(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+    return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
+                        memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
+                        findings=_frozen(findings), errors=errors.frozen(),
+                        warnings=tuple(getattr(config, "warnings", ()) or ()), partial=True)
+
+
+def _scan_findings(memory: Mapping[str, Any], pending: tuple[Any, ...]) -> dict[str, tuple[Any, ...]]:
+    """text -> threat findings, for every entry and pending write text that has any."""
+    from ..memory.threats import scan_cached
+
+    texts: list[str] = []
+    for st in memory.values():
+        for e in _attr(st, "entries", ()) or ():
+            texts.append(e if isinstance(e, str) else str(_attr(e, "text", "")))
+    for p in pending:
+        texts.extend(_pending_texts(p))
+    out: dict[str, tuple[Any, ...]] = {}
+    for t in texts:
+        if t and t not in out:
+            found = scan_cached(t)
+            if found:
+                out[t] = found
     return out
 
 
@@ -462,27 +524,10 @@ def build_snapshot(
     reminder = str(_attr(audit, "reminder_block", "") or "")
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
-    def _findings() -> dict[str, tuple[Any, ...]]:
-        from ..memory.threats import scan_cached
-
-        texts: list[str] = []
-        for st in memory.values():
-            for e in _attr(st, "entries", ()) or ():
-                texts.append(e if isinstance(e, str) else str(_attr(e, "text", "")))
-        for p in pending:
-            texts.extend(_pending_texts(p))
-        out: dict[str, tuple[Any, ...]] = {}
-        for t in texts:
-            if t and t not in out:
-                found = scan_cached(t)
-                if found:
-                    out[t] = found
-        return out
-
     if memory_same and pending_same and previous is not None:
         findings = dict(previous.findings)
     else:
-        findings = _guard(errors, ("review",), "threat scan", _findings, {})
+        findings = _guard(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
 
     # ── which Hermes wrote the home (state.db layout, config.yaml, pending record fields) ──
     def _profile() -> Any:

@@ -102,7 +102,9 @@ def integrity_facts(snap: Any, now: float) -> Text:
     score = current_score(snap)
     t = Text()
     t.append("session   ", "dim")
-    if snap.session_id:
+    if snap.partial:
+        t.append("reading state.db and the anchors… (memory is shown already)", "bold cyan")
+    elif snap.session_id:
         t.append_text(safe_text(snap.session_id, single_line=True, style="bold"))
         live_id = _get(snap.live_session, "id")
         if live_id and live_id == snap.session_id:

@@ -1,0 +1,70 @@
+"""Progressive first paint: memory usage before the history; progress while a long history is
+read; quit during a long build exits promptly (issue 9)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from textual.message import Message
+
+from memdeck.core.demo import DEMO_NOW
+from memdeck.core.sessions.statedb import StateDB
+from memdeck.tui.app import make_app
+from memdeck.tui.messages import BuildProgress, SnapshotReady
+from tests.tui.conftest import wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_memory_usage_is_painted_before_the_history_is_read(demo_home, monkeypatch) -> None:
+    release = threading.Event()
+    real = StateDB.sessions
+
+    def slow_sessions(self, *a, **k):  # the history build waits until the test lets it go
+        self.progress and self.progress(1, 4)  # as the streaming reader reports
+        release.wait(60)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(StateDB, "sessions", slow_sessions)
+    seen: list[Message] = []
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40), message_hook=seen.append) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        snap = app.snapshot
+        assert snap.partial and snap.memory["memory"].chars > 0 and not snap.sessions
+        await pilot.press("4")  # keys work while the history is read
+        await wait_for(pilot, lambda: app.current_panel_id == "capacity")
+        assert "/2,200 chars" in app.query_one("#usage-memory").content.plain
+        await wait_for(pilot, lambda: any(isinstance(m, BuildProgress) for m in seen))
+        assert "reading state.db history" in app.query_one("#statusline").content.plain
+        release.set()
+        await wait_for(pilot, lambda: app.snapshot is not None and not app.snapshot.partial)
+        ready = [m for m in seen if isinstance(m, SnapshotReady)]
+        assert [m.final for m in ready][:2] == [False, True]
+        assert app.snapshot.sessions and "reading state.db" not in app.query_one("#statusline").content.plain
+
+
+async def test_quit_during_a_long_history_build_exits(demo_home, monkeypatch) -> None:
+    started = threading.Event()
+    stop = threading.Event()
+    real = StateDB.sessions
+
+    def endless(self, *a, **k):  # a build that reports progress until it is told to stop
+        started.set()
+        while not stop.is_set():
+            if self.progress:
+                self.progress(1, 10**6)
+            stop.wait(0.01)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(StateDB, "sessions", endless)
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: started.is_set() and app.snapshot is not None)
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running)
+    finally:
+        stop.set()
+    assert app.return_code in (0, None)
