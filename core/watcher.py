@@ -26,6 +26,9 @@ DEBOUNCE_MS = 50
 #: How often the ``watchfiles`` fallback checks for changes, in milliseconds.
 STEP_MS = 50
 
+#: How long a burst of inotify events is gathered before the watcher reports it, in seconds.
+BURST_S = 0.012
+
 #: Source kinds a change can touch (what :class:`core.snapshot.SourceStamps` stamps).
 SOURCES = ("memory", "config", "pending", "memlock", "statedb")
 
@@ -131,6 +134,9 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
             on_ready()
         while True:
             event = await ino.get()
+            # one SQLite commit or one atomic replace is a burst of events within a few ms:
+            # let it land, so it wakes one refresh, not two (a timer, not a poll)
+            await asyncio.sleep(BURST_S)
             kinds: set[str] = set()
             rearm = False
             while event is not None:

@@ -110,6 +110,8 @@ class MemdeckApp(App[None]):
         self.session_id = session_id
         self.snapshot: Any = None
         self.refresh_count = 0
+        #: panels not drawn since the last snapshot (drawn when shown)
+        self._stale_panels: set[str] = set()
         #: ``(done, total)`` while the first full build reads a long history, else None
         self.build_progress: tuple[int, int] | None = None
         #: the last 100 toasts as ``(epoch s, severity, title, message)``, oldest first (``N`` shows them)
@@ -215,7 +217,25 @@ class MemdeckApp(App[None]):
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pid = self.current_panel_id
+        if pid in self._stale_panels and self.snapshot is not None:
+            self._stale_panels.discard(pid)
+            self._show_panel_snapshot(pid, self.snapshot)
         self.call_after_refresh(self._focus_panel)
+
+    def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
+        """Draw ``snap`` in panel ``pid`` unless it holds nothing new for it; a panel that fails
+        shows a banner, the app goes on."""
+        try:
+            panel = self.panel(pid)
+            if panel.needs_drawing(snap):
+                panel.show_snapshot(snap)
+        except Exception as exc:  # a panel bug must not kill the app
+            self.log.error(f"panel {pid} failed to render: {exc!r}")
+            try:
+                self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
+            except Exception:
+                pass
 
     #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
     ROW_ACTIONS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -455,15 +475,11 @@ class MemdeckApp(App[None]):
             if q.strip():
                 self.run_recall(q)
         with self.batch_update():
-            for pid in PANEL_IDS:
-                try:
-                    self.panel(pid).show_snapshot(snap)
-                except Exception as exc:  # a panel bug must not kill the app
-                    self.log.error(f"panel {pid} failed to render: {exc!r}")
-                    try:
-                        self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
-                    except Exception:
-                        pass
+            # Only the panel on screen is drawn now; the others when they are shown (a live
+            # home refreshes every few seconds, and most panels are not looked at).
+            current = self.current_panel_id
+            self._stale_panels = set(PANEL_IDS) - {current}
+            self._show_panel_snapshot(current, snap)
             self.update_status_line()
             self._update_badges(snap)
         if not snap.partial:  # the memory-only first paint is not a refresh of the whole home

@@ -78,10 +78,33 @@ def focus_now(widget: Any) -> None:
 
 
 class Panel(Vertical):
-    """Base of the six panels."""
+    """Base of the panels.
+
+    ``DEPENDS`` names the :class:`DeckSnapshot` fields a panel draws; when none of them changed
+    since it was last drawn the app does not draw it again (a live home refreshes every few
+    seconds; most refreshes touch one or two panels). Empty: always drawn.
+    """
 
     can_focus = False
     filter_text: str = ""
+    DEPENDS: tuple[str, ...] = ()
+    _drawn: tuple[Any, ...] | None = None
+
+    def drawn_from(self, snap: Any) -> tuple[Any, ...] | None:
+        """What this panel draws from ``snap`` (compared with ``==`` to skip a redraw)."""
+        if not self.DEPENDS:
+            return None
+        return (snap.config, snap.errors, snap.partial, *(getattr(snap, f, None) for f in self.DEPENDS))
+
+    def needs_drawing(self, snap: Any) -> bool:
+        """False when ``snap`` holds the same data for this panel as the one last drawn."""
+        key = self.drawn_from(snap)
+        try:
+            same = key is not None and self._drawn is not None and key == self._drawn
+        except Exception:  # a value that cannot be compared is drawn
+            same = False
+        self._drawn = key
+        return not same
     BINDINGS = [Binding("escape", "clear_filter", "Clear filter", show=False, id="memdeck.clear_filter")]
 
     def action_clear_filter(self) -> None:
@@ -167,6 +190,9 @@ class Panel(Vertical):
 
 
 class IntegrityPanel(Panel):
+    DEPENDS = ("session_id", "audit", "compactions", "integrity_history", "db_status", "live_session",
+               "session_anchors", "reminder_block", "hermes_profile")
+
     """The shown session's integrity score (large), its sparkline, floor and last compaction."""
 
     can_focus = True
@@ -302,6 +328,8 @@ class TableDetailPanel(Panel):
 
 
 class AnchorsPanel(TableDetailPanel):
+    DEPENDS = ("session_id", "audit", "session_anchors", "global_ids", "archived")
+
     """One row per anchor, sorted as MemLock re-injects them (priority desc, id asc)."""
 
     NAME = SOURCE = "anchors"
@@ -326,6 +354,8 @@ class AnchorsPanel(TableDetailPanel):
 
 
 class DriftPanel(TableDetailPanel):
+    DEPENDS = ("session_id", "drift_log", "compactions", "audit")
+
     """Every audit (MemLock drift log), newest first; the selected one explained below."""
 
     NAME = SOURCE = "drift"
@@ -349,6 +379,8 @@ class DriftPanel(TableDetailPanel):
 
 
 class CapacityPanel(TableDetailPanel):
+    DEPENDS = ("memory", "findings", "prompt_blocks", "archived")
+
     """MEMORY.md / USER.md usage bars, the entries with sizes and threat flags, the next
     session's frozen prompt block."""
 
@@ -445,6 +477,8 @@ class RecallPanel(Panel):
 
 
 class ReviewPanel(TableDetailPanel):
+    DEPENDS = ("pending", "findings", "memory", "threat_differences", "hermes_profile")
+
     """Pending writes and flagged entries, each with its threat findings highlighted."""
 
     NAME = SOURCE = "review"

@@ -1,0 +1,269 @@
+"""Soak: the dashboard open in a pty beside a simulated Hermes, for minutes (issue 8).
+
+    python bench/bench_live.py [--minutes 10] [--idle 120] [--out bench/results/live.md]
+
+The simulated Hermes is a separate process running Hermes' own code (hermes-agent 0.19.0:
+``hermes_state.SessionDB``, ``tools.memory_tool.MemoryStore`` and ``memory_tool`` with
+``write_approval`` on for one staged pending write) on a copy of the demo home:
+
+* a message every 2 s in the live session (every fifth an assistant tool call);
+* a memory write every 10 s (``MemoryStore.replace`` of one entry, a new length each time, so
+  MEMORY.md's usage shown on screen is a new number after every write);
+* one staged pending write at 25 %, an in-place compaction (``archive_and_compact``) at 40 %,
+  and a ``/new`` (the live session ended, a new one started) at 50 %.
+
+memdeck runs as ``python -m memdeck.tui --home H`` in a pty of 120x40 on the Capacity panel.
+Measured: CPU of the dashboard process while Hermes is live and then idle (percent of one core),
+its RSS at start and end, wake-ups per second while idle (context switches summed over its
+threads), and for each memory write the time until the new usage number is on screen (median,
+p95). At the end the screen must show Hermes' final usage and the new live session's id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pty
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import fcntl
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HERMES = r'''
+import json, os, sys, time
+from pathlib import Path
+from hermes_state import SessionDB
+from tools.memory_tool import MemoryStore
+from agent.context_compressor import SUMMARY_PREFIX
+
+home = Path(os.environ["HERMES_HOME"])
+minutes = float(sys.argv[1])
+live = sys.argv[2]
+db = SessionDB(home / "state.db")
+store = MemoryStore()
+store.load_from_disk()
+end = time.time() + minutes * 60
+start = time.time()
+marker = "Soak marker: the simulated Hermes keeps rewriting this entry"
+store.add("memory", marker)
+current = marker
+def say(**kw):
+    print(json.dumps({"t": time.time(), **kw}), flush=True)
+def usage():
+    return len("\n§\n".join(MemoryStore()._read_file(home / "memories" / "MEMORY.md")))
+i = 0
+staged = compacted = renewed = False
+next_msg = time.time()
+next_mem = time.time() + 5
+while time.time() < end:
+    now = time.time()
+    frac = (now - start) / (minutes * 60)
+    if now >= next_msg:
+        i += 1
+        if i % 5 == 0:
+            db.append_message(live, "assistant", None, tool_calls=[{"id": f"c{i}", "type": "function",
+                              "function": {"name": "terminal", "arguments": json.dumps({"command": f"ls -la /srv/{i}"})}}])
+            db.append_message(live, "tool", f"total {i}\ndrwxr-xr-x 2 root root 4096 srv{i}", tool_name="terminal", tool_call_id=f"c{i}")
+        else:
+            db.append_message(live, "user" if i % 2 else "assistant", f"soak turn {i}: deploy the kubernetes rollout again")
+        next_msg += 2
+    if now >= next_mem:
+        new = marker + " " + "x" * (i % 37 + 1) + f" #{i}"
+        r = store.replace("memory", current[:40], new)
+        if r.get("success"):
+            current = new
+            say(event="memory", chars=usage())
+        next_mem += 10
+    if not staged and frac >= 0.25:
+        cfg = home / "config.yaml"
+        text = cfg.read_text() if cfg.exists() else ""
+        cfg.write_text(text + "\nmemory:\n  write_approval: true\n" if "write_approval" not in text else text)
+        from tools import memory_tool
+        out = json.loads(memory_tool.memory_tool(action="add", target="user", content="Prefers short answers in the soak", store=MemoryStore()))
+        cfg.write_text(text)
+        say(event="pending", result=out)
+        staged = True
+    if not compacted and frac >= 0.4:
+        rows = db.get_messages(live) if hasattr(db, "get_messages") else []
+        tail = [{"role": m["role"], "content": m.get("content")} for m in rows[-6:] if m.get("content")]
+        msgs = [{"role": "assistant", "content": SUMMARY_PREFIX + " The soak has been deploying a rollout."}] + tail
+        db.archive_and_compact(live, msgs)
+        say(event="compaction")
+        compacted = True
+    if not renewed and frac >= 0.5:
+        db.end_session(live, "new_session")
+        live = time.strftime("%Y%m%d_%H%M%S_") + "50a4ed"
+        db.create_session(live, source="cli")
+        db.append_message(live, "user", "hello from the new session")
+        say(event="new_session", id=live)
+        renewed = True
+    time.sleep(0.05)
+say(event="done", chars=usage(), live=live)
+'''
+
+
+def _cpu_seconds(pid: int) -> float:
+    parts = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _switches(pid: int) -> int:
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total
+
+
+class Screen:
+    """Reads everything the dashboard writes to its pty and remembers when each chunk came."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.chunks: list[tuple[float, str]] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            with self.lock:
+                self.chunks.append((time.time(), data.decode("utf-8", "replace")))
+
+    def first_after(self, needle: str, t0: float) -> float | None:
+        with self.lock:
+            for t, chunk in self.chunks:
+                if t >= t0 and needle in chunk:
+                    return t
+        return None
+
+    def wait_for(self, needle: str, t0: float, timeout: float) -> float | None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            hit = self.first_after(needle, t0)
+            if hit is not None:
+                return hit
+            time.sleep(0.02)
+        return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--idle", type=float, default=120.0)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "live.md"))
+    args = ap.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    from memdeck.core.demo import DEMO_SEED, build_demo_home
+    from memdeck.core.sessions.statedb import StateDB
+
+    work = Path(tempfile.mkdtemp(prefix="memdeck-soak-"))
+    home = build_demo_home(work / "home", seed=DEMO_SEED, now=float(int(time.time())))
+    with StateDB(home.state_db) as db:
+        live = db.live_session().id
+    env = {**os.environ, "HERMES_HOME": str(home.path), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the dashboard, as a person starts it
+        os.execvpe(sys.executable, [sys.executable, "-m", "memdeck.tui", "--home", str(home.path)], env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    screen = Screen(fd)
+    t_launch = time.time()
+    os.write(fd, b"4")  # the Capacity panel (typed ahead, as a person does)
+    first = screen.wait_for("/2,200 chars", t_launch, 60)
+    screen.wait_for("updated", t_launch, 60)  # the full snapshot is on screen
+    cpu0, rss0 = _cpu_seconds(pid), _rss_mib(pid)
+
+    hermes = subprocess.Popen([sys.executable, "-c", HERMES, str(args.minutes), live], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    t_live = time.time()
+    latencies: list[float] = []
+    missed = 0
+    events: list[dict] = []
+    rss_samples = [rss0]
+    for line in hermes.stdout:  # one JSON line per Hermes event
+        ev = json.loads(line)
+        events.append(ev)
+        if ev["event"] == "memory":
+            hit = screen.wait_for(f"{ev['chars']:,}/2,200", ev["t"], 10.0)
+            if hit is None:
+                missed += 1
+            else:
+                latencies.append(max(0.0, hit - ev["t"]) * 1000)
+            rss_samples.append(_rss_mib(pid))
+    hermes.wait()
+    t_end_live = time.time()
+    cpu_live = (_cpu_seconds(pid) - cpu0) / (t_end_live - t_live) * 100
+
+    done = events[-1]
+    new_live = next((e["id"] for e in events if e["event"] == "new_session"), None)
+    usage_ok = screen.wait_for(f"{done['chars']:,}/2,200", t_live, 10.0) is not None
+    time.sleep(2.0)
+    sw0, cpu1, t_idle = _switches(pid), _cpu_seconds(pid), time.time()
+    time.sleep(args.idle)
+    idle_s = time.time() - t_idle
+    cpu_idle = (_cpu_seconds(pid) - cpu1) / idle_s * 100
+    wakeups = (_switches(pid) - sw0) / idle_s
+    rss_end = _rss_mib(pid)
+    t_tab = time.time()
+    os.write(fd, b"1")  # Integrity: which session does it show?
+    session_ok = new_live is not None and screen.wait_for(new_live, t_tab, 10.0) is not None
+    os.write(fd, b"q")
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    shutil.rmtree(work, ignore_errors=True)
+
+    lat = sorted(latencies)
+    p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))] if lat else float("nan")
+    rows = [
+        ("soak length", f"{args.minutes:g} min live + {idle_s:.0f} s idle"),
+        ("launch -> memory usage on screen", f"{(first - t_launch):.2f} s" if first else "never"),
+        ("CPU while Hermes is live (one core)", f"{cpu_live:.2f} %"),
+        ("CPU idle after (one core)", f"{cpu_idle:.3f} %"),
+        ("wake-ups per second idle (all threads)", f"{wakeups:.1f}"),
+        ("RSS at start / end / max during", f"{rss0:.1f} / {rss_end:.1f} / {max(rss_samples):.1f} MiB"),
+        ("memory writes seen on screen", f"{len(latencies)} of {len(latencies) + missed}"),
+        ("external write -> screen, median / p95", f"{statistics.median(lat):.0f} / {p95:.0f} ms" if lat else "n/a"),
+        ("final usage on screen equals Hermes'", "yes" if usage_ok else "NO"),
+        ("shows the new live session after /new", "yes" if session_ok else "NO"),
+    ]
+    table = "| measure | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    print(table)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("# live soak (bench/bench_live.py)\n\n" + table + "\n", encoding="utf-8")
+    return 0 if usage_ok and session_ok and not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
