@@ -2,8 +2,8 @@
 
     python screenshots/make_screenshots.py [--out DIR] [--only NAME ...]
 
-Every picture is the real app (``tui.app.make_app``) on the deterministic demo home (seed 7,
-``core.demo.DEMO_NOW``) with a fixed clock, UTC, animations off and no file watchers, run
+Every picture is the real app (``memdeck.tui.app.make_app``) on the deterministic demo home (seed 7,
+``memdeck.core.demo.DEMO_NOW``) with a fixed clock, UTC, animations off and no file watchers, run
 headless at a fixed terminal size with ``App.run_test(size=...)`` and saved with
 ``App.save_screenshot``. Re-running it on an unchanged tree gives the same pictures.
 """
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from core.demo import DEMO_NOW, DEMO_SEED, build_demo_home  # noqa: E402
+from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home  # noqa: E402
 
 #: Where the pictures' demo home is built (wiped and rebuilt on each run; shown in the status line).
 DEMO_PATH = Path(tempfile.gettempdir()) / "memdeck-demo"
@@ -73,7 +73,7 @@ async def _settle(pilot, app, rounds: int = 200) -> None:
 
 async def take(shot: Shot, home, out: Path) -> Path:
     """Run the app headless for ``shot`` and save its SVG to ``out/<name>.svg``."""
-    from tui.app import make_app
+    from memdeck.tui.app import make_app
 
     app = make_app(home, watch=False, demo=True, now=DEMO_NOW)
     async with app.run_test(size=shot.size) as pilot:

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import on, work
@@ -36,6 +36,15 @@ from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsReq
 from .safe_text import safe_plain, safe_text
 
 Clock = Callable[[], float]
+
+
+class Notice(NamedTuple):
+    """One toast as it was shown (escaped): epoch seconds, severity, title, message."""
+
+    when: float
+    severity: str
+    title: str
+    message: str
 
 
 class DeckScreen(Screen):
@@ -115,7 +124,7 @@ class MemdeckApp(App[None]):
         #: ``(done, total)`` while the first full build reads a long history, else None
         self.build_progress: tuple[int, int] | None = None
         #: the last 100 toasts as ``(epoch s, severity, title, message)``, oldest first (``N`` shows them)
-        self.notification_log: deque[tuple[float, str, str, str]] = deque(maxlen=100)
+        self.notification_log: deque[Notice] = deque(maxlen=100)
         #: snapshot builds run so far, including those that found every source unchanged
         self.refresh_runs = 0
         self._db: Any = None
@@ -135,7 +144,7 @@ class MemdeckApp(App[None]):
         kept in :attr:`notification_log` (the ``N`` screen).
         """
         message, title = safe_plain(str(message)), safe_plain(str(title or ""), single_line=True)
-        self.notification_log.append((time.time(), str(severity), title, message))
+        self.notification_log.append(Notice(time.time(), str(severity), title, message))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # ── layout ──────────────────────────────────────────────────────────
@@ -371,6 +380,16 @@ class MemdeckApp(App[None]):
 
     def _refresh_blocked(self) -> bool:
         return self.paused or isinstance(self.screen, ModalScreen)
+
+    @property
+    def refresh_pending(self) -> bool:
+        """True while a refresh runs or one is queued to run (paused, behind a dialog, or next)."""
+        return self._refreshing or self._dirty
+
+    @property
+    def idle(self) -> bool:
+        """True when no refresh runs and none can start now (tests settle on this)."""
+        return not self._refreshing and not (self._dirty and not self._refresh_blocked())
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.

@@ -46,7 +46,7 @@ async def settle(pilot, app, rounds: int = 50) -> None:
         for w in busy:
             await w.wait()
         await pilot.pause()
-        if not busy and not app._refreshing and not (app._dirty and not app._refresh_blocked()):
+        if not busy and app.idle:
             return
     raise AssertionError("the app did not settle")
 

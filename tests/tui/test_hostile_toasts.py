@@ -32,8 +32,8 @@ def _raw_controls(s: str) -> list[str]:
 
 
 def _check(app) -> None:
-    assert app._notifications, "no toast was shown"
-    for n in app._notifications:
+    assert app.notification_log, "no toast was shown"
+    for n in app.notification_log:
         for part in (str(n.message), str(n.title or "")):
             assert not _raw_controls(part), f"raw control chars {_raw_controls(part)} in toast {part!r}"
 
@@ -80,7 +80,7 @@ async def test_anchor_action_toasts_escape_hostile_ids(hostile_app, monkeypatch,
         import dataclasses
         app.snapshot = dataclasses.replace(app.snapshot, session_id=HOSTILE)
         monkeypatch.setattr(app, "push_screen", lambda _screen, callback=None, **k: callback(values))
-        app._notifications.clear()
+        app.notification_log.clear()
         getattr(app, f"action_{action}")()
         await settle(pilot, app)
         _check(app)
@@ -92,7 +92,7 @@ async def test_every_notify_path_escapes(hostile_app) -> None:
     app = hostile_app
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
-        app._notifications.clear()
+        app.notification_log.clear()
         app.notify(HOSTILE, title=HOSTILE, markup=False)
         app.screen.notify(HOSTILE, title=HOSTILE)
 
@@ -103,5 +103,5 @@ async def test_every_notify_path_escapes(hostile_app) -> None:
         action_boom(app)
         await pilot.pause()
         _check(app)
-        assert len(app._notifications) == 3
-        assert "⟨ESC⟩]52;c;" in str(list(app._notifications)[0].message)
+        assert len(app.notification_log) == 3
+        assert "⟨ESC⟩]52;c;" in str(list(app.notification_log)[0].message)

@@ -25,7 +25,7 @@ def _app(home, **kw):
 
 
 def _toasts(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in app.notification_log]
 
 
 def _session(app):
@@ -165,7 +165,7 @@ async def test_archive_and_restore_anchor(demo_home) -> None:
         assert aid not in _session(app).anchors
         assert any(f"archived anchor {aid} (archive #" in t and "R restores it" in t for t in _toasts(app)), _toasts(app)
         # the archived row is listed in Anchors
-        assert any(r.state == "archived" and r.anchor_id == aid for r in app.panel("anchors")._rows)
+        assert any(r.state == "archived" and r.anchor_id == aid for r in app.panel("anchors").rows)
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         await pilot.press("enter")
@@ -182,7 +182,7 @@ async def test_restore_offers_the_selected_archived_anchor_first(demo_home) -> N
         await _archive_anchor(pilot, app, first)
         await _archive_anchor(pilot, app, second)
         # select the archived row of the first one (not the newest) and press R
-        row = next(r for r in app.panel("anchors")._rows if r.state == "archived" and r.anchor_id == first)
+        row = next(r for r in app.panel("anchors").rows if r.state == "archived" and r.anchor_id == first)
         assert app.query_one("#anchors-table").select_key(row.key)
         await pilot.pause()
         await pilot.press("R")
@@ -220,7 +220,7 @@ async def test_undo_toast_names_the_change_and_a_refusal_says_why(demo_home) -> 
         await pilot.press("y")
         await settle(pilot, app)
         assert _session(app).to_dict()["anchors"] == before and pinned.id in before and other not in before
-        refused = [n for n in app._notifications if str(n.title) == "undo: refused"]
+        refused = [n for n in app.notification_log if str(n.title) == "undo: refused"]
         assert refused and "another change was recorded after this dialog opened" in str(refused[-1].message)
 
 
@@ -271,7 +271,7 @@ async def test_pause_holds_refreshes_until_resumed(demo_home) -> None:
         MemoryStore(app.home, app.config, actor="test").add("user", "written while the dashboard was paused")
         app.request_refresh()
         await settle(pilot, app)
-        assert app.refresh_count == count and app._dirty
+        assert app.refresh_count == count and app.refresh_pending
         await pilot.press("space")
         await settle(pilot, app)
         assert not app.paused and app.refresh_count == count + 1
@@ -323,7 +323,7 @@ async def test_theme_toggle_tabs_filter_help_palette_quit(demo_home) -> None:
         await pilot.press("u", "v")
         await wait_for(pilot, lambda: box.value == "uv")
         keys = app.query_one("#anchors-table").keys
-        assert keys and all("uv" in app.panel("anchors")._rows[i].text.lower() or "uv" in app.panel("anchors")._rows[i].reminder.lower() for i in range(len(keys)))
+        assert keys and all("uv" in app.panel("anchors").rows[i].text.lower() or "uv" in app.panel("anchors").rows[i].reminder.lower() for i in range(len(keys)))
         await pilot.press("escape")
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))

@@ -24,13 +24,13 @@ def _texts(app, target: str) -> list[str]:
 
 
 def _toasts(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in app.notification_log]
 
 
 async def _select_entry(pilot, app, target: str, text: str) -> None:
     await pilot.press("4")
     await pilot.pause()
-    row = next(r for r in app.panel("capacity")._rows if r.target == target and r.text == text)
+    row = next(r for r in app.panel("capacity").rows if r.target == target and r.text == text)
     assert app.query_one("#capacity-table").select_key(row.key)
     await pilot.pause()
 
@@ -133,7 +133,7 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         assert len(ids_before) >= 2
         await pilot.press("6")
         await pilot.pause()
-        rows = [r for r in app.panel("review")._rows if r.kind == "pending"]
+        rows = [r for r in app.panel("review").rows if r.kind == "pending"]
         clean = next(r for r in rows if not r.findings)
         hostile = next(r for r in rows if r.findings)
         table = app.query_one("#review-table")
@@ -144,7 +144,7 @@ async def test_approve_and_reject_pending(demo_home) -> None:
             await pilot.press(key)
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)
-        said = [str(n.message) for n in app._notifications]
+        said = [str(n.message) for n in app.notification_log]
         assert sum("this is a pending write, not an entry yet" in m for m in said) == 3, said
         assert not any("select an entry" in m for m in said), said
         # A on a hostile pending write: the core refuses, the record stays
@@ -153,7 +153,7 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         await pilot.press("A")
         await settle(pilot, app)
         assert hostile.ident in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
-        assert any("refused" in str(n.title) for n in app._notifications)
+        assert any("refused" in str(n.title) for n in app.notification_log)
         # X rejects it (asks first)
         table.select_key(hostile.key)
         await pilot.pause()
@@ -235,8 +235,8 @@ async def test_toasts_say_what_changed_and_a_noop_says_so(demo_home) -> None:
         await pilot.press("y")
         await settle(pilot, app)
         assert "Deploys happen on Tuesdays." in _texts(app, "memory")
-        refused = [n for n in app._notifications if str(n.title) == "undo: refused"]
-        assert refused and "cannot undo add" in str(refused[-1].message), [str(n.message) for n in app._notifications]
+        refused = [n for n in app.notification_log if str(n.title) == "undo: refused"]
+        assert refused and "cannot undo add" in str(refused[-1].message), [str(n.message) for n in app.notification_log]
 
 
 def test_describe_change_names_op_and_target_of_each_kind() -> None:

@@ -82,7 +82,7 @@ async def test_entry_markup_and_escapes_render_literally(demo_home) -> None:
         await settle(pilot, app)
         await pilot.press("4")
         await pilot.pause()
-        rows = app.panel("capacity")._rows
+        rows = app.panel("capacity").rows
         row = next(r for r in rows if r.text.startswith("[bold red]boom"))
         table = app.query_one("#capacity-table")
         table.select_key(row.key)
@@ -112,14 +112,14 @@ async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> Non
         await pilot.press("4")
         await pilot.pause()
         marker = "Hermes wrote this while memdeck watched"
-        assert not any(marker in r.text for r in app.panel("capacity")._rows)
+        assert not any(marker in r.text for r in app.panel("capacity").rows)
         env = {**os.environ, "HERMES_HOME": str(demo_home.path)}
         limit = str(app.config.memory_char_limit)
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", HERMES_WRITER, marker, limit, env=env,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()[-2000:]
-        await wait_for(pilot, lambda: any(marker in r.text for r in app.panel("capacity")._rows))
+        await wait_for(pilot, lambda: any(marker in r.text for r in app.panel("capacity").rows))
         table = app.query_one("#capacity-table")
         assert any(marker in table.get_row(k)[-1].plain for k in table.keys)
 
@@ -133,7 +133,7 @@ async def test_rows_update_in_place_and_the_cursor_stays_on_its_row(demo_home) -
         await pilot.press("4")
         await pilot.pause()
         table = app.query_one("#capacity-table")
-        rows = app.panel("capacity")._rows
+        rows = app.panel("capacity").rows
         chosen = rows[5]
         assert table.select_key(chosen.key)
         await pilot.pause()

@@ -323,6 +323,11 @@ class TableDetailPanel(Panel):
         r = self._current()
         return None if r is None else self.selection_for(r)
 
+    @property
+    def rows(self) -> list[Any]:
+        """The rows shown now (after the filter), top to bottom."""
+        return list(getattr(self, "_rows", []))
+
 
 # ── Anchors ─────────────────────────────────────────────────────────────────
 
