@@ -95,3 +95,15 @@ def test_nothing_imports_the_old_top_level_names() -> None:
                 if any(n.split(".")[0] in ("core", "tui") for n in names):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_the_snapshot_is_typed_with_core_types() -> None:
+    """Issue 11: DeckSnapshot carries core values, not ``Any`` (drift-log points are MemLock's
+    own JSON events, a mapping by design)."""
+    import typing
+
+    from memdeck.core.overview.snapshot import DeckSnapshot
+
+    hints = typing.get_type_hints(DeckSnapshot)
+    loose = sorted(name for name, hint in hints.items() if hint is typing.Any or typing.Any in typing.get_args(hint))
+    assert loose == []

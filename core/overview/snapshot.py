@@ -27,6 +27,15 @@ from ..config import Config
 from ..home import TARGETS, HermesHome
 from ..sessions.profile import HermesProfile
 
+from ..anchors.audit import SessionAudit
+from ..anchors.store import SessionAnchors, SessionFileInfo
+from ..deck.archive import ArchivedItem
+from ..history import Change
+from ..memory.pending import PendingWrite
+from ..memory.store import MemoryFileState
+from ..memory.threats import Finding
+from ..sessions.statedb import CompactionEvent, DBStatus, SessionInfo
+
 T = TypeVar("T")
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
@@ -152,30 +161,30 @@ class DeckSnapshot:
     taken_at: float
     home: HermesHome
     config: Config
-    memory: Mapping[str, Any] = field(default_factory=_frozen)
-    pending: tuple[Any, ...] = ()
-    archived: tuple[Any, ...] = ()
-    sessions: tuple[Any, ...] = ()
-    live_session: Any = None
-    db_status: Any = None
+    memory: Mapping[str, MemoryFileState] = field(default_factory=_frozen)
+    pending: tuple[PendingWrite, ...] = ()
+    archived: tuple[ArchivedItem, ...] = ()
+    sessions: tuple[SessionInfo, ...] = ()
+    live_session: SessionInfo | None = None
+    db_status: DBStatus | None = None
     data_version: int | None = None
     session_id: str | None = None
-    anchor_sessions: tuple[Any, ...] = ()
-    session_anchors: Any = None
+    anchor_sessions: tuple[SessionFileInfo, ...] = ()
+    session_anchors: SessionAnchors | None = None
     global_ids: frozenset[str] = frozenset()
-    audit: Any = None
+    audit: SessionAudit | None = None
     integrity_history: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
-    compactions: tuple[Any, ...] = ()
+    compactions: tuple[CompactionEvent, ...] = ()
     prompt_blocks: str = ""
     reminder_block: str = ""
-    findings: Mapping[str, tuple[Any, ...]] = field(default_factory=_frozen)
+    findings: Mapping[str, tuple[Finding, ...]] = field(default_factory=_frozen)
     errors: Mapping[str, str] = field(default_factory=_frozen)
     warnings: tuple[str, ...] = ()
     stamps: SourceStamps | None = None
     following_live: bool = True
     partial: bool = False
-    new_changes: tuple[Any, ...] = ()
+    new_changes: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
 
