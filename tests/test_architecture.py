@@ -70,31 +70,29 @@ def test_core_module_does_not_load_textual_or_rich(module: str) -> None:
     assert proc.returncode == 0, f"{module} loaded {proc.stdout.strip()} {proc.stderr[-2000:]}"
 
 
+def _absolute_imports(dirs: list[Path], tops: tuple[str, ...]) -> list[str]:
+    """``file:line`` of every absolute import (module-level or inside a function) of a name
+    whose first part is one of ``tops``."""
+    offenders = []
+    for d in dirs:
+        for path in d.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                if any(n.split(".")[0] in tops for n in names):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return offenders
+
+
 def test_core_imports_itself_relatively() -> None:
     """The plugin vendors core/ under another package name, so an absolute import would break it."""
-    offenders = []
-    for path in CORE_DIR.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
-                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            if any(n.split(".")[0] in ("core", "memdeck") for n in names):
-                offenders.append(f"{path.relative_to(CORE_DIR)}:{node.lineno}")
-    assert offenders == []
+    assert _absolute_imports([CORE_DIR], ("core", "memdeck")) == []
 
 
 def test_nothing_imports_the_old_top_level_names() -> None:
     """``core`` and ``tui`` are directories of the repository, never import names."""
-    offenders = []
-    for top in ("core", "tui", "tests", "bench", "screenshots"):
-        for path in (ROOT / top).rglob("*.py"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for node in ast.walk(tree):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
-                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-                if any(n.split(".")[0] in ("core", "tui") for n in names):
-                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert offenders == []
+    tops = [ROOT / d for d in ("core", "tui", "tests", "bench", "screenshots")]
+    assert _absolute_imports(tops, ("core", "tui")) == []
 
 
 def test_the_snapshot_is_typed_with_core_types() -> None:

@@ -650,13 +650,7 @@ class MemdeckApp(App[None]):
 
     def switch_home(self, home: HermesHome) -> None:
         """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
-        for db in (self._db, getattr(self, "_recall_db", None)):
-            close = getattr(db, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    pass
+        self._close_databases()
         self._recall_db = None
         self.home = home
         self.home_label = None
@@ -678,6 +672,9 @@ class MemdeckApp(App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
+        self._close_databases()
+
+    def _close_databases(self) -> None:
         """Close the read-only state.db connections (which lets them tidy the side files they
         created, see core.sessions.statedb.tidy_side_files)."""
         for db in (self._db, getattr(self, "_recall_db", None)):
