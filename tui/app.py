@@ -346,7 +346,7 @@ class MemdeckApp(App[None]):
 
     def update_status_line(self) -> None:
         try:
-            self.query_one("#statusline", Static).update(self._status_line())
+            self.query_one("#statusline", Static).update(self._status_line(), layout=False)  # one line, always: no layout pass
         except Exception:
             pass
 

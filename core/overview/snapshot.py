@@ -150,6 +150,7 @@ class DeckSnapshot:
             built without stamps); a rebuild reuses each part whose sources are unchanged.
         following_live: True when :attr:`session_id` is the live session because no session
             was pinned (the dashboard follows the newest live session).
+        schema_cookie: state.db's ``PRAGMA schema_version`` when read (None without one).
         partial: True for the first, memory-only snapshot of a launch
             (:func:`build_memory_snapshot`): state.db, the anchors and the audit are not read yet.
         hermes_profile: which Hermes wrote the home (:class:`core.sessions.profile.HermesProfile`:
@@ -184,6 +185,7 @@ class DeckSnapshot:
     stamps: SourceStamps | None = None
     following_live: bool = True
     partial: bool = False
+    schema_cookie: int | None = None
     new_changes: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
@@ -544,7 +546,13 @@ def build_snapshot(
 
         return detect_profile(home)
 
-    if db_same and pending_same and previous is not None and previous.hermes_profile is not None:
+    # The profile depends on the layout of state.db, not its rows: it is detected again only
+    # when the database file, its schema cookie (DDL: a Hermes upgrade), the pending records
+    # or the config change, not on every message Hermes appends.
+    layout_same = (stamps is not None and prev_stamps is not None and previous is not None
+                   and (stamps.statedb or ())[:2] == (prev_stamps.statedb or ())[:2]
+                   and getattr(db, "schema_cookie", None) == previous.schema_cookie)
+    if (db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None:
         profile = previous.hermes_profile
     else:
         profile = _guard(errors, ("integrity",), "Hermes profile", _profile, None)
@@ -595,6 +603,7 @@ def build_snapshot(
         following_live=session_id is None,
         new_changes=new_changes,
         hermes_profile=profile,
+        schema_cookie=getattr(db, "schema_cookie", None),
         threat_differences=differences,
     )
 

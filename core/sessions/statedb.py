@@ -582,6 +582,12 @@ class StateDB:
         msg = "state.db readable" + (f" ({'; '.join(notes)})" if notes else "")
         self._status = DBStatus("ok", msg, version, p, tuple(degraded))
 
+    @property
+    def schema_cookie(self) -> int | None:
+        """``PRAGMA schema_version`` as of the last query (it changes only with DDL: a Hermes
+        upgrade migrating the database), or None before the first."""
+        return self._schema_cookie
+
     def _run(self, fn: Callable[[sqlite3.Connection], T], default: T) -> T:
         """Run ``fn(conn)`` under the lock; on any SQLite/IO failure record the status, return default."""
         with self._lock:
