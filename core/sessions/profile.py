@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .statedb import side_files_tracked
+
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
 #: (``SCHEMA_VERSION``: 0.17.0 ``hermes_state.py:110``, 0.18.2 ``:125``, 0.19.0 ``:155``,
 #: 0.20.1.2 ``hermes_state_common.py:219``, 0.22.2.post1 ``:283``).
@@ -153,6 +155,11 @@ def _read_db(path: Path) -> dict[str, Any]:
     """Raw facts of state.db (empty dict when absent or unreadable)."""
     if not path.is_file():
         return {}
+    with side_files_tracked(path):
+        return _read_db_facts(path)
+
+
+def _read_db_facts(path: Path) -> dict[str, Any]:
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
     except sqlite3.Error as exc:

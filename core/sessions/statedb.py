@@ -301,6 +301,18 @@ def _side_files_closed(path: Path) -> None:
             tidy_side_files(Path(key))
 
 
+@contextlib.contextmanager
+def side_files_tracked(path: Path) -> Iterator[None]:
+    """Around a connection to ``path`` opened outside :class:`StateDB` (a raw ``sqlite3``
+    connection): the ``-wal``/``-shm`` it makes SQLite create are tidied as StateDB's own are,
+    once the last connection of this process to ``path`` is closed (close it inside the block)."""
+    _side_files_opening(path)
+    try:
+        yield
+    finally:
+        _side_files_closed(path)
+
+
 def tidy_side_files(path: Path) -> str:
     """Remove ``<path>-wal`` (only if empty) and ``<path>-shm`` when no connection holds the
     database open (see the note above). Returns what happened: ``"removed"``, ``"absent"``,

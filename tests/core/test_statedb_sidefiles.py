@@ -80,3 +80,15 @@ def test_interrupt_stops_a_query_and_the_reader_keeps_working(tmp_path: Path) ->
     db._conn.set_progress_handler(None, 1)
     assert [h.session_id for h in recall(db, "hello")] == ["s1"]
     db.close()
+
+
+def test_status_and_the_hermes_profile_leave_the_home_as_found(tmp_path: Path) -> None:
+    """status --json reads state.db through several readers, the Hermes profile's own raw
+    connection included: none of them may leave -wal/-shm behind on a quiet home."""
+    from memdeck.core.home import HermesHome
+    from memdeck.core.overview.status import build_status
+
+    p = _quiet_wal_db(tmp_path)
+    st = build_status(HermesHome(p.parent))
+    assert st["hermes"] and [s["id"] for s in st["sessions"]] == ["s1"]
+    assert sorted(x.name for x in p.parent.iterdir()) == ["state.db"]
