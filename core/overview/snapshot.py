@@ -485,7 +485,7 @@ def build_snapshot(
 
     # ── audit, integrity history, drift log ──
     audit = None
-    if shown and session_anchors is not None:
+    if shown and session_anchors is not None and db is not None:  # no state.db: MemLock's own flags
         def _audit() -> Any:
             from ..anchors.audit import audit_session
 

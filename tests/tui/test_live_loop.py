@@ -145,3 +145,20 @@ async def test_a_replaced_state_db_is_reopened(demo_home: HermesHome, tmp_path) 
         os.replace(copy, demo_home.state_db)
         await wait_for(pilot, lambda: any(s.id == "20991231_000001_restored" for s in app.snapshot.sessions))
         assert app.snapshot.db_status is not None and app.snapshot.db_status.state == "ok"
+
+
+async def test_memlock_sessions_without_state_db_show_memlocks_own_flags(demo_home: HermesHome) -> None:
+    """Issue 13 #14: a home with MemLock session files but no state.db is no AttributeError."""
+    for f in demo_home.path.glob("state.db*"):
+        f.unlink()
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert dict(app.snapshot.errors) == {}
+        assert app.snapshot.session_anchors is not None and app.snapshot.audit is None
+        facts = app.query_one("#integrity-facts").content.plain
+        assert "none in this home: MemLock's own score" in facts
+        await pilot.press("2")
+        await settle(pilot, app)
+        assert app.query_one("#anchors-table").row_count == len(app.snapshot.session_anchors.anchors)
+        assert not any(b.display for b in app.query(".banner"))

@@ -139,6 +139,10 @@ def integrity_facts(snap: Any, now: float) -> Text:
         t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
     t.append("\ndetection ", "dim")
     t.append(f"{_get(snap.audit, 'method', default=snap.config.memlock.detection)} · inject {snap.config.memlock.inject}")
+    if snap.db_status is None and not snap.partial and snap.session_id:
+        t.append("\nstate.db  ", "dim")
+        t.append("none in this home: MemLock's own score and drifted flags are shown, no audit of "
+                 "the active region", "yellow")
     return t
 
 
