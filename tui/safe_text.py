@@ -21,42 +21,17 @@ Newlines are kept (or shown as ``⏎`` with ``single_line=True``); a tab is show
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Sequence
 
 from rich.style import Style
 from rich.text import Text
 
+from memdeck.core.text import marker_for  # the one marker table, shared with the CLI
+
 #: Style of a marker that stands for a hidden character.
 MARKER_STYLE = Style(reverse=True)
 #: Style of a highlighted span (threat finding, recall match) when none is given.
 HIGHLIGHT_STYLE = Style(bold=True, reverse=True, color="red")
-
-_C0_NAMES = {
-    0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x09: "TAB", 0x0B: "VT", 0x0C: "FF", 0x0D: "CR",
-    0x1B: "ESC", 0x7F: "DEL",
-}
-#: Letters that render as blank space in most fonts (used to hide text).
-_BLANK_LETTERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E, 0x034F})
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-
-
-def marker_for(ch: str) -> str | None:
-    """The visible marker for one character, or ``None`` when it is shown as itself.
-
-    ``"\\n"`` returns ``None`` (callers decide how to show line breaks).
-    """
-    cp = ord(ch)
-    if ch == "\n":
-        return None
-    if cp < 0x20 or cp == 0x7F:
-        name = _C0_NAMES.get(cp)
-        return f"⟨{name}⟩" if name else f"⟨U+{cp:04X}⟩"
-    if cp < 0x7F:
-        return None
-    if cp in _BLANK_LETTERS or unicodedata.category(ch) in _HIDDEN_CATEGORIES:
-        return f"⟨U+{cp:04X}⟩"
-    return None
 
 
 def has_hidden(text: str) -> bool:

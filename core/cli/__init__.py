@@ -8,14 +8,17 @@ signature ``handler(args, ctx: CliContext) -> int``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from .. import __version__
 from .. import history as _history
 from ..errors import MemdeckError, Refused
+from ..text import visible
 from . import anchor_cmds
 from . import history_cmds
 from . import memory_cmds
@@ -69,9 +72,10 @@ def main(argv: Sequence[str] | None = None, *,
             return dashboard(args)
         if args.demo:
             raise UsageError("--demo opens the dashboard; it does not take a command")
-        ctx = CliContext.from_args(args)
-        _observe(ctx)
-        return int(args.handler(args, ctx) or 0)
+        with visible_output():
+            ctx = CliContext.from_args(args)
+            _observe(ctx)
+            return int(args.handler(args, ctx) or 0)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {exc}", file=sys.stderr)
@@ -92,6 +96,34 @@ def main(argv: Sequence[str] | None = None, *,
         except OSError:
             pass
         return 141
+
+
+class _Visible:
+    """A text stream that shows every hidden character written to it as its marker
+    (:func:`memdeck.core.text.visible`): the one escape path of the CLI's output, so an entry,
+    a session id, a pending write's origin or a file name can never drive the terminal."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        self._stream.write(visible(s, single_line=False))
+        return len(s)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def visible_output() -> Iterator[None]:
+    """Within the block, ``sys.stdout`` and ``sys.stderr`` escape hidden characters (JSON output
+    is escaped already by :func:`memdeck.core.text.json_safe` and passes unchanged)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(out), _Visible(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _observe(ctx: CliContext) -> None:

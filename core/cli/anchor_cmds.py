@@ -13,16 +13,9 @@ from typing import Any
 from ..anchors.store import AnchorStore, default_session_id
 from ..anchors.audit import SessionAudit, audit_session
 from ..sessions.statedb import DBStatus, StateDB
+from ..text import visible as _visible
 from .common import CliContext, UsageError, print_json
 from .session_cmds import _when
-
-
-def _visible(text: str | None, width: int = 0) -> str:
-    """Terminal-safe one-liner: control characters shown as escapes; cut to ``width`` if > 0."""
-    if not text:
-        return ""
-    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
-    return out if not width or len(out) <= width else out[: width - 1] + "…"
 
 
 def _store(ctx: CliContext) -> AnchorStore:

@@ -11,6 +11,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..errors import MemdeckError
 from ..home import HermesHome, HomeError, resolve_home
+from ..text import json_safe
 
 
 class UsageError(MemdeckError):
@@ -38,8 +39,9 @@ class CliContext:
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` as stable, indented JSON (UTF-8, keys in insertion order)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Print ``data`` as stable, indented JSON (UTF-8, keys in insertion order), with C1
+    controls, bidi and invisible characters as ``\\uXXXX`` escapes (:func:`memdeck.core.text.json_safe`)."""
+    sys.stdout.write(json_safe(json.dumps(data, indent=2, ensure_ascii=False)) + "\n")
 
 
 def add_target_arg(p: argparse.ArgumentParser, required: bool = True, flag: str = "--target") -> None:

@@ -11,6 +11,7 @@ import sys
 
 from ..sessions.recall import recall
 from ..sessions.statedb import StateDB
+from ..text import visible as _visible
 from .common import CliContext, print_json
 
 
@@ -21,14 +22,6 @@ def _when(ts: float | None) -> str:
         return _dt.datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d %H:%M")
     except (OverflowError, OSError, ValueError):
         return str(ts)
-
-
-def _visible(text: str | None, width: int) -> str:
-    """One line, control characters shown as escapes (terminal-safe), cut to ``width`` chars."""
-    if not text:
-        return ""
-    out = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text.replace("\n", " "))
-    return out if len(out) <= width else out[: width - 1] + "…"
 
 
 def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:

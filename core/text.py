@@ -1,0 +1,77 @@
+"""Text memdeck did not write, made safe for a terminal and for JSON consumers.
+
+Memory entries, anchor and session ids, pending-write origins and file names are data; a
+terminal would act on the control characters they may hold (an OSC 52 sequence sets the
+clipboard, OSC 0 the window title, CSI moves the cursor) or hide the bidirectional and invisible
+ones. :func:`marker_for` names the visible marker that stands for such a character (the TUI's
+``safe_text`` and the CLI's :func:`visible` both use it); :func:`json_safe` turns the same
+characters into ``\\uXXXX`` escapes in JSON text (``json.dumps(ensure_ascii=False)`` leaves
+C1 controls and bidi overrides raw).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+_C0_NAMES = {
+    0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x09: "TAB", 0x0B: "VT", 0x0C: "FF", 0x0D: "CR",
+    0x1B: "ESC", 0x7F: "DEL",
+}
+#: Letters that render as blank space in most fonts (used to hide text).
+_BLANK_LETTERS = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E, 0x034F})
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def marker_for(ch: str) -> str | None:
+    """The visible marker for one character (``⟨ESC⟩``, ``⟨U+202E⟩``...), or None when it is
+    shown as itself. ``"\\n"`` returns None (callers decide how to show line breaks).
+
+    Hidden: C0 controls, DEL, C1 controls, Unicode categories Cf/Cs/Co/Cn/Zl/Zp (zero-width and
+    bidi format characters, tag characters, lone surrogates, private use, unassigned, line and
+    paragraph separators) and letters that render blank; this covers the 17 invisible
+    characters of Hermes 0.19 ``tools/threat_patterns.py:141-159``.
+    """
+    cp = ord(ch)
+    if ch == "\n":
+        return None
+    if cp < 0x20 or cp == 0x7F:
+        name = _C0_NAMES.get(cp)
+        return f"⟨{name}⟩" if name else f"⟨U+{cp:04X}⟩"
+    if cp < 0x7F:
+        return None
+    if cp in _BLANK_LETTERS or unicodedata.category(ch) in _HIDDEN_CATEGORIES:
+        return f"⟨U+{cp:04X}⟩"
+    return None
+
+
+def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
+    """``text`` with every hidden character as its marker (newlines as ``⏎`` when
+    ``single_line``), cut to ``width`` chars with ``…`` when ``width`` > 0."""
+    if text is None:
+        return ""
+    out = []
+    for ch in str(text):
+        if ch == "\n":
+            out.append("⏎" if single_line else "\n")
+            continue
+        out.append(marker_for(ch) or ch)
+    s = "".join(out)
+    return s if not width or len(s) <= width else s[: width - 1] + "…"
+
+
+def json_safe(dumped: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with every hidden character
+    escaped as ``\\uXXXX`` (a surrogate pair above U+FFFF). Valid JSON stays valid and decodes
+    to the same value; only what a terminal would act on or hide is escaped."""
+    out = []
+    for ch in dumped:
+        cp = ord(ch)
+        if cp >= 0x7F and marker_for(ch) is not None:
+            if cp > 0xFFFF:
+                cp -= 0x10000
+                out.append(f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{cp:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
