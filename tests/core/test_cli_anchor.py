@@ -90,7 +90,7 @@ def test_terminal_output_escapes_control_chars(home: HermesHome, capsys) -> None
 
     AnchorStore(home).update_session("live", lambda s: s.add(Anchor(id="x", text="t", reminder="evil\x1b[31mred", probes=["t"])))
     rc, out, _ = _run(capsys, "--home", str(home.path), "anchors")
-    assert rc == 0 and "\x1b" not in out and "\\x1b" in out
+    assert rc == 0 and "\x1b" not in out and "evil⟨ESC⟩[31mred" in out  # the marker the TUI shows too
 
 
 def test_unreadable_state_db_is_said_not_hidden_behind_a_zero_score(hermes_home: HermesHome, capsys) -> None:
