@@ -453,6 +453,30 @@ def action_undo(self: "MemdeckApp") -> None:
     _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {what}"), "Undo")
 
 
+@guarded
+def action_revert(self: "MemdeckApp") -> None:
+    """Revert the change selected in History, whoever made it (asks first): the core puts the
+    old text back under the lock, or refuses and says why (it no longer applies, it would
+    overflow: then it names what could be archived)."""
+    from memdeck.core.history import revert
+
+    sel = _selected(self, ("change",), "a change in History")
+    if sel is None:
+        return
+    c = sel.obj
+    body = Text(f"Revert change {c.change_id} ({c.op} in ")
+    body.append_text(safe_text(c.target, single_line=True, style="bold"))
+    body.append(")?\n")
+    body.append_text(safe_text(_preview(c.before or c.after, 200)))
+
+    def op() -> Any:
+        return revert(self.home, self.config, c.change_id, actor="tui")
+
+    _confirm(self, "Revert", body,
+             lambda: self.run_write("revert", op, lambda r: safe_plain(str(r.get("message") or f"reverted change {c.change_id}"))),
+             "Revert")
+
+
 # ── / s P ──────────────────────────────────────────────────────────────────
 
 

@@ -157,6 +157,7 @@ class MemdeckApp(App[None]):
             AnchorsPanel,
             CapacityPanel,
             DriftPanel,
+            HistoryPanel,
             IntegrityPanel,
             RecallPanel,
             ReviewPanel,
@@ -169,6 +170,7 @@ class MemdeckApp(App[None]):
             "capacity": CapacityPanel,
             "recall": RecallPanel,
             "review": ReviewPanel,
+            "history": HistoryPanel,
         }
         yield Static(self._status_line(), id="statusline")
         with DeckTabs(initial="integrity", id="panels"):
@@ -252,6 +254,7 @@ class MemdeckApp(App[None]):
                   ("move", "m  move it to the other file")),
         "anchor": (("edit", "e  edit the anchor"), ("unpin", "u  unpin it"), ("archive", "a  archive it")),
         "pending": (("approve", "A  approve the pending write"), ("reject", "X  reject it")),
+        "change": (("revert", "r  revert this change"),),
     }
 
     def on_row_actions_requested(self, message: RowActionsRequested) -> None:
@@ -698,6 +701,7 @@ class MemdeckApp(App[None]):
         action_pin,
         action_reject,
         action_restore,
+        action_revert,
         action_undo,
         action_unpin,
     )

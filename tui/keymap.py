@@ -16,6 +16,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("capacity", "Capacity"),
     ("recall", "Recall"),
     ("review", "Review"),
+    ("history", "History"),
 )
 PANEL_IDS = tuple(p for p, _ in PANELS)
 
@@ -45,6 +46,7 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("A", "approve", "Approve", "memdeck.approve", "approve the selected pending write", "Review"),
     ("X", "reject", "Reject", "memdeck.reject", "reject the selected pending write (asks first)", "Review"),
     ("z", "undo", "Undo", "memdeck.undo", "undo the last memdeck write (asks first)", "anywhere"),
+    ("r", "revert", "Revert", "memdeck.revert", "revert the selected change, whoever made it (asks first)", "History"),
     ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "anywhere"),
     ("s", "pick_session", "Session", "memdeck.session", "pin the session shown by Integrity, Anchors and Drift log (default: the live one)", "anywhere"),
     ("f", "follow_live", "Follow", "memdeck.follow", "follow the live session again (after s pinned one)", "anywhere"),

@@ -39,7 +39,9 @@ from ..sessions.statedb import CompactionEvent, DBStatus, SessionInfo
 T = TypeVar("T")
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
-PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review")
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history")
+#: How many of the newest changes the History panel shows.
+HISTORY_ROWS = 200
 
 
 def _frozen(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -143,6 +145,8 @@ class DeckSnapshot:
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
             write text that has any (texts without findings are absent).
         errors: panel id -> banner text for every source that failed.
+        history: the newest :data:`HISTORY_ROWS` changes of the change history, newest first
+            (:func:`memdeck.core.history.list_changes`; empty before memdeck.db exists).
         new_changes: the :class:`core.history.Change` rows this build recorded (empty when the
             memory and MemLock files were unchanged), oldest first.
         warnings: config warnings and other non-fatal notes.
@@ -187,6 +191,7 @@ class DeckSnapshot:
     partial: bool = False
     schema_cookie: int | None = None
     new_changes: tuple[Change, ...] = ()
+    history: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
 
@@ -432,6 +437,15 @@ def build_snapshot(
             new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
         except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
             warnings.append(f"change history not updated: {_describe(exc)}")
+    if memory_same and memlock_same and previous is not None and not new_changes:
+        changes = previous.history
+    else:
+        def _history() -> tuple[Change, ...]:
+            from ..history import list_changes
+
+            return tuple(list_changes(home, limit=HISTORY_ROWS))
+
+        changes = _guard(errors, ("history",), "change history", _history, ())
     if memory_same and memlock_same and previous is not None:
         archived = previous.archived  # memdeck's archive changes only with the files it archives from
     else:
@@ -602,6 +616,7 @@ def build_snapshot(
         stamps=stamps,
         following_live=session_id is None,
         new_changes=new_changes,
+        history=changes,
         hermes_profile=profile,
         schema_cookie=getattr(db, "schema_cookie", None),
         threat_differences=differences,

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Digits, Input, Static
 
 from ..guard import guarded
 from ..messages import RecallRequested, RowActionsRequested
+from . import history_view
 from ..safe_text import safe_text
 from . import view
 from .table import DeckTable
@@ -503,3 +504,27 @@ class ReviewPanel(TableDetailPanel):
         if r.kind == "pending":
             return Selection("pending", r.key, target=r.target, text=r.text, pending_id=r.ident, obj=r.obj)
         return Selection("entry", r.key, target=r.target, text=r.text, obj=r.obj)
+
+
+# ── History ─────────────────────────────────────────────────────────────────
+
+
+class HistoryPanel(TableDetailPanel):
+    """Every recorded change to memory and anchors, by any writer, newest first, with a diff."""
+
+    NAME = SOURCE = "history"
+    DEPENDS = ("history",)
+    COLUMNS = [("id", "id"), ("when", "when"), ("who", "who"), ("where", "where"), ("op", "op"), ("text", "text")]
+    empty_detail = None  # the detail says what the panel records
+
+    def rows_for(self, snap: Any) -> list[Any]:
+        return history_view.history_rows(snap)
+
+    def haystack(self, r: Any) -> Iterable[Any]:
+        return (r.text, history_view.who(r.change), r.change.op, r.change.target)
+
+    def detail_for(self, r: Any, snap: Any) -> Any:
+        return history_view.history_detail(snap, r)
+
+    def selection_for(self, r: Any) -> Selection:
+        return Selection("change", r.key, target=r.change.target, text=r.text, obj=r.change)
