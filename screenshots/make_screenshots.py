@@ -53,6 +53,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("capacity", "capacity"),
     Shot("recall", "recall", query="rate limit"),
     Shot("review", "review"),
+    Shot("history", "history"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
 )
