@@ -51,13 +51,18 @@ from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import atomic_write_text, file_lock, read_text_strict
+from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_text_strict
 from ..home import HermesHome, require_hermes_home
 
 T = TypeVar("T")
 
 #: Prior versions kept per anchor by ``update`` (MemLock >= 0.4 ``HISTORY_CAP``).
 HISTORY_CAP = 5
+#: The longest anchor text memdeck accepts, in chars. A pin is re-injected into the user's next
+#: message every time it drifts, within MemLock's ``max_reminder_chars`` (600 by default), and
+#: audited every turn: standing instructions are a sentence or two. Longer text belongs in
+#: MEMORY.md or a skill (and a prompt-injected model must not pin a 2 MB payload).
+MAX_ANCHOR_CHARS = 2000
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 #: Priority range of a pin (MemLock clamps to it; memdeck refuses values outside it).
@@ -452,10 +457,13 @@ class AnchorStore:
         """The anchors MemLock would seed into a new session (see :func:`seeded_anchors`)."""
         return seeded_anchors(config, pins)
 
-    def __init__(self, home: HermesHome | Path | str, config: Config | None = None, actor: str = "cli") -> None:
+    def __init__(self, home: HermesHome | Path | str, config: Config | None = None, actor: str = "cli",
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home))
         self.config = config if config is not None else load_config(self.home)
         self.actor = actor
+        #: seconds a write waits for a session file's lock before ``LockTimeout``
+        self.lock_timeout = float(lock_timeout)
 
     # -- paths ---------------------------------------------------------------
     @property
@@ -589,7 +597,7 @@ class AnchorStore:
             raise Refused("a session id is required", "invalid", field="session_id")
         require_hermes_home(self.home)
         path = self.session_path(session_id)
-        with _writable(path), file_lock(path):
+        with _writable(path), file_lock(path, self.lock_timeout):
             try:
                 current = self.load_session(session_id)
             except UnreadableFile as exc:
@@ -796,9 +804,16 @@ class AnchorStore:
                 ``unreadable``/``unwritable`` (the session file or ``persist/``).
             LockTimeout, deckdb.DeckDBError: see :meth:`update_session`.
         """
+        if not isinstance(text, str):
+            raise Refused(f"an anchor's text must be a string, got {type(text).__name__}; nothing was pinned",
+                          "invalid", field="text")
         flat = _audit.flatten_ws(text)
         if not flat:
             raise Refused("an anchor needs text; nothing was pinned", "empty", field="text")
+        if len(flat) > MAX_ANCHOR_CHARS:
+            raise Refused(f"an anchor is at most {MAX_ANCHOR_CHARS:,} chars (this one is {len(flat):,}): standing "
+                          "instructions are re-injected every time they drift; put longer text in MEMORY.md. "
+                          "Nothing was pinned.", "too_long", field="text")
         prio = validate_priority(priority)
         scope = validate_scope(scope)
         rem = _audit.flatten_ws(reminder) or _audit.auto_reminder(flat)
@@ -930,9 +945,15 @@ class AnchorStore:
             Refused: ``not_found``, ``empty`` (text given but blank), ``invalid``,
                 ``threat``, ``no_change`` (nothing differs), ``unreadable``/``unwritable``.
         """
+        if text is not None and not isinstance(text, str):
+            raise Refused(f"an anchor's text must be a string, got {type(text).__name__}; nothing was changed",
+                          "invalid", field="text")
         new_text = None if text is None else _audit.flatten_ws(text)
         if text is not None and not new_text:
             raise Refused("an anchor needs text; nothing was changed", "empty", field="text")
+        if new_text is not None and len(new_text) > MAX_ANCHOR_CHARS:
+            raise Refused(f"an anchor is at most {MAX_ANCHOR_CHARS:,} chars (this one is {len(new_text):,}); "
+                          "nothing was changed", "too_long", field="text")
         new_prio = None if priority is None else validate_priority(priority)
         new_rem = None if reminder is None else _audit.flatten_ws(reminder)
         new_probes = None if probes is None else validate_probes(probes, new_text or "")

@@ -51,7 +51,7 @@ from ..anchors import audit as _audit
 from ..anchors.store import Anchor, AnchorStore, SessionAnchors
 from ..sessions.compaction import find_summary, message_text, split_context
 from ..config import Config, MemlockConfig
-from ..errors import MemdeckError, Refused
+from ..errors import LockTimeout, MemdeckError, Refused
 from ..home import HermesHome
 
 logger = logging.getLogger("memdeck.guard")
@@ -200,6 +200,10 @@ def run_alert_script(script: str, message: str, timeout: float = ALERT_SCRIPT_TI
     return proc
 
 
+#: Seconds a hook waits for a MemLock file's lock before skipping that turn's write (Hermes'
+#: turn must not wait on a dashboard or a second gateway; memdeck's writes hold it for ms).
+HOOK_LOCK_TIMEOUT = 0.5
+
 class Guard:
     """MemLock's engine for one Hermes home, stateless between turns except the turn counters.
 
@@ -241,7 +245,9 @@ class Guard:
     def store(self) -> AnchorStore:
         cfg = self.config
         if self._store is None or self._store_cfg is not cfg:
-            self._store = AnchorStore(self.home, cfg, actor=self.actor)
+            # a hook must never hold the agent's turn: a held lock is waited for briefly, then
+            # the turn's write is skipped (the state stays in memory and lands next turn)
+            self._store = AnchorStore(self.home, cfg, actor=self.actor, lock_timeout=HOOK_LOCK_TIMEOUT)
             self._store_cfg = cfg
         return self._store
 
@@ -276,8 +282,15 @@ class Guard:
         return s
 
     def _update(self, session_id: str, mutate: Callable[[SessionAnchors], Any]) -> Any:
+        """Apply ``mutate`` to the session file under its lock. When another writer holds the
+        lock past :data:`HOOK_LOCK_TIMEOUT`, the turn still gets its decision (``mutate`` on the
+        file as read) but nothing is saved this turn; the next turn saves again."""
         self._cache.pop(session_id, None)
-        return self.store.update_session(session_id, mutate)
+        try:
+            return self.store.update_session(session_id, mutate)
+        except LockTimeout as exc:
+            logger.warning("memdeck: %s; this turn's anchor state is not saved", exc)
+            return mutate(self.store.load_session(session_id))
 
     def turn_of(self, session_id: str) -> int:
         """The last turn number seen in this process for ``session_id`` (0 = none)."""
@@ -498,6 +511,8 @@ class Guard:
             return self._pin(session_id, args)
 
     def _pin(self, session_id: str, args: dict) -> str:
+        if args.get("text") is not None and not isinstance(args.get("text"), str):
+            return f"Error: 'text' must be a string, got {type(args.get('text')).__name__}"
         text = _audit.flatten_ws(args.get("text"))
         if not text:
             return "Error: 'text' is required for pin"
@@ -543,6 +558,8 @@ class Guard:
         missing = self._missing_pin(session_id, pin_id)
         if missing:
             return missing
+        if args.get("text") is not None and not isinstance(args.get("text"), str):
+            return f"Error: 'text' must be a string, got {type(args.get('text')).__name__}"
         text = _audit.flatten_ws(args.get("text"))
         if not text:
             return "Error: 'text' is required for update"

@@ -182,8 +182,13 @@ def find_summary(messages: Sequence[Any], *, detect_merged: bool = True) -> tupl
 
 
 def hash_summary_body(body: str) -> str:
-    """sha256 hex digest of the UTF-8 summary body (MemLock ``hash_summary_body``)."""
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    """sha256 hex digest of the UTF-8 summary body (MemLock ``hash_summary_body``).
+
+    A lone surrogate (Hermes persists them as it got them) is hashed as its ``surrogatepass``
+    bytes instead of raising, so such a summary is one compaction like any other; every valid
+    text hashes exactly as MemLock's ``body.encode("utf-8")``.
+    """
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def split_context(messages: Sequence[Any], summary_idx: int | None) -> tuple[list[Any], list[Any]]:

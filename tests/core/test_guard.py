@@ -304,3 +304,31 @@ def test_status_text_with_hostile_drift_log(hermes_home):
     i = lines.index("Drift events: 2 (most recent first)")
     assert lines[i + 1].endswith(" score=n/a casualties=1") and not lines[i + 1].startswith("  ??")
     assert lines[i + 2] == "  ??:??:?? score=n/a casualties=0"
+
+
+def test_a_lone_surrogate_in_the_summary_does_not_disable_reminders(hermes_home):
+    """Issue 13 #15: Hermes can persist a lone surrogate (it keeps them, see hermes-agent
+    TestLoneSurrogatePersistence); the summary hash must not fail on it, turn after turn."""
+    seed(hermes_home, SID, BULLETS, BRITISH)
+    g = make(hermes_home)
+    h = history(["Please use British English spelling everywhere.", "Sure, colour and favour."],
+                body="We spoke about \ud83d the deploy.")
+    assert g.pre_llm_call(session_id=SID, conversation_history=h, user_message="next") == {"context": BLOCK_BULLETS}
+    assert read_session(hermes_home, SID)["last_summary_hash"]
+
+
+def test_a_held_lock_does_not_hold_the_turn(hermes_home):
+    """Issue 13 #15: another process holding the session file's lock costs the hook at most
+    HOOK_LOCK_TIMEOUT, not the 10 s a CLI write waits; the hook returns while the lock is held."""
+    from memdeck.core.plugin.guard import HOOK_LOCK_TIMEOUT
+    from tests.core.test_fsio import held_by_other_process
+
+    seed(hermes_home, SID, BULLETS, BRITISH)
+    g = make(hermes_home)
+    h = history(["Please use British English spelling everywhere.", "Sure, colour and favour."])
+    with held_by_other_process(g.store.session_path(SID)) as release:
+        g.pre_llm_call(session_id=SID, conversation_history=h, user_message="next")  # needs a write
+        assert not release.is_set()  # returned while the other process still held the lock
+    assert g.store.lock_timeout == HOOK_LOCK_TIMEOUT <= 1.0
+    # the next turn, with the lock free, audits and re-injects as usual
+    assert g.pre_llm_call(session_id=SID, conversation_history=h, user_message="again") == {"context": BLOCK_BULLETS}
