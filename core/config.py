@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .fsio import read_regular_bytes
 from .home import HermesHome
 
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
@@ -191,7 +192,7 @@ def load_config(home: HermesHome | Path) -> Config:
     path = home.config_path if isinstance(home, HermesHome) else Path(home) / "config.yaml"
     warnings: list[str] = []
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_regular_bytes(path).decode("utf-8-sig")
     except FileNotFoundError:
         return Config()
     except (OSError, UnicodeDecodeError) as exc:

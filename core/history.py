@@ -63,6 +63,7 @@ from .config import Config, load_config
 from .deck import db as deckdb
 from .deck import journal
 from .errors import Refused
+from .fsio import read_regular_bytes
 from .home import HOME_MARKERS, TARGET_FILES, TARGETS, HermesHome
 from .memory.store import MemoryStore, parse_entries, serialize_entries
 from .sessions.statedb import StateDB
@@ -177,7 +178,7 @@ def _stamp(path: Path) -> str | None:
 
 def _read(path: Path) -> str | None:
     try:
-        data = path.read_bytes()
+        data = read_regular_bytes(path)
     except FileNotFoundError:
         return None
     return data.decode("utf-8")  # UnicodeDecodeError / OSError: the caller skips the file
@@ -328,7 +329,7 @@ def _remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) ->
         if rel in known:
             continue
         try:
-            rec = json.loads((d / n).read_text(encoding="utf-8"))
+            rec = json.loads(read_regular_bytes(d / n).decode("utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict):

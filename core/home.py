@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MemdeckError
+from .fsio import read_regular_bytes
 
 #: Profile names Hermes accepts (``hermes_cli/profiles.py:37``).
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -131,8 +132,8 @@ def resolve_home(
         base = root
         active = root / "active_profile"
         try:
-            name = active.read_text(encoding="utf-8").strip()
-        except OSError:
+            name = read_regular_bytes(active).decode("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
             name = ""
         if name and name != "default" and PROFILE_NAME_RE.match(name):
             candidate = root / "profiles" / name

@@ -51,7 +51,7 @@ from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_text_strict
+from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_regular_bytes, read_text_strict
 from ..home import HermesHome, require_hermes_home
 
 T = TypeVar("T")
@@ -618,7 +618,7 @@ class AnchorStore:
     # -- global pins (persist/) -------------------------------------------------
     def _read_manifest(self) -> dict[str, dict[str, Any]] | None:
         try:
-            raw = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            raw = json.loads(read_regular_bytes(self.manifest_path).decode("utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -646,7 +646,7 @@ class AnchorStore:
         baseline = self._read_manifest()
         for f in files:
             try:
-                raw = f.read_bytes()
+                raw = read_regular_bytes(f)
             except OSError as exc:
                 skipped[f.stem] = f"unreadable: {exc.strerror}"
                 continue
@@ -686,7 +686,7 @@ class AnchorStore:
         pins: dict[str, dict[str, Any]] = {}
         for f in sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME):
             try:
-                raw = f.read_bytes()
+                raw = read_regular_bytes(f)
             except OSError:
                 continue  # M2
             entry = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
@@ -718,7 +718,7 @@ class AnchorStore:
         with _writable(path), file_lock(self.manifest_path):
             prior: dict[str, Any] = {}
             try:
-                loaded = json.loads(path.read_text(encoding="utf-8"))
+                loaded = json.loads(read_regular_bytes(path).decode("utf-8"))
                 if isinstance(loaded, dict):
                     prior = loaded
             except (OSError, ValueError):
@@ -761,7 +761,7 @@ class AnchorStore:
     def get_pin(self, anchor_id: str) -> dict[str, Any] | None:
         """The raw record of global pin ``anchor_id`` in ``persist/`` (None when absent or unreadable)."""
         try:
-            data = json.loads(self.pin_path(anchor_id).read_text(encoding="utf-8"))
+            data = json.loads(read_regular_bytes(self.pin_path(anchor_id)).decode("utf-8"))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None

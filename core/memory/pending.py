@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - Windows
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import Refused
+from ..fsio import read_regular_bytes
 from ..home import TARGETS, HermesHome
 from . import staged
 from .threats import pattern_ids, scan
@@ -165,7 +166,7 @@ def load_record(path: Path) -> PendingWrite:
     """Parse one record file (never raises: problems are reported in ``malformed``)."""
     pid = path.name[:-5] if path.name.endswith(".json") else path.name
     try:
-        rec = json.loads(path.read_text(encoding="utf-8-sig"))
+        rec = json.loads(read_regular_bytes(path).decode("utf-8-sig"))
     except (OSError, UnicodeDecodeError) as exc:
         return PendingWrite(pid, path, malformed=f"cannot read the record: {exc}")
     except ValueError as exc:
@@ -234,7 +235,7 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
     with _claimed(rec):
         store = MemoryStore(home, config or load_config(home), actor=actor)
         try:  # the journal keeps the record, so an undo of the approval can stage it again
-            raw = rec.path.read_text(encoding="utf-8")
+            raw = read_regular_bytes(rec.path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raw = None
         store.journal_extra = {"pending_id": rec.id, "origin": rec.origin, "record": raw,
@@ -297,7 +298,7 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
     target = rec.target if rec.target in TARGETS else "memory"
     with _claimed(rec):
         try:
-            raw = rec.path.read_text(encoding="utf-8", errors="replace")
+            raw = read_regular_bytes(rec.path).decode("utf-8", errors="replace")
         except OSError:
             raw = ""
         jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,

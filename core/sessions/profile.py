@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fsio import read_regular_bytes
 from .statedb import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
@@ -187,7 +188,7 @@ def _read_db_facts(path: Path) -> dict[str, Any]:
 
 def _config_version(path: Path) -> int | None:
     try:
-        m = _CONFIG_VERSION_RE.search(path.read_text(encoding="utf-8-sig", errors="replace"))
+        m = _CONFIG_VERSION_RE.search(read_regular_bytes(path).decode("utf-8-sig", errors="replace"))
     except OSError:
         return None
     return int(m.group(1)) if m else None
@@ -202,7 +203,7 @@ def _pending(directory: Path) -> tuple[set[str], set[str]]:
         return fields, actions
     for p in paths:
         try:
-            payload = json.loads(p.read_text(encoding="utf-8-sig")).get("payload")
+            payload = json.loads(read_regular_bytes(p).decode("utf-8-sig")).get("payload")
         except (OSError, ValueError, AttributeError):
             continue
         if not isinstance(payload, dict):

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fsio import read_regular_bytes
 from .compaction import decode_content
 from .statedb import StateDB, sanitize_context
 
@@ -446,7 +447,7 @@ def read_entries_as_hermes(path: Path) -> list[str]:
     without BOM stripping, like 0.19.
     """
     try:
-        raw = Path(path).read_text(encoding="utf-8")
+        raw = read_regular_bytes(Path(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return []
     if not raw.strip():
