@@ -238,6 +238,19 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             raw = read_regular_bytes(rec.path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             raw = None
+        # The approval is journaled in the same transaction as the write: a record whose exact
+        # bytes were applied already (a crash between the write and the removal) is never
+        # replayed again, where a substring replay could hit another entry (issue 13 #8).
+        done = _applied_journal_id(home, rec.id, raw)
+        if done is not None:
+            _remove_record(rec)
+            raise Refused(f"pending write {rec.id} was already applied (journal #{done}); its record was left "
+                          "behind by an interrupted approval and is removed now. Nothing was applied again.",
+                          code="already_applied", journal_id=done)
+        # The record must be removable once applied, or a later approval would replay it (issue 13 #7).
+        if not os.access(rec.path.parent, os.W_OK):
+            raise Refused(f"{rec.path.parent} is read-only: the record could not be removed after the write, so "
+                          "nothing was applied (make the directory writable, then approve again)", code="unwritable")
         store.journal_extra = {"pending_id": rec.id, "origin": rec.origin, "record": raw,
                                "record_file": rec.path.name}
         p = rec.payload
@@ -248,11 +261,32 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             result = store.apply_batch(target, p.get("operations") or [])
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
-        try:
-            rec.path.unlink()
-        except FileNotFoundError:
-            pass
+        _remove_record(rec)
     return result
+
+
+def _remove_record(rec: "PendingWrite") -> None:
+    try:
+        rec.path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _applied_journal_id(home: HermesHome, pending_id: str, raw: str | None) -> int | None:
+    """The journal id of an earlier approval of exactly this record (same id, same bytes), if any."""
+    if raw is None or not journal.db_exists(home):
+        return None
+    from ..deck import db as deckdb
+
+    try:
+        with deckdb.opened(home) as conn:
+            row = conn.execute(
+                "SELECT journal_id FROM journal WHERE json_extract(detail, '$.pending_id') = ? "
+                "AND json_extract(detail, '$.record') = ? AND undone_by IS NULL ORDER BY journal_id DESC LIMIT 1",
+                (pending_id, raw)).fetchone()
+    except Exception:  # noqa: BLE001 - an unreadable journal is found by the write itself
+        return None
+    return int(row[0]) if row else None
 
 
 @contextlib.contextmanager

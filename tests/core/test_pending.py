@@ -136,3 +136,37 @@ def test_undoing_an_approval_stages_the_write_again(hermes_home: HermesHome) -> 
     assert (hermes_home.pending_dir / "bbbb0001.json").read_bytes() == staged
     assert "staged again" in res.message
     assert [r.id for r in list_pending(hermes_home)] == ["bbbb0001"]
+
+
+def test_an_approval_interrupted_before_its_record_was_removed_is_not_replayed(hermes_home: HermesHome, monkeypatch) -> None:
+    """Issue 13 #8: the write landed (and its journal row), the record stayed (the process died
+    before unlinking it): approving it again applies nothing and removes the record."""
+    from memdeck.core.memory import pending as pending_mod
+
+    MemoryStore(hermes_home, Config(), actor="test").add("memory", "Deploy on Fridays")
+    MemoryStore(hermes_home, Config(), actor="test").add("memory", "Deploy previews on Mondays")
+    stage(hermes_home, "cccc0001", {"action": "remove", "target": "memory", "old_text": "Deploy on Fridays"})
+    monkeypatch.setattr(pending_mod, "_remove_record", lambda rec: None)  # killed before the unlink
+    approve(hermes_home, Config(), "cccc0001")
+    monkeypatch.undo()
+    after = mem(hermes_home)
+    assert after == "Deploy previews on Mondays" and (hermes_home.pending_dir / "cccc0001.json").exists()
+    with pytest.raises(Refused) as exc:
+        approve(hermes_home, Config(), "cccc0001")
+    assert exc.value.code == "already_applied" and "journal #" in exc.value.reason
+    assert mem(hermes_home) == after and not (hermes_home.pending_dir / "cccc0001.json").exists()
+
+
+def test_a_record_that_could_not_be_removed_is_not_applied(hermes_home: HermesHome, monkeypatch) -> None:
+    """Issue 13 #7: a read-only pending/memory/ would leave an applied record behind to be
+    replayed; the approval is refused before anything is written (os.access stands in for the
+    read-only directory: as root every directory is writable)."""
+    from memdeck.core.memory import pending as pending_mod
+
+    stage(hermes_home, "cccc0002", {"action": "add", "target": "memory", "content": "Use uv"})
+    real = pending_mod.os.access
+    monkeypatch.setattr(pending_mod.os, "access", lambda p, mode: False if mode == pending_mod.os.W_OK else real(p, mode))
+    with pytest.raises(Refused) as exc:
+        approve(hermes_home, Config(), "cccc0002")
+    assert exc.value.code == "unwritable" and "nothing was applied" in exc.value.reason
+    assert mem(hermes_home) == "" and (hermes_home.pending_dir / "cccc0002.json").exists()
