@@ -134,20 +134,25 @@ def archive_candidates(entries: Sequence[str], need: int) -> list[tuple[str, int
 
 @dataclass(frozen=True)
 class Entry:
-    """One entry. ``chars`` is ``len(text)``; ``threats`` are pattern ids (``core.threats``)."""
+    """One entry. ``chars`` is ``len(text)``; ``threats`` are pattern ids (``core.threats``);
+    ``scanned`` is False when the threat scan did not reach it (:data:`SCAN_BUDGET_CHARS`)."""
 
     id: str
     text: str
     chars: int
     threats: tuple[str, ...] = ()
     index: int = 0
+    scanned: bool = True
 
     @classmethod
-    def of(cls, text: str, index: int = 0) -> "Entry":
-        return cls(entry_id(text), text, len(text), scan_ids(text), index)
+    def of(cls, text: str, index: int = 0, *, scan: bool = True) -> "Entry":
+        return cls(entry_id(text), text, len(text), scan_ids(text) if scan else (), index, scan)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "chars": self.chars, "threats": list(self.threats)}
+        d = {"id": self.id, "text": self.text, "chars": self.chars, "threats": list(self.threats)}
+        if not self.scanned:
+            d["scanned"] = False
+        return d
 
 
 @dataclass(frozen=True)
@@ -177,16 +182,32 @@ class MemoryFileState:
     def usage(self) -> str:
         return f"{self.chars:,}/{self.limit:,}"
 
+    @property
+    def unscanned(self) -> int:
+        """How many entries the threat scan did not reach (a file far over its limit)."""
+        return sum(1 for e in self.entries if not e.scanned)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target, "path": str(self.path), "exists": self.exists, "chars": self.chars,
             "limit": self.limit, "pct": self.pct, "drift": self.drift, "error": self.error,
-            "entries": [e.to_dict() for e in self.entries],
+            "entries": [e.to_dict() for e in self.entries], "unscanned": self.unscanned,
         }
 
 
+#: The most entry text, in chars, one read threat-scans (about a hundred full MEMORY.md files).
+#: A file far over its char limit (a 50 MB MEMORY.md) is read whole, but only its first entries
+#: are scanned, and every entry past the budget says so (``Entry.scanned``): reading it never
+#: takes tens of seconds (issue 13 #4).
+SCAN_BUDGET_CHARS = 256 * 1024
+
+
 def _entries_of(texts: Sequence[str]) -> tuple[Entry, ...]:
-    return tuple(Entry.of(t, i) for i, t in enumerate(texts))
+    out, used = [], 0
+    for i, t in enumerate(texts):
+        used += len(t)
+        out.append(Entry.of(t, i, scan=used <= SCAN_BUDGET_CHARS))
+    return tuple(out)
 
 
 def read_memory(home: HermesHome, config: Config | None, target: str) -> MemoryFileState:

@@ -334,6 +334,8 @@ def _scan_findings(memory: Mapping[str, Any], pending: tuple[Any, ...]) -> dict[
     texts: list[str] = []
     for st in memory.values():
         for e in _attr(st, "entries", ()) or ():
+            if not isinstance(e, str) and not _attr(e, "scanned", True):
+                continue  # past the scan budget of a file far over its limit: said on screen
             texts.append(e if isinstance(e, str) else str(_attr(e, "text", "")))
     for p in pending:
         texts.extend(_pending_texts(p))

@@ -477,6 +477,10 @@ def _home_file(home: Any, target: str) -> Path:
     return Path(home) / "memories" / _FILENAMES[target]
 
 
+#: The most entry text, in chars, a prompt-block preview renders (and threat-scans).
+PREVIEW_BUDGET_CHARS = 256 * 1024
+
+
 def render_memory_block(home: Any, config: Any, target: str) -> str:
     """The frozen block Hermes would put in a new session's system prompt for ``target``.
 
@@ -491,7 +495,19 @@ def render_memory_block(home: Any, config: Any, target: str) -> str:
         raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
     entries = read_entries_as_hermes(_home_file(home, target))
     limit = config.char_limit(target) if config is not None else (2200 if target == "memory" else 1375)
-    return render_block(target, sanitize_entries_for_snapshot(entries, _FILENAMES[target]), limit)
+    # A file far over its limit (issue 13 #4) is shown up to a bound, said in the block's last
+    # line; the threat scan of a 50 MB file would take a minute on every refresh.
+    shown, used = [], 0
+    for e in entries:
+        used += len(e)
+        if used > PREVIEW_BUDGET_CHARS and shown:
+            break
+        shown.append(e)
+    block = render_block(target, sanitize_entries_for_snapshot(shown, _FILENAMES[target]), limit)
+    if len(shown) < len(entries):
+        block += (f"\n[memdeck: {len(entries) - len(shown):,} more entries not shown; the file is far over "
+                  f"its {limit:,}-char limit]")
+    return block
 
 
 def render_prompt_blocks(home: Any, config: Any) -> str:

@@ -525,6 +525,14 @@ def usage_bar(snap: Any, target: str, width: int) -> Text:
         t.append("  ")
         t.append("█" * filled, style)
         t.append("░" * (bar_w - filled), "dim")
+    n = len(_entries(state))
+    if n > MAX_ENTRY_ROWS or getattr(state, "unscanned", 0):
+        t.append("\n  ⚠ ", "bold red")
+        far = f"{used // max(1, limit):,}x its limit" if limit and used > limit else "very large"
+        t.append(f"far over its char limit ({far}): ", "bold red")
+        t.append(f"the first {min(n, MAX_ENTRY_ROWS):,} of {n:,} entries are listed", "red")
+        if getattr(state, "unscanned", 0):
+            t.append(f", {state.unscanned:,} not threat-scanned", "red")
     drift = _get(state, "drift")
     if drift:
         t.append("\n  ⚠ ", "bold yellow")
@@ -559,20 +567,26 @@ def flag_text(findings: Sequence[Any]) -> Text:
     return Text("⚠ " + ",".join(ids), style="bold red", no_wrap=True, overflow="ellipsis")
 
 
+#: The most entries of one file listed in Capacity (a file far over its limit can hold 200,000;
+#: a table of that many rows would hold the UI thread for a minute). The bar says how many more.
+MAX_ENTRY_ROWS = 2000
+
+
 def entry_rows(snap: Any) -> list[EntryRow]:
     rows = []
     for target in ("memory", "user"):
-        for i, e in enumerate(_entries(snap.memory.get(target)), 1):
+        for i, e in enumerate(_entries(snap.memory.get(target))[:MAX_ENTRY_ROWS], 1):
             text = entry_text(e)
             eid = _get(e, "id", "entry_id", default=None) if not isinstance(e, str) else None
             key = f"{target}:{eid or i}"
             fnd = findings_for(snap, text, e)
+            flags = flag_text(fnd) if _get(e, "scanned", default=True) else Text("not scanned", style="dim")
             cells = (
                 Text("MEMORY" if target == "memory" else "USER", style="bold"),
                 Text(str(i), justify="right"),
                 Text(str(eid or entry_id(text)), style="dim"),  # the id the CLI takes
                 Text(f"{len(text):,}", justify="right"),
-                flag_text(fnd),
+                flags,
                 safe_text(text, single_line=True, max_chars=300),
             )
             rows.append(EntryRow(key, target, i, text, len(text), fnd, e, cells))
