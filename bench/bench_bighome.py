@@ -272,7 +272,8 @@ def _ratio(a: float | None, b: float | None) -> str:
         return "n/a"
     if b == 0:
         return "n/a (peer 0)" if a else "1 (both 0)"
-    return f"{a / b:.2f}"
+    r = a / b
+    return f"{r:.2f}" if r >= 0.01 else f"{r:.2g}"
 
 
 def main() -> int:
