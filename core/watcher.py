@@ -27,7 +27,11 @@ DEBOUNCE_MS = 50
 STEP_MS = 50
 
 #: How long a burst of inotify events is gathered before the watcher reports it, in seconds.
+#: Only for writes in place (a SQLite commit to ``state.db-wal``, an editor saving over a file):
+#: an atomic replace (``MOVED_TO``) or a closed file (``CLOSE_WRITE``) is reported at once.
 BURST_S = 0.012
+
+_pause = asyncio.sleep  # the burst timer (tests count its uses)
 
 #: Source kinds a change can touch (what :class:`core.snapshot.SourceStamps` stamps).
 SOURCES = ("memory", "config", "pending", "memlock", "statedb")
@@ -134,25 +138,35 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
             on_ready()
         while True:
             event = await ino.get()
-            # one SQLite commit or one atomic replace is a burst of events within a few ms:
-            # let it land, so it wakes one refresh, not two (a timer, not a poll)
-            await asyncio.sleep(BURST_S)
             kinds: set[str] = set()
             rearm = False
-            while event is not None:
-                if event.mask & (Mask.IGNORED | Mask.DELETE_SELF | Mask.MOVE_SELF) and event.watch is not None:
-                    watched.pop(str(event.watch.path), None)
-                    rearm = True
-                if event.path is not None:
-                    kind = source_of(home, event.path)
-                    if kind == "statedb" and event.mask & Mask.CLOSE_WRITE:
-                        # any connection, memdeck's read-only one included, opens -wal for writing
-                        # and closes it: only a write (MODIFY), a create, delete or rename counts
-                        kind = None
-                    if kind is not None:
-                        kinds.add(kind)
-                        if event.mask & Mask.ISDIR:
-                            rearm = True
+            settled = True  # every relevant event so far left a complete file (a rename, a close)
+            waited = False
+            while True:
+                while event is not None:
+                    if event.mask & (Mask.IGNORED | Mask.DELETE_SELF | Mask.MOVE_SELF) and event.watch is not None:
+                        watched.pop(str(event.watch.path), None)
+                        rearm = True
+                    if event.path is not None:
+                        kind = source_of(home, event.path)
+                        if kind == "statedb" and event.mask & Mask.CLOSE_WRITE:
+                            # any connection, memdeck's read-only one included, opens -wal for
+                            # writing and closes it: only a write (MODIFY), a create, delete or
+                            # rename counts
+                            kind = None
+                        if kind is not None:
+                            kinds.add(kind)
+                            if event.mask & Mask.ISDIR:
+                                rearm = True
+                            if not event.mask & (Mask.MOVED_TO | Mask.CLOSE_WRITE):
+                                settled = False
+                    event = ino.sync_get()
+                if not kinds or settled or waited:
+                    break  # noise only, or an atomic replace that is complete: report at once
+                # a SQLite commit (several writes to -wal) or an in-place write is a burst of
+                # events within a few ms: let it land (once), so it wakes one refresh, not two
+                await _pause(BURST_S)
+                waited = True
                 event = ino.sync_get()
             if rearm:
                 arm(ino)

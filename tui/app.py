@@ -34,6 +34,7 @@ from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
+from .widgets.readout import Readout
 
 Clock = Callable[[], float]
 
@@ -130,6 +131,7 @@ class MemdeckApp(App[None]):
         self._db: Any = None
         self._refreshing = False
         self._dirty = False
+        self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._last_error_toast: dict[str, str] = {}
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
@@ -172,7 +174,7 @@ class MemdeckApp(App[None]):
             "review": ReviewPanel,
             "history": HistoryPanel,
         }
-        yield Static(self._status_line(), id="statusline")
+        yield Readout(self._status_line(), id="statusline", fits_width=True)
         with DeckTabs(initial="integrity", id="panels"):
             for i, (pid, title) in enumerate(PANELS, 1):
                 with TabPane(f"{i} {title}", id=pid):
@@ -349,7 +351,7 @@ class MemdeckApp(App[None]):
 
     def update_status_line(self) -> None:
         try:
-            self.query_one("#statusline", Static).update(self._status_line(), layout=False)  # one line, always: no layout pass
+            self.query_one("#statusline", Readout).show(self._status_line())  # one line: never a layout pass
         except Exception:
             pass
 
@@ -512,18 +514,22 @@ class MemdeckApp(App[None]):
         from .widgets import view
 
         counts = view.badge_counts(snap)
+        if counts == self._badges_shown:
+            return  # a tab label set is a layout pass of the whole screen: only when a count changed
         tabs = self.query_one("#panels", TabbedContent)
         for i, (pid, title) in enumerate(PANELS, 1):
             n = counts.get(pid, 0)
+            if self._badges_shown is not None and self._badges_shown.get(pid, 0) == n:
+                continue
             label = Text(f"{i} {title}")
             if n:
                 label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
             try:
                 tab = tabs.get_tab(pid)
-            except Exception:  # the tab is not mounted (shutdown)
-                continue
-            if tab.label != label:
-                tab.label = label
+            except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
+                return
+            tab.label = label
+        self._badges_shown = dict(counts)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""

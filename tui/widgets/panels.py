@@ -25,6 +25,7 @@ from ..messages import RecallRequested, RowActionsRequested
 from . import history_view
 from ..safe_text import safe_text
 from . import view
+from .readout import Readout
 from .table import DeckTable
 
 
@@ -204,12 +205,12 @@ class IntegrityPanel(Panel):
             with Vertical(id="score-box"):
                 yield Static(Text("integrity score", style="dim"), id="score-label")
                 yield Digits("--", id="score")
-            yield Static(id="integrity-facts")
-        yield Static(id="integrity-health")
+            yield Readout(id="integrity-facts")
+        yield Readout(id="integrity-health")
         yield Static(Text("score across compactions (0-100, oldest → newest)", style="dim"), id="spark-label")
-        yield Static(id="sparkline")
-        yield Static(id="integrity-anchors")
-        yield Static(id="integrity-reminder")
+        yield Readout(id="sparkline")
+        yield Readout(id="integrity-anchors")
+        yield Readout(id="integrity-reminder")
 
     def primary(self) -> Any:
         return self
@@ -223,12 +224,12 @@ class IntegrityPanel(Panel):
         low = score is not None and score < floor
         self.set_class(low, "below-floor")
         self.set_class(score is not None and not low, "above-floor")
-        self.query_one("#integrity-facts", Static).update(view.integrity_facts(snap, self.now))
+        self.query_one("#integrity-facts", Readout).show(view.integrity_facts(snap, self.now))
         width = max(10, (self.size.width or 60) - 2)
-        self.query_one("#sparkline", Static).update(view.sparkline(snap.integrity_history, floor, width))
-        self.query_one("#integrity-anchors", Static).update(view.anchor_summary(snap))
-        self.query_one("#integrity-reminder", Static).update(view.reminder_preview(snap))
-        self.query_one("#integrity-health", Static).update(view.hermes_health(snap))
+        self.query_one("#sparkline", Readout).show(view.sparkline(snap.integrity_history, floor, width))
+        self.query_one("#integrity-anchors", Readout).show(view.anchor_summary(snap))
+        self.query_one("#integrity-reminder", Readout).show(view.reminder_preview(snap))
+        self.query_one("#integrity-health", Readout).show(view.hermes_health(snap))
 
 
 # ── table + detail ──────────────────────────────────────────────────────────
@@ -260,7 +261,7 @@ class TableDetailPanel(Panel):
         yield from self.compose_filter()
         yield DeckTable(self.COLUMNS, id=f"{self.NAME}-table")
         with VerticalScroll(id=f"{self.NAME}-detail-box", classes="detail"):
-            yield Static(id=f"{self.NAME}-detail")
+            yield Readout(id=f"{self.NAME}-detail")
 
     def compose_header(self) -> ComposeResult:
         """Widgets between the banner and the filter (none by default)."""
@@ -306,7 +307,7 @@ class TableDetailPanel(Panel):
             out: Any = Text(self.empty_detail, style="dim")
         else:
             out = self.detail_for(r, snap)
-        self.query_one(f"#{self.NAME}-detail", Static).update(out)
+        self.query_one(f"#{self.NAME}-detail", Readout).show(out)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -395,13 +396,13 @@ class CapacityPanel(TableDetailPanel):
     empty_detail = None  # the prompt block is shown even without a selected entry
 
     def compose_header(self) -> ComposeResult:
-        yield Static(id="usage-memory", classes="usage")
-        yield Static(id="usage-user", classes="usage")
+        yield Readout(id="usage-memory", classes="usage", fits_width=True)
+        yield Readout(id="usage-user", classes="usage", fits_width=True)
 
     def show_header(self, snap: Any) -> None:
         width = max(20, (self.size.width or 78) - 2)
         for target in ("memory", "user"):
-            self.query_one(f"#usage-{target}", Static).update(view.usage_bar(snap, target, width))
+            self.query_one(f"#usage-{target}", Readout).show(view.usage_bar(snap, target, width))
 
     def on_resize(self) -> None:
         """The bars are drawn to the width: redraw them when the terminal grows or shrinks."""
@@ -436,9 +437,9 @@ class RecallPanel(Panel):
             yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
         with Horizontal(id="recall-previews"):
             with VerticalScroll(classes="preview"):
-                yield Static(id="recall-reminder")
+                yield Readout(id="recall-reminder")
             with VerticalScroll(classes="preview"):
-                yield Static(id="recall-fence")
+                yield Readout(id="recall-fence")
 
     def primary(self) -> Any:
         # while the panel says "type a query", typing must land in the query box
@@ -455,12 +456,12 @@ class RecallPanel(Panel):
     def show_snapshot(self, snap: Any) -> None:
         self.show_banner(snap.error_for("recall"))
         self._snap = snap
-        self.query_one("#recall-reminder", Static).update(view.reminder_preview(snap, title="reminder block MemLock would inject next"))
+        self.query_one("#recall-reminder", Readout).show(view.reminder_preview(snap, title="reminder block MemLock would inject next"))
         self._show_fence()
 
     def _show_fence(self) -> None:
         snap = getattr(self, "_snap", None)
-        self.query_one("#recall-fence", Static).update(view.fence_preview(snap, getattr(self, "_result", None), self.query_text))
+        self.query_one("#recall-fence", Readout).show(view.fence_preview(snap, getattr(self, "_result", None), self.query_text))
 
     @on(Input.Submitted, "#recall-query")
     @guarded

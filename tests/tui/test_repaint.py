@@ -1,0 +1,92 @@
+"""A refresh repaints only what changed (issue 8: CPU beside a live Hermes).
+
+Setting a tab label or updating a Static lays out the whole screen again; on a live home that
+happened on every appended message. These tests pin what a refresh may touch.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import TabbedContent
+
+from memdeck.core.demo import DEMO_NOW
+from memdeck.core.sessions import hermes_schema
+from memdeck.tui.app import make_app
+from memdeck.tui.keymap import PANEL_IDS, PANELS
+from memdeck.tui.widgets.readout import Readout
+from tests.tui.conftest import settle, wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_refresh_with_the_same_badge_counts_sets_no_tab_label(demo_home) -> None:
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        tabs = app.query_one("#panels", TabbedContent)
+        before = {pid: tabs.get_tab(pid).label for pid in PANEL_IDS}
+        titles = {pid: f"{i} {title}" for i, (pid, title) in enumerate(PANELS, 1)}
+        assert any(str(before[pid]) != titles[pid] for pid in PANEL_IDS)  # some badge is shown
+        conn = hermes_schema.connect(demo_home.state_db)  # Hermes appends a message: counts unchanged
+        try:
+            hermes_schema.append_message(conn, app.snapshot.live_session.id, "user", "one more turn")
+        finally:
+            conn.close()
+        n = app.refresh_count
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.refresh_count > n)
+        await settle(pilot, app)
+        after = {pid: tabs.get_tab(pid).label for pid in PANEL_IDS}
+        assert all(after[pid] is before[pid] for pid in PANEL_IDS)
+
+
+class _OneReadout(App):
+    def compose(self) -> ComposeResult:
+        yield Readout(id="r")
+        yield Readout(id="bar", fits_width=True)
+
+
+def _count_layouts(widget, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    seen: list[bool] = []
+    real = widget.refresh
+
+    def refresh(*regions, **kw):
+        seen.append(bool(kw.get("layout")))
+        return real(*regions, **kw)
+
+    monkeypatch.setattr(widget, "refresh", refresh)
+    return seen
+
+
+async def test_a_readout_repaints_only_a_change_and_lays_out_only_a_new_height(monkeypatch) -> None:
+    app = _OneReadout()
+    async with app.run_test(size=(40, 10)) as pilot:
+        r = app.query_one("#r", Readout)
+        assert r.show(Text("one line", style="bold"))
+        await pilot.pause()
+        layouts = _count_layouts(r, monkeypatch)
+        assert not r.show(Text("one line", style="bold"))  # equal text and style: nothing at all
+        assert layouts == []
+        assert r.show(Text("one line", style="italic"))  # a new style repaints, same height
+        assert r.show(Text("two words"))
+        assert layouts == [False, False]
+        assert r.show(Text("x " * 30))  # wraps to two lines at 40 columns: a layout pass
+        assert layouts[-1] is True
+        await pilot.pause()
+        assert r.size.height == 2
+
+
+async def test_a_bar_drawn_to_the_width_lays_out_only_when_its_lines_change(monkeypatch) -> None:
+    app = _OneReadout()
+    async with app.run_test(size=(40, 10)) as pilot:
+        bar = app.query_one("#bar", Readout)
+        bar.show(Text("MEMORY.md 10%"))
+        await pilot.pause()
+        layouts = _count_layouts(bar, monkeypatch)
+        bar.show(Text("MEMORY.md 11%"))
+        bar.show(Text("MEMORY.md 999%\n  ⚠ far over its char limit"))
+        assert layouts == [False, True]
+        await pilot.pause()
+        assert bar.size.height == 2
