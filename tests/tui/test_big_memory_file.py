@@ -40,5 +40,6 @@ async def test_capacity_lists_a_bounded_number_of_rows_and_says_so(hermes_home) 
         assert app.query_one("#capacity-table").row_count == MAX_ENTRY_ROWS
         bar = app.query_one("#usage-memory").content.plain
         assert f"the first {MAX_ENTRY_ROWS:,} of {N:,} entries are listed" in bar and "not threat-scanned" in bar
+        assert app.query_one("#usage-memory").size.height == 2  # the warning line is on screen, not cut off
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running)
