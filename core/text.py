@@ -11,6 +11,8 @@ C1 controls and bidi overrides raw).
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 
 _C0_NAMES = {
@@ -59,19 +61,42 @@ def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
     return s if not width or len(s) <= width else s[: width - 1] + "…"
 
 
+@functools.lru_cache(maxsize=4096)
+def _json_escape_char(ch: str) -> str:
+    cp = ord(ch)
+    if cp >= 0x7F and marker_for(ch) is not None:
+        if cp > 0xFFFF:
+            cp -= 0x10000
+            return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+        return f"\\u{cp:04x}"
+    return ch
+
+
+@functools.lru_cache(maxsize=1)
+def _needs_escape() -> "re.Pattern[str]":
+    """A pattern matching every BMP character :func:`marker_for` hides (DEL and above; C0
+    controls are escaped by ``json.dumps`` itself) and every character above U+FFFF (judged
+    one by one). Built on first use from ``marker_for`` itself (65k code points, ~20 ms)."""
+    parts, start = [], None
+    for cp in range(0x7F, 0x10001):
+        hidden = cp < 0x10000 and marker_for(chr(cp)) is not None
+        if hidden and start is None:
+            start = cp
+        elif not hidden and start is not None:
+            parts.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
+            start = None
+    return re.compile("[" + "".join(parts) + "\\U00010000-\\U0010ffff]")
+
+
 def json_safe(dumped: str) -> str:
     """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with every hidden character
     escaped as ``\\uXXXX`` (a surrogate pair above U+FFFF). Valid JSON stays valid and decodes
-    to the same value; only what a terminal would act on or hide is escaped."""
-    out = []
-    for ch in dumped:
-        cp = ord(ch)
-        if cp >= 0x7F and marker_for(ch) is not None:
-            if cp > 0xFFFF:
-                cp -= 0x10000
-                out.append(f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}")
-            else:
-                out.append(f"\\u{cp:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    to the same value; only what a terminal would act on or hide is escaped.
+
+    Fast on huge CLI output: pure-ASCII text (below DEL) is returned as is; otherwise one regex
+    scan (C speed) finds the characters that may need escaping and only those take the
+    per-character path.
+    """
+    if dumped.isascii() and "\x7f" not in dumped:
+        return dumped
+    return _needs_escape().sub(lambda m: _json_escape_char(m.group()), dumped)

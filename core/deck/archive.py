@@ -16,7 +16,9 @@ while holding the target file's sidecar lock:
 A process killed between steps leaves an intent row. :func:`memdeck.core.memory.store.recover_intents` (run by every
 archive/restore/listing, under the same lock, so never while a live writer is mid-way)
 resolves it by looking at the file: ``archiving`` + entry still in the file -> the row is
-deleted (nothing was archived); ``archiving`` + entry gone -> ``archived``; ``restoring`` +
+deleted (nothing was archived), or, for the intent of an undo of a restore (``restored_at``
+kept), set back to ``restored`` (the undo did not happen; issue 13: deleting it lost the entry
+once the undo was retried); ``archiving`` + entry gone -> ``archived``; ``restoring`` +
 entry in the file -> ``restored``; ``restoring`` + entry absent -> back to ``archived``. So an
 entry is never both in the file and ``archived``, and never in neither (unless someone else
 removed it from the file, in which case the archive copy is kept).
@@ -86,8 +88,11 @@ def insert(conn: sqlite3.Connection, *, kind: str, target: str, text: str, actor
     return int(cur.lastrowid)
 
 
-def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: str | None = None) -> bool:
-    """Set a row's state (``restored`` also stamps ``restored_at``; ``archived`` clears it).
+def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: str | None = None,
+              keep_restored_at: bool = False) -> bool:
+    """Set a row's state (``restored`` also stamps ``restored_at``; any other state clears it,
+    unless ``keep_restored_at``: the undo of a restore keeps it on its ``archiving`` intent, which
+    is how recovery tells that intent from a fresh archive's).
 
     With ``expect``, only a row currently in that state changes (compare-and-set).
 
@@ -96,9 +101,12 @@ def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: 
     """
     if state not in STATES:
         raise ValueError(f"invalid archive state {state!r}")
-    restored_at = time.time() if state == "restored" else None
-    q = "UPDATE archive SET state = ?, restored_at = ? WHERE archive_id = ?"
-    args: tuple[Any, ...] = (state, restored_at, archive_id)
+    if keep_restored_at:
+        q, args = "UPDATE archive SET state = ? WHERE archive_id = ?", (state, archive_id)
+    else:
+        restored_at = time.time() if state == "restored" else None
+        q = "UPDATE archive SET state = ?, restored_at = ? WHERE archive_id = ?"
+        args = (state, restored_at, archive_id)
     if expect is not None:
         q += " AND state = ?"
         args += (expect,)
@@ -106,8 +114,10 @@ def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: 
 
 
 def delete_intent(conn: sqlite3.Connection, archive_id: int) -> bool:
-    """Delete a row still in ``archiving`` (an archive that never happened)."""
-    return conn.execute("DELETE FROM archive WHERE archive_id = ? AND state = 'archiving'", (archive_id,)).rowcount > 0
+    """Delete a row still in ``archiving`` (an archive that never happened). A row that was
+    restored before (``restored_at`` set: the intent of an undo of a restore) is never deleted."""
+    return conn.execute("DELETE FROM archive WHERE archive_id = ? AND state = 'archiving' AND restored_at IS NULL",
+                        (archive_id,)).rowcount > 0
 
 
 def get(home: HermesHome | Path, archive_id: int, *, conn: sqlite3.Connection | None = None) -> ArchivedItem | None:

@@ -932,7 +932,9 @@ class MemoryStore:
         with deckdb.transaction(conn):
             for it in intents:
                 if it.state == "archiving":
-                    if it.text in present:
+                    if it.text in present and it.restored_at is not None:  # an undo of a restore, not done
+                        _archive.set_state(conn, it.archive_id, "restored", expect="archiving", keep_restored_at=True)
+                    elif it.text in present:
                         _archive.delete_intent(conn, it.archive_id)
                     else:
                         _archive.set_state(conn, it.archive_id, "archived", expect="archiving")
@@ -1006,8 +1008,9 @@ class MemoryStore:
                         if aid is not None:
                             if r.op == "archive":
                                 _archive.set_state(conn, int(aid), "restoring", expect="archived")
-                            else:
-                                _archive.set_state(conn, int(aid), "archiving", expect="restored")
+                            else:  # restored_at kept: recovery tells this intent from a new archive's
+                                _archive.set_state(conn, int(aid), "archiving", expect="restored",
+                                                   keep_restored_at=True)
                 files = ExitStack()
                 for r, before in plans:
                     # normalize kept every entry; undoing it means the original text back

@@ -1,0 +1,465 @@
+"""Issue 13: every write path of the core, killed at every step (tests/crashpoints.py).
+
+For each operation a dry run counts its durable steps (each ``os.replace``/``rename``/``unlink``/
+``link``/``fsync`` and each memdeck.db commit); then, for every step N, a fresh tiny home gets the
+same setup and the operation is killed (``os._exit``) before step N. After each kill:
+
+* every data file (MEMORY.md, USER.md, MemLock session files, persist/ pins and manifest,
+  pending records) holds exactly its old or its new bytes, complete;
+* the journal never records a change that is not on disk (recorded => every file is new);
+* nothing is lost: an entry or anchor text present both before and after the operation is in a
+  file or the archive (intent rows included), before and after the next run's intent recovery;
+* a retry (the same operation again, or the same undo again when its rows are still undoable)
+  ends in the state of an uninterrupted run: same entries in each file, same archive rows (no
+  duplicate), same anchors and global pins.
+
+Journal/file disagreements that a retry cannot repair (a change on disk that the journal never
+recorded) are collected separately: ``test_journal_agrees_with_files_at_every_point``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memdeck.core import history, undo
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.config import Config
+from memdeck.core.deck import db as deckdb
+from memdeck.core.deck import journal
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory import pending
+from memdeck.core.memory.store import MemoryStore, parse_entries, recover_intents, serialize_entries
+from tests.crashpoints import CRASH_STATUS, crash_points, deterministic, run_in_child
+
+SID = "s1"
+CFG = Config()
+
+# --------------------------------------------------------------------------- state of a home
+
+
+def _data_files(home: HermesHome) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for p in sorted(Path(home.path).rglob("*")):
+        rel = p.relative_to(home.path).as_posix()
+        name = p.name
+        if (not p.is_file() or rel.startswith("memdeck/") or name.startswith(".") or name.endswith((".lock", ".tmp"))
+                or ".bak." in name):
+            continue
+        out[rel] = p.read_bytes()
+    return out
+
+
+def _rows(home: HermesHome, q: str) -> list[tuple[Any, ...]]:
+    if not deckdb.db_path(home).exists():
+        return []
+    c = sqlite3.connect(deckdb.db_path(home))
+    try:
+        return [tuple(r) for r in c.execute(q)]
+    finally:
+        c.close()
+
+
+@dataclass(frozen=True)
+class State:
+    files: dict[str, bytes]
+    archive: tuple[tuple[Any, ...], ...]   # (kind, target, text, state), sorted
+    journal: tuple[tuple[Any, ...], ...]   # (op, kind, target, undone?)
+    memory: dict[str, list[str]]
+    anchors: dict[str, list[tuple[str, bool]]]  # session or "persist" -> sorted (text, pinned)
+
+    def texts(self) -> set[str]:
+        """Every entry/anchor text held somewhere (files, archive rows that still hold it)."""
+        out = {t for es in self.memory.values() for t in es}
+        out |= {t for v in self.anchors.values() for t, _ in v}
+        out |= {a[2] for a in self.archive if a[3] in ("archived", "archiving", "restoring")}
+        return out
+
+    def logical(self) -> tuple[Any, ...]:
+        return (self.memory, self.archive, self.anchors)
+
+
+def _anchor_texts(files: dict[str, bytes]) -> dict[str, list[tuple[str, bool]]]:
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for rel, b in files.items():
+        if not rel.startswith("memlock/") or not rel.endswith(".json") or rel.endswith("manifest.json"):
+            continue
+        d = json.loads(b)
+        key = "persist" if rel.startswith("memlock/persist/") else rel
+        if key == "persist":
+            out.setdefault(key, []).append((d["text"], bool(d.get("pinned", True))))
+        else:
+            out[key] = [(a["text"], bool(a.get("pinned"))) for a in (d.get("anchors") or {}).values()]
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def snapshot(home: HermesHome) -> State:
+    files = _data_files(home)
+    mem = {t: parse_entries(files.get(f"memories/{n}", b"").decode()) for t, n in (("memory", "MEMORY.md"), ("user", "USER.md"))}
+    arch = tuple(sorted(_rows(home, "SELECT kind, target, text, state FROM archive")))
+    jr = tuple((op, k, t, u is not None) for op, k, t, u in
+               _rows(home, "SELECT op, kind, target, undone_by FROM journal ORDER BY journal_id"))
+    return State(files, arch, jr, mem, _anchor_texts(files))
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _ms(home: HermesHome) -> MemoryStore:
+    return MemoryStore(home, CFG)
+
+
+def _as(home: HermesHome) -> AnchorStore:
+    return AnchorStore(home, CFG)
+
+
+def _base(home: HermesHome) -> None:
+    s = _ms(home)
+    s.add("memory", "alpha fact")
+    s.add("memory", "beta fact")
+    s.add("user", "gamma fact")
+
+
+def _anchor_id(home: HermesHome, text: str) -> str:
+    return next(a.id for a in _as(home).load_session(SID).anchors.values() if a.text == text)
+
+
+def _stage(home: HermesHome, pid: str, payload: dict[str, Any]) -> None:
+    d = home.pending_dir
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"id": pid, "subsystem": "memory", "action": payload.get("action"), "summary": "s",
+           "origin": "background_review", "created_at": 1.0, "payload": payload}
+    (d / f"{pid}.json").write_text(json.dumps(rec))
+
+
+def _anchors_base(home: HermesHome) -> None:
+    _base(home)
+    a = _as(home)
+    a.pin("Always answer in English.", session_id=SID)
+    a.pin("Never delete backups.", session_id=SID, scope="global")
+
+
+def _pinned(home: HermesHome, text: str, scope: str = "session") -> None:
+    if not any(t == text for v in snapshot(home).anchors.values() for t, _ in v):
+        _as(home).pin(text, session_id=SID, scope=scope)
+
+
+def _archived_memory(home: HermesHome) -> None:
+    _base(home)
+    _ms(home).archive("memory", "beta fact")
+
+
+def _archived_anchor(home: HermesHome) -> None:
+    _anchors_base(home)
+    _as(home).archive(_anchor_id(home, "Always answer in English."), SID)
+
+
+def _history_change(home: HermesHome) -> None:
+    _base(home)
+    history.observe(home)
+    p = home.memory_file("memory")  # an outside writer removes an entry
+    p.write_text(serialize_entries(["alpha fact"]))
+    history.observe(home)
+
+
+def _change_id(home: HermesHome) -> int:
+    return next(c.change_id for c in history.list_changes(home) if c.target == "memory")
+
+
+def _archive_rows(home: HermesHome, kind: str) -> list[Any]:
+    return _rows(home, f"SELECT archive_id FROM archive WHERE kind = '{kind}' AND state = 'archived'")
+
+
+def _archive_row(home: HermesHome, kind: str) -> int:
+    return int(_rows(home, f"SELECT archive_id FROM archive WHERE kind = '{kind}' AND state = 'archived'")[0][0])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    setup: Callable[[HermesHome], None]
+    op: Callable[[HermesHome], Any]
+    retry: Callable[[HermesHome], Any] | None = None  # default: the op again
+
+
+def _tolerant(fn: Callable[[HermesHome], Any]) -> Callable[[HermesHome], Any]:
+    def run(home: HermesHome) -> Any:
+        try:
+            return fn(home)
+        except Refused as exc:
+            return exc
+    return run
+
+
+def _undo_scenario(name: str, setup: Callable[[HermesHome], None]) -> Scenario:
+    """Undo of the last journaled change ``setup`` made; the retry undoes again only while
+    those same rows are still undoable (never the change before them)."""
+    def prepare(home: HermesHome) -> None:
+        setup(home)
+        rows = journal.last_undoable(home)
+        (Path(home.path) / "undo_target.json").write_text(json.dumps([r.journal_id for r in rows]))
+
+    def op(home: HermesHome) -> Any:
+        return undo.undo(home, CFG)
+
+    def retry(home: HermesHome) -> Any:
+        want = json.loads((Path(home.path) / "undo_target.json").read_text())
+        if [r.journal_id for r in journal.last_undoable(home)] == want:
+            return undo.undo(home, CFG)
+        return None
+
+    return Scenario(f"undo-{name}", prepare, op, retry)
+
+
+def _then(*steps: Callable[[HermesHome], Any]) -> Callable[[HermesHome], None]:
+    def run(home: HermesHome) -> None:
+        for s in steps:
+            s(home)
+    return run
+
+
+_add = lambda h: _ms(h).add("memory", "delta fact")  # noqa: E731
+_replace = lambda h: _ms(h).replace("memory", "beta fact", "beta fact v2")  # noqa: E731
+_remove = lambda h: _ms(h).remove("memory", "beta fact")  # noqa: E731
+_edit = lambda h: _ms(h).edit("beta fact", "beta fact edited")  # noqa: E731
+_move = lambda h: _ms(h).move("memory", "beta fact", "user")  # noqa: E731
+_archive = lambda h: _ms(h).archive("memory", "beta fact")  # noqa: E731
+_restore = lambda h: _ms(h).restore(_archive_row(h, "memory"))  # noqa: E731
+_restore_retry = lambda h: _archive_rows(h, "memory") and _restore(h)  # noqa: E731
+_approve = lambda h: pending.approve(h, CFG, "abcd0001")  # noqa: E731
+_revert = lambda h: history.revert(h, CFG, _change_id(h))  # noqa: E731
+
+
+def _drifted(home: HermesHome) -> None:
+    _base(home)
+    home.memory_file("memory").write_text("alpha fact\n\n§\nbeta fact\n")
+
+
+_normalize = lambda h: _ms(h).normalize("memory")  # noqa: E731
+
+
+def _staged(home: HermesHome) -> None:
+    _base(home)
+    _stage(home, "abcd0001", {"action": "add", "target": "memory", "content": "staged fact"})
+
+
+def _staged_batch(home: HermesHome) -> None:
+    _base(home)
+    _stage(home, "abcd0001", {"action": "batch", "target": "memory", "operations": [
+        {"action": "add", "content": "batched fact"}, {"action": "remove", "old_text": "alpha"}]})
+
+
+_pin = lambda h: _pinned(h, "Cite the source.")  # noqa: E731
+_pin_global = lambda h: _pinned(h, "Cite the source globally.", "global")  # noqa: E731
+_unpin = lambda h: _as(h).unpin(_anchor_id(h, "Always answer in English."), session_id=SID)  # noqa: E731
+_unpin_global = lambda h: _as(h).unpin(_anchor_id(h, "Never delete backups."), session_id=SID, scope="global")  # noqa: E731
+_anchor_edit = lambda h: _as(h).update(_anchor_id(h, "Always answer in English."), session_id=SID,  # noqa: E731
+                                       text="Always answer in French.")
+_anchor_archive = lambda h: _as(h).archive(_anchor_id(h, "Always answer in English."), SID)  # noqa: E731
+_anchor_restore = lambda h: _as(h).restore(_archive_row(h, "anchor"))  # noqa: E731
+
+
+def _anchor_edit_retry(home: HermesHome) -> Any:
+    texts = [t for t, _ in snapshot(home).anchors.get(f"memlock/{SID}.json", [])]
+    return None if "Always answer in French." in texts else _anchor_edit(home)
+
+
+def _anchor_once(fn: Callable[[HermesHome], Any], gone: str) -> Callable[[HermesHome], Any]:
+    """Retry an anchor removal only while the anchor is still in the session."""
+    def run(home: HermesHome) -> Any:
+        texts = [t for t, _ in snapshot(home).anchors.get(f"memlock/{SID}.json", [])]
+        return fn(home) if gone in texts else None
+    return run
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("add", _base, _add),
+    Scenario("replace", _base, _replace),
+    Scenario("remove", _base, _remove),
+    Scenario("edit", _base, _edit),
+    Scenario("move", _base, _move),
+    Scenario("archive", _base, _archive),
+    Scenario("restore", _archived_memory, _restore, _restore_retry),
+    Scenario("normalize", _drifted, _normalize),
+    Scenario("approve", _staged, _approve),
+    Scenario("approve-batch", _staged_batch, _approve),
+    Scenario("reject", _staged, lambda h: pending.reject(h, "abcd0001")),
+    Scenario("history-revert", _history_change, _revert),
+    Scenario("anchor-pin", _anchors_base, _pin),
+    Scenario("anchor-pin-global", _anchors_base, _pin_global),
+    Scenario("anchor-unpin", _anchors_base, _unpin, _anchor_once(_unpin, "Always answer in English.")),
+    Scenario("anchor-unpin-global", _anchors_base, _unpin_global,
+             _anchor_once(_unpin_global, "Never delete backups.")),
+    Scenario("anchor-edit", _anchors_base, _anchor_edit, _anchor_edit_retry),
+    Scenario("anchor-archive", _anchors_base, _anchor_archive, _anchor_once(_anchor_archive, "Always answer in English.")),
+    Scenario("anchor-restore", _archived_anchor, _anchor_restore,
+             lambda h: _archive_rows(h, "anchor") and _anchor_restore(h)),
+    # undo of every op the journal records (core/undo.py UNDO_HANDLERS: kinds memory, anchor)
+    _undo_scenario("add", _then(_base, _add)),
+    _undo_scenario("replace", _then(_base, _replace)),
+    _undo_scenario("remove", _then(_base, _remove)),
+    _undo_scenario("edit", _then(_base, _edit)),
+    _undo_scenario("move", _then(_base, _move)),
+    _undo_scenario("archive", _then(_base, _archive)),
+    _undo_scenario("restore", _then(_archived_memory, _restore)),
+    _undo_scenario("normalize", _then(_drifted, _normalize)),
+    _undo_scenario("approve", _then(_staged, _approve)),
+    _undo_scenario("approve-batch", _then(_staged_batch, _approve)),
+    _undo_scenario("history-revert", _then(_history_change, _revert)),
+    _undo_scenario("anchor-pin", _then(_anchors_base, _pin)),
+    _undo_scenario("anchor-pin-global", _then(_anchors_base, _pin_global)),
+    _undo_scenario("anchor-unpin", _then(_anchors_base, _unpin)),
+    _undo_scenario("anchor-unpin-global", _then(_anchors_base, _unpin_global)),
+    _undo_scenario("anchor-edit", _then(_anchors_base, _anchor_edit)),
+    _undo_scenario("anchor-archive", _then(_anchors_base, _anchor_archive)),
+    _undo_scenario("anchor-restore", _then(_archived_anchor, _anchor_restore)),
+]
+
+
+# --------------------------------------------------------------------------- the matrix
+
+
+def _fresh(root: Path, name: str) -> HermesHome:
+    home = root / name / "hermes_home"
+    (home / "memories").mkdir(parents=True)
+    return HermesHome(home)
+
+
+@dataclass
+class Point:
+    step: int
+    what: str
+    hard: list[str]      # broken invariants (files, loss, retry)
+    journal: list[str]   # the journal disagrees with the files and the retry does not repair it
+
+
+def _check_point(sc: Scenario, root: Path, step: int, what: str, old: State, new: State) -> Point:
+    home = _fresh(root, f"{sc.name}-{step}")
+    with deterministic():
+        sc.setup(home)
+    before = snapshot(home)
+    assert before.files == old.files, "the setup is not deterministic"
+
+    def op() -> None:
+        with deterministic():
+            sc.op(home)
+
+    status, _, log = run_in_child(op, step)
+    hard: list[str] = []
+    jr: list[str] = []
+    if status != CRASH_STATUS:
+        hard.append(f"the child did not reach step {step} (status {status}, {log[-1:]})")
+    crashed = snapshot(home)
+    for rel in sorted(set(old.files) | set(new.files) | set(crashed.files)):
+        if crashed.files.get(rel) not in (old.files.get(rel), new.files.get(rel)):
+            hard.append(f"{rel} is neither its old nor its new content")
+    data = lambda st: {k: v for k, v in st.files.items() if not k.startswith("pending/")}  # noqa: E731
+    if crashed.journal == new.journal and data(crashed) != data(new):
+        hard.append("the journal records the change but the files do not hold it")
+    keep = old.texts() & new.texts()
+    lost = keep - crashed.texts()
+    if lost:
+        hard.append(f"lost after the kill: {sorted(lost)}")
+    recover_intents(home, CFG)
+    lost = keep - snapshot(home).texts()
+    if lost:
+        hard.append(f"lost after intent recovery: {sorted(lost)}")
+    try:
+        with deterministic():
+            _tolerant(sc.retry or sc.op)(home)
+    except Exception as exc:  # noqa: BLE001 - a crash of the retry is a finding
+        hard.append(f"the retry raised {exc!r}")
+    final = snapshot(home)
+    lost = keep - final.texts()
+    if lost:
+        hard.append(f"lost after the retry: {sorted(lost)}")
+    if sorted(k for k in final.files if k.startswith("pending/")) != sorted(k for k in new.files if k.startswith("pending/")):
+        jr.append("after the retry the pending records differ from an uninterrupted run's")
+    if final.logical() != new.logical():
+        hard.append(f"after the retry the state differs from an uninterrupted run: {final.logical()} != {new.logical()}")
+    elif final.journal != new.journal:
+        jr.append(f"journal {final.journal} != {new.journal}")
+    return Point(step, what, hard, jr)
+
+
+@functools.lru_cache(maxsize=None)
+def _matrix(name: str, root: str) -> tuple[int, tuple[Point, ...]]:
+    sc = next(s for s in SCENARIOS if s.name == name)
+    base = Path(root)
+    h_old = _fresh(base, f"{name}-old")
+    with deterministic():
+        sc.setup(h_old)
+    old = snapshot(h_old)
+    h_new = _fresh(base, f"{name}-new")
+    with deterministic():
+        sc.setup(h_new)
+
+    def op() -> None:
+        with deterministic():
+            sc.op(h_new)
+
+    steps, log = crash_points(op)
+    new = snapshot(h_new)
+    assert new.files != old.files or new.archive != old.archive or new.journal != old.journal, "the op changed nothing"
+    return steps, tuple(_check_point(sc, base, n, log[n - 1], old, new) for n in range(1, steps + 1))
+
+
+@pytest.fixture(scope="module")
+def matrix_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("crash_matrix"))
+
+
+#: holes the matrix finds in the anchor store (core/anchors/store.py), left for the engineer
+#: splitting that module; each xfail is strict, so a fix turns it into a failure to remove here
+ANCHOR_HOLES = {
+    "anchor-pin-global": "persist/<id>.json and the manifest are written before the session file, with no intent: "
+                         "a kill in between leaves a global pin the session lacks and nothing journaled",
+    "anchor-archive": "the archive row is committed before the session write: a kill before it leaves the anchor in "
+                      "the session and archived, and the retry archives it a second time (two rows)",
+    "anchor-restore": "the session file is written before the COMMIT that marks the row restored: the anchor is back "
+                      "and still archived, and a second restore refuses (conflict)",
+    "undo-anchor-pin-global": "the global copy and the session file change in separate steps with no intent",
+    "undo-anchor-unpin-global": "the global copy and the session file change in separate steps with no intent",
+    "undo-anchor-archive": "the session write and the archive row's COMMIT are separate steps with no intent",
+    "undo-anchor-restore": "LOSS: the session write removes the anchor before the COMMIT that makes its row archived "
+                           "again; a kill in between leaves it in neither",
+}
+
+
+def _param(name: str) -> Any:
+    if name in ANCHOR_HOLES:
+        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=ANCHOR_HOLES[name]))
+    return name
+
+
+@pytest.mark.parametrize("name", [_param(s.name) for s in SCENARIOS])
+def test_killed_at_every_step_loses_nothing_and_a_retry_completes(name: str, matrix_root: str) -> None:
+    steps, points = _matrix(name, matrix_root)
+    assert steps == len(points) >= 2
+    bad = [f"step {p.step} ({p.what}): {h}" for p in points for h in p.hard]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "every write replaces its file inside the journal transaction and COMMITs after (core/deck/journal.py "
+    "docstring): a kill between the replace and the COMMIT leaves a change on disk that the journal never "
+    "records (and an undone approval whose record was not staged again); closing it needs a journal intent "
+    "committed before the replace, a change to every writer left for after the module split"))
+def test_journal_agrees_with_files_at_every_point(matrix_root: str) -> None:
+    """After a kill and a retry, the journal holds what an uninterrupted run records (no change
+    on disk that the journal lacks, no pending record lost)."""
+    bad = []
+    for sc in SCENARIOS:
+        if sc.name in ANCHOR_HOLES:
+            continue
+        _, points = _matrix(sc.name, matrix_root)
+        bad += [f"{sc.name} step {p.step} ({p.what}): {j}" for p in points for j in p.journal]
+    assert not bad, "\n".join(bad)
