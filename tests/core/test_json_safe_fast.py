@@ -4,7 +4,6 @@ per-character pass, and is fast on huge CLI output."""
 from __future__ import annotations
 
 import json
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,13 +50,7 @@ def test_every_hostile_sample_is_escaped_and_plain_ascii_is_untouched() -> None:
     assert json_safe(big) is big
 
 
-def test_fast_on_huge_mostly_ascii_output() -> None:
+def test_huge_mostly_ascii_output_is_identical_to_the_per_character_pass() -> None:
+    # the speed of this path is measured by bench/bench_bigfile.py, not asserted here (no timed tests)
     text = json.dumps(["an entry with caf\u00e9 and one \u202e hidden mark " * 4] * 20000, ensure_ascii=False)
-    t0 = time.perf_counter()
-    fast = json_safe(text)
-    t_fast = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    slow = _before(text)
-    t_slow = time.perf_counter() - t0
-    assert fast == slow
-    assert t_fast < t_slow / 2, (t_fast, t_slow)
+    assert json_safe(text) == _before(text)
