@@ -27,6 +27,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from memdeck.core.config import Config, load_config
+from memdeck.core.deck.db import DeckDB
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
 
@@ -132,6 +133,7 @@ class MemdeckApp(App[None]):
         self._refreshing = False
         self._dirty = False
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
+        self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
@@ -427,15 +429,18 @@ class MemdeckApp(App[None]):
                 if self._db is not None:
                     self._db.progress = self._progress_reporter()
             self.refresh_runs += 1
-            snap = build_snapshot(
-                self.home,
-                self.config,
-                self._db,
-                previous=self.snapshot,
-                session_id=self.session_id,
-                now=self.clock(),
-                stamps=take_stamps(self.home, self._db),
-            )
+            if self._deck is None:
+                self._deck = DeckDB(self.home)
+            with self._deck.bound():  # one memdeck.db connection for the app's life, not one per read
+                snap = build_snapshot(
+                    self.home,
+                    self.config,
+                    self._db,
+                    previous=self.snapshot,
+                    session_id=self.session_id,
+                    now=self.clock(),
+                    stamps=take_stamps(self.home, self._db),
+                )
         except BaseException as exc:  # build_snapshot never raises; belt and braces
             snap = exc
         self.post_message(SnapshotReady(snap))
@@ -661,6 +666,7 @@ class MemdeckApp(App[None]):
         """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
         self._close_databases()
         self._recall_db = None
+        self._deck = None
         self.home = home
         self.home_label = None
         self.config = load_config(home)
@@ -685,8 +691,8 @@ class MemdeckApp(App[None]):
 
     def _close_databases(self) -> None:
         """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.statedb.tidy_side_files)."""
-        for db in (self._db, getattr(self, "_recall_db", None)):
+        created, see core.sessions.statedb.tidy_side_files) and the held memdeck.db one."""
+        for db in (self._db, getattr(self, "_recall_db", None), self._deck):
             close = getattr(db, "close", None)
             if callable(close):
                 try:

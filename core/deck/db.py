@@ -32,6 +32,7 @@ unknown newer ``user_version`` is refused rather than guessed at.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -250,11 +251,73 @@ def _describe(exc: sqlite3.Error, what: str) -> str:
     return f"memdeck.db is not usable (could not {what}: {text})"
 
 
+class DeckDB:
+    """One memdeck.db connection kept open by a long-lived reader (the dashboard).
+
+    Each :func:`opened` without a connection would open memdeck.db and close it again; closing
+    the last connection of a WAL database checkpoints it and deletes its ``-wal`` and ``-shm``,
+    and the next open writes a fresh 32 KiB ``-shm``: on a live home (a refresh every couple of
+    seconds) that was about 1 MB of disk writes a minute while nothing of memdeck's changed.
+    Inside ``with deck.bound():`` every :func:`opened` of the same home on this thread (or
+    task) uses the one held connection instead. The connection is opened on first use and
+    reopened when memdeck.db was deleted or replaced (another inode).
+    """
+
+    def __init__(self, home: HermesHome | Path) -> None:
+        self.path = db_path(home)
+        self._home = home
+        self._conn: sqlite3.Connection | None = None
+        self._ino: tuple[int, int] | None = None
+
+    def connection(self) -> sqlite3.Connection:
+        """The held connection, (re)opened if needed. Raises :class:`DeckDBError` as :func:`connect`."""
+        try:
+            st = os.stat(self.path)
+            ino: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            ino = None
+        if self._conn is not None and (ino is None or ino != self._ino):
+            self.close()  # deleted or replaced under us: never write into the old file
+        if self._conn is None:
+            self._conn = connect(self._home)
+            st = os.stat(self.path)
+            self._ino = (st.st_dev, st.st_ino)
+        return self._conn
+
+    @contextlib.contextmanager
+    def bound(self) -> Iterator[DeckDB]:
+        """Make :func:`opened` use this connection for this home within the block."""
+        token = _BOUND.set(self)
+        try:
+            yield self
+        finally:
+            _BOUND.reset(token)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn, self._ino = None, None
+
+
+_BOUND: contextvars.ContextVar[DeckDB | None] = contextvars.ContextVar("memdeck_deckdb", default=None)
+
+
+def _held_for(home: HermesHome | Path) -> DeckDB | None:
+    held = _BOUND.get()
+    return held if held is not None and held.path == db_path(home) else None
+
+
 @contextlib.contextmanager
 def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
-    """Yield ``conn`` if given, else a fresh connection closed on exit."""
+    """Yield ``conn`` if given, else the :class:`DeckDB` bound for this home (kept open), else
+    a fresh connection closed on exit."""
     if conn is not None:
         yield conn
+        return
+    held = _held_for(home)
+    if held is not None:
+        yield held.connection()
         return
     c = connect(home)
     try:
@@ -275,11 +338,15 @@ def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, s
     if not keys or not path.exists():
         return {}
     out: dict[str, str] = {}
+    held = _held_for(home)
     try:
-        import urllib.parse
+        if held is not None:
+            conn = held.connection()
+        else:
+            import urllib.parse
 
-        conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
+            conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0)
+    except (sqlite3.Error, DeckDBError):
         return {}
     try:
         for i in range(0, len(keys), 500):
@@ -289,7 +356,8 @@ def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, s
     except sqlite3.Error:
         return out
     finally:
-        conn.close()
+        if held is None:
+            conn.close()
     return out
 
 
@@ -301,8 +369,9 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
     """
     if not rows or not db_path(home).exists():
         return False
+    held = _held_for(home)
     try:
-        conn = connect(home, timeout=1.0)
+        conn = held.connection() if held is not None else connect(home, timeout=1.0)
     except DeckDBError:
         return False
     try:
@@ -313,4 +382,5 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
     except (DeckDBError, sqlite3.Error, OSError):
         return False
     finally:
-        conn.close()
+        if held is None:
+            conn.close()

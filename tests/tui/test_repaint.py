@@ -90,3 +90,30 @@ async def test_a_bar_drawn_to_the_width_lays_out_only_when_its_lines_change(monk
         assert layouts == [False, True]
         await pilot.pause()
         assert bar.size.height == 2
+
+
+async def test_refreshes_share_one_memdeck_db_connection(demo_home, monkeypatch) -> None:
+    from memdeck.core.deck import db as deckdb
+
+    opens: list[str] = []
+    real = deckdb.connect
+
+    def connect(home, **kw):
+        opens.append(str(home))
+        return real(home, **kw)
+
+    monkeypatch.setattr(deckdb, "connect", connect)
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        memory = demo_home.memory_file("memory")
+        for i in range(3):  # another writer changes MEMORY.md: each refresh observes and records it
+            tmp = memory.with_name(f".mem_{i:08x}.tmp")
+            tmp.write_text(memory.read_text(encoding="utf-8") + f"\n§\nnew fact {i}", encoding="utf-8")
+            tmp.replace(memory)
+            n = app.refresh_count
+            app.request_refresh()
+            await wait_for(pilot, lambda: app.refresh_count > n)
+            await settle(pilot, app)
+        assert len(app.snapshot.history) >= 3 and app.snapshot.history[0].op == "added"
+    assert len(opens) == 1
