@@ -37,7 +37,7 @@ t_start = time.perf_counter()
 from pathlib import Path
 from memdeck.core.home import HermesHome
 from memdeck.core.config import load_config
-from memdeck.core.memory.store import read_memory
+from memdeck.core.memory.reader import read_memory
 home = HermesHome(Path(sys.argv[1]))
 cfg = load_config(home)
 mem = [read_memory(home, cfg, t) for t in ("memory", "user")]

@@ -65,7 +65,8 @@ from .deck import journal
 from .errors import Refused
 from .fsio import read_regular_bytes
 from .home import HOME_MARKERS, TARGET_FILES, TARGETS, HermesHome
-from .memory.store import MemoryStore, parse_entries, serialize_entries
+from .memory.entries import parse_entries, serialize_entries
+from .memory.store import MemoryStore
 from .sessions.statedb import StateDB
 
 #: at most this many change rows are kept (the oldest are dropped first)

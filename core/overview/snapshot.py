@@ -32,7 +32,7 @@ from ..anchors.store import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
 from ..history import Change
 from ..memory.pending import PendingWrite
-from ..memory.store import MemoryFileState
+from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.statedb import CompactionEvent, DBStatus, SessionInfo
 
@@ -299,7 +299,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     memory: dict[str, Any] = {}
     for target in TARGETS:
         def _read(target: str = target) -> Any:
-            from ..memory.store import read_memory
+            from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
 
@@ -400,7 +400,7 @@ def build_snapshot(
         memory = dict(previous.memory)
     for target in (() if memory_same else TARGETS):
         def _read(target: str = target) -> Any:
-            from ..memory.store import read_memory
+            from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
 

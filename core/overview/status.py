@@ -48,7 +48,7 @@ from typing import Any
 from ..deck import archive
 from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
-from ..memory.store import read_memory
+from ..memory.reader import read_memory
 from ..memory.pending import list_pending, replay_texts
 from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from memdeck.core.memory.store import archive_candidates, usage_chars, usage_pct
+from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 
 from ..safe_text import safe_text
 

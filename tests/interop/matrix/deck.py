@@ -15,7 +15,8 @@ from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.pending import approve as approve_pending
 from memdeck.core.memory.pending import list_pending
-from memdeck.core.memory.store import MemoryStore, read_memory
+from memdeck.core.memory.reader import read_memory
+from memdeck.core.memory.store import MemoryStore
 from memdeck.core.memory.threats import hermes_verdict, rules_for_version
 from memdeck.core.memory.threats import scan as threat_scan
 from memdeck.core.sessions.recall import recall, search_messages
