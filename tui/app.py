@@ -679,7 +679,7 @@ class MemdeckApp(App[None]):
 
     def _close_databases(self) -> None:
         """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.statedb.tidy_side_files)."""
+        created, see core.sessions.side_files.tidy_side_files)."""
         for db in (self._db, getattr(self, "_recall_db", None)):
             close = getattr(db, "close", None)
             if callable(close):

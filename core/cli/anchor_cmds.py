@@ -12,7 +12,8 @@ from typing import Any
 
 from ..anchors.store import AnchorStore, default_session_id
 from ..anchors.audit import SessionAudit, audit_session
-from ..sessions.statedb import DBStatus, StateDB
+from ..sessions.records import DBStatus
+from ..sessions.statedb import StateDB
 from ..text import visible as _visible
 from .common import CliContext, UsageError, print_json
 from .session_cmds import _when

@@ -34,7 +34,7 @@ from ..history import Change
 from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
-from ..sessions.statedb import CompactionEvent, DBStatus, SessionInfo
+from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
 
 T = TypeVar("T")
 
@@ -139,7 +139,7 @@ class DeckSnapshot:
         drift_log: the session's audit points, newest first: :attr:`core.audit.SessionAudit.history`
             (``{time, score, casualties, source, [event_index, mode, computed_score]}``: state.db
             compaction events merged with MemLock's drift log), else MemLock's ``drift_log``.
-        compactions: the shown session's :class:`core.statedb.CompactionEvent` values, oldest first.
+        compactions: the shown session's :class:`core.sessions.records.CompactionEvent` values, oldest first.
         prompt_blocks: the frozen system-prompt memory blocks the next session will get.
         reminder_block: the reminder block MemLock would inject next (``""`` when none).
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending

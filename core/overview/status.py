@@ -53,7 +53,8 @@ from ..memory.pending import list_pending, replay_texts
 from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id
 from ..sessions.profile import detect_profile, threat_differences
-from ..sessions.statedb import StateDB, sharing_readers
+from ..sessions.connection import sharing_readers
+from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 
 SectionFn = Callable[[HermesHome, Config], Any]
