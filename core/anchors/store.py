@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 
 from ..deck import archive as _archive
 from . import audit as _audit
+from . import rules as _rules
 from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
@@ -173,12 +174,12 @@ class Anchor:
         return cls(
             id=aid,
             text=text,
-            reminder=text[: _audit.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
-            priority=_audit.as_int(data.get("priority", 50), 50),
-            probes=_audit.probes_of(data),
+            reminder=text[: _rules.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
+            priority=_rules.as_int(data.get("priority", 50), 50),
+            probes=_rules.probes_of(data),
             pinned=bool(data.get("pinned", False)),
             drifted=bool(data.get("drifted", False)),
-            last_alive_turn=_audit.as_int(data.get("last_alive_turn", 0), 0),
+            last_alive_turn=_rules.as_int(data.get("last_alive_turn", 0), 0),
             history=[h for h in history if isinstance(h, dict)] if isinstance(history, list) else None,
             extra={k: v for k, v in data.items() if k not in _ANCHOR_KEYS},
         )
@@ -255,14 +256,14 @@ class SessionAnchors:
             session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
             anchors=anchors,
             static_anchor_ids=[str(x) for x in static_ids if isinstance(x, (str, int))] if isinstance(static_ids, list) else [],
-            pinned_count=_audit.as_int(data.get("pinned_count", 0), 0),
+            pinned_count=_rules.as_int(data.get("pinned_count", 0), 0),
             last_summary_hash=data.get("last_summary_hash"),
             last_compaction_at=data.get("last_compaction_at"),
             integrity_score=data.get("integrity_score"),
             drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
             last_alert_at=data.get("last_alert_at"),
-            last_reinject_turn=_audit.as_int(data.get("last_reinject_turn", 0), 0),
-            turn_count=_audit.as_int(data.get("turn_count", 0), 0),
+            last_reinject_turn=_rules.as_int(data.get("last_reinject_turn", 0), 0),
+            turn_count=_rules.as_int(data.get("turn_count", 0), 0),
             extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},
             path=path,
             sha_ok=sha_ok,
@@ -291,7 +292,7 @@ class SessionAnchors:
     # -- queries --------------------------------------------------------------
     def sorted_anchors(self) -> list[Anchor]:
         """Anchors by priority descending, then id (MemLock ``sorted_anchors``)."""
-        return _audit.sorted_anchors(self.anchors.values())
+        return _rules.sorted_anchors(self.anchors.values())
 
     def pinned_now(self) -> int:
         return sum(1 for a in self.anchors.values() if a.pinned)
@@ -341,7 +342,7 @@ class SessionAnchors:
         if reverse is not None:
             event["reverse"] = reverse
         self.drift_log.append(event)
-        self.drift_log = self.drift_log[-_audit.DRIFT_LOG_CAP:]
+        self.drift_log = self.drift_log[-_rules.DRIFT_LOG_CAP:]
         return score, casualties
 
 
@@ -388,7 +389,7 @@ def validate_probes(probes: Any, text: str) -> list[str]:
             something that is not a non-empty string (code ``invalid``).
     """
     if probes is None:
-        return _audit.derive_probes(text)
+        return _rules.derive_probes(text)
     if isinstance(probes, (str, bytes)):
         raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately", "invalid", field="probes")
     try:
@@ -397,10 +398,10 @@ def validate_probes(probes: Any, text: str) -> list[str]:
         raise Refused(f"probes must be a list of keywords, got {type(probes).__name__}", "invalid", field="probes") from None
     out: list[str] = []
     for p in items:
-        if not isinstance(p, str) or not _audit.flatten_ws(p):
+        if not isinstance(p, str) or not _rules.flatten_ws(p):
             raise Refused(f"every probe must be a non-empty string, got {p!r}", "invalid", field="probes")
-        out.append(_audit.flatten_ws(p))
-    return out or _audit.derive_probes(text)
+        out.append(_rules.flatten_ws(p))
+    return out or _rules.derive_probes(text)
 
 
 def validate_scope(scope: Any) -> str:
@@ -807,7 +808,7 @@ class AnchorStore:
         if not isinstance(text, str):
             raise Refused(f"an anchor's text must be a string, got {type(text).__name__}; nothing was pinned",
                           "invalid", field="text")
-        flat = _audit.flatten_ws(text)
+        flat = _rules.flatten_ws(text)
         if not flat:
             raise Refused("an anchor needs text; nothing was pinned", "empty", field="text")
         if len(flat) > MAX_ANCHOR_CHARS:
@@ -816,7 +817,7 @@ class AnchorStore:
                           "Nothing was pinned.", "too_long", field="text")
         prio = validate_priority(priority)
         scope = validate_scope(scope)
-        rem = _audit.flatten_ws(reminder) or _audit.auto_reminder(flat)
+        rem = _rules.flatten_ws(reminder) or _rules.auto_reminder(flat)
         prb = validate_probes(probes, flat)
         if not session_id and scope != "global":
             raise Refused("no session to pin into: pass a session id (a global pin needs none)", "invalid",
@@ -948,14 +949,14 @@ class AnchorStore:
         if text is not None and not isinstance(text, str):
             raise Refused(f"an anchor's text must be a string, got {type(text).__name__}; nothing was changed",
                           "invalid", field="text")
-        new_text = None if text is None else _audit.flatten_ws(text)
+        new_text = None if text is None else _rules.flatten_ws(text)
         if text is not None and not new_text:
             raise Refused("an anchor needs text; nothing was changed", "empty", field="text")
         if new_text is not None and len(new_text) > MAX_ANCHOR_CHARS:
             raise Refused(f"an anchor is at most {MAX_ANCHOR_CHARS:,} chars (this one is {len(new_text):,}); "
                           "nothing was changed", "too_long", field="text")
         new_prio = None if priority is None else validate_priority(priority)
-        new_rem = None if reminder is None else _audit.flatten_ws(reminder)
+        new_rem = None if reminder is None else _rules.flatten_ws(reminder)
         new_probes = None if probes is None else validate_probes(probes, new_text or "")
         scan_texts = [t for t in (text, reminder, new_text, new_rem, " ".join(new_probes or [])) if t]
         if scan_texts:
@@ -975,17 +976,17 @@ class AnchorStore:
             # when the caller passes them back unchanged (an edit form prefilled with them);
             # a custom reminder or custom probes stay.
             rem_given = new_rem
-            if text_changed and rem_given == a.reminder and a.reminder == _audit.auto_reminder(a.text):
+            if text_changed and rem_given == a.reminder and a.reminder == _rules.auto_reminder(a.text):
                 rem_given = None
             probes_given = new_probes
             if (text_changed and probes_given is not None and list(probes_given) == list(a.probes)
-                    and list(a.probes) == _audit.derive_probes(a.text)):
+                    and list(a.probes) == _rules.derive_probes(a.text)):
                 probes_given = None
-            rem_now = rem_given if rem_given else (_audit.auto_reminder(text_now) if text_changed else a.reminder)
+            rem_now = rem_given if rem_given else (_rules.auto_reminder(text_now) if text_changed else a.reminder)
             if probes_given is not None:
-                probes_now = probes_given or _audit.derive_probes(text_now)
+                probes_now = probes_given or _rules.derive_probes(text_now)
             elif text_changed:
-                probes_now = _audit.derive_probes(text_now)
+                probes_now = _rules.derive_probes(text_now)
             else:
                 probes_now = list(a.probes)
             prio_now = new_prio if new_prio is not None else a.priority
@@ -1303,19 +1304,19 @@ def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Any]:
     """The anchors MemLock would seed into a new session (``_on_start``): valid static config
     anchors (``_validate_anchors``: id and text required; probe-less ones only when exactly
     one valid anchor is defined) then global pins not already present."""
-    cfg = _audit._memlock_cfg(config)
+    cfg = _rules.memlock_cfg(config)
     raw = [a for a in (getattr(cfg, "anchors", ()) or ()) if isinstance(a, dict)]
     total = sum(1 for a in raw if a.get("id") and a.get("text"))
     out: dict[str, Any] = {}
     for a in raw:
         if not a.get("id") or not a.get("text"):
             continue
-        probes = _audit.probes_of(a)
+        probes = _rules.probes_of(a)
         if not probes and total > 1:
             continue
         text = str(a["text"])
         out.setdefault(str(a["id"]), Anchor(id=str(a["id"]), text=text, reminder=str(a.get("reminder") or text[:120]),
-                                            priority=_audit.priority_of(a), probes=probes, pinned=bool(a.get("pinned", False))))
+                                            priority=_rules.priority_of(a), probes=probes, pinned=bool(a.get("pinned", False))))
     for p in pins:
         if p.get("scope") == "global" and str(p["id"]) not in out:
             out[str(p["id"])] = Anchor.from_dict({**p, "pinned": True, "drifted": False, "last_alive_turn": 0})

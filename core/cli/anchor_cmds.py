@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from ..anchors.store import AnchorStore, default_session_id
-from ..anchors.audit import SessionAudit, audit_session
+from ..anchors.lifecycle import SessionAudit, audit_session
 from ..sessions.records import DBStatus
 from ..sessions.statedb import StateDB
 from ..text import visible as _visible

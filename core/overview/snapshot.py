@@ -27,7 +27,7 @@ from ..config import Config
 from ..home import TARGETS, HermesHome
 from ..sessions.profile import HermesProfile
 
-from ..anchors.audit import SessionAudit
+from ..anchors.lifecycle import SessionAudit
 from ..anchors.store import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
 from ..history import Change
@@ -503,7 +503,7 @@ def build_snapshot(
     audit = None
     if shown and session_anchors is not None and db is not None:  # no state.db: MemLock's own flags
         def _audit() -> Any:
-            from ..anchors.audit import audit_session
+            from ..anchors.lifecycle import audit_session
 
             return audit_session(db, store, shown, config)
 

@@ -50,7 +50,9 @@ from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
 from ..memory.reader import read_memory
 from ..memory.pending import list_pending, replay_texts
-from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
+from ..anchors.integrity_history import drift_event
+from ..anchors.lifecycle import audit_session
+from ..anchors.rules import priority_of, probes_of
 from ..anchors.store import AnchorStore, default_session_id
 from ..sessions.profile import detect_profile, threat_differences
 from ..sessions.connection import sharing_readers

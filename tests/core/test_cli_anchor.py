@@ -8,7 +8,7 @@ import pytest
 
 from memdeck.core.sessions import hermes_schema as HS
 from memdeck.core.anchors.store import AnchorStore
-from memdeck.core.anchors.audit import REMINDER_MARKER
+from memdeck.core.anchors.rules import REMINDER_MARKER
 from memdeck.core.cli import main
 from memdeck.core.home import HermesHome
 

@@ -11,7 +11,9 @@ import pytest
 
 from memdeck.core import demo as demo_mod
 from memdeck.core.anchors.store import AnchorStore
-from memdeck.core.anchors.audit import audit_session, audited_region, keyword_audit, plan_reminder
+from memdeck.core.anchors.audit import audited_region, keyword_audit
+from memdeck.core.anchors.lifecycle import audit_session
+from memdeck.core.anchors.rehydration import plan_reminder
 from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
 from memdeck.core.config import load_config
 from memdeck.core.demo import (

@@ -278,7 +278,7 @@ class PinScreen(FormScreen):
         t.append_text(findings_text(joined, findings))
         if not v["probes"] and v["text"]:
             try:
-                from memdeck.core.anchors.audit import derive_probes
+                from memdeck.core.anchors.rules import derive_probes
 
                 t.append("\nprobes derived: ", "dim")
                 t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memdeck.core.anchors.audit import audit_session
+from memdeck.core.anchors.lifecycle import audit_session
 from memdeck.core.anchors.store import Anchor, AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.errors import Refused
