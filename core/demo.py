@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from .sessions import hermes_schema as hs
-from .anchors.store import anchors_sha256, dump_json, safe_pin_stem, safe_sid
+from .anchors.files import safe_pin_stem, safe_sid
+from .anchors.model import anchors_sha256, dump_json
 from .anchors.audit import integrity_score, keyword_audit
 from .anchors.rehydration import plan_reminder
 from .sessions.compaction import find_summary, match_summary, split_context

@@ -57,8 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .anchors.store import Anchor, AnchorStore, SessionAnchors
-from .anchors.store import _scan_or_refuse as _scan_anchor
+from .anchors.model import Anchor, SessionAnchors
+from .anchors.store import AnchorStore
+from .anchors.model import scan_or_refuse as _scan_anchor
 from .config import Config, load_config
 from .deck import db as deckdb
 from .deck import journal

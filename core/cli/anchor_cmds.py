@@ -10,7 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..anchors.store import AnchorStore, default_session_id
+from ..anchors.files import default_session_id
+from ..anchors.store import AnchorStore
 from ..anchors.lifecycle import SessionAudit, audit_session
 from ..sessions.records import DBStatus
 from ..sessions.statedb import StateDB

@@ -28,7 +28,7 @@ from ..home import TARGETS, HermesHome
 from ..sessions.profile import HermesProfile
 
 from ..anchors.lifecycle import SessionAudit
-from ..anchors.store import SessionAnchors, SessionFileInfo
+from ..anchors.model import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
 from ..history import Change
 from ..memory.pending import PendingWrite

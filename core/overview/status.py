@@ -53,7 +53,8 @@ from ..memory.pending import list_pending, replay_texts
 from ..anchors.integrity_history import drift_event
 from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
-from ..anchors.store import AnchorStore, default_session_id
+from ..anchors.files import default_session_id
+from ..anchors.store import AnchorStore
 from ..sessions.profile import detect_profile, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB

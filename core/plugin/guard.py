@@ -51,7 +51,8 @@ from ..anchors import audit as _audit
 from ..anchors import integrity_history as _history
 from ..anchors import rehydration as _rehydration
 from ..anchors import rules as _rules
-from ..anchors.store import Anchor, AnchorStore, SessionAnchors
+from ..anchors.model import Anchor, SessionAnchors
+from ..anchors.store import AnchorStore
 from ..sessions.compaction import find_summary, message_text, split_context
 from ..config import Config, MemlockConfig
 from ..errors import LockTimeout, MemdeckError, Refused

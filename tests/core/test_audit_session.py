@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memdeck.core.sessions import hermes_schema as HS
-from memdeck.core.anchors.store import Anchor, AnchorStore
+from memdeck.core.anchors.model import Anchor
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.audit import audited_region
 from memdeck.core.anchors.lifecycle import audit_session
 from memdeck.core.anchors.rules import REMINDER_MARKER

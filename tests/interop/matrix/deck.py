@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.anchors.lifecycle import audit_session
-from memdeck.core.anchors.store import Anchor, AnchorStore
+from memdeck.core.anchors.model import Anchor
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
