@@ -8,7 +8,7 @@ compatible with Hermes 0.19 ``tools/memory_tool.py``:
   :693-712) and de-duplicates keeping the first copy (:202-203, :315). Usage is ``len`` of the
   joined text (``_char_count`` :335-339). We read tolerantly (UTF-8 BOM, CRLF) and never write
   either.
-* a non-canonical file (:func:`drift_reason`, Hermes' ``_detect_external_drift`` :714-767): the
+* a non-canonical file (:func:`noncanonical_reason`, Hermes' ``_detect_external_drift`` :714-767): the
   file must round-trip and no entry may exceed the char limit.
 * selectors (memdeck's rule): an entry id (8 hex of sha256 of the text), a unique id prefix
   (>= 4 hex), an exact whole entry, or a unique case-sensitive substring; an exact id or exact
@@ -61,8 +61,11 @@ def usage_pct(chars: int, limit: int) -> int:
     return min(100, int((chars / limit) * 100)) if limit > 0 else 0
 
 
-def drift_reason(raw: str | None, limit: int) -> str | None:
-    """Why Hermes' drift guard would refuse to rewrite this file, or None.
+def noncanonical_reason(raw: str | None, limit: int) -> str | None:
+    """Why this file is not canonical, so Hermes' drift guard would refuse to rewrite it, or None.
+
+    (Named apart from an anchor's *drift*: here "drift" is Hermes' word for a memory file edited
+    outside the memory tool; the refusal code and the ``drift`` JSON key keep Hermes' word.)
 
     Matches Hermes 0.19 ``_detect_external_drift`` (:714-767): the stripped text must equal the
     join of its stripped non-empty pieces (no dedupe here), and no piece may exceed ``limit``.
@@ -219,7 +222,7 @@ def overflow_refusal(target: str, entries: Sequence[str], new_total: int, limit:
 
 
 __all__ = [
-    "ENTRY_DELIMITER", "Entry", "SCAN_BUDGET_CHARS", "archive_candidates", "drift_reason", "entries_of", "entry_id",
+    "ENTRY_DELIMITER", "Entry", "SCAN_BUDGET_CHARS", "archive_candidates", "noncanonical_reason", "entries_of", "entry_id",
     "find_entry", "hermes_match", "overflow_refusal", "parse_entries", "preview", "scan_or_refuse",
     "serialize_entries", "usage_chars", "usage_pct",
 ]

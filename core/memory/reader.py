@@ -15,7 +15,7 @@ from ..config import Config, load_config
 from ..errors import UnreadableFile
 from ..fsio import read_text_strict
 from ..home import TARGETS, HermesHome
-from .entries import Entry, drift_reason, entries_of, parse_entries, usage_chars, usage_pct
+from .entries import Entry, noncanonical_reason, entries_of, parse_entries, usage_chars, usage_pct
 from .threats import scan
 
 
@@ -27,7 +27,7 @@ class MemoryFileState:
         target: ``"memory"`` or ``"user"``; path: the file.
         exists: the file exists. entries: parsed entries (empty when unreadable).
         chars: usage in chars; limit: char limit; pct: percent 0-100 (Hermes' rounding).
-        drift: :func:`drift_reason` or None. error: why the file is unreadable, or None.
+        drift: :func:`noncanonical_reason` or None. error: why the file is unreadable, or None.
         mtime: epoch seconds of the file, or None.
     """
 
@@ -81,7 +81,7 @@ def read_memory(home: HermesHome, config: Config | None, target: str) -> MemoryF
     except OSError:
         mtime = None
     return MemoryFileState(target, path, True, entries_of(texts), chars, limit, usage_pct(chars, limit),
-                           drift_reason(raw, limit), None, mtime)
+                           noncanonical_reason(raw, limit), None, mtime)
 
 
 def scan_memory(home: HermesHome, config: Config | None = None) -> dict[str, list[dict[str, Any]]]:

@@ -119,7 +119,7 @@ class ReplayOps:
         target = str(payload.get("target") or "memory")
         self.path(target)
         with self._locked(target):
-            raw, entries = self._load(target, drift_check=False)
+            raw, entries = self._load(target, canonical_check=False)
             limit = self.limit(target)
             longest = max((len(e) for e in entries), default=0)
             if longest > limit and payload.get("action") != "add":

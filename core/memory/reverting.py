@@ -102,7 +102,7 @@ class RevertOps:
                                       f"#{fresh.undone_by}", code="conflict")
             current: dict[str, list[str]] = {}
             for r in rows:
-                _raw, ents = self._load(r.target, drift_check=False)
+                _raw, ents = self._load(r.target, canonical_check=False)
                 now = serialize_entries(ents)
                 undone = r.before if r.op == "normalize" and r.before is not None else serialize_entries(parse_entries(r.before))
                 if now != r.after and not (len(rows) > 1 and now == undone):

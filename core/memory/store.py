@@ -46,7 +46,7 @@ from ..fsio import (DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text,
                     read_text_strict, replaced_until_committed)
 from ..home import TARGETS, HermesHome, require_hermes_home
 from .archiving import ArchiveOps
-from .entries import (ENTRY_DELIMITER, drift_reason, entries_of, entry_id, find_entry, overflow_refusal, parse_entries,
+from .entries import (ENTRY_DELIMITER, noncanonical_reason, entries_of, entry_id, find_entry, overflow_refusal, parse_entries,
                       preview, scan_or_refuse, serialize_entries, usage_chars)
 from .reader import read_memory
 from .replay import ReplayOps
@@ -103,15 +103,15 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                                   f"{exc.strerror or exc}. Nothing was written.", code="unwritable") from exc
             yield
 
-    def _load(self, target: str, *, drift_check: bool = True) -> tuple[str | None, list[str]]:
+    def _load(self, target: str, *, canonical_check: bool = True) -> tuple[str | None, list[str]]:
         """Read ``target`` under its lock: (raw text or None, entries). Refuses unreadable/drift."""
         path = self.path(target)
         try:
             raw = read_text_strict(path)
         except UnreadableFile as exc:
             raise Refused(f"{exc}. Nothing was written; fix or move the file first.", code="unreadable") from exc
-        if drift_check:
-            reason = drift_reason(raw, self.limit(target))
+        if canonical_check:
+            reason = noncanonical_reason(raw, self.limit(target))
             if reason:
                 bak = self._backup(path)
                 raise Refused(
@@ -364,7 +364,7 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
         """
         self.path(target)
         with self._locked(target):
-            raw, entries = self._load(target, drift_check=False)
+            raw, entries = self._load(target, canonical_check=False)
             limit = self.limit(target)
             long = [e for e in entries if len(e) > limit]
             if long:
