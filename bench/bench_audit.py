@@ -28,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_encoder import FakeEncoder  # noqa: E402
 
-from memdeck.core.anchors import audit as A  # noqa: E402
+from memdeck.core.anchors.audit import build_windows, keyword_audit, semantic_audit  # noqa: E402
+from memdeck.core.anchors.lifecycle import audit_session  # noqa: E402
+from memdeck.core.overview.status import anchors_section  # noqa: E402
 from memdeck.core.anchors.store import AnchorStore  # noqa: E402
 from memdeck.core.config import load_config  # noqa: E402
 from memdeck.core.demo import build_big_home  # noqa: E402
@@ -56,9 +58,9 @@ def bench_sizes(sizes: list[int], repeats: int) -> list[str]:
             store = AnchorStore(home, cfg)
             with StateDB(home.state_db) as db:
                 sid = db.live_session().id
-                first = A.audit_session(db, store, sid, cfg)
-                p50, mx = _time(lambda: A.audit_session(db, store, sid, cfg), repeats)
-            s50, _ = _time(lambda: A.status_section(home, cfg), repeats)
+                first = audit_session(db, store, sid, cfg)
+                p50, mx = _time(lambda: audit_session(db, store, sid, cfg), repeats)
+            s50, _ = _time(lambda: anchors_section(home, cfg), repeats)
             rows.append(f"| {n:,} | {build:.1f} | {p50:.1f} | {mx:.1f} | {s50:.1f} | {first.compactions} | {len(first.anchors)} |")
     return rows
 
@@ -69,12 +71,12 @@ def bench_modes(repeats: int) -> list[str]:
     rows = ["| anchors | keyword total (ms) | keyword per anchor (µs) | semantic total (ms) | semantic per anchor (µs) | windows |",
             "|---:|---:|---:|---:|---:|---:|"]
     enc = FakeEncoder()
-    windows = len(A.build_windows(region, 1000))
+    windows = len(build_windows(region, 1000))
     for k in (1, 4, 16, 64):
         anchors = [{"id": f"a{i}", "text": f"Standing instruction {i} about word{i * 13} and word{i * 29}",
                     "probes": [f"word{i * 13}", f"word{i * 29}", f"zz{i}"], "priority": 50} for i in range(k)]
-        kw, _ = _time(lambda: A.keyword_audit(anchors, region, 0.5), repeats)
-        se, _ = _time(lambda: A.semantic_audit(anchors, region, encoder=enc), repeats)
+        kw, _ = _time(lambda: keyword_audit(anchors, region, 0.5), repeats)
+        se, _ = _time(lambda: semantic_audit(anchors, region, encoder=enc), repeats)
         rows.append(f"| {k} | {kw:.2f} | {kw * 1000 / k:.0f} | {se:.2f} | {se * 1000 / k:.0f} | {windows} |")
     return rows
 

@@ -37,7 +37,7 @@ t_start = time.perf_counter()
 from pathlib import Path
 from memdeck.core.home import HermesHome
 from memdeck.core.config import load_config
-from memdeck.core.memory.store import read_memory
+from memdeck.core.memory.reader import read_memory
 home = HermesHome(Path(sys.argv[1]))
 cfg = load_config(home)
 mem = [read_memory(home, cfg, t) for t in ("memory", "user")]
@@ -115,7 +115,7 @@ def run(n: int) -> dict:
         deck.unlink()
     for side in ("-wal", "-shm"):
         Path(str(deck) + side).unlink(missing_ok=True)
-    from memdeck.core.sessions.statedb import tidy_side_files
+    from memdeck.core.sessions.side_files import tidy_side_files
     tidy_side_files(home_obj.state_db)  # left by an earlier writer, if nobody is connected
     quiet = sorted(p.name for p in home.iterdir())
     first = reader(home)

@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_encoder import FakeEncoder  # noqa: E402
 
 from memdeck.core.plugin import entry as hermes_plugin  # noqa: E402
-from memdeck.core.anchors.store import Anchor, AnchorStore  # noqa: E402
+from memdeck.core.anchors.model import Anchor  # noqa: E402
+from memdeck.core.anchors.store import AnchorStore  # noqa: E402
 from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19  # noqa: E402
 from memdeck.core.config import load_config  # noqa: E402
 from memdeck.core.home import HermesHome  # noqa: E402

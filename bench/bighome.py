@@ -119,7 +119,8 @@ def build(n: int, *, root: Path | None = None, seed: int = 9, progress: bool = F
     if root.exists():
         shutil.rmtree(root)
     t_build = time.perf_counter()
-    from memdeck.core.anchors.store import anchors_sha256, dump_json, safe_sid
+    from memdeck.core.anchors.files import safe_sid
+    from memdeck.core.anchors.model import anchors_sha256, dump_json
     from memdeck.core.demo import build_demo_home
 
     # config.yaml, memory entries and the global pin from the demo; everything else is rewritten.

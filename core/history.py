@@ -57,15 +57,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .anchors.store import Anchor, AnchorStore, SessionAnchors
-from .anchors.store import _scan_or_refuse as _scan_anchor
+from .anchors.model import Anchor, SessionAnchors
+from .anchors.store import AnchorStore
+from .anchors.model import scan_or_refuse as _scan_anchor
 from .config import Config, load_config
 from .deck import db as deckdb
 from .deck import journal
 from .errors import Refused
 from .fsio import read_regular_bytes
 from .home import HOME_MARKERS, TARGET_FILES, TARGETS, HermesHome
-from .memory.store import MemoryStore, parse_entries, serialize_entries
+from .memory.entries import parse_entries, serialize_entries
+from .memory.store import MemoryStore
 from .sessions.statedb import StateDB
 
 #: at most this many change rows are kept (the oldest are dropped first)

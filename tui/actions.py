@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from memdeck.core.errors import Refused
-from memdeck.core.memory.store import archive_candidates, entry_id
+from memdeck.core.memory.entries import archive_candidates, entry_id
 
 from .guard import guarded
 from .messages import WriteOutcome
@@ -68,7 +68,7 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
     detail: list[str] = []
     chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
     if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
-        from memdeck.core.memory.store import usage_pct
+        from memdeck.core.memory.entries import usage_pct
 
         detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
     return WriteOutcome(True, text, "", detail)

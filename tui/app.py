@@ -691,7 +691,7 @@ class MemdeckApp(App[None]):
 
     def _close_databases(self) -> None:
         """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.statedb.tidy_side_files) and the held memdeck.db one."""
+        created, see core.sessions.side_files.tidy_side_files) and the held memdeck.db one."""
         for db in (self._db, getattr(self, "_recall_db", None), self._deck):
             close = getattr(db, "close", None)
             if callable(close):

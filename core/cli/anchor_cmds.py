@@ -10,9 +10,11 @@ import argparse
 import sys
 from typing import Any
 
-from ..anchors.store import AnchorStore, default_session_id
-from ..anchors.audit import SessionAudit, audit_session
-from ..sessions.statedb import DBStatus, StateDB
+from ..anchors.files import default_session_id
+from ..anchors.store import AnchorStore
+from ..anchors.lifecycle import SessionAudit, audit_session
+from ..sessions.records import DBStatus
+from ..sessions.statedb import StateDB
 from ..text import visible as _visible
 from .common import CliContext, UsageError, print_json
 from .session_cmds import _when

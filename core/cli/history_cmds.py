@@ -30,7 +30,7 @@ from .. import history as _history
 from ..errors import Refused
 from ..home import TARGETS
 from ..memory.pending import list_pending
-from ..memory.store import read_memory
+from ..memory.reader import read_memory
 from .common import CliContext, UsageError, print_json
 from .memory_cmds import _clock, _refused, safe
 

@@ -24,7 +24,9 @@ from ..memory import pending as _pending
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
 from ..home import TARGETS
-from ..memory.store import MemoryStore, WriteResult, read_memory, scan_memory
+from ..memory.reader import read_memory, scan_memory
+from ..memory.results import WriteResult
+from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
 from .common import CliContext, UsageError, add_target_arg, print_json

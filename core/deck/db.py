@@ -128,7 +128,7 @@ CREATE TABLE IF NOT EXISTS audit_verdicts (
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
-    _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/audit.py), keyed by what determines them
+    _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/integrity_history.py), keyed by what determines them
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

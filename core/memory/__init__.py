@@ -1,1 +1,6 @@
-"""Memory files: format, entry selection, the locked store, pending writes, the threat scan."""
+"""Memory files (MEMORY.md / USER.md), one module per concept.
+
+``entries`` the entry format, ids and selectors; ``reader`` reading a file without the lock;
+``store`` the locked writer ``MemoryStore`` (composed of ``archiving``, ``replay``, ``reverting``);
+``results`` ``WriteResult``; ``pending`` / ``staged`` Hermes' staged writes; ``threats`` the scan.
+"""

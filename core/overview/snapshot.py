@@ -27,14 +27,14 @@ from ..config import Config
 from ..home import TARGETS, HermesHome
 from ..sessions.profile import HermesProfile
 
-from ..anchors.audit import SessionAudit
-from ..anchors.store import SessionAnchors, SessionFileInfo
+from ..anchors.lifecycle import SessionAudit
+from ..anchors.model import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
 from ..history import Change
 from ..memory.pending import PendingWrite
-from ..memory.store import MemoryFileState
+from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
-from ..sessions.statedb import CompactionEvent, DBStatus, SessionInfo
+from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
 
 T = TypeVar("T")
 
@@ -139,7 +139,7 @@ class DeckSnapshot:
         drift_log: the session's audit points, newest first: :attr:`core.audit.SessionAudit.history`
             (``{time, score, casualties, source, [event_index, mode, computed_score]}``: state.db
             compaction events merged with MemLock's drift log), else MemLock's ``drift_log``.
-        compactions: the shown session's :class:`core.statedb.CompactionEvent` values, oldest first.
+        compactions: the shown session's :class:`core.sessions.records.CompactionEvent` values, oldest first.
         prompt_blocks: the frozen system-prompt memory blocks the next session will get.
         reminder_block: the reminder block MemLock would inject next (``""`` when none).
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
@@ -299,7 +299,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     memory: dict[str, Any] = {}
     for target in TARGETS:
         def _read(target: str = target) -> Any:
-            from ..memory.store import read_memory
+            from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
 
@@ -400,7 +400,7 @@ def build_snapshot(
         memory = dict(previous.memory)
     for target in (() if memory_same else TARGETS):
         def _read(target: str = target) -> Any:
-            from ..memory.store import read_memory
+            from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
 
@@ -503,7 +503,7 @@ def build_snapshot(
     audit = None
     if shown and session_anchors is not None and db is not None:  # no state.db: MemLock's own flags
         def _audit() -> Any:
-            from ..anchors.audit import audit_session
+            from ..anchors.lifecycle import audit_session
 
             return audit_session(db, store, shown, config)
 

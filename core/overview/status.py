@@ -48,12 +48,16 @@ from typing import Any
 from ..deck import archive
 from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
-from ..memory.store import read_memory
+from ..memory.reader import read_memory
 from ..memory.pending import list_pending, replay_texts
-from ..anchors.audit import audit_session, drift_event, priority_of, probes_of
-from ..anchors.store import AnchorStore, default_session_id
+from ..anchors.integrity_history import drift_event
+from ..anchors.lifecycle import audit_session
+from ..anchors.rules import priority_of, probes_of
+from ..anchors.files import default_session_id
+from ..anchors.store import AnchorStore
 from ..sessions.profile import detect_profile, threat_differences
-from ..sessions.statedb import StateDB, sharing_readers
+from ..sessions.connection import sharing_readers
+from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 
 SectionFn = Callable[[HermesHome, Config], Any]

@@ -48,7 +48,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..anchors import audit as _audit
-from ..anchors.store import Anchor, AnchorStore, SessionAnchors
+from ..anchors import integrity_history as _history
+from ..anchors import rehydration as _rehydration
+from ..anchors import rules as _rules
+from ..anchors.model import Anchor, SessionAnchors
+from ..anchors.store import AnchorStore
 from ..sessions.compaction import find_summary, message_text, split_context
 from ..config import Config, MemlockConfig
 from ..errors import LockTimeout, MemdeckError, Refused
@@ -138,14 +142,14 @@ def validate_static_anchors(anchors: Sequence[Any]) -> list[dict[str, Any]]:
         if not aid or not text:
             logger.warning("memdeck: skipping config anchor missing id or text")
             continue
-        probes = _audit.probes_of(a)
+        probes = _rules.probes_of(a)
         if not probes and total > 1:
             logger.warning("memdeck: config anchor %r has 0 probes and %d anchors are defined; rejecting it", aid, total)
             continue
         if not probes:
             logger.warning("memdeck: config anchor %r has no probes; audits treat it as always alive", aid)
         reminder = a.get("reminder")
-        reminder = _audit.flatten_ws(reminder) if reminder else ""
+        reminder = _rules.flatten_ws(reminder) if reminder else ""
         try:
             priority = int(a.get("priority", 50))
         except (TypeError, ValueError):
@@ -154,7 +158,7 @@ def validate_static_anchors(anchors: Sequence[Any]) -> list[dict[str, Any]]:
         out.append({
             "id": str(aid),
             "text": str(text),
-            "reminder": reminder or _audit.flatten_ws(str(text)[:_audit.REMINDER_LINE_CHARS]),
+            "reminder": reminder or _rules.flatten_ws(str(text)[:_rules.REMINDER_LINE_CHARS]),
             "priority": priority,
             "probes": probes,
             "pinned": bool(a.get("pinned", False)),
@@ -328,8 +332,8 @@ class Guard:
                     if pid in s.anchors:
                         continue
                     text = str(p["text"])
-                    s.add(Anchor(id=pid, text=text, reminder=str(p.get("reminder") or text[:_audit.REMINDER_LINE_CHARS]),
-                                 priority=_audit.priority_of(p), probes=_audit.probes_of(p), pinned=True))
+                    s.add(Anchor(id=pid, text=text, reminder=str(p.get("reminder") or text[:_rules.REMINDER_LINE_CHARS]),
+                                 priority=_rules.priority_of(p), probes=_rules.probes_of(p), pinned=True))
                     added.append(pid)
                 return added
 
@@ -447,7 +451,7 @@ class Guard:
                     if _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor, cfg.alert_cooldown_s):
                         result["alert"] = _audit.alert_message(score, session_id, drifted)
                         s.last_alert_at = now
-                block, selected, _remaining = _audit.plan_reminder(anchors, drifted, cfg, safety_net=net)
+                block, selected, _remaining = _rehydration.plan_reminder(anchors, drifted, cfg, safety_net=net)
                 if block:
                     s.last_reinject_turn = turn
                     result.update(block=block, injected=tuple(selected))
@@ -513,7 +517,7 @@ class Guard:
     def _pin(self, session_id: str, args: dict) -> str:
         if args.get("text") is not None and not isinstance(args.get("text"), str):
             return f"Error: 'text' must be a string, got {type(args.get('text')).__name__}"
-        text = _audit.flatten_ws(args.get("text"))
+        text = _rules.flatten_ws(args.get("text"))
         if not text:
             return "Error: 'text' is required for pin"
         priority = _tool_priority(args.get("priority"), 50)
@@ -560,7 +564,7 @@ class Guard:
             return missing
         if args.get("text") is not None and not isinstance(args.get("text"), str):
             return f"Error: 'text' must be a string, got {type(args.get('text')).__name__}"
-        text = _audit.flatten_ws(args.get("text"))
+        text = _rules.flatten_ws(args.get("text"))
         if not text:
             return "Error: 'text' is required for update"
         priority = _tool_priority(args.get("priority"), None)
@@ -568,8 +572,8 @@ class Guard:
         reminder = _flat(args.get("reminder"))
         # MemLock: an update without reminder/probes re-derives them from the new text.
         try:
-            anchor = self.store.update(pin_id, text=text, reminder=reminder or _audit.auto_reminder(text),
-                                       priority=priority, probes=probes if probes else _audit.derive_probes(text),
+            anchor = self.store.update(pin_id, text=text, reminder=reminder or _rules.auto_reminder(text),
+                                       priority=priority, probes=probes if probes else _rules.derive_probes(text),
                                        session_id=session_id)
         except Refused as exc:
             if exc.code == "no_change":
@@ -611,10 +615,10 @@ class Guard:
             entry = a.version_entry(now)
             entry["rolled_back_from"] = idx
             hist.append(entry)
-            a.text = _audit.flatten_ws(target.get("text", a.text))
-            a.reminder = _audit.flatten_ws(target.get("reminder", a.reminder))
-            a.priority = _audit.priority_of(target)
-            a.probes = _audit.probes_of(target)
+            a.text = _rules.flatten_ws(target.get("text", a.text))
+            a.reminder = _rules.flatten_ws(target.get("reminder", a.reminder))
+            a.priority = _rules.priority_of(target)
+            a.probes = _rules.probes_of(target)
             a.history = hist[-5:]
             return a
 
@@ -663,7 +667,7 @@ class Guard:
         if s.drift_log:
             lines.append(f"\nDrift events: {len(s.drift_log)} (most recent first)")
             for raw in reversed(s.drift_log[-3:]):
-                ev = _audit.drift_event(raw) or {"time": None, "score": None, "casualties": []}
+                ev = _history.drift_event(raw) or {"time": None, "score": None, "casualties": []}
                 when = "??:??:??"
                 if ev["time"] is not None:
                     try:
@@ -681,7 +685,7 @@ def _content_key(a: Anchor) -> tuple:
 
 
 def _flat(value: Any) -> str:
-    return _audit.flatten_ws(value) if value is not None else ""
+    return _rules.flatten_ws(value) if value is not None else ""
 
 
 def _tool_priority(value: Any, default: int | None) -> int | None:
@@ -711,7 +715,7 @@ def _tool_probes(value: Any) -> list[str] | None:
         raise Refused(f"probes must be an array of keywords, got {type(value).__name__}", "invalid", field="probes")
     out = []
     for p in value:
-        if not isinstance(p, str) or not _audit.flatten_ws(p):
+        if not isinstance(p, str) or not _rules.flatten_ws(p):
             raise Refused(f"every probe must be a non-empty string, got {p!r}", "invalid", field="probes")
-        out.append(_audit.flatten_ws(p))
+        out.append(_rules.flatten_ws(p))
     return out

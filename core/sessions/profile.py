@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fsio import read_regular_bytes
-from .statedb import side_files_tracked
+from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
 #: (``SCHEMA_VERSION``: 0.17.0 ``hermes_state.py:110``, 0.18.2 ``:125``, 0.19.0 ``:155``,

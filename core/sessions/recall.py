@@ -27,7 +27,8 @@ from typing import Any
 
 from ..fsio import read_regular_bytes
 from .compaction import decode_content
-from .statedb import StateDB, sanitize_context
+from .connection import sanitize_context
+from .statedb import StateDB
 
 #: Hermes ``MAX_FTS5_QUERY_CHARS`` (hermes_state.py:160).
 MAX_FTS5_QUERY_CHARS = 2048

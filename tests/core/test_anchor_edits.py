@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memdeck.core.anchors.audit import auto_reminder, derive_probes
+from memdeck.core.anchors.rules import auto_reminder, derive_probes
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.cli import main
 from memdeck.core.config import Config

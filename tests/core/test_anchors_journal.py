@@ -208,7 +208,7 @@ def test_global_pin_with_unwritable_persist_leaves_the_session_untouched(store: 
 
 
 def test_failed_session_write_takes_the_new_global_copy_back(store: AnchorStore, monkeypatch) -> None:
-    import memdeck.core.anchors.store as anchors_mod
+    import memdeck.core.anchors.files as anchors_mod  # the module whose writes put the files
 
     real = anchors_mod.atomic_write_text
 

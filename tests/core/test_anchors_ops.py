@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 from memdeck.core.deck import archive
-from memdeck.core.anchors.store import HISTORY_CAP, AnchorStore
+from memdeck.core.anchors.model import HISTORY_CAP
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config, MemlockConfig
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
@@ -95,7 +96,7 @@ def test_global_pin_writes_persist_and_manifest(store: AnchorStore) -> None:
 
 
 def test_unpin_static_or_unknown_refused(store: AnchorStore) -> None:
-    from memdeck.core.anchors.store import Anchor
+    from memdeck.core.anchors.model import Anchor
 
     store.update_session("s1", lambda s: s.add(Anchor(id="cfg", text="t", reminder="t", pinned=False)))
     for aid in ("cfg", "nope"):
@@ -158,7 +159,7 @@ def test_archive_and_restore_round_trip(store: AnchorStore) -> None:
 
 
 def test_archive_and_restore_a_static_anchor(store: AnchorStore) -> None:
-    from memdeck.core.anchors.store import Anchor
+    from memdeck.core.anchors.model import Anchor
 
     store.update_session("s1", lambda s: s.add(Anchor(id="cfg", text="Use tabs", reminder="Use tabs", pinned=False)))
     archive_id = store.archive("cfg", "s1")

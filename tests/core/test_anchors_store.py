@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memdeck.core.anchors.store import (
-    Anchor,
-    AnchorStore,
-    SessionAnchors,
-    anchors_sha256,
-    default_session_id,
-    safe_pin_stem,
-    safe_sid,
-    safe_sid_v1,
-)
+from memdeck.core.anchors.files import default_session_id, safe_pin_stem, safe_sid, safe_sid_v1
+from memdeck.core.anchors.model import Anchor, SessionAnchors, anchors_sha256
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 from tests.helpers.anchors import SAMPLE_V02, sample_v04, sample_v05, write_memlock_file

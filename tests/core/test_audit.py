@@ -12,12 +12,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from memdeck.core.anchors import audit as A
+from memdeck.core.anchors import audit as audit_mod
+from memdeck.core.anchors.audit import alert_message, build_windows, integrity_score, keyword_audit, run_audit, semantic_audit, should_alert
+from memdeck.core.anchors.rehydration import plan_reminder, rehydration_candidates, reminder_block, reminder_lines
+from memdeck.core.anchors.rules import REMINDER_MARKER, auto_reminder, derive_probes, flatten_ws
 from memdeck.core.sessions.compaction import find_summary, split_context
 from memdeck.core.config import MemlockConfig
 from tests.helpers.anchors import anchor, history
 
-M = A.REMINDER_MARKER
+M = REMINDER_MARKER
 
 
 def overflow(n: int) -> str:
@@ -157,56 +160,56 @@ def test_equivalence_with_memlock(case) -> None:
     msgs = history(*turns, summary=summary)
     idx, _m = find_summary(msgs)
     _summary_region, active = split_context(msgs, idx)
-    verdicts = A.run_audit(anchors, active, cfg)
+    verdicts = run_audit(anchors, active, cfg)
     assert {k for k, v in verdicts.items() if v.alive} == alive
     assert {k for k, v in verdicts.items() if not v.alive} == drifted
     # MemLock marks verdicts onto the anchors, then scores all of them.
     marked = [{**a, "drifted": not verdicts[a["id"]].alive} for a in anchors]
-    assert A.integrity_score(marked) == score
-    assert A.integrity_score(verdicts.values()) == score
+    assert integrity_score(marked) == score
+    assert integrity_score(verdicts.values()) == score
     drifted_ids = [k for k, v in verdicts.items() if not v.alive]
-    got_block, _sel, _rem = A.plan_reminder(marked, drifted_ids, cfg)
+    got_block, _sel, _rem = plan_reminder(marked, drifted_ids, cfg)
     assert got_block == block
 
 
 def test_derive_probes_memlock_examples() -> None:
-    assert A.derive_probes("Always reply in bullet points, never paragraphs.") == ["always", "reply", "bullet", "points", "never"]
-    assert A.derive_probes("Do it") == []
+    assert derive_probes("Always reply in bullet points, never paragraphs.") == ["always", "reply", "bullet", "points", "never"]
+    assert derive_probes("Do it") == []
     # stoplist, dedup, digits and non-ASCII never become probes, first five only
-    assert A.derive_probes("This THAT should with Größe café 2024 tabs tabs spaces indent width height") == [
+    assert derive_probes("This THAT should with Größe café 2024 tabs tabs spaces indent width height") == [
         "tabs", "spaces", "indent", "width", "height"]
-    assert A.derive_probes("naïve résumé okay") == ["okay"]
+    assert derive_probes("naïve résumé okay") == ["okay"]
 
 
 def test_auto_reminder_first_sentence_120() -> None:
-    assert A.auto_reminder("Always reply in bullet points, never paragraphs. Second line") == "Always reply in bullet points, never paragraphs"
-    assert A.auto_reminder("Use v1.2 now! Then more") == "Use v1.2 now"
-    assert A.auto_reminder("a\n\n  b.  c") == "a b"
-    assert A.auto_reminder("w" * 300) == "w" * 120
+    assert auto_reminder("Always reply in bullet points, never paragraphs. Second line") == "Always reply in bullet points, never paragraphs"
+    assert auto_reminder("Use v1.2 now! Then more") == "Use v1.2 now"
+    assert auto_reminder("a\n\n  b.  c") == "a b"
+    assert auto_reminder("w" * 300) == "w" * 120
 
 
 def test_flatten_ws_blocks_fake_lines() -> None:
-    assert A.flatten_ws("x\n  - [Standing instructions — still active]\n\ty ") == "x - [Standing instructions — still active] y"
-    assert A.flatten_ws(None) == ""
+    assert flatten_ws("x\n  - [Standing instructions — still active]\n\ty ") == "x - [Standing instructions — still active] y"
+    assert flatten_ws(None) == ""
 
 
 def test_keyword_audit_reports_hits_and_missing() -> None:
-    v = A.keyword_audit([anchor("a", probes=["Tabs", "spaces", "width"])], ["TABS and WIDTH"], 0.5)["a"]
+    v = keyword_audit([anchor("a", probes=["Tabs", "spaces", "width"])], ["TABS and WIDTH"], 0.5)["a"]
     assert (v.alive, v.hits, v.missing, v.probes) == (True, 2, ("spaces",), ("Tabs", "spaces", "width"))
 
 
 def test_keyword_audit_accepts_list_content_and_json_prefix() -> None:
     msgs = [{"role": "user", "content": [{"type": "text", "text": "use metric"}, {"type": "image_url"}]},
             {"role": "user", "content": '\x00json:[{"type": "text", "text": "celsius too"}]'}]
-    v = A.keyword_audit([anchor("a", probes=["metric", "celsius"])], msgs, 1.0)["a"]
+    v = keyword_audit([anchor("a", probes=["metric", "celsius"])], msgs, 1.0)["a"]
     assert v.alive and v.hits == 2
 
 
 def test_integrity_score_none_without_anchors_and_banker_rounding() -> None:
-    assert A.integrity_score([]) is None
-    assert A.integrity_score([{"drifted": False}] + [{"drifted": True}] * 7) == 12
-    assert A.integrity_score([{"drifted": False}] * 5 + [{"drifted": True}] * 3) == 62
-    assert A.integrity_score([{"drifted": False}, {"drifted": True}]) == 50
+    assert integrity_score([]) is None
+    assert integrity_score([{"drifted": False}] + [{"drifted": True}] * 7) == 12
+    assert integrity_score([{"drifted": False}] * 5 + [{"drifted": True}] * 3) == 62
+    assert integrity_score([{"drifted": False}, {"drifted": True}]) == 50
 
 
 @pytest.mark.parametrize(
@@ -215,31 +218,31 @@ def test_integrity_score_none_without_anchors_and_banker_rounding() -> None:
      (-1, None, 1.0, False), (10, 1000.0, 2799.9, False), (10, 1000.0, 2800.0, True)],
 )
 def test_should_alert_floor_and_cooldown(score, last, now, expected) -> None:
-    assert A.should_alert(score, last, now, 70, 1800) is expected
+    assert should_alert(score, last, now, 70, 1800) is expected
 
 
 def test_alert_message_lists_first_five() -> None:
-    assert A.alert_message(40, "s1", []) == "[memlock] integrity score 40% (session s1)"
-    assert A.alert_message(0, "s1", list("abcdefg")) == "[memlock] integrity score 0% (session s1) — drifted: a, b, c, d, e"
+    assert alert_message(40, "s1", []) == "[memlock] integrity score 40% (session s1)"
+    assert alert_message(0, "s1", list("abcdefg")) == "[memlock] integrity score 0% (session s1) — drifted: a, b, c, d, e"
 
 
 def test_candidates_on_drift_safety_net_and_none() -> None:
     an = [anchor("a", priority=10), anchor("b", priority=90)]
-    assert A.rehydration_candidates(an, ["a"]) == ["a"]
-    assert A.rehydration_candidates(an, [], safety_net=True) == ["b", "a"]
-    assert A.rehydration_candidates(an, []) == []
-    assert A.plan_reminder(an, [], None) == ("", [], [])
+    assert rehydration_candidates(an, ["a"]) == ["a"]
+    assert rehydration_candidates(an, [], safety_net=True) == ["b", "a"]
+    assert rehydration_candidates(an, []) == []
+    assert plan_reminder(an, [], None) == ("", [], [])
 
 
 def test_build_windows_memlock_rules() -> None:
-    assert A.build_windows(["  ", "short", {"content": ""}], 1000) == ["short"]
+    assert build_windows(["  ", "short", {"content": ""}], 1000) == ["short"]
     text = "".join(chr(97 + i % 26) for i in range(1000))
-    w = A.build_windows([text], 500)  # step 300: starts 0, 300, 600 (600+500 >= 1000 stops)
+    w = build_windows([text], 500)  # step 300: starts 0, 300, 600 (600+500 >= 1000 stops)
     assert w == [text[0:500], text[300:800], text[600:1000]]
     # window size clamped to 300 -> step 100
-    w2 = A.build_windows(["x" * 450], 0)
+    w2 = build_windows(["x" * 450], 0)
     assert [len(c) for c in w2] == [300, 300, 250]  # starts 0, 100, 200
-    many = A.build_windows([f"m{i}" for i in range(300)], 1000)
+    many = build_windows([f"m{i}" for i in range(300)], 1000)
     assert len(many) == 256 and many[0] == "m44" and many[-1] == "m299"
 
 
@@ -265,7 +268,7 @@ class OneHot:
 def test_semantic_audit_alive_drifted_batched() -> None:
     enc = OneHot(["bullet", "british"])
     an = [anchor("a", text="Reply in bullet form", probes=["zzz"]), anchor("b", text="British spelling", probes=["british"])]
-    v = A.semantic_audit(an, ["here is a bullet list", "ok"], sim_threshold=0.65, encoder=enc)
+    v = semantic_audit(an, ["here is a bullet list", "ok"], sim_threshold=0.65, encoder=enc)
     assert v["a"].alive and v["a"].similarity == pytest.approx(1.0) and v["a"].method == "semantic"
     assert not v["b"].alive and v["b"].similarity == pytest.approx(0.0)
     assert enc.calls == 2  # one batch for windows, one for anchor texts
@@ -273,7 +276,7 @@ def test_semantic_audit_alive_drifted_batched() -> None:
 
 def test_semantic_audit_no_windows_all_drifted() -> None:
     an = [anchor("a", probes=[])]
-    v = A.semantic_audit(an, ["   "], encoder=OneHot(["x"]))
+    v = semantic_audit(an, ["   "], encoder=OneHot(["x"]))
     assert not v["a"].alive and v["a"].similarity is None
 
 
@@ -286,20 +289,20 @@ def test_semantic_fallback_uses_configured_threshold() -> None:
 
     an = [anchor("a", probes=["alpha", "bravo", "charlie", "delta"])]
     turns = ["alpha bravo"]  # 2/4 = 0.5
-    loose = A.semantic_audit(an, turns, encoder=Broken(), fallback_threshold=0.5)["a"]
-    strict = A.semantic_audit(an, turns, encoder=Broken(), fallback_threshold=0.75)["a"]
+    loose = semantic_audit(an, turns, encoder=Broken(), fallback_threshold=0.5)["a"]
+    strict = semantic_audit(an, turns, encoder=Broken(), fallback_threshold=0.75)["a"]
     assert loose.alive and loose.method == "keyword-fallback"
     assert not strict.alive
 
 
 def test_semantic_missing_model_falls_back(monkeypatch) -> None:
-    monkeypatch.setattr(A, "load_encoder", lambda name: (_ for _ in ()).throw(ImportError("no st")))
+    monkeypatch.setattr(audit_mod, "load_encoder", lambda name: (_ for _ in ()).throw(ImportError("no st")))
     cfg = replace(MemlockConfig(), detection="semantic", drift_threshold=1.0)
-    v = A.run_audit([anchor("a", probes=["alpha", "bravo"])], ["alpha"], cfg)["a"]
+    v = run_audit([anchor("a", probes=["alpha", "bravo"])], ["alpha"], cfg)["a"]
     assert v.method == "keyword-fallback" and not v.alive
 
 
 def test_reminder_block_empty_reminder_and_missing_reminder() -> None:
     sel = [{"id": "a", "text": "T" * 130, "priority": 5}, {"id": "b", "text": "t", "reminder": ""}]
-    assert A.reminder_block(sel, 0) == f"{M}\n  - {'T' * 120}\n  - "
-    assert A.reminder_lines(A.reminder_block(sel, 3)) == ["T" * 120, ""]
+    assert reminder_block(sel, 0) == f"{M}\n  - {'T' * 120}\n  - "
+    assert reminder_lines(reminder_block(sel, 3)) == ["T" * 120, ""]

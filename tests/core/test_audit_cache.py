@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from memdeck.core.anchors import audit as audit_mod
+from memdeck.core.anchors import integrity_history as history_mod
+from memdeck.core.anchors import lifecycle as lifecycle_mod
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.deck import db as deckdb
 from memdeck.core.demo import build_demo_home, demo_plan
@@ -22,27 +24,28 @@ def _count_audits(monkeypatch) -> list[int]:
         calls[0] += 1
         return real(*a, **k)
 
-    monkeypatch.setattr(audit_mod, "run_audit", counting)
+    for mod in (lifecycle_mod, history_mod):  # the two modules that run the audit of a region
+        monkeypatch.setattr(mod, "run_audit", counting)
     return calls
 
 
 def _audit(home):
     sid = demo_plan().live_session_id
     with StateDB(home.state_db) as db:
-        return audit_mod.audit_session(db, AnchorStore(home), sid)
+        return lifecycle_mod.audit_session(db, AnchorStore(home), sid)
 
 
 def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, monkeypatch) -> None:
     home = build_demo_home(tmp_path / "home")
     deckdb.connect(home).close()  # the home has a memdeck.db (memdeck wrote to it before)
-    audit_mod._MEMO.clear()
+    history_mod._MEMO.clear()
     calls = _count_audits(monkeypatch)
     first = _audit(home)
     n_events = first.compactions
     assert n_events >= 2 and calls[0] == 1 + 1 + (n_events - 1)  # current, last, the older events
     with sqlite3.connect(deckdb.db_path(home)) as c:
         assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == n_events - 1
-    audit_mod._MEMO.clear()  # a new process
+    history_mod._MEMO.clear()  # a new process
     calls[0] = 0
     second = _audit(home)
     assert calls[0] == 2  # only the current region and the last compaction: history came from memdeck.db
@@ -52,7 +55,7 @@ def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, m
 def test_an_unchanged_audit_writes_nothing_and_reading_creates_no_store(tmp_path: Path, monkeypatch) -> None:
     home = build_demo_home(tmp_path / "home")
     assert not deckdb.db_path(home).exists()
-    audit_mod._MEMO.clear()
+    history_mod._MEMO.clear()
     _audit(home)
     assert not deckdb.db_path(home).exists()  # computed in memory, nothing created
     deckdb.connect(home).close()
@@ -70,7 +73,7 @@ def test_changed_anchors_are_a_new_key(tmp_path: Path) -> None:
     store = AnchorStore(home)
     sid = demo_plan().live_session_id
     anchors = store.load_session(sid).sorted_anchors()
-    assert audit_mod.anchors_hash(anchors) != audit_mod.anchors_hash(anchors[1:])
+    assert history_mod.anchors_hash(anchors) != history_mod.anchors_hash(anchors[1:])
 
 
 def test_schema_steps_upgrade_a_version_1_store_and_keep_its_rows(tmp_path: Path) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from memdeck.core.sessions import hermes_schema as HS
-from memdeck.core.anchors.store import Anchor, AnchorStore
-from memdeck.core.anchors.audit import REMINDER_MARKER, audit_session, audited_region
+from memdeck.core.anchors.model import Anchor
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.anchors.audit import audited_region
+from memdeck.core.anchors.lifecycle import audit_session
+from memdeck.core.anchors.rules import REMINDER_MARKER
 from memdeck.core.overview.status import anchors_section as status_section
 from memdeck.core.home import HermesHome
 from memdeck.core.sessions.statedb import StateDB
@@ -220,7 +223,7 @@ def test_pin_made_after_the_last_compaction_is_pinned_not_drifted(setup) -> None
 
 
 def test_legacy_pin_id_encodes_pin_time() -> None:
-    from memdeck.core.anchors.audit import anchor_pinned_at
+    from memdeck.core.anchors.lifecycle import anchor_pinned_at
 
     assert anchor_pinned_at(Anchor(id="pin_1795349762_0", text="t", reminder="t")) == 1795349762.0
     assert anchor_pinned_at(Anchor(id="pin_1a2b3c4d", text="t", reminder="t")) is None

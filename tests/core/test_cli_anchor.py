@@ -8,7 +8,7 @@ import pytest
 
 from memdeck.core.sessions import hermes_schema as HS
 from memdeck.core.anchors.store import AnchorStore
-from memdeck.core.anchors.audit import REMINDER_MARKER
+from memdeck.core.anchors.rules import REMINDER_MARKER
 from memdeck.core.cli import main
 from memdeck.core.home import HermesHome
 
@@ -86,7 +86,7 @@ def test_no_session_anywhere_is_usage_error(hermes_home: HermesHome, capsys) -> 
 
 
 def test_terminal_output_escapes_control_chars(home: HermesHome, capsys) -> None:
-    from memdeck.core.anchors.store import Anchor
+    from memdeck.core.anchors.model import Anchor
 
     AnchorStore(home).update_session("live", lambda s: s.add(Anchor(id="x", text="t", reminder="evil\x1b[31mred", probes=["t"])))
     rc, out, _ = _run(capsys, "--home", str(home.path), "anchors")

@@ -8,7 +8,7 @@ import pytest
 
 from memdeck.core.cli import main
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import entry_id
+from memdeck.core.memory.entries import entry_id
 from tests.helpers.memory import HOSTILE, write_raw
 
 

@@ -12,7 +12,8 @@ import time
 from memdeck.core.deck import db as deckdb
 from memdeck.core.config import Config
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import MemoryStore, parse_entries, serialize_entries
+from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.core.memory.store import MemoryStore
 
 ROUNDS = 200
 

@@ -37,7 +37,8 @@ from memdeck.core.deck import journal
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 from memdeck.core.memory import pending
-from memdeck.core.memory.store import MemoryStore, parse_entries, recover_intents, serialize_entries
+from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.core.memory.store import MemoryStore, recover_intents
 from tests.crashpoints import CRASH_STATUS, crash_points, deterministic, run_in_child
 
 SID = "s1"

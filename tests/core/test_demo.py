@@ -11,24 +11,13 @@ import pytest
 
 from memdeck.core import demo as demo_mod
 from memdeck.core.anchors.store import AnchorStore
-from memdeck.core.anchors.audit import audit_session, audited_region, keyword_audit, plan_reminder
+from memdeck.core.anchors.audit import audited_region, keyword_audit
+from memdeck.core.anchors.lifecycle import audit_session
+from memdeck.core.anchors.rehydration import plan_reminder
 from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
 from memdeck.core.config import load_config
-from memdeck.core.demo import (
-    DEMO_MARKER,
-    DEMO_MEMORY_LIMIT,
-    DEMO_NOW,
-    DEMO_USER_LIMIT,
-    FLAGGED_MEMORY_ENTRY,
-    MEMORY_USAGE_BAND,
-    USER_USAGE_BAND,
-    USER_REPLACE_TARGET,
-    build_big_home,
-    build_demo_home,
-    demo_home_dir,
-    demo_plan,
-    fresh_demo_home,
-)
+from memdeck.core.demo import DEMO_NOW, build_big_home, build_demo_home, demo_home_dir, demo_plan, fresh_demo_home
+from memdeck.core.demo.story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_USER_LIMIT, FLAGGED_MEMORY_ENTRY, MEMORY_USAGE_BAND, USER_USAGE_BAND, USER_REPLACE_TARGET)
 from memdeck.core.errors import MemdeckError
 from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.demo import db_rows, demo_home, demo_home_template, file_bytes  # noqa: F401

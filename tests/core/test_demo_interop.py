@@ -8,7 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-from memdeck.core.demo import DEMO_NOW, FLAGGED_MEMORY_ENTRY, FLAGGED_MEMORY_FINDINGS, demo_plan
+from memdeck.core.demo import DEMO_NOW, demo_plan
+from memdeck.core.demo.story import FLAGGED_MEMORY_ENTRY, FLAGGED_MEMORY_FINDINGS
 from tests.conftest import requires_hermes
 from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401
 

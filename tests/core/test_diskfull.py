@@ -24,7 +24,8 @@ from memdeck.core.deck import db as deckdb
 from memdeck.core.deck import journal
 from memdeck.core.errors import MemdeckError
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import MemoryStore, parse_entries, recover_intents
+from memdeck.core.memory.entries import parse_entries
+from memdeck.core.memory.store import MemoryStore, recover_intents
 
 
 class _FullConn:

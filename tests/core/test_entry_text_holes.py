@@ -15,7 +15,8 @@ from memdeck.core.config import Config
 from memdeck.core.deck import journal
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import MemoryStore, entry_id, parse_entries
+from memdeck.core.memory.entries import entry_id, parse_entries
+from memdeck.core.memory.store import MemoryStore
 
 
 @pytest.mark.parametrize("text", ["ends with\n§", "has\n§\ninside", "a\n§\n\n§\nb"])

@@ -13,8 +13,9 @@ from memdeck.core.config import Config
 from memdeck.core.errors import LockTimeout, Refused
 from memdeck.core.fsio import file_lock
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import (ENTRY_DELIMITER, MemoryStore, drift_reason, entry_id, find_entry, parse_entries,
-                         read_memory, serialize_entries, usage_chars)
+from memdeck.core.memory.entries import (ENTRY_DELIMITER, noncanonical_reason, entry_id, find_entry, parse_entries, serialize_entries, usage_chars)
+from memdeck.core.memory.reader import read_memory
+from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import HOSTILE, write_raw
 
 SMALL = Config(memory_char_limit=60, user_char_limit=40)
@@ -40,10 +41,10 @@ def test_parse_matches_hermes_rules() -> None:
 
 
 def test_drift_reason_is_hermes_guard() -> None:
-    assert drift_reason("a\n§\nb", 10) is None
-    assert drift_reason("a\n\n§\nb", 10) is not None  # does not round-trip
-    assert drift_reason("a\n§\na", 10) is None  # duplicates alone are not drift (Hermes does not dedupe here)
-    assert "longer" in (drift_reason("x" * 11, 10) or "")
+    assert noncanonical_reason("a\n§\nb", 10) is None
+    assert noncanonical_reason("a\n\n§\nb", 10) is not None  # does not round-trip
+    assert noncanonical_reason("a\n§\na", 10) is None  # duplicates alone are not drift (Hermes does not dedupe here)
+    assert "longer" in (noncanonical_reason("x" * 11, 10) or "")
 
 
 def test_entry_id_is_stable_short_hash() -> None:
@@ -60,7 +61,7 @@ def test_round_trip_for_any_entry_list_hermes_could_write(entries: list[str]) ->
     text = serialize_entries(entries)
     assert parse_entries(text) == entries
     assert serialize_entries(parse_entries(text)) == text
-    assert drift_reason(text, 10_000) is None
+    assert noncanonical_reason(text, 10_000) is None
 
 
 def test_tolerant_read_of_bom_and_crlf(hermes_home: HermesHome, store: MemoryStore) -> None:

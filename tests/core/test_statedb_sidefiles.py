@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from memdeck.core.sessions import hermes_schema as hs
-from memdeck.core.sessions.statedb import StateDB, sharing_readers
+from memdeck.core.sessions.connection import sharing_readers
+from memdeck.core.sessions.statedb import StateDB
 
 
 def _quiet_wal_db(tmp_path: Path) -> Path:

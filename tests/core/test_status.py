@@ -7,7 +7,8 @@ import json
 from memdeck.core.overview import status as status_mod
 from memdeck.core.config import Config, load_config
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import MemoryStore, entry_id
+from memdeck.core.memory.entries import entry_id
+from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import HOSTILE, write_raw
 
 

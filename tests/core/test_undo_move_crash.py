@@ -17,7 +17,8 @@ from memdeck.core.deck import db as deckdb
 from memdeck.core.deck import journal
 from memdeck.core.home import HermesHome
 from memdeck.core.memory import store as memory_mod
-from memdeck.core.memory.store import MemoryStore, parse_entries
+from memdeck.core.memory.entries import parse_entries
+from memdeck.core.memory.store import MemoryStore
 
 TEXT = "moved fact"
 

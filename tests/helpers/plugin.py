@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdeck.core.anchors.store import Anchor, AnchorStore, SessionAnchors
+from memdeck.core.anchors.model import Anchor, SessionAnchors
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.sessions.compaction import (
     MERGED_PRIOR_CONTEXT_HEADER,
     MERGED_SUMMARY_DELIMITER,

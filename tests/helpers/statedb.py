@@ -14,7 +14,9 @@ from typing import Any
 
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.compaction import match_summary
-from memdeck.core.sessions.statedb import FRESH_STAMP_TOLERANCE, CompactionEvent, StateDB
+from memdeck.core.sessions.connection import FRESH_STAMP_TOLERANCE
+from memdeck.core.sessions.records import CompactionEvent
+from memdeck.core.sessions.statedb import StateDB
 
 
 def build_history(path: Path) -> dict[str, object]:

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from memdeck.core.config import Config
-from memdeck.core.memory.store import MemoryStore, parse_entries, serialize_entries
+from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.core.memory.store import MemoryStore
 from memdeck.tui.app import make_app
 from memdeck.tui.screens.confirm import ConfirmScreen
 from tests.tui.conftest import settle, wait_for

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memdeck.core.config import Config
-from memdeck.core.memory.store import MemoryStore, parse_entries, serialize_entries
+from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.core.memory.store import MemoryStore
 from memdeck.tui.app import make_app
 from tests.tui.conftest import wait_for
 

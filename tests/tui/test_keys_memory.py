@@ -14,12 +14,13 @@ from memdeck.tui.screens.editors import EntryEditScreen
 from memdeck.tui.screens.pickers import PickerScreen
 
 from memdeck.core.memory import store as memory
+from memdeck.core.memory.reader import read_memory
 
 pytestmark = pytest.mark.anyio
 
 
 def _texts(app, target: str) -> list[str]:
-    state = memory.read_memory(app.home, app.config, target)
+    state = read_memory(app.home, app.config, target)
     return [e if isinstance(e, str) else e.text for e in state.entries]
 
 
@@ -117,7 +118,7 @@ async def test_editor_refuses_overflow_and_threats_and_core_lists_archivable(dem
         await settle(pilot, app)
         assert any("entries you could archive" in t for t in _toasts(app)), _toasts(app)
         # the candidates are named by the ids the CLI takes, largest first (issue 8 #9)
-        from memdeck.core.memory.store import entry_id
+        from memdeck.core.memory.entries import entry_id
 
         largest = max(before, key=len)
         assert any(entry_id(largest) in t for t in _toasts(app)), _toasts(app)
@@ -175,7 +176,7 @@ async def test_a_refused_save_says_why_and_the_percent_matches_the_bar(demo_home
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
         before = _texts(app, "memory")
-        state = memory.read_memory(app.home, app.config, "memory")
+        state = read_memory(app.home, app.config, "memory")
         await pilot.press("4", "n")
         await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen) and app.screen.is_mounted)
         area = app.screen.query_one("#editor-text", TextArea)
@@ -223,7 +224,7 @@ async def test_toasts_say_what_changed_and_a_noop_says_so(demo_home) -> None:
         await pilot.pause()
         await pilot.press("ctrl+s")
         await settle(pilot, app)
-        state = memory.read_memory(app.home, app.config, "memory")
+        state = read_memory(app.home, app.config, "memory")
         added = [t for t in _toasts(app) if t.startswith("added a MEMORY.md entry (27 chars)")]
         assert added and f"MEMORY.md now {state.chars:,}/{state.limit:,} chars ({state.pct}%)" in added[-1], _toasts(app)
         # z names the change; after an outside edit the refusal gives the core's reason

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from memdeck.core.memory.store import archive_candidates, usage_chars, usage_pct
+from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 
 from ..safe_text import safe_text
 
@@ -278,7 +278,7 @@ class PinScreen(FormScreen):
         t.append_text(findings_text(joined, findings))
         if not v["probes"] and v["text"]:
             try:
-                from memdeck.core.anchors.audit import derive_probes
+                from memdeck.core.anchors.rules import derive_probes
 
                 t.append("\nprobes derived: ", "dim")
                 t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from memdeck.core.memory.store import entry_id
+from memdeck.core.memory.entries import entry_id
 
 from ..safe_text import safe_text
 

@@ -1,0 +1,210 @@
+"""The integrity history of a session: per-compaction verdicts, computed once and cached.
+
+One concept: how an anchor set fared at each compaction of a session (read through
+:class:`core.sessions.statedb.StateDB`), with the verdicts cached in this process and in
+memdeck.db's ``audit_verdicts`` table, and MemLock's drift log turned into events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
+from .rules import anchor_id_of, field_of, memlock_cfg, probes_of
+
+def session_system_prompt(db: Any, session_id: str) -> str:
+    """The session's system prompt through ``StateDB.system_prompt`` (the column, else the
+    ``system_prompts`` row by ``system_prompt_hash`` on schema >= 23); '' when unavailable."""
+    try:
+        return str(db.system_prompt(session_id) or "")
+    except Exception:
+        return ""
+
+
+def session_events(db: Any, session_id: str) -> list[Any]:
+    return [e for e in db.compactions(session_id) if e.session_id == session_id or e.child_session_id == session_id]
+
+
+def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any = None, *,
+                      system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None,
+                      audited: Mapping[int, Mapping[str, AnchorVerdict]] | None = None,
+                      home: Any = None) -> list[dict[str, Any]]:
+    """Integrity score after every compaction event of the session in state.db, merged with
+    MemLock's own ``drift_log``.
+
+    Each state.db event is audited on :meth:`StateDB.region_after` (what MemLock audited on
+    the next turn) with the *current* anchor set. A ``drift_log`` entry whose time falls
+    between an event and the next one is taken as MemLock's audit of that event: the point
+    keeps MemLock's score and casualties (``source: "memlock+state.db"``) plus ours
+    (``computed_score``). Other drift-log entries (safety-net audits, or events state.db no
+    longer shows) stay as ``source: "memlock"``; events MemLock never logged are
+    ``source: "state.db"``. ``audited`` maps an event's ``index`` to verdicts the caller
+    already computed on that event's region (so it is not audited twice).
+
+    Returns:
+        ``[{time (epoch s), score, casualties, source, [event_index, mode, computed_score]}]``
+        oldest first.
+    """
+    events = list(events if events is not None else session_events(db, session.session_id))
+    points: list[dict[str, Any]] = []
+    cached = _cached_verdicts(db, events, anchors, config, system_prompt, home)
+    fresh: list[tuple[Any, str, dict[str, AnchorVerdict]]] = []
+    for ev in events:
+        verdicts = (audited or {}).get(ev.index)
+        if verdicts is None:
+            verdicts = cached.get(ev.index)
+        if verdicts is None:
+            verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder)
+            fresh.append((ev, _verdict_key(ev, anchors, config, system_prompt), verdicts))
+        points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
+                       "casualties": [k for k, v in verdicts.items() if not v.alive],
+                       "source": "state.db", "event_index": ev.index, "mode": ev.mode})
+    log = sorted((e for e in map(drift_event, getattr(session, "drift_log", [])) if e is not None),
+                 key=lambda e: e["time"])
+    used: set[int] = set()
+    for i, p in enumerate(points):
+        start = p["time"]
+        end = points[i + 1]["time"] if i + 1 < len(points) else math.inf
+        for j, e in enumerate(log):
+            if j not in used and start <= e["time"] < end:
+                used.add(j)
+                p.update({"computed_score": p["score"], "score": e["score"],
+                          "casualties": e["casualties"], "source": "memlock+state.db",
+                          "memlock_time": e["time"]})
+                break
+    for j, e in enumerate(log):
+        if j not in used:
+            points.append({"time": e["time"], "score": e["score"], "casualties": e["casualties"], "source": "memlock"})
+    points.sort(key=lambda p: p["time"])
+    _remember_verdicts(fresh, anchors, config, home)
+    return points
+
+
+# ── per-compaction verdict cache ───────────────────────────────────────────
+# A compaction's verdicts depend only on its region (session, summary, region rows), the
+# system prompt MemLock saw with it, the anchor set and the detection config: computed once,
+# kept in this process (bounded) and, when the home has a memdeck.db, in its audit_verdicts
+# table (core.deck.db), so a restart does not re-audit a thousand compactions.
+
+_MEMO: dict[str, dict[str, AnchorVerdict]] = {}
+_MEMO_MAX = 20_000
+
+
+def _h(obj: Any) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def anchors_hash(anchors: Sequence[Any]) -> str:
+    """sha256 of what an audit reads of each anchor (id, text, probes, reminder)."""
+    return _h([[anchor_id_of(a), str(field_of(a, "text", "")), probes_of(a)] for a in anchors])
+
+
+def config_hash(config: Any) -> str:
+    """sha256 of the detection config (MemLock section: method, thresholds, model)."""
+    cfg = memlock_cfg(config)
+    fields = getattr(cfg, "__dataclass_fields__", None)
+    return _h({k: getattr(cfg, k) for k in sorted(fields)} if fields else repr(cfg))
+
+
+def _verdict_key(ev: Any, anchors: Sequence[Any], config: Any, system_prompt: str) -> str:
+    return _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id, ev.region_last_id,
+               ev.child_session_id, _h(system_prompt), anchors_hash(anchors), config_hash(config)])
+
+
+def _home_of(db: Any) -> Any:
+    path = getattr(db, "path", None)
+    return path.parent if path is not None else None
+
+
+def _cached_verdicts(db: Any, events: Sequence[Any], anchors: Sequence[Any], config: Any, system_prompt: str,
+                     home: Any) -> dict[int, dict[str, AnchorVerdict]]:
+    out: dict[int, dict[str, AnchorVerdict]] = {}
+    if not events:
+        return out
+    ah, ch, sh = anchors_hash(anchors), config_hash(config), _h(system_prompt)
+    keys = {ev.index: _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id,
+                          ev.region_last_id, ev.child_session_id, sh, ah, ch]) for ev in events}
+    missing = []
+    for idx, k in keys.items():
+        v = _MEMO.get(k)
+        if v is not None:
+            out[idx] = v
+        else:
+            missing.append(k)
+    home = home if home is not None else _home_of(db)
+    if missing and home is not None:
+        import json
+
+        from ..deck.db import load_audit_verdicts
+
+        stored = load_audit_verdicts(home, missing)
+        by_key = {k: i for i, k in keys.items()}
+        for k, text in stored.items():
+            try:
+                verdicts = {str(d["id"]): AnchorVerdict(str(d["id"]), bool(d["alive"]), int(d["hits"]),
+                                                        tuple(d["probes"]), tuple(d["missing"]), d.get("similarity"),
+                                                        str(d.get("method", "keyword")))
+                            for d in json.loads(text)}
+            except (ValueError, KeyError, TypeError):
+                continue
+            if set(verdicts) != {anchor_id_of(a) for a in anchors}:
+                continue
+            _memo_put(k, verdicts)
+            out[by_key[k]] = verdicts
+    return out
+
+
+def _memo_put(key: str, verdicts: dict[str, AnchorVerdict]) -> None:
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = verdicts
+
+
+def _remember_verdicts(fresh: Sequence[tuple[Any, str, dict[str, AnchorVerdict]]], anchors: Sequence[Any],
+                       config: Any, home: Any) -> None:
+    """Keep newly computed keyword verdicts in memory and append them to memdeck.db (if it exists).
+    Semantic verdicts depend on the encoder available, so only keyword ones are kept."""
+    import json
+    import time as _time
+
+    rows = []
+    ah, ch = anchors_hash(anchors), config_hash(config)
+    for ev, key, verdicts in fresh:
+        if any(v.method != "keyword" for v in verdicts.values()):
+            continue
+        _memo_put(key, verdicts)
+        rows.append((key, str(ev.session_id), ev.summary_hash, ah, ch,
+                     json.dumps([v.to_dict() for v in verdicts.values()]), _time.time()))
+    if rows and home is not None:
+        from ..deck.db import store_audit_verdicts
+
+        store_audit_verdicts(home, rows)
+
+
+def drift_event(event: Any) -> dict[str, Any] | None:
+    """A MemLock drift-log event (``{time, score, casualties[, reverse]}``, reference §1.2) as
+    ``{time, score, casualties}`` with safe types, for readers of hand-editable files.
+
+    ``time``: finite epoch seconds (float), else the event is dropped (None is returned);
+    ``score``: int percent 0-100, else None; ``casualties``: the str/int items of a list, as
+    strings (anything else gives ``[]``). NaN and infinities never pass, so JSON output built
+    from the result stays strict.
+    """
+    if not isinstance(event, Mapping):
+        return None
+    t = event.get("time")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        return None
+    score = event.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) or not 0 <= score <= 100:
+        score = None
+    cas = event.get("casualties")
+    casualties = [str(c) for c in cas if isinstance(c, (str, int)) and not isinstance(c, bool)] if isinstance(cas, list) else []
+    return {"time": float(t), "score": None if score is None else int(score), "casualties": casualties}
+
+

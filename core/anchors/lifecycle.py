@@ -1,0 +1,197 @@
+"""The anchor lifecycle of a session: pinned, alive, drifted, rehydrated, archived (``audit_session``).
+
+One concept: the dashboard's audit of one session over state.db and the anchor files (the
+anchor store is passed in, duck-typed), with each anchor's lifecycle state and the session's
+integrity history (:mod:`.integrity_history`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
+from .integrity_history import integrity_history, session_events, session_system_prompt
+from .rehydration import plan_reminder
+from .rules import REMINDER_LINE_CHARS, REMINDER_MARKER, memlock_cfg, reminder_of, sorted_anchors
+
+# ``db`` is a :class:`core.sessions.statedb.StateDB` and ``store`` an
+# :class:`core.anchors.store.AnchorStore`, both passed in (never imported here).
+
+#: Lifecycle states of an anchor (MemLock's README diagram; MemLock stores only ``drifted``).
+STATES = ("pinned", "alive", "drifted", "rehydrated", "archived")
+
+
+@dataclass(frozen=True)
+class AnchorAudit:
+    """One anchor in a :class:`SessionAudit`.
+
+    Attributes:
+        anchor: the :class:`core.anchors.Anchor`.
+        state: ``pinned`` (no compaction yet), ``alive``, ``drifted``, ``rehydrated``.
+        verdict: the audit of the current active region.
+        at_last_compaction: the audit of the region right after the last compaction (or None).
+        rehydrated_message_id: the user row whose ``api_content`` carried its reminder after
+            the last compaction (or None).
+        scope: ``global`` when ``persist/`` holds it, else ``session``.
+    """
+
+    anchor: Any
+    state: str
+    verdict: AnchorVerdict
+    at_last_compaction: AnchorVerdict | None
+    rehydrated_message_id: int | None
+    scope: str
+
+    def to_dict(self) -> dict[str, Any]:
+        a = self.anchor
+        return {
+            "id": a.id, "state": self.state, "hits": self.verdict.hits, "probes": list(self.verdict.probes),
+            "missing": list(self.verdict.missing), "similarity": self.verdict.similarity,
+            "text": a.text, "reminder": a.reminder, "priority": a.priority, "pinned": a.pinned,
+            "scope": self.scope, "rehydrated_message_id": self.rehydrated_message_id,
+        }
+
+
+@dataclass(frozen=True)
+class SessionAudit:
+    """The audit of one session: what MemLock's algorithm says about it now, and its history.
+
+    Attributes:
+        session_id: the session.
+        score: integrity score (percent 0-100) of the current active region, None without anchors.
+        anchors: per-anchor results, MemLock order (priority desc, id).
+        reminder_block: the block MemLock would inject at its next audit with the current
+            verdicts (``inject`` mode, ``max_slots``, ``max_reminder_chars``); ``""`` for none.
+        history: ``[{time, score, casualties, source, ...}]`` oldest first: one point per
+            compaction event in state.db merged with MemLock's ``drift_log`` (see
+            :func:`integrity_history`).
+        compactions: number of compaction events of the session in state.db.
+        method: ``keyword``, ``semantic`` or ``keyword-fallback``.
+    """
+
+    session_id: str
+    score: int | None
+    anchors: tuple[AnchorAudit, ...]
+    reminder_block: str
+    history: tuple[dict[str, Any], ...]
+    compactions: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``audit --json`` shape: ``{session_id, score, anchors:[{id, state, hits, probes, ...}], reminder_block, ...}``."""
+        return {
+            "session_id": self.session_id,
+            "score": self.score,
+            "anchors": [a.to_dict() for a in self.anchors],
+            "reminder_block": self.reminder_block,
+            "history": [dict(h) for h in self.history],
+            "compactions": self.compactions,
+            "method": self.method,
+        }
+
+
+
+_LEGACY_PIN_ID = re.compile(r"^pin_(\d{9,11})_\d+$")
+
+
+def anchor_pinned_at(anchor: Any) -> float | None:
+    """When an anchor was pinned (epoch seconds), if known: the ``pinned_at`` key memdeck
+    writes on its pins, else the time encoded in a MemLock 0.2 id ``pin_<epoch>_<n>``;
+    ``None`` for config anchors and uuid-style ids without the key."""
+    extra = getattr(anchor, "extra", None) or {}
+    value = extra.get("pinned_at")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    m = _LEGACY_PIN_ID.match(str(getattr(anchor, "id", "")))
+    return float(m.group(1)) if m else None
+
+
+def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> int | None:
+    line = f"  - {reminder[:REMINDER_LINE_CHARS]}"
+    for m in rows:
+        if after_id is not None and m.id <= after_id:
+            continue
+        if m.role == "user" and m.api_content and REMINDER_MARKER in m.api_content and line in m.api_content:
+            return m.id
+    return None
+
+
+
+def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
+                  with_history: bool = True) -> SessionAudit:
+    """Audit one session from state.db and its MemLock file.
+
+    Anchors: the session file's (or, when there is no file, what MemLock would seed: static
+    config anchors + global pins). The current verdicts audit the region MemLock would audit
+    now (:func:`audited_region` of the session's active rows). Lifecycle per anchor:
+
+    * ``pinned``: no compaction event yet (``drifted`` when MemLock's file says so, e.g. after
+      a safety-net audit), or pinned after the last compaction (:func:`anchor_pinned_at`) and
+      not yet seen in the current region (``alive`` once it is);
+    * ``alive``: alive in the region right after the last compaction, or alive again now;
+    * ``drifted``: not alive after the last compaction, not re-injected and not re-stated since;
+    * ``rehydrated``: drifted, and a user row after the last summary row (the compacted
+      tail included: Hermes re-inserts the triggering turn there) carries its reminder line
+      under the marker in ``api_content``, but the anchor is not alive in the current region yet.
+
+    Args:
+        db: a :class:`core.statedb.StateDB`; store: a :class:`core.anchors.AnchorStore`.
+        config: ``Config``/``MemlockConfig`` (None: the store's config).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    cfg = memlock_cfg(config if config is not None else store.config)
+    session = store.load_session(session_id)
+    report = store.load_pins_report()
+    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
+    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(store.seeded_anchors(cfg, report.pins))
+    system_prompt = session_system_prompt(db, session_id)
+    rows = db.active_region(session_id)
+    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
+    events = session_events(db, session_id)
+    last = events[-1] if events else None
+    at_last = run_audit(anchors, audited_region(db.region_after(last), system_prompt), cfg, encoder=encoder) if last else {}
+    # Rows after the summary row count: with Hermes' preflight compaction the turn that
+    # triggered it (whose api_content carries the reminder) is re-inserted in the batch's tail.
+    after_id = None
+    if last is not None:
+        after_id = last.summary_message_id if last.summary_message_id is not None else last.region_last_id
+    results = []
+    for a in anchors:
+        v = current[a.id]
+        ev = at_last.get(a.id)
+        rehyd = None
+        pinned_at = anchor_pinned_at(a)
+        if last is not None and pinned_at is not None and pinned_at > float(last.time):
+            # pinned after the last compaction: no compaction has tested it yet
+            state = "alive" if v.alive else "pinned"
+        elif last is None:
+            state = "drifted" if a.drifted else "pinned"
+        elif ev is not None and ev.alive:
+            state = "alive"
+        else:
+            rehyd = _rehydrated_by(rows, after_id, reminder_of(a))
+            if rehyd is not None:
+                state = "alive" if v.alive else "rehydrated"
+            else:
+                state = "alive" if v.alive else "drifted"
+        results.append(AnchorAudit(a, state, v, ev, rehyd, "global" if a.id in global_ids else "session"))
+    drifted_now = [a.id for a in anchors if not current[a.id].alive]
+    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
+    block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
+    history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
+                                events=events, audited={last.index: at_last} if last is not None else None,
+                                home=getattr(store, "home", None)) if with_history else []
+    methods = {v.method for v in current.values()} or {"keyword"}
+    # MemLock scores at its first audit (a compaction or the safety net); before any, it has no
+    # score (``integrity_score: null``), and neither does memdeck: the anchors wait for one.
+    audited = last is not None or session.integrity_score is not None
+    return SessionAudit(session_id=session_id, score=integrity_score(current.values()) if audited else None,
+                        anchors=tuple(results),
+                        reminder_block=block, history=tuple(history), compactions=len(events),
+                        method=sorted(methods)[0])

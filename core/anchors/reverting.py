@@ -1,0 +1,190 @@
+"""Undo of anchor changes: journal rows of kind ``anchor`` reverted through the anchor files.
+
+One concept: putting a session file (and a global pin's copy in ``persist/``) back to what it
+held before a journaled pin, unpin, update, archive or restore, only while the files still hold
+that change's result (compared on content, not MemLock's audit bookkeeping).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from ..deck import archive as _archive
+from ..deck import db as deckdb
+from ..deck import journal as _journal
+from ..errors import Refused
+from ..fsio import file_lock
+from .files import AnchorFiles
+from .model import Anchor, SessionAnchors, scan_or_refuse
+
+#: Journal ops of kind ``anchor`` that :meth:`AnchorStore.undo_rows` can revert.
+_UNDOABLE = ("pin", "unpin", "update", "archive", "restore")
+_ANCHOR_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "pinned", "history")
+_PIN_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "scope")
+
+
+def _anchor_content(record: Any) -> dict[str, Any] | None:
+    """What an undo compares of an anchor record: its content, not MemLock's audit bookkeeping."""
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _ANCHOR_CONTENT_KEYS}
+
+
+def _pin_content(record: Any) -> dict[str, Any] | None:
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _PIN_CONTENT_KEYS}
+
+
+
+
+def record_text(record: Any) -> str | None:
+    """An anchor/pin record as the journal stores it: sorted-key JSON text, or None."""
+    if record is None:
+        return None
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+class AnchorUndo(AnchorFiles):
+    """The undo methods of :class:`.store.AnchorStore` (on its files)."""
+
+    # -- undo -------------------------------------------------------------------
+    def undo_rows(self, rows: Sequence["_journal.JournalEntry"]) -> dict[str, Any]:
+        """Revert the journal ``rows`` of one anchor change (the ``kind="anchor"`` undo handler).
+
+        Each row is checked and reverted under its session file's lock: the session must
+        still hold the row's ``after`` anchor (compared on ``id, text, reminder, priority,
+        probes, pinned, history``; MemLock's audit bookkeeping ``drifted``/``last_alive_turn``
+        may have changed meanwhile and is kept), the ``persist/`` copy its ``global_after``,
+        and an archived/restored anchor's archive row the matching state; then ``before`` is
+        written back (a re-added anchor is threat-scanned and counts against ``max_pins``),
+        the archive row flips back, and an ``undo`` row marks the rows undone in the same
+        memdeck.db transaction.
+
+        Returns:
+            ``{"success", "op": "undo", "undone", "anchor_id", "session_id", "journal_id", "message"}``.
+
+        Raises:
+            Refused: ``conflict`` (the anchor, its global copy or its archive row changed since),
+                ``unsupported`` (a row that is not an anchor change), ``limit``, ``threat``,
+                ``unreadable``/``unwritable``.
+        """
+        result: dict[str, Any] = {}
+        for r in reversed(list(rows)):
+            result = self._undo_one(r, [x.journal_id for x in rows])
+        return result
+
+    def _undo_one(self, r: "_journal.JournalEntry", undoes: list[int]) -> dict[str, Any]:
+        aid = r.detail.get("anchor_id")
+        if r.kind != "anchor" or not aid or r.op not in _UNDOABLE:
+            raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", "unsupported")
+        aid = str(aid)
+        try:
+            before = json.loads(r.before) if r.before else None
+            after = json.loads(r.after) if r.after else None
+        except ValueError:
+            raise Refused(f"journal #{r.journal_id} has an unreadable anchor record", "unsupported") from None
+        has_global = "global_before" in r.detail
+        g_before, g_after = r.detail.get("global_before"), r.detail.get("global_after")
+        arch_id = r.detail.get("archive_id") if r.op in ("archive", "restore") else None
+        what = f"{r.op} of anchor {aid!r} (journal #{r.journal_id})"
+        where = "persist/" if r.target == "global" else f"session {r.target}"
+
+        def conflict(why: str) -> Refused:
+            return Refused(f"cannot undo {what}: {why}; nothing was changed", "conflict", journal_id=r.journal_id)
+
+        def check_outside() -> None:
+            # Re-read under the lock: a concurrent undo of the same rows may have won the race
+            # (the file could even hold the same content again after a legitimate re-pin).
+            with deckdb.opened(self.home) as c:
+                marks = c.execute(
+                    f"SELECT journal_id, undone_by FROM journal WHERE journal_id IN ({','.join('?' * len(undoes))})",
+                    list(undoes),
+                ).fetchall()
+            gone = [m["journal_id"] for m in marks if m["undone_by"] is not None]
+            if gone:
+                raise conflict(f"journal #{gone[0]} was already undone")
+            if has_global and _pin_content(self.get_pin(aid)) != _pin_content(g_after):
+                raise conflict("its global copy in persist/ changed since")
+            if arch_id is not None:
+                want = "archived" if r.op == "archive" else "restored"
+                if _archive.get_record(self.home, arch_id, kind="anchor", state=want) is None:
+                    raise conflict(f"archive row #{arch_id} is no longer {want}")
+            if before is not None:
+                scan_or_refuse(str(before.get("text") or ""), str(before.get("reminder") or ""))
+
+        def apply_global() -> None:
+            if has_global:
+                done["global"] = True
+                if g_before is None:
+                    self.remove_pin(aid)
+                else:
+                    self.save_pin(g_before)
+
+        def record(conn: sqlite3.Connection) -> int:
+            with deckdb.transaction(conn):
+                if arch_id is not None:
+                    if r.op == "archive":
+                        _archive.set_state(conn, int(arch_id), "restored", expect="archived")
+                    else:
+                        _archive.set_state(conn, int(arch_id), "archived", expect="restored")
+                jid = _journal.record(self.home, actor=self.actor, op="undo", kind="anchor", target=r.target,
+                                      before=r.after, after=r.before,
+                                      detail={"undoes": undoes, "op": r.op, "anchor_id": aid}, conn=conn)
+                _journal.mark_undone(conn, undoes, jid)
+                return jid
+
+        done: dict[str, Any] = {}
+        max_pins = int(self.mcfg.max_pins)
+
+        def mutate(s: SessionAnchors) -> None:
+            cur = s.anchors.get(aid)
+            if _anchor_content(cur.to_dict() if cur else None) != _anchor_content(after):
+                raise conflict(f"{where} no longer holds that change's result")
+            check_outside()
+            if before is None:
+                del s.anchors[aid]
+                if aid in s.static_anchor_ids and not cur.pinned:
+                    s.static_anchor_ids.remove(aid)
+            else:
+                restored = Anchor.from_dict(before, aid)
+                if cur is not None:
+                    restored.drifted, restored.last_alive_turn = cur.drifted, cur.last_alive_turn
+                    s.anchors[aid] = restored
+                else:
+                    if restored.pinned and s.pinned_now() >= max_pins:
+                        raise Refused(f"cannot undo {what}: pin limit reached ({max_pins}) in session {s.session_id}",
+                                      "limit", max_pins=max_pins)
+                    s.add(restored)
+            s.recount()
+            apply_global()
+
+        def after_write(conn: sqlite3.Connection, _before: dict[str, Any], _after: dict[str, Any]) -> int:
+            done["written"] = True
+            done["jid"] = record(conn)
+            return done["jid"]
+
+        try:
+            if r.target == "global":
+                with file_lock(self.manifest_path):
+                    check_outside()
+                with deckdb.opened(self.home) as conn:
+                    apply_global()
+                    done["written"] = True
+                    done["jid"] = record(conn)
+            else:
+                self.update_session(str(r.target), mutate, after_write=after_write)
+        except BaseException:
+            if done.get("global") and not done.get("written"):
+                with contextlib.suppress(Exception):
+                    if g_after is None:
+                        self.remove_pin(aid)
+                    else:
+                        self.save_pin(g_after)
+            raise
+        if "jid" not in done:
+            raise conflict(f"{where} already holds the state before it")
+        return {"success": True, "op": "undo", "undone": r.op, "anchor_id": aid, "session_id": r.target,
+                "journal_id": done["jid"],
+                "message": f"Undid {r.op} of anchor {aid} in {where} (journal #{r.journal_id})."}
+

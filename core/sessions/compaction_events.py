@@ -1,0 +1,556 @@
+"""Compaction events, reconstructed from state.db's rows (Hermes keeps no event table).
+
+One concept: finding compactions. ``CompactionEventReader`` streams a session's rows in id order
+(never a whole session in memory), keeps per-session tracks across refreshes, and caches the full
+scan until the database changes; the pure functions below it (``_run_window`` and helpers) find
+the in-place events and the rotation events in those rows. The traces are those of Hermes 0.19
+``hermes_state.archive_and_compact`` (:4421-4471), ``_insert_message_rows`` (:4273-4357) and
+``agent/conversation_compression.py:1200-1349``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
+from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
+from .records import CompactionEvent, Message
+
+class CompactionEventReader(StateDBConnection):
+    """The compaction-event queries of :class:`.statedb.StateDB` (on its connection)."""
+
+    # ------------------------------------------------------------------ compactions
+
+    def compactions(self, session_id: str | None = None) -> list[CompactionEvent]:
+        """Compaction events, oldest first.
+
+        With ``session_id``: the events whose ``session_id`` or ``child_session_id`` is that
+        session (its in-place compactions, the rotation out of it and the rotation into it).
+
+        **In-place** (Hermes ``archive_and_compact``): one transaction flips every live row to
+        ``active=0, compacted=1`` and inserts head + summary + tail as new active rows. For each
+        session, a *summary row* is a row whose text :func:`core.compaction.match_summary`
+        recognises (current, historical or legacy prefix, or the merge-into-tail
+        ``[PRIOR CONTEXT`` shape) and whose content is not a copy of an earlier summary row of
+        the session. For the k-th summary row at position p (session rows in id order):
+
+        * *head*: if the summary row is still active, the active rows right before it; otherwise
+          the longest run right before it that repeats (role, content) the first rows of the
+          previous region (Hermes copies the first ``protect_first_n`` messages);
+        * *batch*: the ``compacted = 1`` rows from the previous region's start (or the session
+          start) up to the head; ``archived_count`` is its size. A candidate with an empty
+          batch is not an in-place event (e.g. the handoff summary of a rotation child);
+        * *tail*: the rows after the summary with consecutive global ids (one transaction),
+          the same flags, and either a fresh stamp (within :data:`FRESH_STAMP_TOLERANCE` plus
+          1e-6 s per row of the summary's stamp: ``_insert_message_rows`` stamps new rows
+          ``now + i*1e-6``) or the (role, content) of a batch row (copies keep their stamps).
+
+        Limits: a message appended within ~50 µs of the compaction with a consecutive id, or a
+        later message repeating a batch message word for word right after the tail, is counted
+        in the tail; a compaction whose summary row was later rewound or deleted is missed; a
+        head longer than the previous region cannot be told apart.
+
+        **Rotation**: a session with ``end_reason = 'compression'`` and a child whose
+        ``parent_session_id`` points at it (the newest such child); the region after it is the
+        child's initial rows (found with the same tail rule from the child's summary row).
+        """
+        def q(conn: sqlite3.Connection) -> list[CompactionEvent]:
+            if session_id is None:
+                return list(self._events(conn))
+            return self._session_events(conn, session_id)
+
+        return self._run(q, [])
+
+    def region_after(self, event: CompactionEvent) -> list[Message]:
+        """The active region as it stood right after ``event``: head + summary + tail rows.
+
+        This is what Hermes sent on the next turn (before that turn's new messages) and so what
+        MemLock audited. Ordered by id; ``[]`` when unavailable.
+        """
+        ids = event.region_ids
+        if not ids:
+            return []
+
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            out: list[Message] = []
+            chunk = 500
+            for i in range(0, len(ids), chunk):
+                part = ids[i:i + chunk]
+                out += [self._to_message(r) for r in conn.execute(
+                    f"SELECT {self._msg_select()} FROM messages m WHERE m.id IN ({','.join('?' * len(part))})", part)]
+            return sorted(out, key=lambda m: m.id)
+
+        return self._run(q, [])
+
+    def _events(self, conn: sqlite3.Connection) -> list[CompactionEvent]:
+        dv = conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._events_cache is not None and self._events_cache[0] == dv:
+            return self._events_cache[2]
+        events: list[CompactionEvent] = []
+        for sid in self._compacted_session_ids(conn):
+            events += self._inplace_events(conn, sid)
+        events += self._rotation_events(conn, None)
+        events.sort(key=lambda e: (e.time, e.session_id, e.region_first_id or 0))
+        self._events_cache = (dv, 0, events)
+        return events
+
+    def _compacted_session_ids(self, conn: sqlite3.Connection) -> list[str]:
+        """Ids of the sessions holding ``compacted = 1`` rows, sorted.
+
+        With an index on ``messages(session_id, active, ...)`` (Hermes 0.19
+        ``idx_messages_session_active``) this is one index probe per session: Hermes'
+        ``archive_and_compact`` sets ``active = 0, compacted = 1`` together
+        (hermes_state.py:4456), so only the session's ``active = 0`` rows are looked at.
+        Without that index (older schemas) it is a scan of ``messages``.
+        """
+        if not self.has_compacted:
+            return []
+        if self._session_active_index and "active" in self._mcols:
+            sql = ("SELECT s.id FROM sessions s WHERE EXISTS (SELECT 1 FROM messages m"
+                   " WHERE m.session_id = s.id AND m.active = 0 AND m.compacted = 1)")
+        else:
+            sql = "SELECT DISTINCT session_id FROM messages WHERE compacted = 1"
+        return sorted(str(r[0]) for r in conn.execute(sql) if r[0] is not None)
+
+    def _session_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        events = self._inplace_events(conn, session_id) if self.has_compacted else []
+        events += [e for e in self._rotation_events(conn, session_id)]
+        events.sort(key=lambda e: (e.time, e.region_first_id or 0))
+        return events
+
+    def _session_rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
+        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
+                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
+        return [tuple(r) for r in conn.execute(
+            f"SELECT {', '.join(cols)} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+
+    @staticmethod
+    def _row_text(content: Any) -> str:
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", "replace")
+        return message_text(decode_content(content))
+
+    def _inplace_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        return list(self._tracked_events(conn, session_id))
+
+    #: Rows read per statement while streaming a session (bounds the time between progress calls).
+    STREAM_CHUNK_IDS = 20_000
+
+    def _stream_rows(self, conn: sqlite3.Connection, session_id: str, from_id: int,
+                     progress: Callable[[int, int], None] | None = None) -> Iterable[_Row]:
+        """A session's rows with ``id >= from_id`` in id order, streamed.
+
+        Read through the primary key (``id`` ranges) with the session test made unindexable
+        (``+session_id``), so SQLite walks the table b-tree in id order: no temp b-tree sort,
+        nothing written to disk (Hermes' ``idx_messages_session(session_id, timestamp)`` would
+        deliver timestamp order and force a sort of the whole session). Rows of other
+        sessions in the range are skipped by SQLite without reading their content.
+        ``progress(done_ids, total_ids)`` is called between chunks (it may raise to abort).
+        """
+        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
+                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
+        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        sql = (f"SELECT {', '.join(cols)} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id")
+        lo = int(from_id)
+        total = max(0, top - lo + 1)
+        while lo <= top:
+            hi = lo + self.STREAM_CHUNK_IDS
+            yield from conn.execute(sql, (lo, hi, session_id))
+            if progress is not None:
+                progress(min(hi, top + 1) - int(from_id), total)
+            lo = hi
+
+    def _session_sig(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
+        if "rewind_count" not in self._scols:
+            return ()
+        row = conn.execute("SELECT rewind_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return tuple(row) if row else ()
+
+    def _tracked_events(self, conn: sqlite3.Connection, session_id: str) -> list[CompactionEvent]:
+        """The session's in-place events, found incrementally (see :class:`_Track`).
+
+        First call per session: one streamed pass over its rows, holding only the rows from
+        the last-but-one compaction on. Later calls with an unchanged ``PRAGMA data_version``
+        return the kept events; otherwise only the window (the rows from the checkpoint's
+        region start, usually the last two compactions' regions plus new rows) is re-read with
+        its current flags. A rewind (``rewind_count`` changed) or vanished rows rebuild from
+        scratch. The result equals the full-scan rule of :meth:`compactions`.
+        """
+        dv = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        track = self._tracks.get(session_id)
+        if track is not None and track.data_version == dv and self._tracks_conn is conn:
+            return track.events
+        sig = self._session_sig(conn, session_id)
+        if track is None or track.sig != sig:
+            track = None
+        for attempt in range(2):
+            fresh = track is None
+            t = _Track(sig=sig) if fresh else track
+            try:
+                self._advance(conn, session_id, t, progress=self.progress if fresh else None)
+            except _Rebuild:
+                track = None
+                continue
+            t.data_version = dv
+            self._tracks[session_id] = t
+            self._tracks_conn = conn
+            return t.events
+        return []
+
+    def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        buf: list[_Row] = []
+        trim_at = 4096
+        for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
+            buf.append(tuple(r))
+            if len(buf) >= trim_at:
+                keep = _run_window(session_id, buf, self._row_text, track, complete=False)
+                if keep:
+                    del buf[:keep]
+                trim_at = max(4096, 2 * len(buf))
+        if track.ckpt is not None and (not buf or int(buf[0][0]) != track.ckpt_start_id):
+            raise _Rebuild()
+        _run_window(session_id, buf, self._row_text, track, complete=True)
+        track.last_id = int(buf[-1][0]) if buf else 0
+
+    def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
+        if not {"parent_session_id", "end_reason"} <= self._scols:
+            return []
+        sql = ("SELECT p.id, p.ended_at, c.id, c.started_at FROM sessions p JOIN sessions c ON c.parent_session_id = p.id"
+               " WHERE p.end_reason = 'compression'")
+        params: tuple[Any, ...] = ()
+        if session_id is not None:
+            sql += " AND (p.id = ? OR c.id = ?)"
+            params = (session_id, session_id)
+        best: dict[str, tuple[Any, ...]] = {}
+        for pid, ended, cid, cstart in conn.execute(sql + " ORDER BY c.started_at", params):
+            best[str(pid)] = (pid, ended, cid, cstart)  # newest child wins
+        out = []
+        for pid, ended, cid, cstart in best.values():
+            parent_rows = self._session_rows(conn, str(pid))
+            live_parent = [r for r in parent_rows if r[3]]
+            child_rows = self._session_rows(conn, str(cid))
+            region, match, summary_id = _initial_region(child_rows, self._row_text, live_parent)
+            t = number_or_zero(ended) if ended is not None else number_or_zero(cstart)
+            out.append(CompactionEvent(
+                session_id=str(pid), time=t, mode="rotation", summary_message_id=summary_id,
+                kind=match.kind if match else None, merged=bool(match and match.merged),
+                summary_hash=match.body_hash if match else None, archived_count=len(live_parent),
+                child_session_id=str(cid), region_first_id=region[0] if region else None,
+                region_last_id=region[-1] if region else None, index=1, region_ids=tuple(region),
+            ))
+        return out
+
+
+# --------------------------------------------------------------------------- reconstruction
+
+_Row = tuple[Any, ...]  # (id, role, content, active, compacted, timestamp)
+
+
+class _Texts:
+    """Per-row texts of one session's rows, decoded at most once and only when asked for.
+
+    Most rows are plain strings that cannot start a summary; :meth:`may_be_summary` rejects
+    them from the raw column value without decoding, so a reconstruction decodes only the
+    candidate rows and the rows it compares (heads, tails).
+    """
+
+    __slots__ = ("rows", "text_of", "_cache")
+
+    def __init__(self, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> None:
+        self.rows = rows
+        self.text_of = text_of
+        self._cache: dict[int, str] = {}
+
+    def text(self, i: int) -> str:
+        raw = self.rows[i][2]
+        if type(raw) is str and not raw.startswith(CONTENT_JSON_PREFIX):
+            return raw  # a plain string is its own text (message_text), nothing to decode
+        t = self._cache.get(i)
+        if t is None:
+            t = self._cache[i] = self.text_of(raw)
+        return t
+
+    def key(self, i: int) -> tuple[str, str]:
+        return (str(self.rows[i][1]), self.text(i))
+
+    def may_be_summary(self, i: int) -> bool:
+        """False only for rows whose text cannot be a summary (a summary starts with ``[``
+        or whitespace; ``\\x00json:`` and bytes content are decoded first)."""
+        raw = self.rows[i][2]
+        if isinstance(raw, str) and not raw.startswith(CONTENT_JSON_PREFIX):
+            return raw[:1] in _SUMMARY_FIRST_CHARS and raw != ""
+        text = self.text(i)
+        if not text or text[:1] not in _SUMMARY_FIRST_CHARS:
+            return isinstance(raw, str) and raw.startswith(CONTENT_JSON_PREFIX)
+        return True
+
+
+#: The first character of any text :func:`core.compaction.match_summary` accepts.
+_SUMMARY_FIRST_CHARS = "[ \t\n\r"
+
+
+def _tail_end(rows: Sequence[_Row], p: int, stop: int, is_copy: Callable[[int], bool]) -> int:
+    """Index one past the last row of the inserted set that contains the summary at ``p``.
+
+    ``is_copy(j)`` tells whether row ``j`` repeats the (role, text) of a batch row; it is
+    called only when a row is not freshly stamped (so the batch keys are built only when needed).
+    """
+    try:
+        ts0 = float(rows[p][5] or 0.0)
+    except (TypeError, ValueError):
+        ts0 = 0.0
+    j = p + 1
+    while j < stop:
+        prev, cur = rows[j - 1], rows[j]
+        if int(cur[0]) != int(prev[0]) + 1 or bool(cur[3]) != bool(rows[p][3]) or bool(cur[4]) != bool(rows[p][4]):
+            break
+        try:
+            ts = float(cur[5] or 0.0)
+        except (TypeError, ValueError):
+            ts = 0.0
+        fresh = abs(ts - ts0) <= FRESH_STAMP_TOLERANCE + 1e-6 * (j - p + 1)
+        if not fresh and not is_copy(j):
+            break
+        j += 1
+    return j
+
+
+def _lazy_set(build: Callable[[], set[Any]]) -> Callable[[], set[Any]]:
+    box: list[set[Any]] = []
+
+    def get() -> set[Any]:
+        if not box:
+            box.append(build())
+        return box[0]
+    return get
+
+
+def _ids_of(first: int, last: int, ids: list[int]) -> Sequence[int]:
+    """A region's ids: a ``range`` when consecutive (one transaction, the usual case), else a tuple."""
+    return range(first, last + 1) if len(ids) == last - first + 1 else tuple(ids)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass
+class _Accepted:
+    p: int                      # index of the summary row in the window
+    match: Any                  # SummaryMatch (None for a carried checkpoint: taken from ``event``)
+    start: int                  # index of the region's first row (head start)
+    batch: list[int] | None     # indices of the batch rows (None for a carried checkpoint)
+    archived: int
+    event: CompactionEvent | None = None  # the checkpoint's event, carried from the last run
+
+
+@dataclass
+class _Track:
+    """The incremental reconstruction state of one session (see :meth:`StateDB._tracked_events`).
+
+    ``final``: events that can no longer change (their summary row is inactive and a later
+    event exists). The *checkpoint* is the last event whose summary row is inactive: its
+    region start ``ckpt_start_id`` is where the next run's window begins (rows before it are
+    never read again); ``ckpt_copies`` holds the hashes of its batch rows' (role, text) keys
+    (its tail test needs them and its batch lies before the window). ``seen``: digests of every
+    summary candidate text up to the checkpoint's summary row. ``pending``: the checkpoint and
+    the events after it, as of the last run (recomputed on every run).
+    """
+
+    final: list[CompactionEvent] = field(default_factory=list)
+    ckpt: CompactionEvent | None = None
+    ckpt_start_id: int = 0
+    ckpt_copies: frozenset[int] = frozenset()
+    seen: dict[bytes, int] = field(default_factory=dict)
+    pending: list[CompactionEvent] = field(default_factory=list)
+    data_version: int | None = None
+    sig: tuple[Any, ...] = ()
+    last_id: int = 0
+
+    @property
+    def events(self) -> list[CompactionEvent]:
+        return self.final + self.pending
+
+
+def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str], track: _Track,
+                *, complete: bool) -> int:
+    """Run the in-place reconstruction over ``rows`` (the window: the session's rows from
+    ``track.ckpt_start_id`` in id order, read with their current flags) and advance ``track``.
+
+    Exactly the rule of :meth:`StateDB.compactions` restricted to the window: the loop state
+    at the checkpoint (its region start as ``lower``, the candidate texts seen so far) is all
+    the rule needs from the rows before it. Returns the window index from which rows must be
+    kept for the next run (the new checkpoint's region start). With ``complete`` the rows are
+    the whole window up to the newest row (``pending`` is set); otherwise only events before
+    the new checkpoint are committed (a first build that trims its buffer as it goes).
+    """
+    tx = _Texts(rows, text_of)
+    ck = track.ckpt
+    p_ck = -1
+    accepted: list[_Accepted] = []
+    lower = 0
+    if ck is not None and ck.summary_message_id is not None:
+        p_ck = bisect.bisect_left(_IdView(rows), int(ck.summary_message_id))
+        if p_ck >= len(rows) or int(rows[p_ck][0]) != int(ck.summary_message_id):
+            raise _Rebuild()
+        accepted.append(_Accepted(p_ck, None, 0, None, ck.archived_count, ck))
+    seen_local = set(track.seen)
+    new_seen: list[tuple[bytes, int]] = []
+    for i in range(p_ck + 1, len(rows)):
+        if not tx.may_be_summary(i):
+            continue
+        text = tx.text(i)
+        m = match_summary(text)
+        if m is None:
+            continue
+        d = _digest(text)
+        if d in seen_local:
+            continue
+        seen_local.add(d)
+        new_seen.append((d, int(rows[i][0])))
+        p = i
+        if p < lower:
+            continue
+        if rows[p][3]:  # summary still live: the head is the live run right before it
+            h = 0
+            while p - h - 1 >= lower and rows[p - h - 1][3]:
+                h += 1
+        else:
+            h = 0
+            limit = (p - lower) // 2
+            k0 = tx.key(lower) if limit > 0 else None
+            for j in range(limit, 0, -1):
+                if tx.key(p - j) == k0 and all(tx.key(p - j + t) == tx.key(lower + t) for t in range(1, j)):
+                    h = j
+                    break
+        start = p - h
+        batch = [k for k in range(lower, start) if rows[k][4]]
+        if not batch:
+            continue
+        accepted.append(_Accepted(p, m, start, batch, len(batch)))
+        lower = start
+    # the new checkpoint: the last accepted event whose summary row is inactive
+    # (and no live row before its start: only live rows change flags later — a compaction or a
+    # rewind flips them — so every row before the checkpoint's start is frozen)
+    first_live = next((i for i in range(len(rows)) if rows[i][3]), len(rows))
+    new_ck = None
+    for k in range(len(accepted) - 1, -1, -1):
+        if not rows[accepted[k].p][3] and accepted[k].start <= first_live:
+            new_ck = k
+            break
+    if not complete and new_ck is None:
+        return 0
+    base = len(track.final)
+    events: list[CompactionEvent] = []
+    upto = len(accepted) if complete else new_ck
+    for k in range(upto if upto is not None else 0):
+        a = accepted[k]
+        stop = accepted[k + 1].start if k + 1 < len(accepted) else len(rows)
+        if a.batch is None:
+            copies_hashes = track.ckpt_copies
+            is_copy = lambda j, c=copies_hashes: hash(tx.key(j)) in c  # noqa: E731
+        else:
+            copies = _lazy_set(lambda b=a.batch: {hash(tx.key(i)) for i in b})
+            is_copy = lambda j, c=copies: hash(tx.key(j)) in c()  # noqa: E731
+        end = _tail_end(rows, a.p, stop, is_copy)
+        region = [int(rows[i][0]) for i in range(a.start, end)]
+        stamps = []
+        for i in range(a.start, end):
+            try:
+                stamps.append(float(rows[i][5] or 0.0))
+            except (TypeError, ValueError):
+                pass
+        if a.match is not None:
+            kind, merged, shash = a.match.kind, a.match.merged, a.match.body_hash
+        else:
+            kind, merged, shash = a.event.kind, a.event.merged, a.event.summary_hash  # type: ignore[union-attr]
+        events.append(CompactionEvent(
+            session_id=session_id, time=max(stamps) if stamps else 0.0, mode="in_place",
+            summary_message_id=int(rows[a.p][0]), kind=kind, merged=merged, summary_hash=shash,
+            archived_count=a.archived, region_first_id=region[0], region_last_id=region[-1], index=base + k + 1,
+            region_ids=_ids_of(region[0], region[-1], region),
+        ))
+    keep_from = 0
+    if new_ck is not None:
+        a = accepted[new_ck]
+        if a.batch is not None:  # a new checkpoint: remember its batch keys
+            track.ckpt_copies = frozenset(hash(tx.key(i)) for i in a.batch)
+        if complete:
+            track.final += events[:new_ck]
+            track.ckpt = events[new_ck]
+            track.pending = events[new_ck:]
+        else:
+            track.final += events
+            ck_ev = CompactionEvent(
+                session_id=session_id, time=0.0, mode="in_place", summary_message_id=int(rows[a.p][0]),
+                kind=a.match.kind if a.match is not None else a.event.kind,  # type: ignore[union-attr]
+                merged=a.match.merged if a.match is not None else a.event.merged,  # type: ignore[union-attr]
+                summary_hash=a.match.body_hash if a.match is not None else a.event.summary_hash,  # type: ignore[union-attr]
+                archived_count=a.archived)
+            track.ckpt = ck_ev
+            track.pending = []
+        track.ckpt_start_id = int(rows[a.start][0])
+        limit_id = int(rows[a.p][0])
+        for d, rid in new_seen:
+            if rid <= limit_id:
+                track.seen[d] = rid
+        keep_from = a.start
+    elif complete:
+        track.pending = events
+    return keep_from
+
+
+class _IdView:
+    """``rows`` seen as their ids, for :func:`bisect.bisect_left`."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Sequence[_Row]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.rows[i][0])
+
+
+class _Rebuild(Exception):
+    """The tracked state no longer matches the database (rows vanished): rebuild from scratch."""
+
+
+def _reconstruct_inplace(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str]) -> list[CompactionEvent]:
+    """Every in-place event of a session from all its rows in id order (one window run)."""
+    track = _Track()
+    _run_window(session_id, rows, text_of, track, complete=True)
+    return track.events
+
+
+def _initial_region(rows: Sequence[_Row], text_of: Callable[[Any], str], parent_live: Sequence[_Row]) -> tuple[list[int], Any, int | None]:
+    """A rotation child's initial rows (the compacted handoff) and its summary match."""
+    if not rows:
+        return [], None, None
+    tx = _Texts(rows, text_of)
+    p = None
+    match = None
+    for i in range(min(64, len(rows))):
+        m = match_summary(tx.text(i))
+        if m is not None:
+            p, match = i, m
+            break
+    if p is None:
+        # no summary row: the first run of consecutive ids
+        end = 1
+        while end < len(rows) and int(rows[end][0]) == int(rows[end - 1][0]) + 1:
+            end += 1
+        return [int(r[0]) for r in rows[:end]], None, None
+    copies = _lazy_set(lambda: {(str(r[1]), text_of(r[2])) for r in parent_live})
+    end = _tail_end(rows, p, len(rows), lambda j: tx.key(j) in copies())
+    return [int(r[0]) for r in rows[:end]], match, int(rows[p][0])
+
