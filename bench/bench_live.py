@@ -137,6 +137,23 @@ def _switches(pid: int) -> int:
     return total
 
 
+def _write_bytes(pid: int) -> int:
+    """Bytes the process caused to be written to storage (``/proc/<pid>/io`` ``write_bytes``)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _growth_after(samples: list[tuple[float, float]], warm_s: float, end: float) -> str:
+    """RSS growth from the first sample after ``warm_s`` seconds to ``end``, in MiB, and per hour."""
+    later = [(t, r) for t, r in samples if t >= warm_s]
+    if len(later) < 2:
+        return "n/a (soak too short)"
+    (t0, r0), (t1, _) = later[0], later[-1]
+    return f"{end - r0:+.1f} MiB over {(t1 - t0) / 60:.0f} min"
+
+
 class Screen:
     """Reads everything the dashboard writes to its pty and remembers when each chunk came."""
 
@@ -208,7 +225,8 @@ def main() -> int:
     latencies: list[float] = []
     missed = 0
     events: list[dict] = []
-    rss_samples = [rss0]
+    rss_samples = [(0.0, rss0)]
+    io0 = _write_bytes(pid)
     for line in hermes.stdout:  # one JSON line per Hermes event
         ev = json.loads(line)
         events.append(ev)
@@ -218,9 +236,10 @@ def main() -> int:
                 missed += 1
             else:
                 latencies.append(max(0.0, hit - ev["t"]) * 1000)
-            rss_samples.append(_rss_mib(pid))
+            rss_samples.append((time.time() - t_live, _rss_mib(pid)))
     hermes.wait()
     t_end_live = time.time()
+    written = _write_bytes(pid) - io0
     cpu_live = (_cpu_seconds(pid) - cpu0) / (t_end_live - t_live) * 100
 
     done = events[-1]
@@ -251,7 +270,9 @@ def main() -> int:
         ("CPU while Hermes is live (one core)", f"{cpu_live:.2f} %"),
         ("CPU idle after (one core)", f"{cpu_idle:.3f} %"),
         ("wake-ups per second idle (all threads)", f"{wakeups:.1f}"),
-        ("RSS at start / end / max during", f"{rss0:.1f} / {rss_end:.1f} / {max(rss_samples):.1f} MiB"),
+        ("RSS at start / end / max during", f"{rss0:.1f} / {rss_end:.1f} / {max(r for _, r in rss_samples):.1f} MiB"),
+        ("RSS growth after the first 2 minutes (warm caches) to the end", _growth_after(rss_samples, 120.0, rss_end)),
+        ("bytes written to disk by the dashboard while Hermes was live", f"{written:,}"),
         ("memory writes seen on screen", f"{len(latencies)} of {len(latencies) + missed}"),
         ("external write -> screen, median / p95", f"{statistics.median(lat):.0f} / {p95:.0f} ms" if lat else "n/a"),
         ("final usage on screen equals Hermes'", "yes" if usage_ok else "NO"),
