@@ -229,7 +229,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _guard(errors: _Errors, panels: tuple[str, ...], source: str, fn: Callable[[], T], default: T) -> T:
+def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: Callable[[], T], default: T) -> T:
+    """``fn()``, or ``default`` with the failure recorded as a banner on ``panels``."""
     try:
         return fn()
     except Exception as exc:  # a failed source becomes a banner, never a crash
@@ -303,7 +304,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
 
             return read_memory(home, config, target)
 
-        state = _guard(errors, ("capacity", "review"), home.memory_file(target).name, _read, None)
+        state = _read_or_banner(errors, ("capacity", "review"), home.memory_file(target).name, _read, None)
         if state is not None:
             memory[target] = state
 
@@ -312,15 +313,15 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
 
         return tuple(list_pending(home))
 
-    pending = _guard(errors, ("review",), "pending writes", _pending, ())
+    pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _blocks() -> str:
         from ..sessions.recall import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
-    prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
-    findings = _guard(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+    prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
+    findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
                         findings=_frozen(findings), errors=errors.frozen(),
@@ -404,7 +405,7 @@ def build_snapshot(
 
             return read_memory(home, config, target)
 
-        state = _guard(errors, ("capacity", "review"), f"{home.memory_file(target).name}", _read, None)
+        state = _read_or_banner(errors, ("capacity", "review"), f"{home.memory_file(target).name}", _read, None)
         if state is not None:
             memory[target] = state
             err = _attr(state, "error")
@@ -421,7 +422,7 @@ def build_snapshot(
     if pending_same and previous is not None:
         pending = previous.pending
     else:
-        pending = _guard(errors, ("review",), "pending writes", _pending, ())
+        pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _archived() -> tuple[Any, ...]:
         from ..deck.archive import items
@@ -447,11 +448,11 @@ def build_snapshot(
 
             return tuple(list_changes(home, limit=HISTORY_ROWS))
 
-        changes = _guard(errors, ("history",), "change history", _history, ())
+        changes = _read_or_banner(errors, ("history",), "change history", _history, ())
     if memory_same and memlock_same and previous is not None:
         archived = previous.archived  # memdeck's archive changes only with the files it archives from
     else:
-        archived = _guard(errors, ("capacity", "anchors"), "archive", _archived, ())
+        archived = _read_or_banner(errors, ("capacity", "anchors"), "archive", _archived, ())
 
     # ── state.db ──
     sessions: tuple[Any, ...] = ()
@@ -464,8 +465,8 @@ def build_snapshot(
         sessions, live, status, data_version = previous.sessions, previous.live_session, previous.db_status, previous.data_version
         db_unchanged = True
     elif db is not None:
-        delta = _guard(errors, ("integrity", "recall"), "state.db", lambda: db.refresh(), None)
-        status = _guard(errors, ("integrity",), "state.db", lambda: db.status(), None)
+        delta = _read_or_banner(errors, ("integrity", "recall"), "state.db", lambda: db.refresh(), None)
+        status = _read_or_banner(errors, ("integrity",), "state.db", lambda: db.status(), None)
         data_version = _attr(delta, "data_version")
         db_unchanged = delta is not None and not delta.changed and not delta.reset
         state = _attr(status, "state")
@@ -474,8 +475,8 @@ def build_snapshot(
         if db_unchanged and previous is not None and previous.db_status == status:
             sessions, live = previous.sessions, previous.live_session
         else:
-            sessions = _guard(errors, ("integrity",), "state.db sessions", lambda: tuple(db.sessions()), ())
-            live = _guard(errors, ("integrity",), "state.db live session", lambda: db.live_session(), None)
+            sessions = _read_or_banner(errors, ("integrity",), "state.db sessions", lambda: tuple(db.sessions()), ())
+            live = _read_or_banner(errors, ("integrity",), "state.db live session", lambda: db.live_session(), None)
 
     # ── MemLock anchors ──
     from ..anchors.store import AnchorStore
@@ -484,7 +485,7 @@ def build_snapshot(
     if memlock_same and previous is not None:
         anchor_sessions = previous.anchor_sessions
     else:
-        anchor_sessions = _guard(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
+        anchor_sessions = _read_or_banner(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
     for info in anchor_sessions:
         if getattr(info, "error", None):
             warnings.append(f"memlock: {info.path.name}: {info.error}")
@@ -495,9 +496,9 @@ def build_snapshot(
         session_anchors, global_ids = previous.session_anchors, previous.global_ids
     else:
         if shown:
-            session_anchors = _guard(errors, ("anchors", "integrity", "drift"), "memlock session",
+            session_anchors = _read_or_banner(errors, ("anchors", "integrity", "drift"), "memlock session",
                                      lambda: store.load_session(shown), None)
-        global_ids = _guard(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
+        global_ids = _read_or_banner(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
 
     # ── audit, integrity history, drift log ──
     audit = None
@@ -516,7 +517,7 @@ def build_snapshot(
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
         )
-        audit = previous.audit if reuse_audit and previous is not None else _guard(
+        audit = previous.audit if reuse_audit and previous is not None else _read_or_banner(
             errors, ("integrity", "anchors", "drift"), "audit", _audit, None
         )
     history: tuple[tuple[float, int], ...] = ()
@@ -536,7 +537,7 @@ def build_snapshot(
     if db is not None and shown and db_unchanged and previous is not None and previous.session_id == shown:
         compactions = previous.compactions
     elif db is not None and shown:
-        compactions = _guard(errors, ("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())
+        compactions = _read_or_banner(errors, ("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())
 
     # ── prompt blocks, reminder, memory-context preview ──
     def _blocks() -> str:
@@ -547,14 +548,14 @@ def build_snapshot(
     if memory_same and previous is not None:
         prompt_blocks = previous.prompt_blocks
     else:
-        prompt_blocks = _guard(errors, ("capacity",), "prompt blocks", _blocks, "")
+        prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
     reminder = str(_attr(audit, "reminder_block", "") or "")
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
     if memory_same and pending_same and previous is not None:
         findings = dict(previous.findings)
     else:
-        findings = _guard(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+        findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
 
     # ── which Hermes wrote the home (state.db layout, config.yaml, pending record fields) ──
     def _profile() -> Any:
@@ -571,7 +572,7 @@ def build_snapshot(
     if (db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None:
         profile = previous.hermes_profile
     else:
-        profile = _guard(errors, ("integrity",), "Hermes profile", _profile, None)
+        profile = _read_or_banner(errors, ("integrity",), "Hermes profile", _profile, None)
 
     def _differences() -> tuple[Mapping[str, Any], ...]:
         from ..memory.pending import replay_texts
@@ -589,7 +590,7 @@ def build_snapshot(
     if memory_same and pending_same and previous is not None and previous.hermes_profile is profile:
         differences = previous.threat_differences
     else:
-        differences = _guard(errors, ("review",), "threat rules", _differences, ())
+        differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
     return DeckSnapshot(
         taken_at=taken_at,
