@@ -17,7 +17,9 @@ from pathlib import Path
 
 def build(root: Path, n: int) -> Path:
     (root / "memories").mkdir(parents=True)
-    entries = [f"entry {i} about the deploy pipeline, the release train and the test matrix {i * 7}" for i in range(n)]
+    # ~225 chars an entry: 200k entries + the 5 MB one make the 50 MB file of issue 13 #4
+    filler = "the deploy pipeline, the release train, the test matrix and the staging cluster " * 2
+    entries = [f"entry {i} about {filler}{i * 7}" for i in range(n)]
     entries.append("y" * 5_000_000)
     (root / "memories" / "MEMORY.md").write_text("\n§\n".join(entries), encoding="utf-8")
     return root
@@ -37,6 +39,7 @@ async def tui(home: Path) -> tuple[float, float]:
     app = make_app(HermesHome(home), watch=False)
     t = time.perf_counter()
     async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("4")  # only the panel on screen is drawn: show Capacity
         while app.query_one("#capacity-table").row_count == 0:
             await pilot.pause(0.05)
         shown = time.perf_counter() - t

@@ -48,17 +48,31 @@ def marker_for(ch: str) -> str | None:
 
 def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
     """``text`` with every hidden character as its marker (newlines as ``⏎`` when
-    ``single_line``), cut to ``width`` chars with ``…`` when ``width`` > 0."""
+    ``single_line``), cut to ``width`` chars with ``…`` when ``width`` > 0.
+
+    Linear and fast on huge output: one regex scan (:func:`hidden_pattern`) finds the
+    characters that may change; only those take the per-character path."""
     if text is None:
         return ""
-    out = []
-    for ch in str(text):
+
+    def show(m: re.Match[str]) -> str:
+        ch = m.group()
         if ch == "\n":
-            out.append("⏎" if single_line else "\n")
-            continue
-        out.append(marker_for(ch) or ch)
-    s = "".join(out)
+            return "⏎" if single_line else "\n"
+        return marker_for(ch) or ch
+
+    s = hidden_pattern().sub(show, str(text))
     return s if not width or len(s) <= width else s[: width - 1] + "…"
+
+
+@functools.lru_cache(maxsize=8)
+def hidden_pattern(extra: str = "") -> "re.Pattern[str]":
+    """A pattern matching every character :func:`marker_for` may hide -- C0 controls (newline
+    and tab included: callers decide), DEL and above as :func:`_needs_escape` -- plus the
+    characters of ``extra``. A superset: a match is judged one character at a time, a
+    non-match is always shown as itself."""
+    body = _needs_escape().pattern[1:-1]
+    return re.compile("[\\x00-\\x1f" + "".join(re.escape(c) for c in extra) + body + "]")
 
 
 @functools.lru_cache(maxsize=4096)

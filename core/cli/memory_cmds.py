@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import sys
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -24,27 +25,31 @@ from ..memory import pending as _pending
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
 from ..home import TARGETS
-from ..memory.reader import read_memory, scan_memory
+from ..memory.reader import LISTED_ENTRIES, read_memory, scan_memory
 from ..memory.results import WriteResult
 from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
+from ..text import hidden_pattern
 from .common import CliContext, UsageError, add_target_arg, print_json
 
 
 def safe(text: str, *, one_line: bool = False, width: int | None = None) -> str:
-    """Terminal-safe text: control, escape and invisible characters shown as ``<U+XXXX>``."""
-    out = []
-    for ch in text:
+    """Terminal-safe text: control, escape and invisible characters shown as ``<U+XXXX>``
+    (Hermes' 17 invisible characters, ``memory/threats.py`` ``INVISIBLE_CHARS``, and Unicode
+    categories Cc/Cf/Zl/Zp). One regex scan finds the candidates (:func:`hidden_pattern`)."""
+
+    def show(m: re.Match[str]) -> str:
+        ch = m.group()
         if ch == "\n":
-            out.append(" ⏎ " if one_line else "\n")
-        elif ch == "\t":
-            out.append("\t")
-        elif ch in INVISIBLE_CHARS or unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}:
-            out.append(f"<U+{ord(ch):04X}>")
-        else:
-            out.append(ch)
-    s = "".join(out)
+            return " ⏎ " if one_line else "\n"
+        if ch == "\t":
+            return "\t"
+        if ch in INVISIBLE_CHARS or unicodedata.category(ch) in {"Cc", "Cf", "Zl", "Zp"}:
+            return f"<U+{ord(ch):04X}>"
+        return ch
+
+    s = hidden_pattern("".join(sorted(INVISIBLE_CHARS))).sub(show, text)
     if width is not None and len(s) > width:
         s = s[: width - 1] + "…"
     return s
@@ -146,7 +151,10 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
         state = "" if m["exists"] else " (no file yet)"
         print(f"\n{name}: {m['chars']:,}/{m['limit']:,} chars ({m['pct']}%), {len(m['entries'])} entries{state}")
         _print_file_problems(t, m)
-        _print_entries(m["entries"])
+        _print_entries(m["entries"][:LISTED_ENTRIES])
+        if len(m["entries"]) > LISTED_ENTRIES:
+            print(f"  … {len(m['entries']) - LISTED_ENTRIES:,} more entries: the file is far over its char limit "
+                  f"(all of them: memdeck memory list --target {t})")
     pend = st["pending"]
     print(f"\npending writes: {len(pend)}")
     for p in pend:

@@ -18,6 +18,11 @@ from ..home import TARGETS, HermesHome
 from .entries import Entry, noncanonical_reason, entries_of, parse_entries, usage_chars, usage_pct
 from .threats import scan
 
+#: How many entries of one file a listing for a person shows (the dashboard's Capacity table,
+#: plain ``memdeck status``); the rest are counted. A file within its char limit holds far
+#: fewer (2,200 chars); only a file far over its limit has more (issue 13 #4).
+LISTED_ENTRIES = 2_000
+
 
 @dataclass(frozen=True)
 class MemoryFileState:

@@ -123,3 +123,16 @@ def test_status_says_when_state_db_is_missing(tmp_path, capsys) -> None:
     (tmp_path / "h" / "memories").mkdir(parents=True)
     assert main(["--home", str(tmp_path / "h"), "status"]) == 0
     assert "state.db: missing" in capsys.readouterr().out
+
+
+def test_plain_status_lists_at_most_the_listed_entries_and_counts_the_rest(hermes_home: HermesHome, capsys) -> None:
+    from memdeck.core.memory.reader import LISTED_ENTRIES
+
+    n = LISTED_ENTRIES + 37
+    write_raw(hermes_home, "memory", "\n§\n".join(f"fact number {i}" for i in range(n)))
+    assert run(hermes_home, "status") == 0
+    out = capsys.readouterr().out
+    assert f"fact number {LISTED_ENTRIES - 1}" in out and f"fact number {LISTED_ENTRIES}\n" not in out
+    assert "… 37 more entries" in out and "memdeck memory list --target memory" in out
+    assert run(hermes_home, "memory", "list") == 0  # the list command still lists every entry
+    assert f"fact number {n - 1}" in capsys.readouterr().out
