@@ -55,24 +55,21 @@ def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
     if text is None:
         return ""
 
-    def show(m: re.Match[str]) -> str:
-        ch = m.group()
-        if ch == "\n":
-            return "⏎" if single_line else "\n"
-        return marker_for(ch) or ch
-
-    s = hidden_pattern().sub(show, str(text))
+    s = hidden_pattern("", False).sub(lambda m: marker_for(m.group()) or m.group(), str(text))
+    if single_line:
+        s = s.replace("\n", "⏎")  # no marker holds a newline
     return s if not width or len(s) <= width else s[: width - 1] + "…"
 
 
 @functools.lru_cache(maxsize=8)
-def hidden_pattern(extra: str = "") -> "re.Pattern[str]":
-    """A pattern matching every character :func:`marker_for` may hide -- C0 controls (newline
-    and tab included: callers decide), DEL and above as :func:`_needs_escape` -- plus the
-    characters of ``extra``. A superset: a match is judged one character at a time, a
-    non-match is always shown as itself."""
+def hidden_pattern(extra: str = "", newline: bool = True) -> "re.Pattern[str]":
+    """A pattern matching every character :func:`marker_for` may hide -- C0 controls (tab
+    included, newline unless ``newline`` is False: callers decide), DEL and above as
+    :func:`_needs_escape` -- plus the characters of ``extra``. A superset: a match is judged
+    one character at a time, a non-match is always shown as itself."""
     body = _needs_escape().pattern[1:-1]
-    return re.compile("[\\x00-\\x1f" + "".join(re.escape(c) for c in extra) + body + "]")
+    c0 = "\\x00-\\x1f" if newline else "\\x00-\\x09\\x0b-\\x1f"
+    return re.compile("[" + c0 + "".join(re.escape(c) for c in extra) + body + "]")
 
 
 @functools.lru_cache(maxsize=4096)
