@@ -420,10 +420,12 @@ class MemdeckApp(App[None]):
         from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
 
         try:
+            first = None
             if self.snapshot is None:
                 # progressive first paint: memory usage at once, the history when it is read
-                self.post_message(SnapshotReady(build_memory_snapshot(self.home, self.config, now=self.clock()),
-                                                final=False))
+                first = build_memory_snapshot(self.home, self.config, now=self.clock(),
+                                              stamps=take_stamps(self.home, None))
+                self.post_message(SnapshotReady(first, final=False))
             if self._db is None:
                 self._db = open_statedb(self.home)
                 if self._db is not None:
@@ -436,7 +438,7 @@ class MemdeckApp(App[None]):
                     self.home,
                     self.config,
                     self._db,
-                    previous=self.snapshot,
+                    previous=self.snapshot if self.snapshot is not None else first,
                     session_id=self.session_id,
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),

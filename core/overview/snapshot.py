@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -288,10 +288,16 @@ def _pending_texts(p: Any) -> list[str]:
     return out
 
 
-def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None = None) -> DeckSnapshot:
+def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None = None,
+                          stamps: SourceStamps | None = None) -> DeckSnapshot:
     """The first paint of a launch: memory files, prompt blocks, pending writes and their threat
     findings, read in milliseconds whatever the size of state.db. Never touches state.db or
     memdeck.db. Never raises (a failed source is a banner, as in :func:`build_snapshot`).
+
+    Args:
+        stamps: :func:`take_stamps` taken just before this call; kept (for the memory files and
+            pending writes only) so that the full build that follows, given this snapshot as
+            ``previous``, does not read a large memory file a second time.
 
     Returns:
         a :class:`DeckSnapshot` with ``partial=True`` and no state.db, anchor or audit data.
@@ -325,7 +331,11 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
                         findings=_frozen(findings), errors=errors.frozen(),
-                        warnings=tuple(getattr(config, "warnings", ()) or ()), partial=True)
+                        warnings=tuple(getattr(config, "warnings", ()) or ()), partial=True,
+                        # only what this snapshot read counts as read: MemLock files and state.db
+                        # get stamps no real source has, so a build from here reads them
+                        stamps=None if stamps is None else replace(stamps, memlock=((("", None),),),
+                                                                   statedb=("not read",)))
 
 
 def _scan_findings(memory: Mapping[str, Any], pending: tuple[Any, ...]) -> dict[str, tuple[Any, ...]]:

@@ -68,3 +68,25 @@ async def test_quit_during_a_long_history_build_exits(demo_home, monkeypatch) ->
     finally:
         stop.set()
     assert app.return_code in (0, None)
+
+
+async def test_a_launch_reads_each_memory_file_once(demo_home, monkeypatch) -> None:
+    """The full build after the first paint reuses the memory files it read (a 50 MB file was
+    parsed twice before the dashboard showed it; issue 13 #4)."""
+    from memdeck.core.memory import reader
+    from tests.tui.conftest import settle
+
+    reads: list[str] = []
+    real = reader.read_memory
+
+    def counting(home, config, target, *a, **k):
+        reads.append(target)
+        return real(home, config, target, *a, **k)
+
+    monkeypatch.setattr(reader, "read_memory", counting)
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert app.snapshot is not None and not app.snapshot.partial and app.snapshot.sessions
+        assert sorted(reads) == ["memory", "user"]
+        assert app.snapshot.memory["memory"].entries  # and the full snapshot has them
