@@ -12,6 +12,7 @@ Use :func:`make_app` (the CLI and the tests do).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -130,6 +131,8 @@ class MemdeckApp(App[None]):
         #: snapshot builds run so far, including those that found every source unchanged
         self.refresh_runs = 0
         self._db: Any = None
+        self._recall_lock = threading.Lock()  # a recall worker posts under it; a newer query bumps the generation under it
+        self._recall_generation = 0
         self._refreshing = False
         self._dirty = False
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
@@ -618,26 +621,42 @@ class MemdeckApp(App[None]):
     # ── recall (its own worker, re-run on each query) ────────────────────
 
     def run_recall(self, query: str) -> None:
-        """Preview recall for ``query`` in a worker; the Recall panel shows the result."""
+        """Preview recall for ``query`` in a worker; the Recall panel shows the result.
+
+        A newer query supersedes the running one: the generation moves on (under the lock the
+        worker posts under, so the old query posts nothing after this), then the old query's
+        statement is interrupted inside SQLite."""
         try:
             self.query_one("#panel-recall").query_text = query
         except Exception:
             pass
+        with self._recall_lock:
+            self._recall_generation += 1
+            generation = self._recall_generation
         db = getattr(self, "_recall_db", None)
         if db is not None:
             interrupt = getattr(db, "interrupt", None)
             if callable(interrupt):
                 interrupt()  # the superseded query stops inside SQLite, not after it finishes
-        self._recall_worker(query)
+        self._recall_worker(query, generation)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="recall")
-    def _recall_worker(self, query: str) -> None:
+    def _recall_worker(self, query: str, generation: int = 0) -> None:
         """Recall on its own read-only connection, so a long history build on the refresh
-        worker's connection never blocks the Recall panel; a superseded query is interrupted
-        (:meth:`run_recall`) and its worker posts nothing."""
-        from textual.worker import get_current_worker
+        worker's connection never blocks the Recall panel. Posts one ``RecallReady(final=False)``
+        per newest-first page, then the Hermes-ranked result (``final=True``); a superseded
+        query (:meth:`run_recall`) posts nothing more."""
+        from memdeck.core.overview.snapshot import stream_recall
 
-        from memdeck.core.overview.snapshot import run_recall
+        def superseded() -> bool:
+            return self._recall_generation != generation
+
+        def post(result: Any, error: str | None, final: bool) -> bool:
+            with self._recall_lock:
+                if superseded():
+                    return False
+                self.post_message(RecallReady(query, result, error, final=final))
+                return True
 
         try:
             if getattr(self, "_recall_db", None) is None:
@@ -645,13 +664,12 @@ class MemdeckApp(App[None]):
 
                 self._recall_db = open_statedb(self.home)
             live = getattr(self.snapshot, "live_session", None)
-            result, error = run_recall(self._recall_db, query, self.home, self.config,
-                                       current_session_id=getattr(live, "id", None))
+            for result, error in stream_recall(self._recall_db, query, current_session_id=getattr(live, "id", None),
+                                               cancelled=superseded):
+                if not post(result, error, not getattr(result, "partial", False)):
+                    return
         except Exception as exc:
-            result, error = None, f"{type(exc).__name__}: {exc}"
-        if get_current_worker().is_cancelled:
-            return
-        self.post_message(RecallReady(query, result, error))
+            post(None, f"{type(exc).__name__}: {exc}", True)
 
     def on_recall_requested(self, message: RecallRequested) -> None:
         self.run_recall(message.query)

@@ -68,13 +68,18 @@ class WriteDone(Message):
 
 
 class RecallReady(Message):
-    """Recall results for ``query`` were computed off the UI thread."""
+    """Recall results for ``query`` were computed off the UI thread.
 
-    def __init__(self, query: str, result: Any, error: str | None = None) -> None:
+    ``final`` is False for a newest-first page shown while Hermes' ranking is computed, True
+    for the last message of the query. A query superseded by a newer one posts none.
+    """
+
+    def __init__(self, query: str, result: Any, error: str | None = None, *, final: bool = True) -> None:
         super().__init__()
         self.query = query
         self.result = result
         self.error = error
+        self.final = final
 
 
 class RecallRequested(Message):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -648,12 +648,15 @@ class RecallPreview:
             line per hit.
         excluded_session_id: the session whose lineage was left out, as Hermes'
             ``session_search`` leaves out the session it is called from (the live one).
+        partial: True for a newest-first page of :func:`stream_recall` shown while Hermes'
+            ranking is still being computed; False for the final, Hermes-ranked result.
     """
 
     query: str
     hits: tuple[Any, ...] = ()
     fence: str = ""
     excluded_session_id: str | None = None
+    partial: bool = False
 
 
 def _unmark(snippet: str) -> str:
@@ -674,11 +677,52 @@ def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: 
     if db is None:
         return None, "no state.db in this home: nothing to recall"
     try:
-        from ..sessions.recall import memory_context_fence, recall
+        from ..sessions.recall import recall
 
         hits = tuple(recall(db, query, limit=limit, current_session_id=current_session_id))
-        lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
-        fence = memory_context_fence("\n".join(lines)) if lines else ""
-        return RecallPreview(query, hits, fence, current_session_id), None
+        return _preview(query, hits, current_session_id, False), None
     except Exception as exc:
         return None, f"recall: {_describe(exc)}"
+
+
+def _preview(query: str, hits: tuple[Any, ...], current_session_id: str | None, partial: bool) -> RecallPreview:
+    from ..sessions.recall import memory_context_fence
+
+    lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
+    fence = memory_context_fence("\n".join(lines)) if lines else ""
+    return RecallPreview(query, hits, fence, current_session_id, partial)
+
+
+def stream_recall(db: Any, query: str, *, limit: int = 10, current_session_id: str | None = None, page_size: int = 3,
+                  cancelled: Callable[[], bool] | None = None) -> Iterator[tuple[RecallPreview | None, str | None]]:
+    """The Recall panel's query, in stages: ``(preview, error banner or None)`` values. Never raises.
+
+    First one ``partial`` preview per page of :func:`memdeck.core.sessions.recall.iter_recall`
+    (newest first; each preview holds every hit so far), then the final preview of
+    :func:`run_recall` (Hermes' ``session_search`` ranking), which replaces them.
+    ``cancelled()`` (True once a newer query superseded this one) is checked between stages;
+    once it holds nothing more is yielded. A blank query or no database yields
+    :func:`run_recall`'s answer alone.
+    """
+    if not query.strip() or db is None:
+        yield run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
+        return
+    stop = cancelled if callable(cancelled) else (lambda: False)
+    try:
+        from ..sessions.recall import iter_recall
+
+        shown: tuple[Any, ...] = ()
+        for page in iter_recall(db, query, limit, page_size=page_size, current_session_id=current_session_id, cancelled=stop):
+            if stop():
+                return
+            shown += tuple(page)
+            yield _preview(query, shown, current_session_id, True), None
+    except Exception as exc:
+        yield None, f"recall: {_describe(exc)}"
+        return
+    if stop():
+        return
+    final = run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
+    if stop():
+        return
+    yield final

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,24 +356,192 @@ def recall(
             if (current_root and root == current_root) or (current_session_id and sid == current_session_id):
                 continue
             chosen.setdefault(root, r)
-        scols = _columns(conn, "sessions")
-        out = []
-        for root, r in chosen.items():
-            meta = conn.execute(
-                f"SELECT {'title' if 'title' in scols else 'NULL'}, source, {'model' if 'model' in scols else 'NULL'}, started_at "
-                "FROM sessions WHERE id = ?", (root,)).fetchone()
-            title, source, model, started = meta if meta else (None, r.get("source"), r.get("model"), r.get("session_started"))
-            out.append(RecallHit(
-                session_id=str(r["session_id"]), lineage_root=root, title=title, source=str(source or r.get("source") or "unknown"),
-                model=model or r.get("model"), started_at=started if started is not None else r.get("session_started"),
-                matched_role=str(r["role"]), match_message_id=int(r["id"]), snippet=r["snippet"] or "",
-                compacted=bool(r["compacted"]),
-                context=tuple(_context(conn, int(r["id"]), "timestamp" in _columns(conn, "messages"))),
-                window=tuple(_window(conn, str(r["session_id"]), int(r["id"]), window)),
-            ))
-        return out
+        return [_hit(conn, root, r, window) for root, r in chosen.items()]
 
     return db.connection_for_reading()(run, [])
+
+
+def iter_recall(
+    db: StateDB,
+    query: str,
+    limit: int = 10,
+    *,
+    page_size: int = 3,
+    role_filter: Sequence[str] | None = ("user", "assistant"),
+    current_session_id: str | None = None,
+    window: int = 5,
+    scan_limit: int = DISCOVER_SCAN_LIMIT,
+    chunk_rows: int = 64,
+    cancelled: Callable[[], bool] | None = None,
+) -> Iterator[list[RecallHit]]:
+    """Recall newest first, in pages: for a dashboard that shows the first page at once.
+
+    Yields lists of at most ``page_size`` :class:`RecallHit` (the last may be shorter; nothing
+    is yielded when there is no hit). Same pipeline as :func:`recall` with ``sort="newest"``
+    (Hermes ``search_messages`` ``ORDER BY m.timestamp DESC, rank`` over at most ``scan_limit``
+    rows, tools/session_search_tool.py:499-616: roles, hidden sources, rewound rows, current
+    lineage, one hit per lineage root, ``limit`` 1-10 roots, ``cron`` roots after interactive
+    ones), read differently: FTS5 hands the matching rows newest first (``ORDER BY rowid DESC``
+    with a ``LIMIT``, which FTS5 serves from its index without sorting) in chunks of
+    ``chunk_rows``, so a common word costs the rows up to the page, not every match. "Newest"
+    is the message id (Hermes' write order); it equals ``sort="newest"`` whenever timestamps
+    grow with ids, as Hermes writes them (``time.time()`` at append). A ``cron`` lineage is
+    yielded only after the scan ends, as Hermes demotes it below every interactive one.
+    Snippets are computed only for the hits.
+
+    The ``LIKE`` paths (no ``messages_fts``; CJK terms shorter than 3 characters) yield
+    :func:`recall` ``sort="newest"`` as one page. ``cancelled()`` is checked between chunks;
+    when it returns True the generator stops (also after a ``StateDB.interrupt()``). Never
+    raises for a bad query or database.
+    """
+    try:
+        limit = max(1, min(10, int(limit)))
+    except (TypeError, ValueError):
+        limit = 3
+    page_size = max(1, int(page_size))
+    if not isinstance(query, str) or not query.strip():
+        return
+    q = sanitize_fts5_query(query)
+    if not q:
+        return
+    status = db.status()
+    tables = set() if status.state != "ok" else db.connection_for_reading()(
+        lambda c: {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}, set())
+    fts, match = None, q
+    if count_cjk(q) > 0:
+        raw = q.strip('"').strip()
+        toks = [t for t in raw.split() if t.upper() not in _OPS and count_cjk(t) > 0]
+        if count_cjk(raw) >= 3 and not any(count_cjk(t) < 3 for t in toks) and "messages_fts_trigram" in tables:
+            fts = "messages_fts_trigram"
+            match = " ".join(t if t.upper() in _OPS else '"' + t.replace('"', '""') + '"' for t in raw.split())
+    elif "messages_fts" in tables:
+        fts = "messages_fts"
+    if fts is None:
+        hits = recall(db, query, limit, role_filter=role_filter, current_session_id=current_session_id,
+                      window=window, sort="newest")
+        for i in range(0, len(hits), page_size):
+            yield hits[i:i + page_size]
+        return
+    run = db.connection_for_reading()
+    roles = list(role_filter) if role_filter else []
+
+    def chunk(before: int | None, n: int) -> list[tuple[Any, ...]] | None:
+        def go(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            mcols = _columns(conn, "messages")
+            live = "(m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= mcols else ("m.active = 1" if "active" in mcols else "1")
+            where = [f"{fts} MATCH ?", live, f"s.source NOT IN ({','.join('?' * len(HIDDEN_SESSION_SOURCES))})"]
+            params: list[Any] = [match, *HIDDEN_SESSION_SOURCES]
+            if roles:
+                where.append(f"m.role IN ({','.join('?' * len(roles))})")
+                params += roles
+            if before is not None:
+                where.append(f"{fts}.rowid < ?")
+                params.append(before)
+            sql = (f"SELECT m.id, m.session_id, s.source FROM {fts} JOIN messages m ON m.id = {fts}.rowid "
+                   f"JOIN sessions s ON s.id = m.session_id WHERE {' AND '.join(where)} ORDER BY {fts}.rowid DESC LIMIT ?")
+            return [(mid, str(sid), source, _resolve_root(conn, str(sid), cache))
+                    for mid, sid, source in conn.execute(sql, [*params, n]).fetchall()]
+        return run(go, None)
+
+    def build(roots_rows: list[tuple[str, int]]) -> list[RecallHit] | None:
+        def go(conn: sqlite3.Connection) -> list[RecallHit]:
+            out = []
+            for root, mid in roots_rows:
+                row = search_messages_by_id(conn, fts, match, mid)
+                if row:
+                    out.append(_hit(conn, root, row, window))
+            return out
+        return run(go, None)
+
+    cache: dict[str, str] = {}
+    current_root = run(lambda c: _resolve_root(c, current_session_id, cache), None) if current_session_id else None
+    seen: set[str] = set()
+    demoted: list[tuple[str, int]] = []
+    page: list[tuple[str, int]] = []
+    emitted = scanned = 0
+    before: int | None = None
+    n = max(1, int(chunk_rows))
+    while scanned < scan_limit and emitted + len(page) < limit:
+        if cancelled is not None and cancelled():
+            return
+        asked = min(n, scan_limit - scanned)
+        rows = chunk(before, asked)
+        if rows is None or (cancelled is not None and cancelled()):
+            return  # database unavailable or interrupted
+        for mid, sid, source, root in rows:
+            scanned += 1
+            if (current_root and root == current_root) or (current_session_id and sid == current_session_id) or root in seen:
+                continue
+            seen.add(root)
+            if (source or "") in DEMOTED_SESSION_SOURCES:
+                demoted.append((root, int(mid)))
+                continue
+            page.append((root, int(mid)))
+            if emitted + len(page) >= limit:
+                break
+            if len(page) >= page_size:
+                hits = build(page)
+                if hits is None:
+                    return
+                emitted += len(page)
+                page = []
+                yield hits
+        if len(rows) < asked:
+            break  # the matches are exhausted
+        before = int(rows[-1][0])
+        n = min(n * 2, 1024)
+    page += demoted[:max(0, limit - emitted - len(page))]
+    while page:
+        if cancelled is not None and cancelled():
+            return
+        hits = build(page[:page_size])
+        if hits is None:
+            return
+        page = page[page_size:]
+        if hits:
+            yield hits
+
+
+def search_messages_by_id(conn: sqlite3.Connection, fts: str, match: str, mid: int) -> dict[str, Any] | None:
+    """One matched row as a :func:`search_messages` dict (without ``context``), its snippet
+    computed by ``fts`` for ``match``; None when the row does not match (any more)."""
+    mcols = _columns(conn, "messages")
+    ts_col = "m.timestamp" if "timestamp" in mcols else "0.0"
+    tool_col = "m.tool_name" if "tool_name" in mcols else "NULL"
+    compacted_col = "m.compacted" if "compacted" in mcols else "0"
+    model_col = "s.model" if "model" in _columns(conn, "sessions") else "NULL"
+    r = conn.execute(
+        f"SELECT m.id, m.session_id, m.role, snippet({fts}, -1, '>>>', '<<<', '...', 40), {ts_col}, {tool_col}, s.source, "
+        f"{model_col}, s.started_at, {compacted_col} FROM {fts} JOIN messages m ON m.id = {fts}.rowid "
+        f"JOIN sessions s ON s.id = m.session_id WHERE {fts} MATCH ? AND {fts}.rowid = ?", (match, mid)).fetchone()
+    if r is None:
+        return None
+    mid, sid, role, snippet, ts, tool, source, model, started, compacted = r
+    return {"id": mid, "session_id": sid, "role": role, "snippet": snippet if isinstance(snippet, str) else "",
+            "timestamp": ts, "tool_name": tool, "source": source, "model": model, "session_started": started,
+            "compacted": bool(compacted)}
+
+
+def _hit(conn: sqlite3.Connection, root: str, r: dict[str, Any], window: int) -> RecallHit:
+    """The :class:`RecallHit` for row ``r`` (a :func:`search_messages` dict) of lineage ``root``."""
+    scols = _columns(conn, "sessions")
+    meta = conn.execute(
+        f"SELECT {'title' if 'title' in scols else 'NULL'}, source, {'model' if 'model' in scols else 'NULL'}, started_at "
+        "FROM sessions WHERE id = ?", (root,)).fetchone()
+    title, source, model, started = meta if meta else (None, r.get("source"), r.get("model"), r.get("session_started"))
+    return RecallHit(
+        session_id=str(r["session_id"]), lineage_root=root, title=title, source=str(source or r.get("source") or "unknown"),
+        model=model or r.get("model"), started_at=started if started is not None else r.get("session_started"),
+        matched_role=str(r["role"]), match_message_id=int(r["id"]), snippet=r["snippet"] or "",
+        compacted=bool(r["compacted"]),
+        context=tuple(_context(conn, int(r["id"]), "timestamp" in _columns(conn, "messages"))),
+        window=tuple(_window(conn, str(r["session_id"]), int(r["id"]), window)),
+    )
+
+
+#: Rows of ``messages`` :func:`_window` walks by id on each side of a hit before it asks the
+#: session's index instead.
+WINDOW_SPAN_ROWS = 4096
 
 
 def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[str, Any]]:
@@ -381,10 +549,21 @@ def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[s
     live = " AND (active = 1 OR compacted = 1 OR id = ?)" if {"active", "compacted"} <= mcols else ""
     ts = "timestamp" if "timestamp" in mcols else "NULL"
     lp: tuple[Any, ...] = (mid,) if live else ()
-    before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id < ?{live} ORDER BY id DESC LIMIT ?",
-                          (sid, mid, *lp, n)).fetchall()
-    after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id >= ?{live} ORDER BY id ASC LIMIT ?",
-                         (sid, mid, *lp, n + 1)).fetchall()
+    # Walk the primary key from the hit within WINDOW_SPAN_ROWS (``+session_id``: not the
+    # (session_id, timestamp) index, which cannot deliver id order and made SQLite sort the
+    # whole session: 250 ms for a 200k-row live session). A walk that found fewer rows than
+    # asked is conclusive only when it reached the table's end; otherwise ask the index.
+    span = WINDOW_SPAN_ROWS
+    before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE +session_id = ? AND id < ? AND id >= ?{live} "
+                          "ORDER BY id DESC LIMIT ?", (sid, mid, mid - span, *lp, n)).fetchall()
+    if len(before) < n and mid - span > 0:
+        before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id < ?{live} ORDER BY id DESC LIMIT ?",
+                              (sid, mid, *lp, n)).fetchall()
+    after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE +session_id = ? AND id >= ? AND id <= ?{live} "
+                         "ORDER BY id ASC LIMIT ?", (sid, mid, mid + span, *lp, n + 1)).fetchall()
+    if len(after) < n + 1 and mid + span < (conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0):
+        after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id >= ?{live} ORDER BY id ASC LIMIT ?",
+                             (sid, mid, *lp, n + 1)).fetchall()
     rows = list(reversed(before)) + list(after)
     out = []
     for r in rows:

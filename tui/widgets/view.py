@@ -651,6 +651,8 @@ def recall_results(result: Any, query: str, now: float) -> RenderableType:
         return Text("type a query to preview what session recall would find", style="dim")
     excluded = _get(result, "excluded_session_id")
     note = Text()
+    if _get(result, "partial"):
+        note.append("newest first so far; ranking them as Hermes' session_search would…\n", "dim italic")
     if excluded:
         note.append("the live session ", "dim")
         note.append_text(safe_text(excluded, single_line=True, max_chars=40, style="dim"))
