@@ -438,11 +438,6 @@ def test_killed_at_every_step_loses_nothing_and_a_retry_completes(name: str, mat
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "every write replaces its file inside the journal transaction and COMMITs after (core/deck/journal.py "
-    "docstring): a kill between the replace and the COMMIT leaves a change on disk that the journal never "
-    "records (and an undone approval whose record was not staged again); closing it needs a journal intent "
-    "committed before the replace, a change to every writer left for after the module split"))
 def test_journal_agrees_with_files_at_every_point(matrix_root: str) -> None:
     """After a kill and a retry, the journal holds what an uninterrupted run records (no change
     on disk that the journal lacks, no pending record lost)."""
