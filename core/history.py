@@ -376,7 +376,7 @@ def _observe_memory(rec: _Recorder, f: _File, seen: sqlite3.Row, content: str, n
     cur = seen["content"] or ""
     since = seen["seen_at"]
     mark = seen["journal_mark"]
-    rows = rec.conn.execute("SELECT * FROM journal WHERE kind = 'memory' AND target = ? AND journal_id > ? "
+    rows = rec.conn.execute("SELECT * FROM journal WHERE kind = 'memory' AND target = ? AND journal_id > ? AND state = 'done' "
                             "ORDER BY journal_id", (f.target, mark)).fetchall()
     for r in rows:
         mark = max(mark, r["journal_id"])
@@ -401,7 +401,8 @@ def _observe_anchor(rec: _Recorder, f: _File, target: str, seen: sqlite3.Row, co
     mark = seen["journal_mark"]
     for op, b, a, aid in diff_anchors(seen["content"], content):
         r = rec.conn.execute(
-            "SELECT journal_id, actor, op FROM journal WHERE kind = 'anchor' AND journal_id > ? AND ts >= ? AND ts <= ? "
+            "SELECT journal_id, actor, op FROM journal WHERE kind = 'anchor' AND state = 'done' AND journal_id > ? "
+            "AND ts >= ? AND ts <= ? "
             "AND json_extract(detail, '$.anchor_id') = ? ORDER BY journal_id DESC LIMIT 1",
             (mark, since - 1.0, now + 1.0, aid)).fetchone()
         if r is not None:
@@ -409,7 +410,7 @@ def _observe_anchor(rec: _Recorder, f: _File, target: str, seen: sqlite3.Row, co
                     {"anchor_id": aid, "journal_id": r["journal_id"], "op": r["op"]})
         else:
             rec.add("anchor", target, f.rel, op, b, a, since, now, "external", {"anchor_id": aid})
-    top = rec.conn.execute("SELECT MAX(journal_id) FROM journal").fetchone()[0]
+    top = rec.conn.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0]
     return max(mark, top or 0)
 
 
@@ -496,14 +497,14 @@ def _observe_one(rec: _Recorder, f: _File, now: float) -> None:
             target, content = canonical_anchors(raw, f.rel, seen["target"] if seen is not None else f.target)
     except (OSError, UnicodeError, ValueError):
         return  # unreadable now: look again next time
-    mark = seen["journal_mark"] if seen is not None else (c.execute("SELECT MAX(journal_id) FROM journal").fetchone()[0] or 0)
+    mark = seen["journal_mark"] if seen is not None else (c.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0] or 0)
     if seen is not None and seen["content"] != content:
         if f.kind == "memory":
             mark = _observe_memory(rec, f, seen, content, now)
         else:
             mark = _observe_anchor(rec, f, target, seen, content, now)
     elif seen is not None and f.kind == "memory":
-        top = c.execute("SELECT MAX(journal_id) FROM journal WHERE kind = 'memory' AND target = ?", (f.target,)).fetchone()[0]
+        top = c.execute("SELECT MAX(journal_id) FROM journal WHERE kind = 'memory' AND target = ? AND state = 'done'", (f.target,)).fetchone()[0]
         mark = max(mark, top or 0)
     if raw is None and f.kind == "anchor":
         c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))

@@ -16,7 +16,7 @@ from .anchors.store import AnchorStore
 from .deck import journal
 from .errors import Refused
 from .home import HermesHome
-from .memory.store import MemoryStore
+from .memory.store import MemoryStore, recover_intents
 
 
 def _undo_memory(home: HermesHome, config: Any, rows: Sequence[journal.JournalEntry], actor: str) -> Any:
@@ -34,6 +34,13 @@ UNDO_HANDLERS: dict[str, Callable[[HermesHome, Any, Sequence[journal.JournalEntr
 }
 
 
+def recover_interrupted(home: HermesHome, config: Any) -> None:
+    """Resolve every interrupted write of the home (memory and anchors), each under its file's
+    lock, so the change an undo picks is one that happened (write-ahead journal, issue 13)."""
+    recover_intents(home, config)
+    AnchorStore(home, config).recover_intents()
+
+
 def undo(home: HermesHome, config: Any, actor: str = "cli", kind: str | None = None) -> Any:
     """Undo the most recent change (of ``kind``, or of any kind) recorded in the journal.
 
@@ -44,6 +51,7 @@ def undo(home: HermesHome, config: Any, actor: str = "cli", kind: str | None = N
             kind without a handler; ``code="conflict"`` when the file no longer holds that
             change's result; any refusal of the handler's checks.
     """
+    recover_interrupted(home, config)
     rows = journal.last_undoable(home, kind)
     if not rows:
         raise Refused("nothing to undo: the journal has no change that is not already undone", code="nothing")

@@ -25,10 +25,13 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..deck import archive as _archive
 from ..deck import db as deckdb
+from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
 from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_regular_bytes, read_text_strict
@@ -39,6 +42,59 @@ T = TypeVar("T")
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
+
+#: ``AnchorChange.global_after`` when the change leaves ``persist/`` alone
+UNCHANGED: Any = type("Unchanged", (), {"__repr__": lambda self: "UNCHANGED"})()
+
+_ANCHOR_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "pinned", "history")
+_PIN_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "scope")
+
+
+def anchor_content(record: Any) -> dict[str, Any] | None:
+    """What recovery and undo compare of an anchor record: its content, not MemLock's audit bookkeeping."""
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _ANCHOR_CONTENT_KEYS}
+
+
+def pin_content(record: Any) -> dict[str, Any] | None:
+    """What recovery and undo compare of a global pin record (``persist/<id>.json``)."""
+    return None if not isinstance(record, dict) else {k: record.get(k) for k in _PIN_CONTENT_KEYS}
+
+
+def record_text(record: Any) -> str | None:
+    """An anchor/pin record as the journal stores it: sorted-key JSON text, or None."""
+    if record is None:
+        return None
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+#: the archive state a row holds while its change is in flight (``core/deck/archive.py``)
+_ARCHIVE_INTERMEDIATE = {"archived": "archiving", "restored": "restoring"}
+
+
+@dataclass
+class AnchorChange:
+    """One anchor change, described by the ``build`` callback of :meth:`AnchorFiles.apply_change`.
+
+    ``global_after``: the pin record to save in ``persist/`` (a dict), ``None`` to remove it,
+    :data:`UNCHANGED` to leave it. ``archive_insert``: ``{"payload", "reason", "text"}`` for a
+    new archive row (archive); ``archive_set``: ``(archive_id, from_state, to_state)`` (restore,
+    and the undo of an archive or a restore). ``before``/``after``: the journal texts of a
+    change with no session (target ``"global"``). ``undoes``: the rows an undo marks undone.
+    After the call, ``journal_id`` and ``archive_id`` are set (None when nothing changed).
+    """
+
+    op: str
+    anchor_id: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    global_after: Any = UNCHANGED
+    archive_insert: dict[str, Any] | None = None
+    archive_set: tuple[int, str, str] | None = None
+    before: str | None = None
+    after: str | None = None
+    undoes: list[int] | None = None
+    result: Any = None
+    journal_id: int | None = None
+    archive_id: int | None = None
 
 
 # ── naming ─────────────────────────────────────────────────────────────────
@@ -258,6 +314,204 @@ class AnchorFiles:
                 after_write(conn, before, after)
             return result
 
+    # -- write-ahead anchor changes (issue 13) --------------------------------------
+    @property
+    def global_lock_path(self) -> Path:
+        """The file whose sidecar lock (``persist/global.lock``) serialises changes to
+        ``persist/`` that touch no session file (journal target ``"global"``)."""
+        return self.persist_dir / "global"
+
+    def _lock_for(self, target: str) -> Path:
+        return self.global_lock_path if target == "global" else self.session_path(target)
+
+    def apply_change(self, session_id: str | None, build: Callable[[SessionAnchors | None], AnchorChange]) -> AnchorChange:
+        """A crash-safe anchor change: intent, files, done (the memory archive's protocol).
+
+        Under the session file's lock (``persist/global.lock`` when ``session_id`` is None),
+        first resolves that target's interrupted changes (:meth:`recover_locked`), then reloads
+        the session and calls ``build(session)`` (it mutates the session in place and returns
+        the :class:`AnchorChange`; raising leaves everything untouched). Then:
+
+        1. one memdeck.db transaction commits the journal row in state ``intent`` (before/after
+           anchor records, ``global_before``/``global_after`` when ``persist/`` changes) and the
+           archive row's intent (a new row in ``archiving``, or ``restoring``/``archiving`` for
+           a state change); a locked or unusable memdeck.db refuses here, files untouched;
+        2. the global copy in ``persist/`` (and its manifest) is written, then the session file;
+        3. a second transaction sets the archive row's final state, marks the row ``done`` and,
+           for an undo, the undone rows.
+
+        A kill anywhere leaves an intent that the next change on the target resolves from the
+        disk. A failed file write is rolled back at once the same way.
+
+        Returns:
+            the change, with ``journal_id``/``archive_id`` set (None when nothing changed).
+
+        Raises:
+            Refused: ``unreadable`` (the session file), ``unwritable``, and ``build``'s refusals.
+            LockTimeout, deckdb.DeckDBError.
+        """
+        if session_id == "":
+            raise Refused("a session id is required", "invalid", field="session_id")
+        require_hermes_home(self.home)
+        target = session_id or "global"
+        lock = self._lock_for(target)
+        with writable(lock), file_lock(lock, self.lock_timeout), deckdb.opened(self.home) as conn:
+            self.recover_locked(target, conn)
+            current: SessionAnchors | None = None
+            before: dict[str, Any] | None = None
+            if session_id:
+                try:
+                    current = self.load_session(session_id)
+                except UnreadableFile as exc:
+                    raise Refused(str(exc), "unreadable") from exc
+                before = current.to_dict()
+            ch = build(current)
+            aid = ch.anchor_id
+            after = current.to_dict() if current is not None else None
+            detail: dict[str, Any] = {"anchor_id": aid, **ch.detail}
+            g_change = ch.global_after is not UNCHANGED
+            g_before = self.get_pin(aid) if g_change else None
+            g_after = self.pin_payload(ch.global_after, g_before) if isinstance(ch.global_after, dict) else None
+            if g_change and pin_content(g_before) == pin_content(g_after) and g_before is not None:
+                g_change = False
+            if g_change:
+                detail.update(global_before=g_before, global_after=g_after)
+            if after == before and not g_change and ch.archive_insert is None and ch.archive_set is None:
+                return ch
+            if session_id:
+                row_before = record_text((before or {}).get("anchors", {}).get(aid))
+                row_after = record_text((after or {}).get("anchors", {}).get(aid))
+            else:
+                row_before, row_after = ch.before, ch.after
+            if ch.undoes:
+                detail.setdefault("undoes", list(ch.undoes))
+            with deckdb.transaction(conn):
+                if ch.archive_insert is not None:
+                    ins = ch.archive_insert
+                    ch.archive_id = _archive.insert(conn, kind="anchor", target=aid, text=str(ins["text"]),
+                                                    actor=self.actor, reason=str(ins.get("reason") or ""),
+                                                    payload=ins["payload"], state="archiving")
+                    detail["archive_id"] = ch.archive_id
+                    detail["archive_intent"] = [ch.archive_id, None, "archived"]
+                elif ch.archive_set is not None:
+                    arch, frm, to = ch.archive_set
+                    if not _archive.set_state(conn, int(arch), _ARCHIVE_INTERMEDIATE[to], expect=frm,
+                                              keep_restored_at=True):
+                        raise Refused(f"archive row #{arch} is no longer {frm}; nothing was changed", "conflict")
+                    ch.archive_id = int(arch)
+                    detail["archive_intent"] = [int(arch), frm, to]
+                ch.journal_id = _journal.record(self.home, actor=self.actor, op=ch.op, kind="anchor", target=target,
+                                                before=row_before, after=row_after, detail=detail, conn=conn,
+                                                state="intent")
+            try:
+                if g_change:
+                    if g_after is None:
+                        self.remove_pin(aid)
+                    else:
+                        self.save_pin(g_after)
+                if session_id and after != before:
+                    path = self.session_path(session_id)
+                    atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
+                row = _journal.get(self.home, ch.journal_id, conn=conn)
+                assert row is not None
+                self._finish(conn, row)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    row = _journal.get(self.home, ch.journal_id, conn=conn)
+                    if row is not None and row.state == "intent":
+                        self._resolve(conn, row)
+                raise
+            return ch
+
+    def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> None:
+        with deckdb.transaction(conn):
+            step = row.detail.get("archive_intent")
+            if step:
+                arch, _frm, to = step
+                _archive.set_state(conn, int(arch), to, expect=_ARCHIVE_INTERMEDIATE[to])
+            _journal.mark_done(conn, [row.journal_id])
+            undoes = row.detail.get("undoes") if row.op == "undo" else None
+            if undoes:
+                _journal.mark_undone(conn, [int(j) for j in undoes], row.journal_id)
+
+    def _roll_back(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> None:
+        with deckdb.transaction(conn):
+            step = row.detail.get("archive_intent")
+            if step:
+                arch, frm, to = step
+                if frm is None:
+                    _archive.delete_intent(conn, int(arch))
+                else:
+                    _archive.set_state(conn, int(arch), frm, expect=_ARCHIVE_INTERMEDIATE[to], keep_restored_at=True)
+            _journal.discard_intents(conn, [row.journal_id])
+
+    def _resolve(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> str:
+        """Resolve one ``intent`` row from the disk (its target's lock held): ``"done"`` when
+        the files hold its after state, ``"rolled_back"`` when they hold its before state (a
+        global copy already written is put back first: it is written before the session
+        file), ``"unknown"`` otherwise (the row is kept as ``unknown``, the archive row stays in
+        its intent state, which still holds the text)."""
+        aid = str(row.detail.get("anchor_id") or "")
+        try:
+            b = json.loads(row.before) if row.before else None
+            a = json.loads(row.after) if row.after else None
+        except ValueError:
+            b = a = {}
+        if row.target == "global":
+            s_after = s_before = True
+        else:
+            try:
+                cur = self.load_session(row.target).anchors.get(aid)
+            except UnreadableFile:
+                with deckdb.transaction(conn):
+                    _journal.mark_unknown(conn, [row.journal_id])
+                return "unknown"
+            now = anchor_content(cur.to_dict() if cur else None)
+            s_after, s_before = now == anchor_content(a), now == anchor_content(b)
+        g_at_after = g_at_before = True
+        has_global = "global_before" in row.detail
+        if has_global:
+            g_now = pin_content(self.get_pin(aid))
+            g_at_after = g_now == pin_content(row.detail.get("global_after"))
+            g_at_before = g_now == pin_content(row.detail.get("global_before"))
+        if s_after and g_at_after:
+            self._finish(conn, row)
+            return "done"
+        if s_before and (g_at_before or g_at_after):
+            if not g_at_before:
+                g_before = row.detail.get("global_before")
+                if g_before is None:
+                    self.remove_pin(aid)
+                else:
+                    self.save_pin(g_before)
+            self._roll_back(conn, row)
+            return "rolled_back"
+        with deckdb.transaction(conn):
+            _journal.mark_unknown(conn, [row.journal_id])
+        return "unknown"
+
+    def recover_locked(self, target: str, conn: sqlite3.Connection) -> int:
+        """Resolve ``target``'s interrupted anchor changes (a session id or ``"global"``; its
+        lock must be held), newest first so each row sees the state its change left.
+        Returns how many rows were resolved."""
+        rows = _journal.intents(self.home, "anchor", target, conn=conn)
+        for r in reversed(rows):
+            self._resolve(conn, r)
+        return len(rows)
+
+    def recover_intents(self) -> int:
+        """Resolve every interrupted anchor change in this home, each under its target's lock
+        (what the next change on that target does first)."""
+        if not deckdb.db_path(self.home).exists():
+            return 0
+        targets = sorted({r.target for r in _journal.intents(self.home, "anchor")})
+        done = 0
+        for t in targets:
+            lock = self._lock_for(t)
+            with writable(lock), file_lock(lock, self.lock_timeout), deckdb.opened(self.home) as conn:
+                done += self.recover_locked(t, conn)
+        return done
+
     # -- global pins (persist/) -------------------------------------------------
     def _read_manifest(self) -> dict[str, dict[str, Any]] | None:
         try:
@@ -354,10 +608,7 @@ class AnchorFiles:
             LockTimeout: the manifest lock was held too long.
         """
         require_hermes_home(self.home)
-        aid = str(record["id"])
-        if aid.strip().lower() == "manifest":
-            aid = "manifest_pin"
-        path = self.pin_path(aid)
+        path = self.pin_path(str(record["id"]))
         with writable(path), file_lock(self.manifest_path):
             prior: dict[str, Any] = {}
             try:
@@ -366,22 +617,32 @@ class AnchorFiles:
                     prior = loaded
             except (OSError, ValueError):
                 prior = {}
-            text = str(record["text"])
-            payload: dict[str, Any] = {
-                "id": aid,
-                "text": text,
-                "reminder": record.get("reminder", text[:120]),
-                "priority": record.get("priority", 50),
-                "probes": list(record.get("probes", [])),
-                "pinned": True,
-                "scope": record.get("scope", "global"),
-                "pinned_at": record.get("pinned_at", time.time()),
-            }
-            for k, v in prior.items():
-                payload.setdefault(k, v)
+            payload = self.pin_payload(record, prior)
             atomic_write_text(path, dump_json(payload), prefix=path.name + ".", suffix=".tmp")
             self._write_manifest_locked({path.stem})
         return path
+
+    @staticmethod
+    def pin_payload(record: dict[str, Any], prior: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The record :meth:`save_pin` writes for ``record`` over the file's ``prior`` content
+        (MemLock ``FileStore.save_pin`` keys; unknown keys of ``prior`` kept)."""
+        aid = str(record["id"])
+        if aid.strip().lower() == "manifest":
+            aid = "manifest_pin"
+        text = str(record["text"])
+        payload: dict[str, Any] = {
+            "id": aid,
+            "text": text,
+            "reminder": record.get("reminder", text[:120]),
+            "priority": record.get("priority", 50),
+            "probes": list(record.get("probes", [])),
+            "pinned": True,
+            "scope": record.get("scope", "global"),
+            "pinned_at": record.get("pinned_at", time.time()),
+        }
+        for k, v in (prior or {}).items():
+            payload.setdefault(k, v)
+        return payload
 
     def remove_pin(self, anchor_id: str) -> bool:
         """Delete a global pin file and drop it from the manifest. Returns whether it existed.

@@ -7,9 +7,7 @@ that change's result (compared on content, not MemLock's audit bookkeeping).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,32 +15,13 @@ from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..errors import Refused
-from ..fsio import file_lock
-from .files import AnchorFiles
+from .files import AnchorChange, AnchorFiles, anchor_content, pin_content, record_text  # noqa: F401 - record_text re-exported
 from .model import Anchor, SessionAnchors, scan_or_refuse
 
 #: Journal ops of kind ``anchor`` that :meth:`AnchorStore.undo_rows` can revert.
 _UNDOABLE = ("pin", "unpin", "update", "archive", "restore")
-_ANCHOR_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "pinned", "history")
-_PIN_CONTENT_KEYS = ("id", "text", "reminder", "priority", "probes", "scope")
-
-
-def _anchor_content(record: Any) -> dict[str, Any] | None:
-    """What an undo compares of an anchor record: its content, not MemLock's audit bookkeeping."""
-    return None if not isinstance(record, dict) else {k: record.get(k) for k in _ANCHOR_CONTENT_KEYS}
-
-
-def _pin_content(record: Any) -> dict[str, Any] | None:
-    return None if not isinstance(record, dict) else {k: record.get(k) for k in _PIN_CONTENT_KEYS}
-
-
-
-
-def record_text(record: Any) -> str | None:
-    """An anchor/pin record as the journal stores it: sorted-key JSON text, or None."""
-    if record is None:
-        return None
-    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+_anchor_content = anchor_content
+_pin_content = pin_content
 
 
 class AnchorUndo(AnchorFiles):
@@ -58,8 +37,9 @@ class AnchorUndo(AnchorFiles):
         may have changed meanwhile and is kept), the ``persist/`` copy its ``global_after``,
         and an archived/restored anchor's archive row the matching state; then ``before`` is
         written back (a re-added anchor is threat-scanned and counts against ``max_pins``),
-        the archive row flips back, and an ``undo`` row marks the rows undone in the same
-        memdeck.db transaction.
+        the archive row flips back, and an ``undo`` row marks the rows undone: write-ahead
+        (:meth:`.files.AnchorFiles.apply_change`), so a kill at any step is resolved by the next
+        change on that session.
 
         Returns:
             ``{"success", "op": "undo", "undone", "anchor_id", "session_id", "journal_id", "message"}``.
@@ -113,31 +93,19 @@ class AnchorUndo(AnchorFiles):
             if before is not None:
                 scan_or_refuse(str(before.get("text") or ""), str(before.get("reminder") or ""))
 
-        def apply_global() -> None:
-            if has_global:
-                done["global"] = True
-                if g_before is None:
-                    self.remove_pin(aid)
-                else:
-                    self.save_pin(g_before)
-
-        def record(conn: sqlite3.Connection) -> int:
-            with deckdb.transaction(conn):
-                if arch_id is not None:
-                    if r.op == "archive":
-                        _archive.set_state(conn, int(arch_id), "restored", expect="archived")
-                    else:
-                        _archive.set_state(conn, int(arch_id), "archived", expect="restored")
-                jid = _journal.record(self.home, actor=self.actor, op="undo", kind="anchor", target=r.target,
-                                      before=r.after, after=r.before,
-                                      detail={"undoes": undoes, "op": r.op, "anchor_id": aid}, conn=conn)
-                _journal.mark_undone(conn, undoes, jid)
-                return jid
-
-        done: dict[str, Any] = {}
         max_pins = int(self.mcfg.max_pins)
 
-        def mutate(s: SessionAnchors) -> None:
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            ch = AnchorChange("undo", aid, {"op": r.op}, undoes=list(undoes))
+            if has_global:
+                ch.global_after = g_before
+            if arch_id is not None:
+                ch.archive_set = ((int(arch_id), "archived", "restored") if r.op == "archive"
+                                  else (int(arch_id), "restored", "archived"))
+            if s is None:  # a change to persist/ alone
+                check_outside()
+                ch.before, ch.after = r.after, r.before
+                return ch
             cur = s.anchors.get(aid)
             if _anchor_content(cur.to_dict() if cur else None) != _anchor_content(after):
                 raise conflict(f"{where} no longer holds that change's result")
@@ -157,34 +125,11 @@ class AnchorUndo(AnchorFiles):
                                       "limit", max_pins=max_pins)
                     s.add(restored)
             s.recount()
-            apply_global()
+            return ch
 
-        def after_write(conn: sqlite3.Connection, _before: dict[str, Any], _after: dict[str, Any]) -> int:
-            done["written"] = True
-            done["jid"] = record(conn)
-            return done["jid"]
-
-        try:
-            if r.target == "global":
-                with file_lock(self.manifest_path):
-                    check_outside()
-                with deckdb.opened(self.home) as conn:
-                    apply_global()
-                    done["written"] = True
-                    done["jid"] = record(conn)
-            else:
-                self.update_session(str(r.target), mutate, after_write=after_write)
-        except BaseException:
-            if done.get("global") and not done.get("written"):
-                with contextlib.suppress(Exception):
-                    if g_after is None:
-                        self.remove_pin(aid)
-                    else:
-                        self.save_pin(g_after)
-            raise
-        if "jid" not in done:
+        ch = self.apply_change(None if r.target == "global" else str(r.target), build)
+        if ch.journal_id is None:
             raise conflict(f"{where} already holds the state before it")
         return {"success": True, "op": "undo", "undone": r.op, "anchor_id": aid, "session_id": r.target,
-                "journal_id": done["jid"],
+                "journal_id": ch.journal_id,
                 "message": f"Undid {r.op} of anchor {aid} in {where} (journal #{r.journal_id})."}
-

@@ -23,11 +23,12 @@ Journal and undo: pin, unpin, update, archive and restore each append one :mod:`
 row (``kind="anchor"``, ``target`` = the session id, or ``"global"`` for a change to
 ``persist/`` alone; ``before``/``after`` = the anchor record as sorted-key JSON or NULL;
 ``detail`` = ``{anchor_id, ...}`` with ``global_before``/``global_after`` when the durable copy
-changed and ``archive_id`` for archive/restore). The row is written under the session lock
-right after the file, on a memdeck.db connection opened before it. The ``anchor`` undo handler
+changed and ``archive_id`` for archive/restore). The ``anchor`` undo handler
 (:meth:`AnchorStore.undo_rows`) is registered with :func:`core.journal.register_undo_handler`.
-A global copy is written under the session lock before the session file and taken back if
-that write fails. Archived anchors live in :mod:`core.archive` rows of ``kind="anchor"``.
+Every change is write-ahead (issue 13; :meth:`AnchorFiles.apply_change`): the journal row (and
+an archive row's intent) is committed as ``intent`` first, then the global copy and the session
+file are written, then the row is marked ``done``; the next change on that session resolves an
+interrupted one from what is on disk. Archived anchors live in :mod:`core.archive` rows of ``kind="anchor"``.
 
 Caveat (reference §7.6): a running MemLock holds each session's store in memory and
 overwrites the file on its next save; memdeck's own plugin writes through
@@ -36,8 +37,6 @@ overwrites the file on its next save; memdeck's own plugin writes through
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,11 +44,12 @@ from typing import Any
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal as _journal
-from ..errors import Refused
+from ..errors import Refused, UnreadableFile
 from . import rules as _rules
 from .model import (HISTORY_CAP, MAX_ANCHOR_CHARS, Anchor, SessionAnchors, new_pin_id, scan_or_refuse, seeded_anchors,
                     validate_priority, validate_probes, validate_scope)
-from .reverting import AnchorUndo, record_text
+from .files import AnchorChange, record_text
+from .reverting import AnchorUndo
 
 class AnchorStore(AnchorUndo):
     """Read and write MemLock's anchor files under ``<home>/memlock``.
@@ -65,27 +65,6 @@ class AnchorStore(AnchorUndo):
         """The anchors MemLock would seed into a new session (see :func:`seeded_anchors`)."""
         return seeded_anchors(config, pins)
 
-    def _journaled(self, op: str, anchor_id: str, *, globals_: dict[str, Any] | None = None,
-                   **detail: Any) -> Callable[[sqlite3.Connection, dict[str, Any], dict[str, Any]], int]:
-        """An ``after_write`` for :meth:`update_session` that journals one anchor change.
-
-        The row (:func:`core.journal.record`): ``kind="anchor"``, ``target`` = the session id,
-        ``before``/``after`` = the anchor's record in the file before/after (JSON text, or NULL
-        when it was absent / is gone), ``detail`` = ``{"anchor_id", ...}`` plus, when the
-        global copy in ``persist/`` changed, ``global_before``/``global_after`` (pin records).
-        """
-        def write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            aid = anchor_id
-            b = (before.get("anchors") or {}).get(aid)
-            a = (after.get("anchors") or {}).get(aid)
-            extra = dict(detail)
-            if globals_:
-                extra.update(globals_)
-            return _journal.record(self.home, actor=self.actor, op=op, kind="anchor", target=str(after["session_id"]),
-                                   before=record_text(b), after=record_text(a),
-                                   detail={"anchor_id": aid, **extra}, conn=conn)
-        return write
-
     def pin(self, text: str, *, priority: Any = 50, reminder: str | None = None, probes: Any = None,
             scope: str = "session", session_id: str) -> Anchor:
         """Pin a standing instruction into ``session_id`` (MemLock ``guard_pin``, validated).
@@ -93,7 +72,7 @@ class AnchorStore(AnchorUndo):
         Text and reminder are whitespace-flattened; an empty reminder is the first sentence
         of the text (120 chars); missing probes are derived (:func:`core.audit.derive_probes`);
         the id is ``pin_<8 hex>``. ``scope="global"`` also writes ``persist/<id>.json`` and the
-        manifest (under the session lock, before the session file; removed again if the
+        manifest (under the session lock, before the session file; rolled back if the
         session write fails). Journaled as kind ``anchor``, op ``pin``.
 
         Raises:
@@ -124,52 +103,34 @@ class AnchorStore(AnchorUndo):
         if not session_id:
             return self._pin_global_only(flat, rem, prio, prb)
         max_pins = int(self.mcfg.max_pins)
-        made: dict[str, Any] = {}
 
-        def mutate(s: SessionAnchors) -> Anchor:
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            assert s is not None
             if s.pinned_now() >= max_pins:
                 raise Refused(f"pin limit reached ({max_pins}) in session {session_id}; unpin or archive something first",
                               "limit", max_pins=max_pins)
             anchor = Anchor(id=new_pin_id(s.anchors), text=flat, reminder=rem, priority=prio, probes=prb, pinned=True,
                             extra={"pinned_at": time.time()})
-            made["id"] = anchor.id
-            if scope == "global":
-                made["global"] = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
-                self.save_pin(made["global"])
             s.add(anchor)
-            return anchor
+            ch = AnchorChange("pin", anchor.id, {"scope": scope}, result=anchor)
+            if scope == "global":
+                ch.global_after = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
+            return ch
 
-        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            made["written"] = True
-            g = {"global_before": None, "global_after": self.get_pin(made["id"])} if "global" in made else None
-            return self._journaled("pin", made["id"], globals_=g, scope=scope)(conn, before, after)
-
-        try:
-            return self.update_session(session_id, mutate, after_write=after_write)
-        except BaseException:
-            if "global" in made and not made.get("written"):
-                with contextlib.suppress(Exception):
-                    self.remove_pin(made["id"])
-            raise
+        return self.apply_change(session_id, build).result
 
     def _pin_global_only(self, text: str, reminder: str, priority: int, probes: list[str]) -> Anchor:
         """A global pin made before any session exists: only ``persist/<id>.json`` (and the
         manifest) is written; MemLock seeds it into every new session. Journaled against
-        ``"global"``."""
-        anchor = Anchor(id=new_pin_id(self.global_ids()), text=text, reminder=reminder, priority=priority,
-                        probes=probes, pinned=True, extra={"pinned_at": time.time()})
-        record = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
-        self.save_pin(record)
-        try:
-            _journal.record(self.home, actor=self.actor, op="pin", kind="anchor", target="global", before=None,
-                            after=record_text(record),
-                            detail={"anchor_id": anchor.id, "scope": "global", "global_before": None,
-                                    "global_after": self.get_pin(anchor.id)})
-        except BaseException:
-            with contextlib.suppress(Exception):
-                self.remove_pin(anchor.id)
-            raise
-        return anchor
+        ``"global"`` (write-ahead, under ``persist/global.lock``)."""
+        def build(_s: SessionAnchors | None) -> AnchorChange:
+            anchor = Anchor(id=new_pin_id(self.global_ids()), text=text, reminder=reminder, priority=priority,
+                            probes=probes, pinned=True, extra={"pinned_at": time.time()})
+            record = self.pin_payload({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
+            return AnchorChange("pin", anchor.id, {"scope": "global"}, global_after=record, before=None,
+                                after=record_text(record), result=anchor)
+
+        return self.apply_change(None, build).result
 
     def unpin(self, anchor_id: str, *, session_id: str, scope: str | None = None) -> dict[str, Any]:
         """Remove a pinned anchor from ``session_id`` (MemLock ``unpin``: only ``pinned=true``).
@@ -189,45 +150,36 @@ class AnchorStore(AnchorUndo):
         """
         if scope is not None:
             validate_scope(scope)
-        done: dict[str, Any] = {}
-
-        def mutate(s: SessionAnchors) -> None:
-            a = s.anchors.get(anchor_id)
-            if scope == "global":
-                rec = self.get_pin(anchor_id)
-                if rec is not None and self.remove_pin(anchor_id):
-                    done["global_before"] = rec
-            if a is None or not a.pinned:
-                return
-            done["session"] = True
-            del s.anchors[anchor_id]
-            s.recount()
-
-        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            done["written"] = True
-            g = {"global_before": done["global_before"], "global_after": None} if "global_before" in done else None
-            return self._journaled("unpin", anchor_id, globals_=g, scope=scope or "session")(conn, before, after)
-
-        try:
-            if session_id:
-                self.update_session(session_id, mutate, after_write=after_write)
-            elif scope == "global":
-                mutate(SessionAnchors(session_id=""))
-        except BaseException:
-            if "global_before" in done and not done.get("written"):
-                with contextlib.suppress(Exception):
-                    self.save_pin(done["global_before"])
-            raise
-        global_removed = "global_before" in done
-        if not done.get("session") and not global_removed:
+        in_session = False
+        if session_id:
+            try:
+                cur = self.load_session(session_id).anchors.get(anchor_id)
+            except UnreadableFile as exc:
+                raise Refused(str(exc), "unreadable") from exc
+            in_session = cur is not None and cur.pinned
+        if not in_session and not (scope == "global" and self.get_pin(anchor_id) is not None):
             raise Refused(f"anchor {anchor_id!r} not found or not pinned in session {session_id}", "not_found")
-        if global_removed and not done.get("session"):
-            # Only the durable copy changed: journal it against "global".
-            _journal.record(self.home, actor=self.actor, op="unpin", kind="anchor", target="global",
-                            before=record_text(done["global_before"]), after=None,
-                            detail={"anchor_id": anchor_id, "scope": "global", "global_before": done["global_before"],
-                                    "global_after": None})
-        return {"id": anchor_id, "session_removed": bool(done.get("session")), "global_removed": global_removed}
+
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            ch = AnchorChange("unpin", anchor_id, {"scope": scope or "session"}, result={"session": False})
+            rec = self.get_pin(anchor_id) if scope == "global" else None
+            if rec is not None:
+                ch.global_after = None
+            if s is not None:
+                a = s.anchors.get(anchor_id)
+                if a is not None and a.pinned:
+                    del s.anchors[anchor_id]
+                    s.recount()
+                    ch.result = {"session": True}
+            else:
+                ch.before, ch.after = record_text(rec), None
+            if not ch.result["session"] and rec is None:
+                raise Refused(f"anchor {anchor_id!r} not found or not pinned in session {session_id}", "not_found")
+            return ch
+
+        ch = self.apply_change(session_id if in_session else None, build)
+        global_removed = "global_before" in (_journal.get(self.home, ch.journal_id).detail if ch.journal_id else {})
+        return {"id": anchor_id, "session_removed": bool(ch.result["session"]), "global_removed": global_removed}
 
     def update(self, anchor_id: str, *, text: str | None = None, reminder: str | None = None, priority: Any = None,
                probes: Any = None, session_id: str) -> Anchor:
@@ -238,7 +190,7 @@ class AnchorStore(AnchorUndo):
         automatic reminder / derived probes; so does one whose reminder / probes are passed back
         unchanged while they were the automatic ones of the old text (MemLock re-injects the
         reminder, so a stale one would restate the old rule). Custom ones are kept. A global copy in ``persist/`` is rewritten too
-        (under the session lock; put back if the session write fails). Journaled as op ``update``.
+        (under the session lock, write-ahead: see :meth:`AnchorFiles.apply_change`). Journaled as op ``update``.
 
         Raises:
             Refused: ``not_found``, ``empty`` (text given but blank), ``invalid``,
@@ -260,10 +212,10 @@ class AnchorStore(AnchorUndo):
         if scan_texts:
             scan_or_refuse(*scan_texts)
         now = time.time()
-        done: dict[str, Any] = {}
         is_global = anchor_id in self.global_ids()
 
-        def mutate(s: SessionAnchors) -> Anchor:
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            assert s is not None
             a = s.anchors.get(anchor_id)
             if a is None:
                 ids = ", ".join(sorted(s.anchors)[:8]) or "(none)"
@@ -294,31 +246,20 @@ class AnchorStore(AnchorUndo):
             hist.append(a.version_entry(now))
             a.history = hist[-HISTORY_CAP:]
             a.text, a.reminder, a.priority, a.probes = text_now, rem_now, prio_now, list(probes_now)
+            ch = AnchorChange("update", anchor_id, result=a)
             if is_global:
-                prior = self.get_pin(anchor_id)
-                self.save_pin({**a.to_dict(), "scope": "global", "pinned_at": now})
-                done["globals"] = {"global_before": prior, "global_after": self.get_pin(anchor_id)}
-            return a
+                ch.global_after = {**a.to_dict(), "scope": "global", "pinned_at": now}
+            return ch
 
-        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            done["written"] = True
-            return self._journaled("update", anchor_id, globals_=done.get("globals"))(conn, before, after)
-
-        try:
-            return self.update_session(session_id, mutate, after_write=after_write)
-        except BaseException:
-            g = done.get("globals")
-            if g and g["global_before"] is not None and not done.get("written"):
-                with contextlib.suppress(Exception):
-                    self.save_pin(g["global_before"])
-            raise
+        return self.apply_change(session_id, build).result
 
     def archive(self, anchor_id: str, session_id: str, reason: str = "") -> int:
         """Move an anchor (pinned or static) out of its session into memdeck's archive table.
 
-        The archive row (``kind="anchor"``, payload ``{session_id, scope, anchor}``) is written
-        first, so a crash between the two steps duplicates, never loses; a failed session write
-        discards it again. A global pin's durable copy is removed as well (under the session
+        The archive row (``kind="anchor"``, payload ``{session_id, scope, anchor}``) is committed
+        in state ``archiving`` with the journal intent before the session file changes and
+        becomes ``archived`` after (:meth:`AnchorFiles.apply_change`): a crash never loses and
+        never duplicates. A global pin's durable copy is removed as well (under the session
         lock) and restored with it. Journaled as op ``archive`` (detail ``archive_id``).
 
         Returns:
@@ -331,45 +272,33 @@ class AnchorStore(AnchorUndo):
         if probe is None:
             raise Refused(f"anchor {anchor_id!r} not found in session {session_id}", "not_found")
         is_global = anchor_id in self.global_ids()
-        payload = {"session_id": session_id, "scope": "global" if is_global else "session", "anchor": probe.to_dict()}
-        archive_id = _archive.archive_record(self.home, kind="anchor", key=anchor_id, payload=payload,
-                                             reason=reason, actor=self.actor)
-        done: dict[str, Any] = {}
 
-        def mutate(s: SessionAnchors) -> None:
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            assert s is not None
             a = s.anchors.get(anchor_id)
             if a is None:
                 raise Refused(f"anchor {anchor_id!r} not found in session {s.session_id}", "not_found")
+            payload = {"session_id": session_id, "scope": "global" if is_global else "session", "anchor": a.to_dict()}
             del s.anchors[anchor_id]
             if not a.pinned and anchor_id in s.static_anchor_ids:
                 s.static_anchor_ids.remove(anchor_id)
             s.recount()
-            if is_global:
-                rec = self.get_pin(anchor_id)
-                if rec is not None and self.remove_pin(anchor_id):
-                    done["global_before"] = rec
+            ch = AnchorChange("archive", anchor_id, {"reason": reason},
+                              archive_insert={"payload": payload, "reason": reason, "text": a.text})
+            if is_global and self.get_pin(anchor_id) is not None:
+                ch.global_after = None
+            return ch
 
-        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            done["written"] = True
-            g = {"global_before": done["global_before"], "global_after": None} if "global_before" in done else None
-            return self._journaled("archive", anchor_id, globals_=g, archive_id=archive_id, reason=reason)(conn, before, after)
-
-        try:
-            self.update_session(session_id, mutate, after_write=after_write)
-        except BaseException:
-            if not done.get("written"):
-                if "global_before" in done:
-                    with contextlib.suppress(Exception):
-                        self.save_pin(done["global_before"])
-                _archive.discard_record(self.home, archive_id)
-            raise
-        return archive_id
+        ch = self.apply_change(session_id, build)
+        assert ch.archive_id is not None
+        return ch.archive_id
 
     def restore(self, archive_id: Any) -> Anchor:
         """Put an archived anchor back into its session (and ``persist/`` if it was global).
 
-        The archive row becomes ``restored`` in the same memdeck.db transaction as the journal
-        row (op ``restore``), under the session lock, after the session file is written.
+        The archive row goes ``restoring`` with the journal intent (op ``restore``) before the
+        session file is written and ``restored`` after, under the session lock
+        (:meth:`AnchorFiles.apply_change`).
 
         Raises:
             Refused: ``not_found`` (no such archived anchor), ``conflict`` (the session
@@ -384,9 +313,9 @@ class AnchorStore(AnchorUndo):
         session_id = str(payload["session_id"])
         anchor = Anchor.from_dict(payload["anchor"])
         max_pins = int(self.mcfg.max_pins)
-        done: dict[str, Any] = {}
 
-        def mutate(s: SessionAnchors) -> Anchor:
+        def build(s: SessionAnchors | None) -> AnchorChange:
+            assert s is not None
             # Re-read under the session lock: a concurrent restore of the same row holds it too.
             if _archive.get_record(self.home, row.archive_id, kind="anchor") is None:
                 raise Refused(f"archived anchor {archive_id!r} was restored meanwhile", "conflict")
@@ -394,31 +323,14 @@ class AnchorStore(AnchorUndo):
                 raise Refused(f"session {session_id} already has an anchor {anchor.id!r}", "conflict")
             if anchor.pinned and s.pinned_now() >= max_pins:
                 raise Refused(f"pin limit reached ({max_pins}) in session {session_id}", "limit", max_pins=max_pins)
-            if payload.get("scope") == "global":
-                prior = self.get_pin(anchor.id)
-                self.save_pin({**anchor.to_dict(), "scope": "global", "pinned_at": time.time()})
-                done["globals"] = {"global_before": prior, "global_after": self.get_pin(anchor.id)}
             s.add(anchor)
-            return anchor
+            ch = AnchorChange("restore", anchor.id, {"archive_id": row.archive_id},
+                              archive_set=(row.archive_id, "archived", "restored"), result=anchor)
+            if payload.get("scope") == "global":
+                ch.global_after = {**anchor.to_dict(), "scope": "global", "pinned_at": time.time()}
+            return ch
 
-        def after_write(conn: sqlite3.Connection, before: dict[str, Any], after: dict[str, Any]) -> int:
-            done["written"] = True
-            with deckdb.transaction(conn):
-                _archive.set_state(conn, row.archive_id, "restored", expect="archived")
-                return self._journaled("restore", anchor.id, globals_=done.get("globals"),
-                                       archive_id=row.archive_id)(conn, before, after)
-
-        try:
-            return self.update_session(session_id, mutate, after_write=after_write)
-        except BaseException:
-            g = done.get("globals")
-            if g and not done.get("written"):
-                with contextlib.suppress(Exception):
-                    if g["global_before"] is None:
-                        self.remove_pin(anchor.id)
-                    else:
-                        self.save_pin(g["global_before"])
-            raise
+        return self.apply_change(session_id, build).result
 
 
 __all__ = ["AnchorStore"]

@@ -317,6 +317,8 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _show_journal(r: Any) -> None:
     undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
+    if getattr(r, "state", "done") == "unknown":  # a killed write recovery could not place: never undone automatically
+        undone += "  (unknown: the file held neither its before nor its after; not undoable)"
     what = r.detail.get("text") or r.detail.get("pending_id") or ""
     print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.target:8} "
           f"{safe(str(what), one_line=True, width=60)}{undone}")

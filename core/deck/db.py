@@ -16,7 +16,9 @@ the first two generic over ``kind``
     for anchor rows the MemLock session id or ``global``), ``before`` TEXT / ``after`` TEXT (for ``kind="memory"``: the whole
     canonical file text of ``target`` before and after, or NULL), ``detail`` TEXT (JSON
     object), ``txn`` TEXT (groups rows of one multi-file operation, e.g. a ``move``),
-    ``undone_by`` INTEGER (the ``journal_id`` of the undo that reverted this row).
+    ``undone_by`` INTEGER (the ``journal_id`` of the undo that reverted this row), ``state``
+    TEXT (``intent``: committed before its file change, which may not have happened; ``done``;
+    ``unknown``: recovery found neither the before nor the after content; migration 4).
 
 ``archive``
     ``archive_id`` INTEGER PK, ``kind``, ``target``, ``text`` (the archived entry/anchor text),
@@ -125,10 +127,18 @@ CREATE TABLE IF NOT EXISTS audit_verdicts (
 #: The schema as an ordered list of additive steps: step ``i`` (1-based) brings a database from
 #: ``user_version = i - 1`` to ``i``, in one transaction. Each step only creates what is
 #: missing (``IF NOT EXISTS``), so existing databases keep every row. Append new steps at the end.
+#: 4: the write-ahead journal (core/deck/journal.py): a row is committed as ``intent`` before its
+#: file changes and marked ``done`` after; rows written before this step are ``done``.
+_JOURNAL_STATE_SCHEMA = """
+ALTER TABLE journal ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
+CREATE INDEX IF NOT EXISTS journal_state_idx ON journal(state, kind, target)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
     _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/integrity_history.py), keyed by what determines them
+    _JOURNAL_STATE_SCHEMA,  # 4: journal.state (intent | done | unknown)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

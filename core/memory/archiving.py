@@ -9,10 +9,12 @@ archive/restore).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..deck import archive as _archive
 from ..deck import db as deckdb
+from ..deck import journal
 from ..errors import Refused, UnreadableFile
 from ..fsio import read_text_strict
 from .entries import entry_id, find_entry, overflow_refusal, parse_entries, scan_or_refuse, serialize_entries, usage_chars
@@ -36,17 +38,23 @@ class ArchiveOps:
                 raw, entries = self._load(target)
                 i = find_entry(entries, selector, target=target)
                 text = entries[i]
-                with deckdb.transaction(conn):
-                    aid = _archive.insert(conn, kind="memory", target=target, text=text, actor=self.actor,
-                                          reason=reason, payload={"entry_id": entry_id(text)}, state="archiving")
                 new = entries[:i] + entries[i + 1:]
                 after = serialize_entries(new)
+                with deckdb.transaction(conn):  # both intents, before the file changes
+                    aid = _archive.insert(conn, kind="memory", target=target, text=text, actor=self.actor,
+                                          reason=reason, payload={"entry_id": entry_id(text)}, state="archiving")
+                    (jid,) = self._intents(conn, [("archive", target, raw, after, {
+                        "archive_id": aid, "entry_id": entry_id(text), "text": text, "reason": reason})])
                 # a failed second COMMIT puts the file back; the "archiving" intent then holds
-                # text still in the file, which recovery deletes (nothing archived)
-                with self._replacing(target, after), deckdb.transaction(conn):
-                    _archive.set_state(conn, aid, "archived", expect="archiving")
-                    jid = self._journal(conn, "archive", target, raw, after,
-                                        {"archive_id": aid, "entry_id": entry_id(text), "text": text, "reason": reason})
+                # text still in the file, which recovery deletes (nothing archived), and the
+                # journal intent is deleted (the file holds its before)
+                try:
+                    with self._replacing(target, after), deckdb.transaction(conn):
+                        _archive.set_state(conn, aid, "archived", expect="archiving")
+                        journal.mark_done(conn, [jid])
+                except BaseException:
+                    self._settle(target, conn)
+                    raise
             self._cleanup_temps([target])
             return self._result("archive", target, new, f"Entry archived (#{aid}).", entry_id=entry_id(text),
                                 journal_id=jid, archive_id=aid)
@@ -82,18 +90,30 @@ class ArchiveOps:
                 total, limit = usage_chars(new), self.limit(target)
                 if total > limit:
                     raise overflow_refusal(target, entries, total, limit, f"Restoring this entry ({len(text):,} chars)")
+                after = serialize_entries(new)
                 with deckdb.transaction(conn):
                     _archive.set_state(conn, cur.archive_id, "restoring", expect="archived")
-                after = serialize_entries(new)
+                    (jid,) = self._intents(conn, [("restore", target, raw, after, {
+                        "archive_id": cur.archive_id, "entry_id": entry_id(text), "text": text})])
                 # a failed second COMMIT puts the file back; recovery turns "restoring" with the
-                # text absent back into "archived"
-                with self._replacing(target, after), deckdb.transaction(conn):
-                    _archive.set_state(conn, cur.archive_id, "restored", expect="restoring")
-                    jid = self._journal(conn, "restore", target, raw, after,
-                                        {"archive_id": cur.archive_id, "entry_id": entry_id(text), "text": text})
+                # text absent back into "archived" and deletes the journal intent
+                try:
+                    with self._replacing(target, after), deckdb.transaction(conn):
+                        _archive.set_state(conn, cur.archive_id, "restored", expect="restoring")
+                        journal.mark_done(conn, [jid])
+                except BaseException:
+                    self._settle(target, conn)
+                    raise
             self._cleanup_temps([target])
             return self._result("restore", target, new, f"Entry restored from archive #{cur.archive_id}.",
                                 entry_id=entry_id(text), journal_id=jid, archive_id=cur.archive_id)
+
+    def _settle(self, target: str, conn: Any) -> None:
+        """After a failed write: resolve its intents at once from the disk (best effort)."""
+        with contextlib.suppress(Exception):
+            self._recover_journal_locked({target}, conn)
+        with contextlib.suppress(Exception):
+            self._recover_locked(target, conn)
 
     def _recover_locked(self, target: str, conn: Any) -> int:
         """Resolve ``target``'s interrupted archive/restore intents (its lock must be held)."""

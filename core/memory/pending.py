@@ -38,6 +38,7 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from ..deck import db as deckdb
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import Refused
@@ -227,13 +228,17 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             ``drift``, ``unreadable``); ``busy`` when another process is approving or rejecting
             the same record. The record is kept in every refusal.
     """
-    from .store import MemoryStore  # lazy: memory -> journal -> ...
+    from .store import MemoryStore, recover_intents  # lazy: memory -> journal -> ...
 
     rec = _find(home, pending_id)
     if rec.malformed:
         raise Refused(f"pending write {rec.id} is malformed: {rec.malformed}", code="malformed")
     with _claimed(rec):
         store = MemoryStore(home, config or load_config(home), actor=actor)
+        # an approval killed between its write and its journal COMMIT left an intent: resolve it
+        # first, so "already applied" below is decided on what is on disk
+        recover_intents(home, store.config)
+        _recover_rejects(home)
         try:  # the journal keeps the record, so an undo of the approval can stage it again
             raw = read_regular_bytes(rec.path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
@@ -265,6 +270,17 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
     return result
 
 
+def _recover_rejects(home: HermesHome) -> int:
+    """Resolve ``reject`` rows left in ``intent`` by a killed reject (see
+    :func:`.store.resolve_reject_intents`)."""
+    from .store import resolve_reject_intents  # lazy, as in approve
+
+    if not journal.db_exists(home):
+        return 0
+    with deckdb.opened(home) as conn:
+        return resolve_reject_intents(home, conn)
+
+
 def _remove_record(rec: "PendingWrite") -> None:
     try:
         rec.path.unlink()
@@ -282,7 +298,8 @@ def _applied_journal_id(home: HermesHome, pending_id: str, raw: str | None) -> i
         with deckdb.opened(home) as conn:
             row = conn.execute(
                 "SELECT journal_id FROM journal WHERE json_extract(detail, '$.pending_id') = ? "
-                "AND json_extract(detail, '$.record') = ? AND undone_by IS NULL ORDER BY journal_id DESC LIMIT 1",
+                "AND json_extract(detail, '$.record') = ? AND undone_by IS NULL AND state = 'done' "
+                "ORDER BY journal_id DESC LIMIT 1",
                 (pending_id, raw)).fetchone()
     except Exception:  # noqa: BLE001 - an unreadable journal is found by the write itself
         return None
@@ -335,11 +352,20 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
             raw = read_regular_bytes(rec.path).decode("utf-8", errors="replace")
         except OSError:
             raw = ""
+        _recover_rejects(home)
+        # write-ahead: the row (intent), the removal, then done; a kill in between is resolved
+        # by the next approve/reject (:func:`_recover_rejects`)
         jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
-                             detail={"pending_id": rec.id, "record": raw, "action": rec.action})
+                             detail={"pending_id": rec.id, "record": raw, "action": rec.action,
+                                     "record_file": rec.path.name}, state="intent")
         try:
             rec.path.unlink()
         except FileNotFoundError:
             pass
+        except BaseException:
+            _recover_rejects(home)
+            raise
+        with deckdb.opened(home) as conn, deckdb.transaction(conn):
+            journal.mark_done(conn, [jid])
     return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
             "message": f"Rejected pending write {rec.id}."}

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..deck import db as deckdb
 from ..errors import Refused
 from .entries import entries_of, entry_id, hermes_match, overflow_refusal, scan_or_refuse, serialize_entries, usage_chars
 from .results import WriteResult
@@ -130,10 +129,8 @@ class ReplayOps:
             new, message, op = staged.compute(payload, entries, limit)
             if new == entries:
                 return self._result(op, target, new, message, changed=False)
-            with deckdb.opened(self.home) as conn, deckdb.transaction(conn):
-                jid = self._journal(conn, op, target, raw, serialize_entries(new),
-                                    {"payload": dict(payload), "semantics": "hermes-0.22"})
-                self._write(target, new)
+            jid = self._wal_write(target, raw, serialize_entries(new), op,
+                                  {"payload": dict(payload), "semantics": "hermes-0.22"})
             self._cleanup_temps([target])
             return self._result(op, target, new, message, journal_id=jid)
 

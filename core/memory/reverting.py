@@ -130,6 +130,11 @@ class RevertOps:
             plans.sort(key=lambda p: 0 if set(p[1]) - set(current[p[0].target]) else 1)
             with deckdb.opened(self.home) as conn:
                 arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
+                undoes = [x.journal_id for x in rows]
+                texts = [(r, r.before if r.op == "normalize" and r.before is not None else serialize_entries(before))
+                         for r, before in plans]
+                # write-ahead: the undo rows (intent) and the archive intents first, then the
+                # files, the restaged record, and the COMMIT marking it all done
                 with deckdb.transaction(conn):
                     for r, aid in arch:
                         if aid is not None:
@@ -138,32 +143,30 @@ class RevertOps:
                             else:  # restored_at kept: recovery tells this intent from a new archive's
                                 _archive.set_state(conn, int(aid), "archiving", expect="restored",
                                                    keep_restored_at=True)
-                files = ExitStack()
-                for r, before in plans:
-                    # normalize kept every entry; undoing it means the original text back
-                    text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
-                    try:
-                        files.enter_context(self._replacing(r.target, text))
-                    except BaseException as exc:
-                        files.__exit__(type(exc), exc, exc.__traceback__)
-                        raise
-                # a failed COMMIT below puts every file back (the ExitStack unwinds in reverse)
-                with files, deckdb.transaction(conn):
-                    for r, aid in arch:
-                        if aid is not None:
-                            if r.op == "archive":
-                                _archive.set_state(conn, int(aid), "restored", expect="restoring")
-                            else:
-                                _archive.set_state(conn, int(aid), "archived", expect="archiving")
-                    jid = 0
                     txn = uuid.uuid4().hex if len(rows) > 1 else None
-                    for r, before in plans:
-                        undone_text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
-                        jid = self._journal(conn, "undo", r.target, r.after, undone_text,
-                                            {"undoes": [x.journal_id for x in rows], "op": r.op}, txn)
-                    journal.mark_undone(conn, [x.journal_id for x in rows], jid)
+                    ids = self._intents(conn, [("undo", r.target, r.after, text, {"undoes": undoes, "op": r.op})
+                                               for r, text in texts], txn)
+                jid = ids[-1]
+                try:
+                    with ExitStack() as files:
+                        for r, text in texts:
+                            files.enter_context(self._replacing(r.target, text))
+                        restaged = self._restage_approved(rows)
+                        # a failed COMMIT below puts every file back (the ExitStack unwinds in reverse)
+                        with deckdb.transaction(conn):
+                            for r, aid in arch:
+                                if aid is not None:
+                                    if r.op == "archive":
+                                        _archive.set_state(conn, int(aid), "restored", expect="restoring")
+                                    else:
+                                        _archive.set_state(conn, int(aid), "archived", expect="archiving")
+                            journal.mark_done(conn, ids)
+                            journal.mark_undone(conn, undoes, jid)
+                except BaseException:
+                    for t in dict.fromkeys(targets):
+                        self._settle(t, conn)
+                    raise
             self._cleanup_temps(targets)
-            restaged = self._restage_approved(rows)
             last_t = rows[0].target
             note = f" The pending write {restaged} is staged again for review." if restaged else ""
             first_plan = next(b for r, b in plans if r.journal_id == rows[0].journal_id)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,76 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                 except OSError as exc:  # e.g. memories/ is a regular file
                     raise Refused(f"cannot use {self.home.memories_dir} as the memories directory: "
                                   f"{exc.strerror or exc}. Nothing was written.", code="unwritable") from exc
+            if journal.db_exists(self.home):
+                with deckdb.opened(self.home) as conn:
+                    self._recover_journal_locked(set(targets), conn)
             yield
+
+    def _recover_journal_locked(self, held: set[str], conn: Any) -> int:
+        """Resolve the ``intent`` journal rows of the held targets (write-ahead journal, issue 13).
+
+        Rows of one change (one ``txn``) are resolved together, and only when every file they
+        touch is locked here. Each file is compared with the row: its ``after`` text -> at
+        after, its ``before`` text -> at before, else neither. All at after -> the rows become
+        ``done`` (an undo marks its rows undone and stages an undone approval's record again);
+        all at before -> the rows are deleted (the change never happened); some at after and
+        the rest at before (a move or an undo of one killed between its two writes, which go
+        gaining file first) -> the remaining files get their ``after`` text, then ``done``;
+        any file at neither (or unreadable) -> ``unknown``, never undone automatically.
+
+        Returns:
+            how many rows were resolved.
+        """
+        rows = [r for r in journal.intents(self.home, "memory", conn=conn) if r.op != "reject"]
+        groups: dict[str, list[journal.JournalEntry]] = {}
+        for r in rows:
+            groups.setdefault(r.txn or f"#{r.journal_id}", []).append(r)
+        done = 0
+        for group in groups.values():
+            if not {r.target for r in group} <= held or any(r.target not in TARGETS for r in group):
+                continue
+            ids = [r.journal_id for r in group]
+            at: list[str | None] = []
+            for r in group:
+                try:
+                    now = read_text_strict(self.path(r.target))
+                except UnreadableFile:
+                    now = object()  # type: ignore[assignment]
+                at.append("after" if now == r.after else "before" if now == r.before else None)
+            if None in at:
+                with deckdb.transaction(conn):
+                    journal.mark_unknown(conn, ids)
+            elif all(a == "before" for a in at):
+                with deckdb.transaction(conn):
+                    journal.discard_intents(conn, ids)
+            else:
+                for r, a in zip(group, at):
+                    if a == "before" and r.after is not None:
+                        self._write_text(r.target, r.after)
+                self._finish_rows(conn, group)
+            done += len(group)
+        return done
+
+    def _finish_rows(self, conn: Any, group: Sequence[journal.JournalEntry]) -> None:
+        """Mark a change's rows ``done`` (an undo: its rows undone, an undone approval restaged)."""
+        ids = [r.journal_id for r in group]
+        undoes = [int(j) for r in group if r.op == "undo" for j in (r.detail.get("undoes") or [])]
+        with deckdb.transaction(conn):
+            journal.mark_done(conn, ids)
+            if undoes:
+                journal.mark_undone(conn, sorted(set(undoes)), max(ids))
+        if undoes:
+            undone = [x for x in (journal.get(self.home, j, conn=conn) for j in sorted(set(undoes))) if x is not None]
+            self._restage_approved(undone)
+
+    def _intents(self, conn: Any, rows: Sequence[tuple[str, str, str | None, str, dict[str, Any]]],
+                 txn: str | None = None) -> list[int]:
+        """Insert ``(op, target, before, after, detail)`` rows in state ``intent`` (in the
+        caller's transaction)."""
+        return [journal.record(self.home, actor=self.actor, op=op, kind="memory", target=target, before=before,
+                               after=after, detail={**detail, **self.journal_extra}, txn=txn, conn=conn,
+                               state="intent")
+                for op, target, before, after, detail in rows]
 
     def _load(self, target: str, *, canonical_check: bool = True) -> tuple[str | None, list[str]]:
         """Read ``target`` under its lock: (raw text or None, entries). Refuses unreadable/drift."""
@@ -190,22 +259,33 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                 detail: dict[str, Any], entry: str | None = None) -> WriteResult:
         """Write ``new`` (lock held), journal it, clean temps; a no-op when nothing changes.
 
-        The journal row is inserted inside a ``BEGIN IMMEDIATE`` transaction *before* the file
-        is replaced and committed after, so an unusable or locked memdeck.db refuses the write
-        (``DeckDBError``) with the file untouched, and a failed file write leaves no row.
+        Write-ahead (issue 13): the row is committed as ``intent`` first (an unusable or locked
+        memdeck.db refuses the write with the file untouched), the file is replaced, and the
+        row is marked ``done``; a failed second COMMIT puts the file back and the intent is
+        resolved at once (deleted: the file holds its before). A kill in between leaves an
+        intent that the next write on the file resolves (:meth:`_recover_journal_locked`).
         """
         before = serialize_entries(old)
         if new == old and raw is not None and raw == before:
             return self._result(op, target, new, message, changed=False, entry_id=entry)
         after = serialize_entries(new)
-        with deckdb.opened(self.home) as conn, ExitStack() as files:
-            with deckdb.transaction(conn):
-                jid = self._journal(conn, op, target, raw if raw is not None else None, after, detail)
-                files.enter_context(self._replacing(target, after))
-            # a failed COMMIT leaves the transaction above with the exception, and the ExitStack
-            # then puts the file back: the file changed if and only if the row is committed
+        jid = self._wal_write(target, raw, after, op, detail)
         self._cleanup_temps([target])
         return self._result(op, target, new, message, entry_id=entry, journal_id=jid)
+
+    def _wal_write(self, target: str, raw: str | None, after: str, op: str, detail: dict[str, Any]) -> int:
+        """Intent row, replace, done (see :meth:`_commit`); returns the journal id."""
+        with deckdb.opened(self.home) as conn:
+            with deckdb.transaction(conn):
+                (jid,) = self._intents(conn, [(op, target, raw, after, detail)])
+            try:
+                with self._replacing(target, after), deckdb.transaction(conn):
+                    journal.mark_done(conn, [jid])
+            except BaseException:
+                with suppress(Exception):
+                    self._recover_journal_locked({target}, conn)
+                raise
+        return jid
 
     @staticmethod
     def _clean(text: str | None, what: str) -> str:
@@ -342,12 +422,22 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
             # memdeck.db refuses the move before either file changes
             # (destination first, then source: never in neither); a failed source write or
             # COMMIT puts both files back (ExitStack unwinds source, then destination)
-            with deckdb.opened(self.home) as conn, ExitStack() as files:
+            # write-ahead: both rows committed as intents, then the files, then done
+            with deckdb.opened(self.home) as conn:
                 with deckdb.transaction(conn):
-                    self._journal(conn, "move", to_target, raw_d, serialize_entries(new_d), detail, txn)
-                    jid = self._journal(conn, "move", src, raw_s, serialize_entries(new_s), detail, txn)
-                    files.enter_context(self._replacing(to_target, serialize_entries(new_d)))
-                    files.enter_context(self._replacing(src, serialize_entries(new_s)))
+                    ids = self._intents(conn, [("move", to_target, raw_d, serialize_entries(new_d), detail),
+                                               ("move", src, raw_s, serialize_entries(new_s), detail)], txn)
+                jid = ids[-1]
+                try:
+                    with ExitStack() as files:
+                        files.enter_context(self._replacing(to_target, serialize_entries(new_d)))
+                        files.enter_context(self._replacing(src, serialize_entries(new_s)))
+                        with deckdb.transaction(conn):
+                            journal.mark_done(conn, ids)
+                except BaseException:
+                    with suppress(Exception):
+                        self._recover_journal_locked({src, to_target}, conn)
+                    raise
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
@@ -382,15 +472,40 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
 
 
 
+def resolve_reject_intents(home: HermesHome, conn: Any) -> int:
+    """Resolve ``reject`` rows left in ``intent`` by a killed reject (``pending.reject`` is
+    write-ahead: row, removal of the record, done): the record file gone -> ``done``; still
+    in ``pending/memory/`` -> the row is deleted (nothing was rejected). Returns how many."""
+    rows = [r for r in journal.intents(home, "memory", conn=conn) if r.op == "reject"]
+    if not rows:
+        return 0
+    with deckdb.transaction(conn):
+        for r in rows:
+            name = str(r.detail.get("record_file") or f"{r.detail.get('pending_id')}.json")
+            if "/" in name or (home.pending_dir / name).exists() or (home.pending_dir / name).is_symlink():
+                journal.discard_intents(conn, [r.journal_id])
+            else:
+                journal.mark_done(conn, [r.journal_id])
+    return len(rows)
+
+
 def recover_intents(home: HermesHome, config: Config | None = None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> int:
-    """Resolve every interrupted memory archive/restore (each under its target's lock)."""
+    """Resolve every interrupted memory write: archive/restore intents and ``intent`` journal
+    rows (under both targets' locks, so a move's two rows resolve together).
+
+    Returns:
+        how many archive/restore intents were resolved."""
+    if not journal.db_exists(home):
+        return 0
     intents = _archive.pending_intents(home, "memory")
-    if not intents:
+    rows = journal.intents(home, "memory")
+    if not intents and not rows:
         return 0
     store = MemoryStore(home, config, lock_timeout=lock_timeout)
-    done = 0
-    for target in sorted({i.target for i in intents if i.target in TARGETS}, key=TARGETS.index):
-        with store._locked(target), deckdb.opened(home) as conn:
+    done = 0  # counts archive/restore intents; the journal rows are resolved alongside
+    with store._locked(*TARGETS), deckdb.opened(home) as conn:  # _locked resolves the journal rows
+        resolve_reject_intents(home, conn)
+        for target in sorted({i.target for i in intents if i.target in TARGETS}, key=TARGETS.index):
             done += store._recover_locked(target, conn)
     return done
 

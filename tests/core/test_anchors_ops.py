@@ -187,13 +187,13 @@ def test_archive_whose_session_write_fails_keeps_no_row(store: AnchorStore) -> N
     path = store.session_path("s1")
     original = path.read_bytes()
     # The session file turns unreadable between the check and the locked write.
-    real = store.update_session
+    real = store.apply_change
 
-    def broken(sid, mutate, **kw):
+    def broken(sid, build):
         path.write_text("{not json", encoding="utf-8")
-        return real(sid, mutate, **kw)
+        return real(sid, build)
 
-    store.update_session = broken  # type: ignore[method-assign]
+    store.apply_change = broken  # type: ignore[method-assign]
     with pytest.raises(Refused) as ei:
         store.archive(a.id, "s1")
     assert ei.value.code == "unreadable"

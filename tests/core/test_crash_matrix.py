@@ -73,7 +73,7 @@ def _rows(home: HermesHome, q: str) -> list[tuple[Any, ...]]:
 class State:
     files: dict[str, bytes]
     archive: tuple[tuple[Any, ...], ...]   # (kind, target, text, state), sorted
-    journal: tuple[tuple[Any, ...], ...]   # (op, kind, target, undone?)
+    journal: tuple[tuple[Any, ...], ...]   # (op, kind, target, undone?) of the done rows (a change that happened)
     memory: dict[str, list[str]]
     anchors: dict[str, list[tuple[str, bool]]]  # session or "persist" -> sorted (text, pinned)
 
@@ -107,7 +107,7 @@ def snapshot(home: HermesHome) -> State:
     mem = {t: parse_entries(files.get(f"memories/{n}", b"").decode()) for t, n in (("memory", "MEMORY.md"), ("user", "USER.md"))}
     arch = tuple(sorted(_rows(home, "SELECT kind, target, text, state FROM archive")))
     jr = tuple((op, k, t, u is not None) for op, k, t, u in
-               _rows(home, "SELECT op, kind, target, undone_by FROM journal ORDER BY journal_id"))
+               _rows(home, "SELECT op, kind, target, undone_by FROM journal WHERE state = 'done' ORDER BY journal_id"))
     return State(files, arch, jr, mem, _anchor_texts(files))
 
 
@@ -370,6 +370,7 @@ def _check_point(sc: Scenario, root: Path, step: int, what: str, old: State, new
     if lost:
         hard.append(f"lost after the kill: {sorted(lost)}")
     recover_intents(home, CFG)
+    _as(home).recover_intents()
     lost = keep - snapshot(home).texts()
     if lost:
         hard.append(f"lost after intent recovery: {sorted(lost)}")
@@ -418,21 +419,9 @@ def matrix_root(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("crash_matrix"))
 
 
-#: holes the matrix finds in the anchor store (core/anchors/store.py), left for the engineer
-#: splitting that module; each xfail is strict, so a fix turns it into a failure to remove here
-ANCHOR_HOLES = {
-    "anchor-pin-global": "persist/<id>.json and the manifest are written before the session file, with no intent: "
-                         "a kill in between leaves a global pin the session lacks and nothing journaled",
-    "anchor-archive": "the archive row is committed before the session write: a kill before it leaves the anchor in "
-                      "the session and archived, and the retry archives it a second time (two rows)",
-    "anchor-restore": "the session file is written before the COMMIT that marks the row restored: the anchor is back "
-                      "and still archived, and a second restore refuses (conflict)",
-    "undo-anchor-pin-global": "the global copy and the session file change in separate steps with no intent",
-    "undo-anchor-unpin-global": "the global copy and the session file change in separate steps with no intent",
-    "undo-anchor-archive": "the session write and the archive row's COMMIT are separate steps with no intent",
-    "undo-anchor-restore": "LOSS: the session write removes the anchor before the COMMIT that makes its row archived "
-                           "again; a kill in between leaves it in neither",
-}
+#: holes the matrix found in the anchor store, each fixed by the write-ahead anchor change
+#: (core/anchors/files.py ``apply_change``); a new entry here is a strict xfail
+ANCHOR_HOLES: dict[str, str] = {}
 
 
 def _param(name: str) -> Any:
@@ -449,11 +438,6 @@ def test_killed_at_every_step_loses_nothing_and_a_retry_completes(name: str, mat
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "every write replaces its file inside the journal transaction and COMMITs after (core/deck/journal.py "
-    "docstring): a kill between the replace and the COMMIT leaves a change on disk that the journal never "
-    "records (and an undone approval whose record was not staged again); closing it needs a journal intent "
-    "committed before the replace, a change to every writer left for after the module split"))
 def test_journal_agrees_with_files_at_every_point(matrix_root: str) -> None:
     """After a kill and a retry, the journal holds what an uninterrupted run records (no change
     on disk that the journal lacks, no pending record lost)."""
