@@ -160,15 +160,13 @@ class MemdeckApp(App[None]):
         return DeckScreen(id="deck")
 
     def compose(self) -> ComposeResult:
-        from .widgets.panels import (
-            AnchorsPanel,
-            CapacityPanel,
-            DriftPanel,
-            HistoryPanel,
-            IntegrityPanel,
-            RecallPanel,
-            ReviewPanel,
-        )
+        from .widgets.panels.anchors import AnchorsPanel
+        from .widgets.panels.capacity import CapacityPanel
+        from .widgets.panels.drift import DriftPanel
+        from .widgets.panels.history import HistoryPanel
+        from .widgets.panels.integrity import IntegrityPanel
+        from .widgets.panels.recall import RecallPanel
+        from .widgets.panels.review import ReviewPanel
 
         classes = {
             "integrity": IntegrityPanel,
@@ -521,9 +519,9 @@ class MemdeckApp(App[None]):
 
     def _update_badges(self, snap: Any) -> None:
         """Counts on the tabs: drifted anchors, flagged entries and pending writes."""
-        from .widgets import view
+        from .views.common import badge_counts
 
-        counts = view.badge_counts(snap)
+        counts = badge_counts(snap)
         if counts == self._badges_shown:
             return  # a tab label set is a layout pass of the whole screen: only when a count changed
         tabs = self.query_one("#panels", TabbedContent)

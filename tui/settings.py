@@ -115,7 +115,7 @@ def all_binding_ids(app_class: Any) -> list[str]:
     from .screens.help import HelpScreen
     from .screens.notifications import NotificationsScreen
     from .screens.pickers import PickerScreen
-    from .widgets.panels import Panel
+    from .widgets.panels.base import Panel
 
     out: list[str] = []
     sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS]

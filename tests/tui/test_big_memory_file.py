@@ -8,7 +8,7 @@ import pytest
 from memdeck.core.memory.entries import SCAN_BUDGET_CHARS
 from memdeck.core.memory.reader import read_memory
 from memdeck.tui.app import make_app
-from memdeck.tui.widgets.view import MAX_ENTRY_ROWS
+from memdeck.tui.views.capacity import MAX_ENTRY_ROWS
 from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from memdeck.tui.app import make_app
-from memdeck.tui.widgets import view
+from memdeck.tui.views.common import badge_counts
 from memdeck.tui.screens.help import HelpScreen
 from memdeck.tui.screens.notifications import NotificationsScreen
 from tests.tui.conftest import settle, wait_for
@@ -25,7 +25,7 @@ async def test_a_new_pending_write_toasts_counts_on_the_tab_and_stays_in_the_log
         await settle(pilot, app)
         tab = app.query_one("#panels").get_tab("review")
         before = len(app.snapshot.pending)
-        badge = view.badge_counts(app.snapshot).get("review", 0)
+        badge = badge_counts(app.snapshot).get("review", 0)
         assert tab.label.plain == "6 Review" + (f" {badge}" if badge else "")
         rec = {"id": "cafe0002", "subsystem": "memory", "action": "add", "origin": HOSTILE_ID, "summary": "s",
                "created_at": time.time(), "payload": {"action": "add", "target": "memory", "content": "Use uv"}}

@@ -9,7 +9,7 @@ import pytest
 
 from memdeck.core.demo import DEMO_NOW
 from memdeck.tui.app import make_app
-from memdeck.tui.widgets import view
+from memdeck.tui.views.review import review_detail, review_rows
 from tests.tui.conftest import settle
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +37,7 @@ async def test_newer_schema_degradation_and_differing_verdicts_on_screen(demo_ho
         line = app.query_one("#integrity-health").content.plain
         assert "Hermes newer than 0.22 (schema 40" in line and "1 degradation" in line, line
         assert "! schema 40 is newer than memdeck knows (31, Hermes 0.22)" in line, line
-        (row,) = [r for r in view.review_rows(app.snapshot, DEMO_NOW) if "~/.ssh" in r.text]
-        detail = view.review_detail(row).plain
+        (row,) = [r for r in review_rows(app.snapshot, DEMO_NOW) if "~/.ssh" in r.text]
+        detail = review_detail(row).plain
         assert "verdicts differ: memdeck (strict) ssh_access · Hermes clean" in detail, detail
         assert "rules applied: Hermes 0.22 rules" in detail and "does not flag it" in detail

@@ -231,7 +231,7 @@ async def test_session_picker_switches_the_shown_session(demo_home) -> None:
         first = app.snapshot.session_id
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
-        values = [v for v, _ in app.screen._options]
+        values = list(app.screen.values)
         other = next(v for v in values if v != first)
         await pilot.press(*(["down"] * (values.index(other) - values.index(first))) if values.index(other) > values.index(first) else ["up"] * (values.index(first) - values.index(other)))
         await pilot.press("enter")
@@ -262,7 +262,8 @@ async def test_pause_holds_refreshes_until_resumed(demo_home) -> None:
         await pilot.pause()
         assert app.paused
         assert "PAUSED" in str(app.query_one("#statusline").content)
-        footer_labels = [b.description for _k, b in app._bindings if b.action == "toggle_pause"]
+        footer_labels = [ab.binding.description for ab in app.screen.active_bindings.values()
+                         if ab.binding.action == "toggle_pause"]
         assert footer_labels == ["PAUSED · resume"]
         count = app.refresh_count
         # a change arrives while paused (a refresh of an unchanged home repaints nothing)

@@ -28,6 +28,11 @@ class PickerScreen(ModalScreen["str | None"]):
         self._options = list(options)
         self._selected = selected
 
+    @property
+    def values(self) -> tuple[str, ...]:
+        """The values offered, top to bottom (what the screen dismisses with)."""
+        return tuple(v for v, _ in self._options)
+
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box", classes="dialog"):
             yield Static(Text(self._title, style="bold"), classes="dialog-title")
@@ -37,7 +42,7 @@ class PickerScreen(ModalScreen["str | None"]):
     def on_mount(self) -> None:
         ol = self.query_one(OptionList)
         ol.focus()
-        values = [v for v, _ in self._options]
+        values = list(self.values)
         if self._selected in values:
             ol.highlighted = values.index(self._selected)
         elif values:

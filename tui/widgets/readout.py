@@ -31,17 +31,19 @@ class Readout(Static):
         shown and nothing was repainted."""
         if self._shown is not None and _same(content, self._shown):
             return False
-        before, self._shown = self._shown, content
-        if self.fits_width:
-            self.update(content, layout=_lines(before) != _lines(content))
-            return True
-        width = self.content_size.width
-        if before is None or not width:
+        self._shown = content
+        width, height = self.content_size
+        if not width:
             self.update(content)  # not laid out yet: the layout pass measures it
             return True
-        old = self.get_content_height(self.container_size, self.app.size, width)
+        # Compared with the height laid out now, not with the previous content's: a layout
+        # requested for an earlier content may not have run yet (the first paint and the full
+        # snapshot can arrive in one frame).
+        if self.fits_width:
+            self.update(content, layout=_lines(content) != height)
+            return True
         self.update(content, layout=False)
-        if self.get_content_height(self.container_size, self.app.size, width) != old:
+        if self.get_content_height(self.container_size, self.app.size, width) != height:
             self.refresh(layout=True)
         return True
 

@@ -1,4 +1,8 @@
-"""The History panel's rows and detail: pure functions of a DeckSnapshot (no widgets)."""
+"""The History panel's rows and detail: every recorded change to memory and anchors, by any
+writer, newest first, with a word diff.
+
+Pure functions of a :class:`memdeck.core.overview.snapshot.DeckSnapshot` (no widgets).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,16 @@ import difflib
 import json
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
 from memdeck.core.history import Change
 
 from ..safe_text import safe_text
+
+if TYPE_CHECKING:
+    from memdeck.core.overview.snapshot import DeckSnapshot
 
 _OP_STYLE = {"added": "green", "removed": "red", "replaced": "yellow", "anchor_added": "green",
              "anchor_removed": "red", "anchor_changed": "yellow"}
@@ -51,7 +58,8 @@ def _where(c: Change) -> str:
     return f"anchor {c.anchor_id or ''} ({c.target})".strip()
 
 
-def history_rows(snap: Any) -> list[HistoryRow]:
+def history_rows(snap: DeckSnapshot) -> list[HistoryRow]:
+    """One row per change of :attr:`DeckSnapshot.history` (newest first)."""
     rows = []
     for c in snap.history:
         when = time.strftime("%m-%d %H:%M:%S", time.localtime(c.until))
@@ -104,7 +112,9 @@ def diff_text(c: Change) -> Text:
     return t
 
 
-def history_detail(snap: Any, r: HistoryRow | None) -> Text:
+def history_detail(snap: DeckSnapshot, r: HistoryRow | None) -> Text:
+    """The change under the cursor (who, where, when, the word diff), or what the panel
+    records when there is none."""
     if r is None:
         return Text("no changes recorded yet: memdeck records every change to MEMORY.md, USER.md and the "
                     "MemLock files it sees, by any writer", style="dim")

@@ -1,0 +1,134 @@
+"""Helpers every panel's view uses: time words, titled blocks, threat-finding text, tab badges.
+
+Pure functions of core values (no I/O, no Textual). Every data string goes through
+:func:`memdeck.tui.safe_text.safe_text`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from memdeck.core.home import TARGETS
+
+from ..safe_text import safe_text
+
+if TYPE_CHECKING:
+    from memdeck.core.memory.threats import Finding
+    from memdeck.core.overview.snapshot import DeckSnapshot
+
+#: Style of each anchor state word (Anchors table, Integrity summary, anchor detail).
+STATE_STYLES = {
+    "pinned": "bold cyan",
+    "alive": "bold green",
+    "drifted": "bold red",
+    "rehydrated": "bold yellow",
+    "archived": "dim",
+    "static": "bold blue",
+}
+
+
+# ── time ────────────────────────────────────────────────────────────────────
+
+
+def ago(then: float | None, now: float) -> str:
+    """``"12 min ago"`` style, from epoch seconds (``"never"`` for None or 0)."""
+    if not then:
+        return "never"
+    d = max(0.0, now - float(then))
+    if d < 60:
+        return f"{int(d)} s ago"
+    if d < 3600:
+        return f"{int(d // 60)} min ago"
+    if d < 86400 * 2:
+        return f"{d / 3600:.1f} h ago"
+    return f"{int(d // 86400)} d ago"
+
+
+def clock(then: float | None) -> str:
+    """Local ``YYYY-MM-DD HH:MM`` of epoch seconds (``"—"`` for None or 0)."""
+    if not then:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(then)))
+
+
+def short_clock(then: float | None, now: float) -> str:
+    """Local ``HH:MM:SS`` within a day of ``now``, else ``MM-DD HH:MM`` (``"—"`` for None or 0)."""
+    if not then:
+        return "—"
+    fmt = "%H:%M:%S" if abs(now - float(then)) < 86400 else "%m-%d %H:%M"
+    return time.strftime(fmt, time.localtime(float(then)))
+
+
+# ── blocks ──────────────────────────────────────────────────────────────────
+
+
+def titled_block(title: str, body: str | None, empty: str, note: str | None = None) -> Text:
+    """A bold ``title`` over data text ``body`` (escaped), or over ``empty`` (dim) without one;
+    ``note`` (a constant label, dim) goes between them."""
+    # One Text, not a Group: Textual sizes a height-auto Static from it reliably (a Group of
+    # Texts was measured one line short, which cut the reminder block's overflow line).
+    parts = [Text(title, style="bold")] + ([Text(note, style="dim italic")] if note else [])
+    parts.append(safe_text(body) if body else Text(empty, style="dim"))
+    return Text("\n").join(parts)
+
+
+def reminder_preview(snap: DeckSnapshot, title: str = "next reminder block") -> Text:
+    """The reminder block MemLock would inject next (:attr:`DeckSnapshot.reminder_block`), titled."""
+    return titled_block(title, snap.reminder_block, "nothing to re-inject: no drifted anchor")
+
+
+# ── threat findings ─────────────────────────────────────────────────────────
+
+
+def findings_for(snap: DeckSnapshot, text: str) -> tuple[Finding, ...]:
+    """The threat findings of ``text`` (:attr:`DeckSnapshot.findings`; empty when clean)."""
+    return tuple(snap.findings.get(text, ()))
+
+
+def flag_text(pattern_ids: Iterable[str]) -> Text:
+    """``ok`` (green) without pattern ids, else ``⚠ id1,id2`` (sorted, bold red)."""
+    ids = sorted(set(pattern_ids))
+    if not ids:
+        return Text("ok", style="green")
+    return Text("⚠ " + ",".join(ids), style="bold red", no_wrap=True, overflow="ellipsis")
+
+
+def highlighted(text: str, findings: Sequence[Finding]) -> Text:
+    """``text`` (escaped) with each finding's ``[start, end)`` span highlighted."""
+    return safe_text(text, highlights=[(f.start, max(f.end, f.start + 1)) for f in findings])
+
+
+def findings_legend(findings: Sequence[Finding], unplaced: Sequence[str] = ()) -> Text:
+    """One ``⚠ pattern_id  excerpt`` line per finding, then ``⚠ pattern_id`` for each id of
+    ``unplaced`` (patterns found without a span in the shown text)."""
+    t = Text()
+    for f in findings:
+        t.append("\n⚠ ", "bold red")
+        t.append(f.pattern_id, "bold")
+        if f.excerpt:
+            t.append("  ")
+            t.append_text(safe_text(f.excerpt, single_line=True, max_chars=80, style="dim"))
+    for pid in unplaced:
+        t.append("\n⚠ ", "bold red")
+        t.append(pid, "bold")
+    return t
+
+
+# ── tab badges ──────────────────────────────────────────────────────────────
+
+
+def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
+    """Counts shown on the tabs: ``anchors`` drifted anchors of the shown session, ``review``
+    pending writes plus flagged entries (threat findings). Panels without a count are absent."""
+    drifted = sum(1 for r in snap.audit.anchors if r.state == "drifted") if snap.audit is not None else 0
+    flagged = 0
+    for target in TARGETS:
+        state = snap.memory.get(target)
+        if state is not None:
+            flagged += sum(1 for e in state.entries if snap.findings.get(e.text))
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged}
+    return {k: v for k, v in out.items() if v}

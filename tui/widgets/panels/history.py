@@ -1,0 +1,35 @@
+"""The History panel: every recorded change to memory and anchors, by any writer, newest
+first, with a word diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ...views import history
+from ...views.history import HistoryRow
+from .base import Selection, TableDetailPanel
+
+if TYPE_CHECKING:
+    from memdeck.core.overview.snapshot import DeckSnapshot
+
+
+class HistoryPanel(TableDetailPanel):
+    """Every recorded change to memory and anchors, by any writer, newest first, with a diff."""
+
+    NAME = SOURCE = "history"
+    DEPENDS = ("history",)
+    COLUMNS = [("id", "id"), ("when", "when"), ("who", "who"), ("where", "where"), ("op", "op"), ("text", "text")]
+    empty_detail = None  # the detail says what the panel records
+
+    def rows_for(self, snap: DeckSnapshot) -> list[HistoryRow]:
+        return history.history_rows(snap)
+
+    def haystack(self, r: HistoryRow) -> Iterable[Any]:
+        return (r.text, history.who(r.change), r.change.op, r.change.target)
+
+    def detail_for(self, r: HistoryRow | None, snap: DeckSnapshot) -> Any:
+        return history.history_detail(snap, r)
+
+    def selection_for(self, r: HistoryRow) -> Selection:
+        return Selection("change", r.key, target=r.change.target, text=r.text, obj=r.change)

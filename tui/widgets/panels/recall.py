@@ -1,0 +1,81 @@
+"""The Recall panel: a query box; the results grouped by session lineage; the next reminder
+block; the <memory-context> fence preview. A query is posted up as :class:`RecallRequested`;
+the app answers with :meth:`RecallPanel.show_recall`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Input, Static
+
+from ...guard import guarded
+from ...messages import RecallRequested
+from ...views import common, recall
+from ..readout import Readout
+from .base import Panel, focus_now
+
+if TYPE_CHECKING:
+    from memdeck.core.overview.snapshot import DeckSnapshot, RecallPreview
+
+
+class RecallPanel(Panel):
+    """A query box; results grouped by session; the next reminder block; the fence preview."""
+
+    query_text: str = ""
+    _snap: DeckSnapshot | None = None
+    _result: RecallPreview | None = None
+
+    def compose(self) -> ComposeResult:
+        yield from self.compose_banner()
+        yield Input(placeholder="recall: type a query and press enter", id="recall-query")
+        with VerticalScroll(id="recall-results-box"):
+            yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
+        with Horizontal(id="recall-previews"):
+            with VerticalScroll(classes="preview"):
+                yield Readout(id="recall-reminder")
+            with VerticalScroll(classes="preview"):
+                yield Readout(id="recall-fence")
+
+    def primary(self) -> Any:
+        # while the panel says "type a query", typing must land in the query box
+        if not self.query_text.strip():
+            return self.query_one("#recall-query", Input)
+        return self.query_one("#recall-results-box")
+
+    def open_filter(self) -> None:
+        focus_now(self.query_one("#recall-query", Input))
+
+    def clear_filter(self) -> None:
+        focus_now(self.query_one("#recall-results-box"))  # escape leaves the query box
+
+    def show_snapshot(self, snap: DeckSnapshot) -> None:
+        self.show_banner(snap.error_for("recall"))
+        self._snap = snap
+        self.query_one("#recall-reminder", Readout).show(common.reminder_preview(snap, title="reminder block MemLock would inject next"))
+        self._show_fence()
+
+    def _show_fence(self) -> None:
+        self.query_one("#recall-fence", Readout).show(recall.fence_preview(self._result))
+
+    @on(Input.Submitted, "#recall-query")
+    @guarded
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.query_text = event.value
+        self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
+        self.post_message(RecallRequested(event.value))
+
+    @guarded
+    def show_recall(self, query: str, result: RecallPreview | None, error: str | None) -> None:
+        """Show the answer to ``query`` (ignored when the box holds a newer query): the hits,
+        the fence they make, and ``error`` as the banner."""
+        if query != self.query_text:
+            return
+        self._result = result
+        self.show_banner(error)
+        self.query_one("#recall-results", Static).update(recall.recall_results(result, query, self.now))
+        self._show_fence()
+
