@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from rich.text import Text
 
+from memdeck.core.memory.reader import LISTED_ENTRIES
 from memdeck.core.home import TARGET_FILES, TARGETS
 from memdeck.core.memory.entries import entry_id
 
@@ -24,9 +25,10 @@ if TYPE_CHECKING:
     from memdeck.core.memory.threats import Finding
     from memdeck.core.overview.snapshot import DeckSnapshot
 
-#: The most entries of one file listed in Capacity (a file far over its limit can hold 200,000;
-#: a table of that many rows would hold the UI thread for a minute). The bar says how many more.
-MAX_ENTRY_ROWS = 2000
+#: The most entries of one file listed in Capacity: the core's listing bound, shared with plain
+#: ``memdeck status`` (a file far over its limit can hold 200,000; a table of that many rows
+#: would hold the UI thread for a minute). The bar says how many more.
+MAX_ENTRY_ROWS = LISTED_ENTRIES
 
 
 def usage_of(snap: DeckSnapshot, target: str) -> tuple[int, int]:
