@@ -15,7 +15,7 @@ from rich.text import Text
 from memdeck.core.errors import Refused
 from memdeck.core.memory.entries import archive_candidates, entry_id
 
-from .guard import guarded
+from .failsafe import toast_on_error
 from .messages import WriteOutcome
 from .safe_text import safe_plain, safe_text
 
@@ -136,7 +136,7 @@ def _question(lead: str, name: str, rest: str, text: str | None, n: int = 200) -
 # ── p / u ──────────────────────────────────────────────────────────────────
 
 
-@guarded
+@toast_on_error
 def action_pin(self: "MemdeckApp") -> None:
     """Pin the selected entry as an anchor, or new text, in the shown session (modal)."""
     from .screens.editors import PinScreen
@@ -162,7 +162,7 @@ def action_pin(self: "MemdeckApp") -> None:
     self.push_screen(PinScreen(text, self.config), done)
 
 
-@guarded
+@toast_on_error
 def action_unpin(self: "MemdeckApp") -> None:
     sel = _selected(self, ("anchor",), "a pinned anchor in Anchors")
     if sel is None:
@@ -182,7 +182,7 @@ def action_unpin(self: "MemdeckApp") -> None:
 # ── a / R ──────────────────────────────────────────────────────────────────
 
 
-@guarded
+@toast_on_error
 def action_archive(self: "MemdeckApp") -> None:
     sel = _selected(self, ("entry", "anchor"), "an entry (Capacity, Review) or an anchor (Anchors)")
     if sel is None:
@@ -213,7 +213,7 @@ def action_archive(self: "MemdeckApp") -> None:
              "Archive")
 
 
-@guarded
+@toast_on_error
 def action_restore(self: "MemdeckApp") -> None:
     """Pick an archived entry or anchor and restore it."""
     from .screens.pickers import PickerScreen
@@ -280,7 +280,7 @@ def _archive_label(rec: Any) -> Text:
 # ── e / n / m ──────────────────────────────────────────────────────────────
 
 
-@guarded
+@toast_on_error
 def action_edit(self: "MemdeckApp") -> None:
     from .screens.editors import AnchorEditScreen, EntryEditScreen
 
@@ -318,7 +318,7 @@ def action_edit(self: "MemdeckApp") -> None:
     self.push_screen(EntryEditScreen(self.home, self.config, target, old, title=f"Edit {_target_name(target)} entry"), done)
 
 
-@guarded
+@toast_on_error
 def action_new_entry(self: "MemdeckApp") -> None:
     from .screens.editors import EntryEditScreen
 
@@ -338,7 +338,7 @@ def action_new_entry(self: "MemdeckApp") -> None:
     self.push_screen(EntryEditScreen(self.home, self.config, target, "", title="New entry", choose_target=True), done)
 
 
-@guarded
+@toast_on_error
 def action_move(self: "MemdeckApp") -> None:
     sel = _selected(self, ("entry",), "an entry in Capacity or Review")
     if sel is None:
@@ -356,7 +356,7 @@ def action_move(self: "MemdeckApp") -> None:
 # ── A / X ──────────────────────────────────────────────────────────────────
 
 
-@guarded
+@toast_on_error
 def action_approve(self: "MemdeckApp") -> None:
     sel = _selected(self, ("pending",), "a pending write in Review")
     if sel is None:
@@ -372,7 +372,7 @@ def action_approve(self: "MemdeckApp") -> None:
                                             f"→ {_target_name(getattr(r, 'target', sel.target))}")
 
 
-@guarded
+@toast_on_error
 def action_reject(self: "MemdeckApp") -> None:
     sel = _selected(self, ("pending",), "a pending write in Review")
     if sel is None:
@@ -419,7 +419,7 @@ def describe_change(rows: list[Any]) -> str:
     return safe_plain(what, single_line=True)
 
 
-@guarded
+@toast_on_error
 def action_undo(self: "MemdeckApp") -> None:
     """Undo the most recent memdeck change recorded in the journal (asks first).
 
@@ -453,7 +453,7 @@ def action_undo(self: "MemdeckApp") -> None:
     _confirm(self, "Undo", body, lambda: self.run_write("undo", op, f"undid {what}"), "Undo")
 
 
-@guarded
+@toast_on_error
 def action_revert(self: "MemdeckApp") -> None:
     """Revert the change selected in History, whoever made it (asks first): the core puts the
     old text back under the lock, or refuses and says why (it no longer applies, it would
@@ -480,12 +480,12 @@ def action_revert(self: "MemdeckApp") -> None:
 # ── / s P ──────────────────────────────────────────────────────────────────
 
 
-@guarded
+@toast_on_error
 def action_filter(self: "MemdeckApp") -> None:
     self.panel().open_filter()
 
 
-@guarded
+@toast_on_error
 def action_pick_session(self: "MemdeckApp") -> None:
     from .screens.pickers import PickerScreen
 
@@ -530,7 +530,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
     self.push_screen(PickerScreen("Show session", options, selected=getattr(snap, "session_id", None)), done)
 
 
-@guarded
+@toast_on_error
 def action_pick_profile(self: "MemdeckApp") -> None:
     from memdeck.core.home import list_profiles, root_of
 

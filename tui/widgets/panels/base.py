@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Input, Static
 
-from ...guard import guarded
+from ...failsafe import toast_on_error
 from ...messages import RowActionsRequested
 from ...safe_text import safe_text
 from ..readout import Readout
@@ -160,7 +160,7 @@ class Panel(Vertical):
         focus_now(box)
 
     @on(Input.Changed, ".filter")
-    @guarded
+    @toast_on_error
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         snap = getattr(self.app, "snapshot", None)
@@ -254,7 +254,7 @@ class TableDetailPanel(Panel):
                 return r
         return None
 
-    @guarded
+    @toast_on_error
     def _show_detail(self) -> None:
         snap = self._snap
         if snap is None:

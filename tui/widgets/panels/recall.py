@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Static
 
-from ...guard import guarded
+from ...failsafe import toast_on_error
 from ...messages import RecallRequested
 from ...views import common, recall
 from ..readout import Readout
@@ -62,13 +62,13 @@ class RecallPanel(Panel):
         self.query_one("#recall-fence", Readout).show(recall.fence_preview(self._result))
 
     @on(Input.Submitted, "#recall-query")
-    @guarded
+    @toast_on_error
     def _submitted(self, event: Input.Submitted) -> None:
         self.query_text = event.value
         self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
         self.post_message(RecallRequested(event.value))
 
-    @guarded
+    @toast_on_error
     def show_recall(self, query: str, result: RecallPreview | None, error: str | None) -> None:
         """Show the answer to ``query`` (ignored when the box holds a newer query): the hits,
         the fence they make, and ``error`` as the banner."""

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def guarded(fn: F) -> F:
+def toast_on_error(fn: F) -> F:
     """Wrap an action or event handler: an exception becomes an error toast (and is logged)."""
 
     @functools.wraps(fn)
