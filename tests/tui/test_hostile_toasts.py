@@ -87,7 +87,7 @@ async def test_anchor_action_toasts_escape_hostile_ids(hostile_app, monkeypatch,
 
 
 async def test_every_notify_path_escapes(hostile_app) -> None:
-    """``app.notify`` itself is the chokepoint: a direct call, a guarded action that raises with
+    """``app.notify`` itself is the chokepoint: a direct call, an action (toast_on_error) that raises with
     a hostile message, and a failed refresh are all shown escaped."""
     app = hostile_app
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
@@ -96,7 +96,7 @@ async def test_every_notify_path_escapes(hostile_app) -> None:
         app.notify(HOSTILE, title=HOSTILE, markup=False)
         app.screen.notify(HOSTILE, title=HOSTILE)
 
-        @actions.guarded
+        @actions.toast_on_error
         def action_boom(self) -> None:
             raise RuntimeError(HOSTILE)
 
