@@ -38,8 +38,9 @@ content .. when it saw the new) and the best attribution it can make, in this or
 The first observation of a file only records it (no change). Changes made while memdeck was
 closed are found at the next observation. The history is bounded to :data:`MAX_CHANGES` rows
 (the oldest are dropped). :func:`revert` reverses one change through the stores
-(``MemoryStore.revert_entry``; ``AnchorStore.update_session`` for session files), journaled as
-``op="revert"``.
+(``MemoryStore.revert_entry``; ``AnchorFiles.apply_change`` for session files), journaled as
+``op="revert"``, write-ahead like every writer (the row is committed in state ``intent`` before
+the file is replaced).
 
 Hermes' ``memories/ARCHIVE.jsonl`` is not read: no Hermes 0.17-0.22 writes it
 (docs/HERMES_VERSIONS.md §2), so there is no format to follow.
@@ -57,12 +58,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .anchors.files import AnchorChange
 from .anchors.model import Anchor, SessionAnchors
 from .anchors.store import AnchorStore
 from .anchors.model import scan_or_refuse as _scan_anchor
 from .config import Config, load_config
 from .deck import db as deckdb
-from .deck import journal
 from .errors import Refused
 from .fsio import read_regular_bytes
 from .home import HOME_MARKERS, TARGET_FILES, TARGETS, HermesHome
@@ -630,36 +631,31 @@ def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, det
         _scan_anchor(str(before.get("text", "")), str(before.get("reminder", "")))
     store = AnchorStore(home, config, actor=actor)
 
-    def mutate(s: SessionAnchors) -> None:
+    def build(s: SessionAnchors | None) -> AnchorChange:
+        assert s is not None
         cur = s.anchors.get(aid)
         if after is None:  # anchor_removed: put it back
             if cur is not None:
                 raise Refused(f"cannot revert: anchor {aid} is already back in session {ch.target}. Nothing was changed.",
                               code="conflict")
             s.add(Anchor.from_dict({**before, "id": aid, "pinned": True}))
-            return
-        if cur is None or _fields(cur.to_dict()) != after:
+        elif cur is None or _fields(cur.to_dict()) != after:
             raise Refused(f"cannot revert: anchor {aid} in session {ch.target} changed since. Nothing was changed.",
                           code="conflict")
-        if before is None:  # anchor_added: take it out
+        elif before is None:  # anchor_added: take it out
             del s.anchors[aid]
             s.recount()
         else:
             cur.text, cur.reminder = str(before["text"]), str(before["reminder"])
             cur.priority, cur.probes = int(before["priority"]), list(before["probes"])
+        return AnchorChange("revert", aid, dict(detail))
 
-    made: dict[str, int] = {}
-
-    def after_write(conn: sqlite3.Connection, b: dict[str, Any], a: dict[str, Any]) -> int:
-        bb = (b.get("anchors") or {}).get(aid)
-        aa = (a.get("anchors") or {}).get(aid)
-        made["jid"] = journal.record(home, actor=actor, op="revert", kind="anchor", target=ch.target,
-                                     before=json.dumps(bb) if bb else None, after=json.dumps(aa) if aa else None,
-                                     detail={"anchor_id": aid, **detail}, conn=conn)
-        return made["jid"]
-
-    store.update_session(ch.target, mutate, after_write=after_write)
-    return made["jid"]
+    # write-ahead like every anchor writer: intent row, session file, done (AnchorFiles.apply_change)
+    made = store.apply_change(ch.target, build)
+    if made.journal_id is None:
+        raise Refused(f"cannot revert: anchor {aid} in session {ch.target} already holds what it held before "
+                      f"change #{ch.change_id}. Nothing was changed.", code="conflict")
+    return made.journal_id
 
 
 __all__ = ["ANCHOR_OPS", "Change", "MAX_CHANGES", "MEMORY_OPS", "canonical_anchors", "canonical_memory",

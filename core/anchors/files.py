@@ -267,19 +267,15 @@ class AnchorFiles:
             return SessionAnchors(session_id=session_id)
         return s
 
-    def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T], *,
-                       after_write: Callable[[sqlite3.Connection, dict[str, Any], dict[str, Any]], Any] | None = None) -> T:
-        """Locked read-modify-write of one session file.
+    def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T]) -> T:
+        """Locked read-modify-write of one session file, not journaled (MemLock's own bookkeeping:
+        turns, drift log, audit flags; the plugin's engine). A change the journal records goes
+        through :meth:`apply_change` instead (write-ahead).
 
         Takes ``fcntl.flock`` on ``<file>.lock`` (the newer-named file), reloads the file
         under the lock (the older-named file when only that exists), calls
         ``mutate(session)``, and writes the result atomically to the newer-named file when
         its content changed. If ``mutate`` raises (e.g. :class:`Refused`) nothing is written.
-
-        ``after_write(conn, before, after)`` (the file's dicts before and after) runs after the
-        write, still under the lock, with a connection to memdeck.db opened *before* the write
-        (so an unusable memdeck.db refuses with the file untouched); it records the journal row.
-        It is not called when nothing changed.
 
         Returns:
             whatever ``mutate`` returns.
@@ -290,7 +286,6 @@ class AnchorFiles:
                 when the directory or file cannot be written (e.g. ``memlock`` is a file, no
                 permission, disk full; the file is untouched).
             LockTimeout: another writer held the lock too long.
-            deckdb.DeckDBError: memdeck.db is unusable (only with ``after_write``).
         """
         if not session_id:
             raise Refused("a session id is required", "invalid", field="session_id")
@@ -304,14 +299,8 @@ class AnchorFiles:
             before = current.to_dict()
             result = mutate(current)
             after = current.to_dict()
-            if after == before:
-                return result
-            if after_write is None:
+            if after != before:
                 atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
-                return result
-            with deckdb.opened(self.home) as conn:
-                atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
-                after_write(conn, before, after)
             return result
 
     # -- write-ahead anchor changes (issue 13) --------------------------------------

@@ -80,7 +80,7 @@ class AnchorStore(AnchorUndo):
                 string, bad scope, no session), ``threat`` (the threat scan found something),
                 ``limit`` (the session already has ``max_pins`` pinned anchors),
                 ``unreadable``/``unwritable`` (the session file or ``persist/``).
-            LockTimeout, deckdb.DeckDBError: see :meth:`update_session`.
+            LockTimeout, deckdb.DeckDBError: see :meth:`AnchorFiles.apply_change`.
         """
         if not isinstance(text, str):
             raise Refused(f"an anchor's text must be a string, got {type(text).__name__}; nothing was pinned",

@@ -175,6 +175,33 @@ def _change_id(home: HermesHome) -> int:
     return next(c.change_id for c in history.list_changes(home) if c.target == "memory")
 
 
+def _outside_anchor_write(home: HermesHome, change: Callable[[dict[str, Any]], None]) -> None:
+    """MemLock itself (an outside writer) rewrites the session file; memdeck observes it."""
+    p = Path(home.path) / "memlock" / f"{SID}.json"
+    data = json.loads(p.read_text())
+    change(data["anchors"])
+    p.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+    history.observe(home)
+
+
+def _history_anchor_removed(home: HermesHome) -> None:
+    _anchors_base(home)
+    history.observe(home)
+    aid = _anchor_id(home, "Always answer in English.")
+    _outside_anchor_write(home, lambda anchors: anchors.pop(aid))
+
+
+def _history_anchor_changed(home: HermesHome) -> None:
+    _anchors_base(home)
+    history.observe(home)
+    aid = _anchor_id(home, "Always answer in English.")
+    _outside_anchor_write(home, lambda anchors: anchors[aid].update(text="Always answer in Spanish."))
+
+
+def _anchor_change_id(home: HermesHome) -> int:
+    return next(c.change_id for c in history.list_changes(home) if c.target == SID and c.actor == "external")
+
+
 def _archive_rows(home: HermesHome, kind: str) -> list[Any]:
     return _rows(home, f"SELECT archive_id FROM archive WHERE kind = '{kind}' AND state = 'archived'")
 
@@ -237,6 +264,7 @@ _restore = lambda h: _ms(h).restore(_archive_row(h, "memory"))  # noqa: E731
 _restore_retry = lambda h: _archive_rows(h, "memory") and _restore(h)  # noqa: E731
 _approve = lambda h: pending.approve(h, CFG, "abcd0001")  # noqa: E731
 _revert = lambda h: history.revert(h, CFG, _change_id(h))  # noqa: E731
+_revert_anchor = lambda h: history.revert(h, CFG, _anchor_change_id(h))  # noqa: E731
 
 
 def _drifted(home: HermesHome) -> None:
@@ -294,6 +322,9 @@ SCENARIOS: list[Scenario] = [
     Scenario("approve-batch", _staged_batch, _approve),
     Scenario("reject", _staged, lambda h: pending.reject(h, "abcd0001")),
     Scenario("history-revert", _history_change, _revert),
+    # the anchor revert of a change-history entry (core/history.py ``_revert_anchor``)
+    Scenario("history-revert-anchor-removed", _history_anchor_removed, _revert_anchor),
+    Scenario("history-revert-anchor-changed", _history_anchor_changed, _revert_anchor),
     Scenario("anchor-pin", _anchors_base, _pin),
     Scenario("anchor-pin-global", _anchors_base, _pin_global),
     Scenario("anchor-unpin", _anchors_base, _unpin, _anchor_once(_unpin, "Always answer in English.")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -13,7 +14,7 @@ from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config
 from memdeck.core.deck import db as deckdb
 from memdeck.core.deck import journal
-from memdeck.core.errors import Refused
+from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import write_raw
@@ -96,6 +97,40 @@ def test_anchor_removed_outside_memdeck_is_recorded_and_reverted(hermes_home: He
     with pytest.raises(Refused) as exc:
         history.revert(hermes_home, Config(), ch[0].change_id)
     assert exc.value.code == "conflict"
+
+
+def test_anchor_revert_is_write_ahead_a_locked_memdeck_db_leaves_the_session_file_untouched(
+        hermes_home: HermesHome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The journal row is committed before the session file is replaced (issue 13): when
+    memdeck.db cannot take the row, the revert is an error and the file keeps its bytes (the
+    journal-after-write order replaced the file first and then failed)."""
+    store = AnchorStore(hermes_home, Config())
+    a = store.pin("Never deploy on Fridays.", session_id="s1")
+    history.observe(hermes_home)
+    path = store.find_session_file("s1")
+    data = json.loads(path.read_text())
+    data["anchors"][a.id]["text"] = "Deploy whenever."
+    path.write_text(json.dumps(data))
+    (ch,) = history.observe(hermes_home)
+    before = path.read_bytes()
+    monkeypatch.setattr(deckdb, "connect", functools.partial(deckdb.connect, timeout=0.2))
+    other = sqlite3.connect(str(deckdb.db_path(hermes_home)), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(MemdeckError, match="locked"):
+            history.revert(hermes_home, Config(), ch.change_id)
+        assert path.read_bytes() == before
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert [r.op for r in journal.intents(hermes_home, "anchor")] == []
+    res = history.revert(hermes_home, Config(), ch.change_id)  # memdeck.db free again: the revert goes through
+    row = journal.get(hermes_home, res["journal_id"])
+    assert row is not None and (row.op, row.state, row.target) == ("revert", "done", "s1")
+    assert row.detail == {"anchor_id": a.id, "change_id": ch.change_id, "change_op": "anchor_changed"}
+    assert json.loads(row.after)["text"] == "Never deploy on Fridays."
+    assert store.load_session("s1").anchors[a.id].text == "Never deploy on Fridays."
+    assert history.get_change(hermes_home, ch.change_id).reverted_by == res["journal_id"]
 
 
 def test_revert_unknown_change_is_refused(hermes_home: HermesHome) -> None:
