@@ -19,16 +19,16 @@ from .home import HermesHome
 from .memory.store import MemoryStore, recover_intents
 
 
-def _undo_memory(home: HermesHome, config: Any, rows: Sequence[journal.JournalEntry], actor: str) -> Any:
+def _undo_memory(home: HermesHome, config: Any, rows: Sequence[journal.JournalRow], actor: str) -> Any:
     return MemoryStore(home, config, actor=actor).undo_rows(rows)
 
 
-def _undo_anchor(home: HermesHome, config: Any, rows: Sequence[journal.JournalEntry], actor: str) -> Any:
+def _undo_anchor(home: HermesHome, config: Any, rows: Sequence[journal.JournalRow], actor: str) -> Any:
     return AnchorStore(home, config, actor=actor).undo_rows(rows)
 
 
 #: journal ``kind`` -> the handler that reverts rows of that kind
-UNDO_HANDLERS: dict[str, Callable[[HermesHome, Any, Sequence[journal.JournalEntry], str], Any]] = {
+UNDO_HANDLERS: dict[str, Callable[[HermesHome, Any, Sequence[journal.JournalRow], str], Any]] = {
     "memory": _undo_memory,
     "anchor": _undo_anchor,
 }

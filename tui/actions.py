@@ -394,7 +394,7 @@ def action_reject(self: "MemdeckApp") -> None:
 def describe_change(rows: list[Any]) -> str:
     """One line naming a journaled change (its op and target) for the undo dialog and toast.
 
-    ``rows`` are the :class:`core.journal.JournalEntry` rows of one change (one ``txn``), oldest
+    ``rows`` are the :class:`core.journal.JournalRow` rows of one change (one ``txn``), oldest
     first. Anchor rows name the anchor (``detail["anchor_id"]``) and its session (``target``);
     memory rows name the file and preview the entry text (``detail["text"]``); approvals name
     the pending write (``detail["pending_id"]``).

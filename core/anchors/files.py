@@ -412,7 +412,7 @@ class AnchorFiles:
                 raise
             return ch
 
-    def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> None:
+    def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
         with deckdb.transaction(conn):
             step = row.detail.get("archive_intent")
             if step:
@@ -423,7 +423,7 @@ class AnchorFiles:
             if undoes:
                 _journal.mark_undone(conn, [int(j) for j in undoes], row.journal_id)
 
-    def _roll_back(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> None:
+    def _roll_back(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
         with deckdb.transaction(conn):
             step = row.detail.get("archive_intent")
             if step:
@@ -434,7 +434,7 @@ class AnchorFiles:
                     _archive.set_state(conn, int(arch), frm, expect=_ARCHIVE_INTERMEDIATE[to], keep_restored_at=True)
             _journal.discard_intents(conn, [row.journal_id])
 
-    def _resolve(self, conn: sqlite3.Connection, row: "_journal.JournalEntry") -> str:
+    def _resolve(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> str:
         """Resolve one ``intent`` row from the disk (its target's lock held): ``"done"`` when
         the files hold its after state, ``"rolled_back"`` when they hold its before state (a
         global copy already written is put back first: it is written before the session

@@ -42,8 +42,8 @@ STATES = ("intent", "done", "unknown")
 
 
 @dataclass(frozen=True)
-class JournalEntry:
-    """One journal row (see ``core/deckdb.py`` for column meanings).
+class JournalRow:
+    """One row of memdeck's journal (named apart from a memory *entry*; columns in ``core/deck/db.py``).
 
     ``ts`` is epoch seconds; ``before``/``after`` are whole-file texts for ``kind="memory"``.
     """
@@ -69,12 +69,12 @@ class JournalEntry:
         }
 
 
-def _row(r: sqlite3.Row) -> JournalEntry:
+def _row(r: sqlite3.Row) -> JournalRow:
     try:
         detail = json.loads(r["detail"] or "{}")
     except ValueError:
         detail = {"_raw": r["detail"]}
-    return JournalEntry(r["journal_id"], r["ts"], r["actor"], r["op"], r["kind"], r["target"], r["before"],
+    return JournalRow(r["journal_id"], r["ts"], r["actor"], r["op"], r["kind"], r["target"], r["before"],
                         r["after"], detail if isinstance(detail, dict) else {"_raw": detail}, r["txn"], r["undone_by"],
                         r["state"] if "state" in r.keys() else "done")
 
@@ -129,7 +129,7 @@ def record(
         return int(cur.lastrowid)
 
 
-def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalEntry]:
+def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalRow]:
     """The most recent ``limit`` journal rows, newest first (optionally only one ``kind``):
     ``done`` rows and ``unknown`` ones (a change recovery could not place); never ``intent``
     rows (a change that may not have happened).
@@ -152,14 +152,14 @@ def db_exists(home: HermesHome | Path) -> bool:
     return deckdb.db_path(home).exists()
 
 
-def get(home: HermesHome | Path, journal_id: int, *, conn: sqlite3.Connection | None = None) -> JournalEntry | None:
+def get(home: HermesHome | Path, journal_id: int, *, conn: sqlite3.Connection | None = None) -> JournalRow | None:
     """One row by id, or None."""
     with deckdb.opened(home, conn) as c:
         r = c.execute("SELECT * FROM journal WHERE journal_id = ?", (journal_id,)).fetchone()
     return _row(r) if r else None
 
 
-def last_undoable(home: HermesHome | Path, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalEntry]:
+def last_undoable(home: HermesHome | Path, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalRow]:
     """The rows of the most recent change that can be undone (all rows of its ``txn``).
 
     Only ``done`` rows count (an ``intent`` or ``unknown`` row is never undone automatically).
@@ -208,7 +208,7 @@ def discard_intents(conn: sqlite3.Connection, journal_ids: list[int]) -> None:
 
 
 def intents(home: HermesHome | Path, kind: str, target: str | None = None, *,
-            conn: sqlite3.Connection | None = None) -> list[JournalEntry]:
+            conn: sqlite3.Connection | None = None) -> list[JournalRow]:
     """Rows of ``kind`` (and ``target``) still in ``intent``, oldest first ([] without memdeck.db)."""
     if conn is None and not deckdb.db_path(home).exists():
         return []

@@ -117,7 +117,7 @@ class ArchiveOps:
 
     def _recover_locked(self, target: str, conn: Any) -> int:
         """Resolve ``target``'s interrupted archive/restore intents (its lock must be held)."""
-        intents = [i for i in _archive.pending_intents(self.home, "memory", conn=conn) if i.target == target]
+        intents = [i for i in _archive.unfinished_archive_intents(self.home, "memory", conn=conn) if i.target == target]
         if not intents:
             return 0
         try:

@@ -72,7 +72,7 @@ class RevertOps:
 
 
     # -- undo ----------------------------------------------------------------------------------
-    def undo_rows(self, rows: Sequence[journal.JournalEntry]) -> WriteResult:
+    def undo_rows(self, rows: Sequence[journal.JournalRow]) -> WriteResult:
         """Revert journal ``rows`` (one change) if every file still holds their ``after`` text.
 
         Rows already undone (``undone_by`` set, re-read under the lock) are refused. Undoing
@@ -114,7 +114,7 @@ class RevertOps:
                 current[r.target] = ents
             # (every file of a multi-file change at its undone text: the undo was killed after its
             # file writes and before its COMMIT; it is recorded now, rewriting identical text)
-            plans: list[tuple[journal.JournalEntry, list[str]]] = []
+            plans: list[tuple[journal.JournalRow, list[str]]] = []
             for r in rows:
                 before = parse_entries(r.before)
                 added = [e for e in before if e not in current[r.target]]
@@ -173,7 +173,7 @@ class RevertOps:
             return self._result("undo", last_t, first_plan,
                                 f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
 
-    def _restage_approved(self, rows: Sequence[journal.JournalEntry]) -> str | None:
+    def _restage_approved(self, rows: Sequence[journal.JournalRow]) -> str | None:
         """After undoing an approved pending write, put its record back in ``pending/memory/``
         (as it was staged), so the approval is undone and not the staged write lost. Returns
         the pending id, or None when the rows were not an approval or the record could not be

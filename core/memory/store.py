@@ -122,7 +122,7 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
             how many rows were resolved.
         """
         rows = [r for r in journal.intents(self.home, "memory", conn=conn) if r.op != "reject"]
-        groups: dict[str, list[journal.JournalEntry]] = {}
+        groups: dict[str, list[journal.JournalRow]] = {}
         for r in rows:
             groups.setdefault(r.txn or f"#{r.journal_id}", []).append(r)
         done = 0
@@ -151,7 +151,7 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
             done += len(group)
         return done
 
-    def _finish_rows(self, conn: Any, group: Sequence[journal.JournalEntry]) -> None:
+    def _finish_rows(self, conn: Any, group: Sequence[journal.JournalRow]) -> None:
         """Mark a change's rows ``done`` (an undo: its rows undone, an undone approval restaged)."""
         ids = [r.journal_id for r in group]
         undoes = [int(j) for r in group if r.op == "undo" for j in (r.detail.get("undoes") or [])]
@@ -497,7 +497,7 @@ def recover_intents(home: HermesHome, config: Config | None = None, *, lock_time
         how many archive/restore intents were resolved."""
     if not journal.db_exists(home):
         return 0
-    intents = _archive.pending_intents(home, "memory")
+    intents = _archive.unfinished_archive_intents(home, "memory")
     rows = journal.intents(home, "memory")
     if not intents and not rows:
         return 0

@@ -30,7 +30,7 @@ def _file(store: AnchorStore, sid: str = "s1") -> dict:
     return json.loads(store.session_path(sid).read_text(encoding="utf-8"))
 
 
-def _rows(store: AnchorStore) -> list[journal.JournalEntry]:
+def _rows(store: AnchorStore) -> list[journal.JournalRow]:
     return list(reversed(journal.entries(store.home, limit=100, kind="anchor")))
 
 

@@ -129,7 +129,7 @@ def test_archive_crash_between_steps_recovers(hermes_home: HermesHome, store: Me
     assert [s for _, s in states(hermes_home)] == ["archiving"]
     assert memory_mod.recover_intents(hermes_home, Config()) == 1
     assert_consistent(hermes_home, "old fact")
-    assert archive.pending_intents(hermes_home) == []
+    assert archive.unfinished_archive_intents(hermes_home) == []
     # and the usual operations work afterwards
     if step == "after_write":
         aid = archive.items(hermes_home)[0].archive_id

@@ -97,7 +97,7 @@ def test_every_commit_failing_leaves_outcome_equal_to_disk(hermes_home: HermesHo
             assert after[1] == before[1], f"{op}: commit #{k} failed but the journal changed"
             # recovery resolves any intent without changing a file, and no entry is archived twice
             recover_intents(home, Config())
-            assert not _archive.pending_intents(home, "memory")
+            assert not _archive.unfinished_archive_intents(home, "memory")
             texts = parse_entries(home.memory_file("memory").read_text()) + parse_entries(home.memory_file("user").read_text())
             archived = [i.text for i in _archive.items(home)]
             for t in ("alpha entry", "beta entry", "user likes tea"):

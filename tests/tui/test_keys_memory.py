@@ -241,11 +241,11 @@ async def test_toasts_say_what_changed_and_a_noop_says_so(demo_home) -> None:
 
 
 def test_describe_change_names_op_and_target_of_each_kind() -> None:
-    from memdeck.core.deck.journal import JournalEntry
+    from memdeck.core.deck.journal import JournalRow
     from memdeck.tui.actions import describe_change
 
     def row(jid, op, kind, target, **detail):
-        return JournalEntry(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1")
+        return JournalRow(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1")
 
     move = [row(7, "move", "memory", "memory", text="Uses fish.", **{"from": "user", "to": "memory"}),
             row(8, "move", "memory", "user", text="Uses fish.", **{"from": "user", "to": "memory"})]
