@@ -134,11 +134,30 @@ ALTER TABLE journal ADD COLUMN state TEXT NOT NULL DEFAULT 'done';
 CREATE INDEX IF NOT EXISTS journal_state_idx ON journal(state, kind, target)
 """
 
+#: 5: the per-session compaction tracks of the state.db reader (core/sessions/compaction_events.py
+#: ``_Track``), so a restart resumes from the last checkpoint instead of re-reading the whole
+#: session. ``first_id`` (the session's first row id), ``ckpt_id`` and ``ckpt_hash`` (the
+#: checkpoint summary row's id and content hash), ``sig`` (the session's rewind signature, JSON)
+#: and ``version`` (the track format) say when a stored track still applies; ``track`` is JSON.
+_TRACK_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS session_tracks (
+    session_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    first_id INTEGER NOT NULL,
+    ckpt_id INTEGER NOT NULL,
+    ckpt_hash TEXT NOT NULL,
+    sig TEXT NOT NULL,
+    track TEXT NOT NULL,
+    saved_at REAL NOT NULL
+)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
     _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/integrity_history.py), keyed by what determines them
     _JOURNAL_STATE_SCHEMA,  # 4: journal.state (intent | done | unknown)
+    _TRACK_CACHE_SCHEMA,  # 5: session_tracks (the state.db reader's per-session compaction tracks)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -339,6 +358,24 @@ def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> I
 # --------------------------------------------------------------------------- audit verdict cache
 
 
+def _read_only(home: HermesHome | Path) -> tuple[sqlite3.Connection | None, bool]:
+    """A connection for reading memdeck.db without creating it: the bound one, else the file
+    opened ``mode=ro``; ``(None, False)`` when it does not exist or cannot be opened. The bool
+    tells whether the connection is the caller's to close."""
+    path = db_path(home)
+    if not path.exists():
+        return None, False
+    held = _held_for(home)
+    try:
+        if held is not None:
+            return held.connection(), False
+        import urllib.parse
+
+        return sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0), True
+    except (sqlite3.Error, DeckDBError):
+        return None, False
+
+
 def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, str]:
     """``{key: verdicts JSON}`` for the cached keys among ``keys``; ``{}`` when memdeck.db does not
     exist, predates the cache table, or cannot be read. Opens the file read-only
@@ -388,6 +425,60 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
         with transaction(conn):
             conn.executemany("INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
                              " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        return True
+    except (DeckDBError, sqlite3.Error, OSError):
+        return False
+    finally:
+        if held is None:
+            conn.close()
+
+
+# --------------------------------------------------------------------------- session track cache
+
+
+def load_session_track(home: HermesHome | Path, session_id: str) -> dict[str, object] | None:
+    """The stored compaction track of ``session_id`` as ``{"version": int, "first_id": int,
+    "ckpt_id": int, "ckpt_hash": str, "sig": str (JSON), "track": str (JSON)}``, or None when
+    memdeck.db does not exist, predates the table (migration 5), holds no row for the session
+    or cannot be read. Opens the file read-only: never creates, migrates or writes. Never raises.
+    The caller checks that the track still applies (see ``core/sessions/compaction_events.py``).
+    """
+    conn, own = _read_only(home)
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT version, first_id, ckpt_id, ckpt_hash, sig, track FROM session_tracks"
+                           " WHERE session_id = ?", (session_id,)).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        if own:
+            conn.close()
+    if row is None:
+        return None
+    return {"version": row[0], "first_id": row[1], "ckpt_id": row[2], "ckpt_hash": row[3], "sig": row[4],
+            "track": row[5]}
+
+
+def store_session_track(home: HermesHome | Path, session_id: str, *, version: int, first_id: int, ckpt_id: int,
+                        ckpt_hash: str, sig: str, track: str, saved_at: float) -> bool:
+    """Store (replace) the compaction track of ``session_id`` (fields as :func:`load_session_track`;
+    ``saved_at`` epoch seconds). Only into an existing memdeck.db (reading a home never creates
+    it); True when written. Never raises: a locked, read-only or damaged store is skipped (the
+    track stays in memory for this process).
+    """
+    if not db_path(home).exists():
+        return False
+    held = _held_for(home)
+    try:
+        conn = held.connection() if held is not None else connect(home, timeout=1.0)
+    except DeckDBError:
+        return False
+    try:
+        with transaction(conn):
+            conn.execute("INSERT OR REPLACE INTO session_tracks (session_id, version, first_id, ckpt_id, ckpt_hash,"
+                         " sig, track, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, int(version), int(first_id), int(ckpt_id), ckpt_hash, sig, track, float(saved_at)))
         return True
     except (DeckDBError, sqlite3.Error, OSError):
         return False

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..deck.db import load_session_track, store_session_track
 from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
 from .records import CompactionEvent, Message
@@ -188,9 +191,13 @@ class CompactionEventReader(StateDBConnection):
         sig = self._session_sig(conn, session_id)
         if track is None or track.sig != sig:
             track = None
+        if track is None and session_id not in self._tracks_tried:
+            self._tracks_tried.add(session_id)
+            track = self._load_track(conn, session_id, sig)
         for attempt in range(2):
             fresh = track is None
             t = _Track(sig=sig) if fresh else track
+            n_final = len(t.final)
             try:
                 self._advance(conn, session_id, t, progress=self.progress if fresh else None)
             except _Rebuild:
@@ -199,14 +206,65 @@ class CompactionEventReader(StateDBConnection):
             t.data_version = dv
             self._tracks[session_id] = t
             self._tracks_conn = conn
+            if len(t.final) > n_final:
+                self._save_track(conn, session_id, t)
             return t.events
         return []
+
+    def _load_track(self, conn: sqlite3.Connection, session_id: str, sig: tuple[Any, ...]) -> _Track | None:
+        """The session's track stored in memdeck.db by an earlier process, or None.
+
+        Used only when it still applies to this state.db: same format version
+        (:data:`TRACK_VERSION`), same rewind signature, its first row id still a row of the
+        session, and its checkpoint summary row still there with the same (role, content) hash
+        (a state.db replaced by another file, a rewind, or a rewritten checkpoint row all fail
+        one of these). Rows from the checkpoint's region start on are re-read by ``_advance``,
+        whose :class:`_Rebuild` covers rows vanished there. Never raises.
+        """
+        if self.track_home is None:
+            return None
+        rec = load_session_track(self.track_home, session_id)
+        if rec is None:
+            return None
+        try:
+            if int(rec["version"]) != TRACK_VERSION or json.loads(str(rec["sig"])) != _jsonable(sig):  # type: ignore[call-overload]
+                return None
+            first = conn.execute("SELECT session_id FROM messages WHERE id = ?", (int(rec["first_id"]),)).fetchone()  # type: ignore[call-overload]
+            if first is None or str(first[0]) != session_id:
+                return None
+            row = conn.execute("SELECT session_id, role, content FROM messages WHERE id = ?",
+                               (int(rec["ckpt_id"]),)).fetchone()  # type: ignore[call-overload]
+            if row is None or str(row[0]) != session_id or _row_hash(row[1], row[2]) != rec["ckpt_hash"]:
+                return None
+            t = _track_from_json(str(rec["track"]), sig)
+        except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        if t.ckpt is None or t.ckpt.summary_message_id != int(rec["ckpt_id"]) or t.first_id != int(rec["first_id"]):  # type: ignore[call-overload]
+            return None
+        return t
+
+    def _save_track(self, conn: sqlite3.Connection, session_id: str, track: _Track) -> None:
+        """Store ``track`` (without ``pending``) into an existing memdeck.db; never raises."""
+        ck = track.ckpt
+        if self.track_home is None or ck is None or ck.summary_message_id is None or not track.first_id:
+            return
+        try:
+            row = conn.execute("SELECT role, content FROM messages WHERE id = ?", (int(ck.summary_message_id),)).fetchone()
+        except sqlite3.Error:
+            return
+        if row is None:
+            return
+        store_session_track(self.track_home, session_id, version=TRACK_VERSION, first_id=track.first_id,
+                            ckpt_id=int(ck.summary_message_id), ckpt_hash=_row_hash(row[0], row[1]),
+                            sig=json.dumps(_jsonable(track.sig)), track=_track_to_json(track), saved_at=time.time())
 
     def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
                  progress: Callable[[int, int], None] | None = None) -> None:
         buf: list[_Row] = []
         trim_at = 4096
         for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
+            if not track.first_id and not track.ckpt_start_id:
+                track.first_id = int(r[0])  # streamed from the start: the session's first row
             buf.append(tuple(r))
             if len(buf) >= trim_at:
                 keep = _run_window(session_id, buf, self._row_text, track, complete=False)
@@ -340,6 +398,77 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _key_hash(key: tuple[str, str]) -> int:
+    """A (role, text) key as a 64-bit int, the same in every process (``hash`` of a str is
+    salted per process, and ``ckpt_copies`` is stored in memdeck.db)."""
+    role, text = key
+    h = hashlib.blake2b(f"{len(role)}:{role}".encode("utf-8", "surrogatepass"), digest_size=8)
+    h.update(text.encode("utf-8", "surrogatepass"))
+    return int.from_bytes(h.digest(), "big")
+
+
+#: The format of a stored :class:`_Track` (memdeck.db ``session_tracks.version``); bump it when
+#: the track's fields or the reconstruction rule change, and older stored tracks are ignored.
+TRACK_VERSION = 1
+
+
+def _row_hash(role: Any, content: Any) -> str:
+    """sha256 hex of a row's role and raw content (str, bytes or NULL, told apart)."""
+    h = hashlib.sha256()
+    h.update(repr(role).encode("utf-8", "surrogatepass") + b"\x00")
+    if isinstance(content, bytes):
+        h.update(b"b" + content)
+    elif content is None:
+        h.update(b"n")
+    else:
+        h.update(b"s" + str(content).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON would give it back (tuples as lists)."""
+    return json.loads(json.dumps(value))
+
+
+def _event_to_json(e: CompactionEvent) -> dict[str, Any]:
+    d = {f.name: getattr(e, f.name) for f in fields(e) if f.name != "region_ids"}
+    ids = e.region_ids
+    d["region_ids"] = {"range": [ids.start, ids.stop]} if isinstance(ids, range) and ids.step == 1 else list(ids)
+    return d
+
+
+def _event_from_json(d: dict[str, Any]) -> CompactionEvent:
+    d = dict(d)
+    ids = d.pop("region_ids", [])
+    region: Sequence[int] = range(int(ids["range"][0]), int(ids["range"][1])) if isinstance(ids, dict) else tuple(int(i) for i in ids)
+    names = {f.name for f in fields(CompactionEvent)} - {"region_ids"}
+    if set(d) != names:
+        raise ValueError("stored compaction event has other fields")
+    return CompactionEvent(**d, region_ids=region)  # type: ignore[arg-type]
+
+
+def _track_to_json(t: _Track) -> str:
+    """A track as JSON (``pending`` and ``data_version`` left out: recomputed on every run)."""
+    return json.dumps({
+        "final": [_event_to_json(e) for e in t.final],
+        "ckpt": _event_to_json(t.ckpt) if t.ckpt is not None else None,
+        "ckpt_start_id": t.ckpt_start_id, "ckpt_copies": sorted(t.ckpt_copies),
+        "seen": {d.hex(): rid for d, rid in t.seen.items()}, "last_id": t.last_id, "first_id": t.first_id,
+    }, separators=(",", ":"))
+
+
+def _track_from_json(text: str, sig: tuple[Any, ...]) -> _Track:
+    """The inverse of :func:`_track_to_json`. Raises ValueError/TypeError/KeyError on a bad shape."""
+    d = json.loads(text)
+    return _Track(
+        final=[_event_from_json(e) for e in d["final"]],
+        ckpt=_event_from_json(d["ckpt"]) if d["ckpt"] is not None else None,
+        ckpt_start_id=int(d["ckpt_start_id"]), ckpt_copies=frozenset(int(h) for h in d["ckpt_copies"]),
+        seen={bytes.fromhex(k): int(v) for k, v in d["seen"].items()}, sig=sig,
+        last_id=int(d["last_id"]), first_id=int(d["first_id"]),
+    )
+
+
 @dataclass
 class _Accepted:
     p: int                      # index of the summary row in the window
@@ -360,7 +489,9 @@ class _Track:
     never read again); ``ckpt_copies`` holds the hashes of its batch rows' (role, text) keys
     (its tail test needs them and its batch lies before the window). ``seen``: digests of every
     summary candidate text up to the checkpoint's summary row. ``pending``: the checkpoint and
-    the events after it, as of the last run (recomputed on every run).
+    the events after it, as of the last run (recomputed on every run). ``first_id``: the
+    session's first row id (part of what makes a stored track valid, see ``_load_track``).
+    ``ckpt_copies`` are :func:`_key_hash` values (stable across processes: the track is stored).
     """
 
     final: list[CompactionEvent] = field(default_factory=list)
@@ -372,6 +503,7 @@ class _Track:
     data_version: int | None = None
     sig: tuple[Any, ...] = ()
     last_id: int = 0
+    first_id: int = 0
 
     @property
     def events(self) -> list[CompactionEvent]:
@@ -454,7 +586,7 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
         stop = accepted[k + 1].start if k + 1 < len(accepted) else len(rows)
         if a.batch is None:
             copies_hashes = track.ckpt_copies
-            is_copy = lambda j, c=copies_hashes: hash(tx.key(j)) in c  # noqa: E731
+            is_copy = lambda j, c=copies_hashes: _key_hash(tx.key(j)) in c  # noqa: E731
         else:
             copies = _lazy_set(lambda b=a.batch: {hash(tx.key(i)) for i in b})
             is_copy = lambda j, c=copies: hash(tx.key(j)) in c()  # noqa: E731
@@ -480,7 +612,7 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
     if new_ck is not None:
         a = accepted[new_ck]
         if a.batch is not None:  # a new checkpoint: remember its batch keys
-            track.ckpt_copies = frozenset(hash(tx.key(i)) for i in a.batch)
+            track.ckpt_copies = frozenset(_key_hash(tx.key(i)) for i in a.batch)
         if complete:
             track.final += events[:new_ck]
             track.ckpt = events[new_ck]

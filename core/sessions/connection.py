@@ -148,6 +148,11 @@ class StateDBConnection:
         # incremental per-session compaction tracks (kept across reconnects to the same file)
         self._tracks: dict[str, _Track] = {}
         self._tracks_conn: sqlite3.Connection | None = None
+        #: sessions whose stored track (memdeck.db ``session_tracks``) was already looked up
+        self._tracks_tried: set[str] = set()
+        #: the Hermes home whose memdeck.db keeps the tracks across processes (state.db's
+        #: directory; None: keep them in memory only)
+        self.track_home: Path | None = self.path.parent
         #: ``progress(done, total)`` called while a session's history is first streamed (ids
         #: covered so far / ids to cover); may raise to abort the build (the TUI uses it to
         #: post progress and to stop promptly on quit).
@@ -263,6 +268,7 @@ class StateDBConnection:
             self._drop()
             self._cursor_last_id = None
             self._tracks = {}
+            self._tracks_tried = set()
             return True
 
     def _drop(self) -> None:

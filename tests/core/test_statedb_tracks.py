@@ -1,0 +1,171 @@
+"""A restart resumes the compaction history from the track stored in memdeck.db (issue 9).
+
+A second reader (a new ``StateDB``, as a new process would make) with a stored track gives
+exactly the events of the full scan (``reference_compactions``) while streaming only the rows
+from the checkpoint's region start on; a stored track that no longer applies (checkpoint row
+changed or deleted, session rewound) is ignored; a home without memdeck.db gets none.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memdeck.core.deck import db as deckdb
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.statedb import StateDB
+from tests.helpers.statedb import reference_compactions
+
+
+def _grow(conn: sqlite3.Connection, rounds: int, t: float, start: int = 0) -> float:
+    for k in range(start, start + rounds):
+        for i in range(60):
+            t += 1.0
+            content = f"turn {k}.{i}" if i % 7 else "\x00json:" + json.dumps([{"type": "text", "text": f"[part {k}.{i}]"}])
+            hs.append_message(conn, "big" if i % 13 else "other", "user" if i % 2 else "assistant", content, timestamp=t)
+        hs.compact_in_place(conn, "big", f"summary {k}", keep_head=3, keep_tail=5, now=t + 0.5)
+    return t
+
+
+def _home(tmp_path: Path, *, deck: bool = True) -> tuple[Path, sqlite3.Connection, float]:
+    home = tmp_path / "home"
+    home.mkdir()
+    conn = hs.create_state_db(home / "state.db")
+    hs.add_session(conn, "big", started_at=1)
+    hs.add_session(conn, "other", started_at=2)
+    t = _grow(conn, 30, 10.0)
+    if deck:
+        deckdb.connect(home).close()
+    return home, conn, t
+
+
+@pytest.fixture
+def streamed(monkeypatch) -> list[int]:
+    """Ids of the rows every reader streams (``_stream_rows`` wrapped)."""
+    seen: list[int] = []
+    orig = StateDB._stream_rows
+
+    def counting(self, conn, session_id, from_id, progress=None):
+        for r in orig(self, conn, session_id, from_id, progress):
+            seen.append(int(r[0]))
+            yield r
+    monkeypatch.setattr(StateDB, "_stream_rows", counting)
+    return seen
+
+
+def _session_ids(p: Path, sid: str, from_id: int = 0) -> list[int]:
+    c = sqlite3.connect(p)
+    try:
+        return [r[0] for r in c.execute("SELECT id FROM messages WHERE session_id = ? AND id >= ? ORDER BY id", (sid, from_id))]
+    finally:
+        c.close()
+
+
+def _stored(home: Path) -> dict:
+    rec = deckdb.load_session_track(home, "big")
+    assert rec is not None
+    return rec
+
+
+def test_a_second_reader_resumes_from_the_stored_checkpoint(tmp_path: Path, streamed: list[int]) -> None:
+    home, conn, t = _home(tmp_path)
+    p = home / "state.db"
+    ref = reference_compactions(p)
+    assert len(ref) == 30
+    assert StateDB(p).compactions() == ref          # first process: full stream, track stored
+    assert streamed == _session_ids(p, "big")
+    start = json.loads(_stored(home)["track"])["ckpt_start_id"]
+    assert start > _session_ids(p, "big")[0]
+    streamed.clear()
+    second = StateDB(p)                             # a later process
+    assert second.compactions() == ref
+    assert second.compactions("big") == [e for e in ref if e.session_id == "big"]
+    assert streamed == _session_ids(p, "big", start)  # only the rows from the checkpoint on
+    assert len(streamed) < len(_session_ids(p, "big")) // 5
+    # the history grows; a third process resumes from the track the second one stored
+    _grow(conn, 3, t, start=30)
+    ref = reference_compactions(p)
+    assert len(ref) == 33
+    assert second.compactions() == ref
+    start2 = json.loads(_stored(home)["track"])["ckpt_start_id"]
+    assert start2 > start
+    streamed.clear()
+    assert StateDB(p).compactions() == ref
+    assert streamed == _session_ids(p, "big", start2)
+    conn.close()
+
+
+def test_a_copied_home_uses_its_stored_track(tmp_path: Path, streamed: list[int]) -> None:
+    """state.db's identity is its rows, not its inode: a copied home still resumes."""
+    import shutil
+
+    home, conn, _ = _home(tmp_path)
+    conn.close()
+    ref = reference_compactions(home / "state.db")
+    assert StateDB(home / "state.db").compactions() == ref
+    copy = tmp_path / "copy"
+    shutil.copytree(home, copy)
+    streamed.clear()
+    assert StateDB(copy / "state.db").compactions() == ref
+    assert streamed == _session_ids(copy / "state.db", "big", json.loads(_stored(copy)["track"])["ckpt_start_id"])
+
+
+@pytest.mark.parametrize("change", ["edit_checkpoint", "delete_checkpoint", "rewind", "other_version", "garbage"])
+def test_a_stored_track_that_no_longer_applies_is_ignored(tmp_path: Path, streamed: list[int], change: str) -> None:
+    home, conn, t = _home(tmp_path)
+    p = home / "state.db"
+    assert StateDB(p).compactions() == reference_compactions(p)
+    rec = _stored(home)
+    ckpt = int(rec["ckpt_id"])
+    if change == "edit_checkpoint":
+        conn.execute("UPDATE messages SET content = ? WHERE id = ?",
+                     ("[CONTEXT COMPACTION] rewritten summary of the earlier turns", ckpt))
+    elif change == "delete_checkpoint":
+        conn.execute("DELETE FROM messages WHERE id = ?", (ckpt,))
+    elif change == "rewind":
+        live = conn.execute("SELECT id FROM messages WHERE session_id = 'big' AND active = 1 ORDER BY id").fetchall()
+        hs.rewind(conn, "big", live[len(live) // 2][0])
+    else:
+        d = deckdb.connect(home)
+        value = ("UPDATE session_tracks SET version = version + 1" if change == "other_version"
+                 else "UPDATE session_tracks SET track = '{\"final\": 3}'")
+        d.execute(value)
+        d.close()
+    streamed.clear()
+    ref = reference_compactions(p)
+    assert StateDB(p).compactions() == ref
+    assert streamed == _session_ids(p, "big")       # rebuilt from the session's first row
+    if change in ("edit_checkpoint", "rewind", "other_version", "garbage"):
+        assert _stored(home)["ckpt_id"] is not None  # and stored again for the next process
+        streamed.clear()
+        assert StateDB(p).compactions() == ref
+        assert len(streamed) < len(_session_ids(p, "big"))
+    conn.close()
+
+
+def test_without_memdeck_db_nothing_is_created(tmp_path: Path) -> None:
+    home, conn, _ = _home(tmp_path, deck=False)
+    p = home / "state.db"
+    assert StateDB(p).compactions() == reference_compactions(p)
+    assert StateDB(p).compactions() == reference_compactions(p)
+    assert not (home / "memdeck").exists()
+    conn.close()
+
+
+def test_a_memdeck_db_before_migration_5(tmp_path: Path) -> None:
+    home, conn, _ = _home(tmp_path, deck=False)
+    (home / "memdeck").mkdir()
+    c = sqlite3.connect(home / "memdeck" / "memdeck.db")
+    for step in deckdb.MIGRATIONS[:4]:
+        c.executescript(step)
+    c.execute("PRAGMA user_version = 4")
+    c.close()
+    assert deckdb.load_session_track(home, "big") is None   # read-only: no table, no migration
+    p = home / "state.db"
+    assert StateDB(p).compactions() == reference_compactions(p)
+    conn.close()
+    # storing into the existing memdeck.db migrates it (as every writer does), then the track is there
+    assert deckdb.load_session_track(home, "big") is not None
