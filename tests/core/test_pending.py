@@ -170,3 +170,45 @@ def test_a_record_that_could_not_be_removed_is_not_applied(hermes_home: HermesHo
         approve(hermes_home, Config(), "cccc0002")
     assert exc.value.code == "unwritable" and "nothing was applied" in exc.value.reason
     assert mem(hermes_home) == "" and (hermes_home.pending_dir / "cccc0002.json").exists()
+
+
+def test_a_really_read_only_pending_dir_refuses_before_applying(hermes_home: HermesHome) -> None:
+    """Issue 13 #7 on a real read-only ``pending/memory/``: a read-only bind mount in a user
+    namespace when running as root (root writes through any mode bits), chmod 0555 otherwise.
+    Nothing is applied, the record stays, the refusal says why; skipped with the reason when the
+    machine allows neither."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    MemoryStore(hermes_home, Config(), actor="test").add("memory", "keep this")
+    stage(hermes_home, "dddd0005", {"action": "add", "target": "memory", "content": "Deploys go through CI"})
+    before = mem(hermes_home)
+    d = hermes_home.pending_dir
+    code = ("import sys\nfrom pathlib import Path\nfrom memdeck.core.memory.pending import approve\n"
+            "from memdeck.core.home import HermesHome\nfrom memdeck.core.config import Config\n"
+            "from memdeck.core.errors import Refused\n"
+            "try:\n    approve(HermesHome(Path(sys.argv[1])), Config(), 'dddd0005')\n"
+            "except Refused as e:\n    print('REFUSED', e.code, e)\n    sys.exit(2)\n")
+    if os.geteuid() != 0:
+        d.chmod(0o555)
+        try:
+            proc = subprocess.run([sys.executable, "-c", code, str(hermes_home.path)], capture_output=True, text=True,
+                                  timeout=60)
+        finally:
+            d.chmod(0o755)
+    else:
+        if not shutil.which("unshare"):
+            pytest.skip("running as root without unshare: cannot make pending/memory read-only")
+        probe = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount --bind -o ro '{d}' '{d}'"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip(f"cannot bind-mount read-only here: {probe.stderr.decode(errors='replace').strip()}")
+        script = 'mount --bind -o ro "$1" "$1" && exec "$2" -c "$3" "$4"'
+        proc = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", str(d), sys.executable, code,
+                               str(hermes_home.path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "REFUSED unwritable" in proc.stdout and "nothing was applied" in proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert mem(hermes_home) == before
+    assert (d / "dddd0005.json").exists()
