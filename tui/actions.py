@@ -554,3 +554,24 @@ def action_pick_profile(self: "MemdeckApp") -> None:
             self.notify(f"profile {safe_plain(h.profile)}", markup=False, timeout=3)
 
     self.push_screen(PickerScreen("Switch profile", options, selected=str(self.home.path)), done)
+
+
+class DeckActions:
+    """The dashboard's write and picker actions, as a mixin of :class:`tui.app.MemdeckApp`
+    (Textual finds ``action_<name>`` on the app): each opens a dialog or runs one core write
+    through the app's write worker, and reports through toasts, never a traceback."""
+
+    action_pin = action_pin
+    action_unpin = action_unpin
+    action_archive = action_archive
+    action_restore = action_restore
+    action_edit = action_edit
+    action_new_entry = action_new_entry
+    action_move = action_move
+    action_approve = action_approve
+    action_reject = action_reject
+    action_undo = action_undo
+    action_revert = action_revert
+    action_filter = action_filter
+    action_pick_session = action_pick_session
+    action_pick_profile = action_pick_profile

@@ -32,6 +32,7 @@ from memdeck.core.deck.db import DeckDB
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
 
+from .actions import DeckActions
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
@@ -77,7 +78,7 @@ class DeckTabs(TabbedContent):
         event.stop()
 
 
-class MemdeckApp(App[None]):
+class MemdeckApp(DeckActions, App[None]):
     """The dashboard. Build it with :func:`make_app`.
 
     Attributes:
@@ -717,24 +718,6 @@ class MemdeckApp(App[None]):
                     close()
                 except Exception:
                     pass
-
-    # actions that open modals or run writes live in tui/actions.py
-    from .actions import (  # noqa: E402  (methods bound onto the class)
-        action_approve,
-        action_archive,
-        action_edit,
-        action_filter,
-        action_move,
-        action_new_entry,
-        action_pick_profile,
-        action_pick_session,
-        action_pin,
-        action_reject,
-        action_restore,
-        action_revert,
-        action_undo,
-        action_unpin,
-    )
 
 
 def make_app(
