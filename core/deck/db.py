@@ -37,7 +37,7 @@ import contextlib
 import contextvars
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import MemdeckError
@@ -414,7 +414,19 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
     creates it); True when written. Never raises: a locked or read-only store is skipped (the
     verdicts stay in memory for this process).
     """
-    if not rows or not db_path(home).exists():
+    if not rows:
+        return False
+    return _write_if_exists(home, lambda conn: conn.executemany(
+        "INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
+        " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows))
+
+
+def _write_if_exists(home: HermesHome | Path, write: Callable[[sqlite3.Connection], object]) -> bool:
+    """Run ``write(conn)`` in one transaction on an existing memdeck.db (the held :class:`DeckDB`
+    connection when one is bound, else a fresh one with a 1 s busy timeout). A cache write: True
+    when written, False (never an exception) when memdeck.db is absent, locked, read-only or
+    damaged."""
+    if not db_path(home).exists():
         return False
     held = _held_for(home)
     try:
@@ -423,8 +435,7 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
         return False
     try:
         with transaction(conn):
-            conn.executemany("INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
-                             " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            write(conn)
         return True
     except (DeckDBError, sqlite3.Error, OSError):
         return False
@@ -467,21 +478,7 @@ def store_session_track(home: HermesHome | Path, session_id: str, *, version: in
     it); True when written. Never raises: a locked, read-only or damaged store is skipped (the
     track stays in memory for this process).
     """
-    if not db_path(home).exists():
-        return False
-    held = _held_for(home)
-    try:
-        conn = held.connection() if held is not None else connect(home, timeout=1.0)
-    except DeckDBError:
-        return False
-    try:
-        with transaction(conn):
-            conn.execute("INSERT OR REPLACE INTO session_tracks (session_id, version, first_id, ckpt_id, ckpt_hash,"
-                         " sig, track, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (session_id, int(version), int(first_id), int(ckpt_id), ckpt_hash, sig, track, float(saved_at)))
-        return True
-    except (DeckDBError, sqlite3.Error, OSError):
-        return False
-    finally:
-        if held is None:
-            conn.close()
+    return _write_if_exists(home, lambda conn: conn.execute(
+        "INSERT OR REPLACE INTO session_tracks (session_id, version, first_id, ckpt_id, ckpt_hash,"
+        " sig, track, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, int(version), int(first_id), int(ckpt_id), ckpt_hash, sig, track, float(saved_at))))
