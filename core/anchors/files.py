@@ -267,6 +267,17 @@ class AnchorFiles:
             return SessionAnchors(session_id=session_id)
         return s
 
+    def load_for_write(self, session_id: str) -> SessionAnchors:
+        """:meth:`load_session` for a write: an unreadable file is a refusal, not a guess.
+
+        Raises:
+            Refused: code ``unreadable``, with the reader's reason.
+        """
+        try:
+            return self.load_session(session_id)
+        except UnreadableFile as exc:
+            raise Refused(str(exc), "unreadable") from exc
+
     def update_session(self, session_id: str, mutate: Callable[[SessionAnchors], T]) -> T:
         """Locked read-modify-write of one session file, not journaled (MemLock's own bookkeeping:
         turns, drift log, audit flags; the plugin's engine). A change the journal records goes
@@ -292,10 +303,7 @@ class AnchorFiles:
         require_hermes_home(self.home)
         path = self.session_path(session_id)
         with writable(path), file_lock(path, self.lock_timeout):
-            try:
-                current = self.load_session(session_id)
-            except UnreadableFile as exc:
-                raise Refused(str(exc), "unreadable") from exc
+            current = self.load_for_write(session_id)
             before = current.to_dict()
             result = mutate(current)
             after = current.to_dict()
@@ -349,10 +357,7 @@ class AnchorFiles:
             current: SessionAnchors | None = None
             before: dict[str, Any] | None = None
             if session_id:
-                try:
-                    current = self.load_session(session_id)
-                except UnreadableFile as exc:
-                    raise Refused(str(exc), "unreadable") from exc
+                current = self.load_for_write(session_id)
                 before = current.to_dict()
             ch = build(current)
             aid = ch.anchor_id

@@ -44,7 +44,7 @@ from typing import Any
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal as _journal
-from ..errors import Refused, UnreadableFile
+from ..errors import Refused
 from . import rules as _rules
 from .model import (HISTORY_CAP, MAX_ANCHOR_CHARS, Anchor, SessionAnchors, new_pin_id, scan_or_refuse, seeded_anchors,
                     validate_priority, validate_probes, validate_scope)
@@ -152,10 +152,7 @@ class AnchorStore(AnchorUndo):
             validate_scope(scope)
         in_session = False
         if session_id:
-            try:
-                cur = self.load_session(session_id).anchors.get(anchor_id)
-            except UnreadableFile as exc:
-                raise Refused(str(exc), "unreadable") from exc
+            cur = self.load_for_write(session_id).anchors.get(anchor_id)
             in_session = cur is not None and cur.pinned
         if not in_session and not (scope == "global" and self.get_pin(anchor_id) is not None):
             raise Refused(f"anchor {anchor_id!r} not found or not pinned in session {session_id}", "not_found")
