@@ -48,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_live import _write_bytes  # noqa: E402
 from bighome import CJK, NO_HIT, build  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>78cM]")
@@ -105,13 +106,6 @@ def _status(pid: int, key: str) -> float:
         if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def _written(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("write_bytes:"):
-            return int(line.split()[1])
-    return 0
 
 
 # ── the pty ────────────────────────────────────────────────────────────────────
@@ -185,11 +179,11 @@ def dashboard(name: str, argv: list[str], env: dict, key: bytes, mem_pat: str, f
             out["tail"] = screen.text[-600:]
             return out
         time.sleep(1.0)  # let the first paint settle
-        cpu0, w0, rss0, t_w = _cpu_s(pid), _written(pid), _status(pid, "VmRSS"), time.time()
+        cpu0, w0, rss0, t_w = _cpu_s(pid), _write_bytes(pid), _status(pid, "VmRSS"), time.time()
         app = subprocess.run([sys.executable, "-c", APPENDER, str(home / "state.db"), live, str(window)],
                              env=env, timeout=window + 30, capture_output=True, text=True)
         dt = time.time() - t_w
-        out.update(cpu=(_cpu_s(pid) - cpu0) / dt * 100, written=_written(pid) - w0,
+        out.update(cpu=(_cpu_s(pid) - cpu0) / dt * 100, written=_write_bytes(pid) - w0,
                    rss_growth=_status(pid, "VmRSS") - rss0, hwm=_status(pid, "VmHWM"), window=dt,
                    appender_rc=app.returncode)
         return out
