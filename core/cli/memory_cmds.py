@@ -34,6 +34,9 @@ from ..text import hidden_pattern
 from .common import CliContext, UsageError, add_target_arg, print_json
 
 
+_INVISIBLE = "".join(sorted(INVISIBLE_CHARS))  # the extra characters safe() matches (a cache key)
+
+
 def safe(text: str, *, one_line: bool = False, width: int | None = None) -> str:
     """Terminal-safe text: control, escape and invisible characters shown as ``<U+XXXX>``
     (Hermes' 17 invisible characters, ``memory/threats.py`` ``INVISIBLE_CHARS``, and Unicode
@@ -49,7 +52,7 @@ def safe(text: str, *, one_line: bool = False, width: int | None = None) -> str:
             return f"<U+{ord(ch):04X}>"
         return ch
 
-    s = hidden_pattern("".join(sorted(INVISIBLE_CHARS))).sub(show, text)
+    s = hidden_pattern(_INVISIBLE).sub(show, text)
     if width is not None and len(s) > width:
         s = s[: width - 1] + "…"
     return s
