@@ -22,6 +22,7 @@ from typing import Any
 from ..deck.db import load_session_track, store_session_track
 from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
+from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
 
 class CompactionEventReader(StateDBConnection):
@@ -262,15 +263,17 @@ class CompactionEventReader(StateDBConnection):
                  progress: Callable[[int, int], None] | None = None) -> None:
         buf: list[_Row] = []
         trim_at = 4096
-        for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
-            if not track.first_id and not track.ckpt_start_id:
-                track.first_id = int(r[0])  # streamed from the start: the session's first row
-            buf.append(tuple(r))
-            if len(buf) >= trim_at:
-                keep = _run_window(session_id, buf, self._row_text, track, complete=False)
-                if keep:
-                    del buf[:keep]
-                trim_at = max(4096, 2 * len(buf))
+        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        with read_ahead(self.path, top - int(track.ckpt_start_id)):  # a long scan: warm the page cache
+            for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
+                if not track.first_id and not track.ckpt_start_id:
+                    track.first_id = int(r[0])  # streamed from the start: the session's first row
+                buf.append(tuple(r))
+                if len(buf) >= trim_at:
+                    keep = _run_window(session_id, buf, self._row_text, track, complete=False)
+                    if keep:
+                        del buf[:keep]
+                    trim_at = max(4096, 2 * len(buf))
         if track.ckpt is not None and (not buf or int(buf[0][0]) != track.ckpt_start_id):
             raise _Rebuild()
         _run_window(session_id, buf, self._row_text, track, complete=True)
