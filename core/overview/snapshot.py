@@ -322,7 +322,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _blocks() -> str:
-        from ..sessions.recall import render_prompt_blocks
+        from ..memory.prompt_block import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
@@ -551,7 +551,7 @@ def build_snapshot(
 
     # ── prompt blocks, reminder, memory-context preview ──
     def _blocks() -> str:
-        from ..sessions.recall import render_prompt_blocks
+        from ..memory.prompt_block import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
@@ -686,7 +686,7 @@ def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: 
 
 
 def _preview(query: str, hits: tuple[Any, ...], current_session_id: str | None, partial: bool) -> RecallPreview:
-    from ..sessions.recall import memory_context_fence
+    from ..memory.context_fence import memory_context_fence
 
     lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
     fence = memory_context_fence("\n".join(lines)) if lines else ""
