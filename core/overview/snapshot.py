@@ -1,7 +1,7 @@
 """One immutable value holding everything the dashboard shows, built off the UI thread.
 
 :func:`build_snapshot` reads every source through the core readers (memory files, pending
-writes, archive, state.db, MemLock anchors, the audit, recall previews) and returns a frozen
+writes, archive, state.db, MemLock anchors, the audit, the prompt blocks) and returns a frozen
 :class:`DeckSnapshot`. It never raises: a source that fails leaves its fields empty and puts
 a one-line banner in :attr:`DeckSnapshot.errors` under the panel that shows it, so the rest
 of the dashboard keeps working (DESIGN.md: "A file or database that turns bad mid-run shows a
@@ -35,6 +35,7 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .banners import describe_failure
 
 T = TypeVar("T")
 
@@ -210,7 +211,7 @@ class _Errors:
         self.by_panel: dict[str, list[str]] = {}
 
     def add(self, panels: tuple[str, ...], source: str, exc: BaseException) -> None:
-        msg = f"{source}: {_describe(exc)}"
+        msg = f"{source}: {describe_failure(exc)}"
         for p in panels:
             lst = self.by_panel.setdefault(p, [])
             if msg not in lst:
@@ -218,15 +219,6 @@ class _Errors:
 
     def frozen(self) -> Mapping[str, str]:
         return _frozen({p: " · ".join(v) for p, v in self.by_panel.items()})
-
-
-def _describe(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    text = reason if isinstance(reason, str) and reason else str(exc)
-    if isinstance(exc, ModuleNotFoundError):
-        return f"not available ({exc.name})"
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: Callable[[], T], default: T) -> T:
@@ -449,7 +441,7 @@ def build_snapshot(
 
             new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
         except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
-            warnings.append(f"change history not updated: {_describe(exc)}")
+            warnings.append(f"change history not updated: {describe_failure(exc)}")
     if memory_same and memlock_same and previous is not None and not new_changes:
         changes = previous.history
     else:
@@ -634,95 +626,3 @@ def build_snapshot(
         schema_cookie=getattr(db, "schema_cookie", None),
         threat_differences=differences,
     )
-
-
-@dataclass(frozen=True)
-class RecallPreview:
-    """What the Recall panel shows for one query.
-
-    Attributes:
-        query: the query text.
-        hits: :class:`core.recall.RecallHit` values, one per session lineage, best first.
-        fence: the ``<memory-context>`` block those hits would make (``""`` when none), built
-            with :func:`core.recall.memory_context_fence` from one ``- <title>: <snippet>``
-            line per hit.
-        excluded_session_id: the session whose lineage was left out, as Hermes'
-            ``session_search`` leaves out the session it is called from (the live one).
-        partial: True for a newest-first page of :func:`stream_recall` shown while Hermes'
-            ranking is still being computed; False for the final, Hermes-ranked result.
-    """
-
-    query: str
-    hits: tuple[Any, ...] = ()
-    fence: str = ""
-    excluded_session_id: str | None = None
-    partial: bool = False
-
-
-def _unmark(snippet: str) -> str:
-    return snippet.replace(">>>", "").replace("<<<", "")
-
-
-def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: int = 10,
-               current_session_id: str | None = None) -> tuple[RecallPreview | None, str | None]:
-    """Run a recall query for the Recall panel: ``(preview, error banner or None)``. Never raises.
-
-    Uses :func:`memdeck.core.sessions.recall.recall` (Hermes ``session_search`` discover mode,
-    ``limit`` 1-10 lineages). ``current_session_id`` (the live session) and its lineage are
-    left out, as Hermes leaves out the session that calls ``session_search``
-    (tools/session_search_tool.py:499-616).
-    """
-    if not query.strip():
-        return None, None
-    if db is None:
-        return None, "no state.db in this home: nothing to recall"
-    try:
-        from ..sessions.recall import recall
-
-        hits = tuple(recall(db, query, limit=limit, current_session_id=current_session_id))
-        return _preview(query, hits, current_session_id, False), None
-    except Exception as exc:
-        return None, f"recall: {_describe(exc)}"
-
-
-def _preview(query: str, hits: tuple[Any, ...], current_session_id: str | None, partial: bool) -> RecallPreview:
-    from ..memory.context_fence import memory_context_fence
-
-    lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
-    fence = memory_context_fence("\n".join(lines)) if lines else ""
-    return RecallPreview(query, hits, fence, current_session_id, partial)
-
-
-def stream_recall(db: Any, query: str, *, limit: int = 10, current_session_id: str | None = None, page_size: int = 3,
-                  cancelled: Callable[[], bool] | None = None) -> Iterator[tuple[RecallPreview | None, str | None]]:
-    """The Recall panel's query, in stages: ``(preview, error banner or None)`` values. Never raises.
-
-    First one ``partial`` preview per page of :func:`memdeck.core.sessions.recall.iter_recall`
-    (newest first; each preview holds every hit so far), then the final preview of
-    :func:`run_recall` (Hermes' ``session_search`` ranking), which replaces them.
-    ``cancelled()`` (True once a newer query superseded this one) is checked between stages;
-    once it holds nothing more is yielded. A blank query or no database yields
-    :func:`run_recall`'s answer alone.
-    """
-    if not query.strip() or db is None:
-        yield run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
-        return
-    stop = cancelled if callable(cancelled) else (lambda: False)
-    try:
-        from ..sessions.recall import iter_recall
-
-        shown: tuple[Any, ...] = ()
-        for page in iter_recall(db, query, limit, page_size=page_size, current_session_id=current_session_id, cancelled=stop):
-            if stop():
-                return
-            shown += tuple(page)
-            yield _preview(query, shown, current_session_id, True), None
-    except Exception as exc:
-        yield None, f"recall: {_describe(exc)}"
-        return
-    if stop():
-        return
-    final = run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
-    if stop():
-        return
-    yield final
