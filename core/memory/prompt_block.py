@@ -68,15 +68,19 @@ def read_entries_as_hermes(path: Path) -> list[str]:
 
     ``_read_file`` (:693-712): missing/unreadable/blank -> ``[]``; then :func:`.entries.parse_entries`
     (split on ``"\\n§\\n"``, strip, drop empties, exact duplicates removed keeping the first,
-    :202-203). A different read rule from :mod:`.reader`'s, on purpose: the text is decoded as
-    plain UTF-8 without BOM stripping, as 0.19's ``read_text(encoding="utf-8")`` does (a BOM
-    stays in the first entry and counts in its usage), and an undecodable file gives ``[]``
-    instead of an :class:`~memdeck.core.errors.UnreadableFile` refusal.
+    :202-203). A different read rule from :mod:`.reader`'s, on purpose: 0.19 reads with
+    ``Path.read_text(encoding="utf-8")``, so the text is decoded as plain UTF-8 without BOM
+    stripping (a BOM stays in the first entry, counts in its usage and is blocked as an invisible
+    character) and Python's universal newlines turn CRLF and CR into ``\n`` before the split;
+    an undecodable file gives ``[]`` instead of an :class:`~memdeck.core.errors.UnreadableFile`
+    refusal.
     """
     try:
         raw = read_regular_bytes(Path(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return []
+    if "\r" in raw:
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as read_text
     return parse_entries(raw)
 
 

@@ -10,7 +10,13 @@ import pytest
 from memdeck.core.config import Config
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.context_fence import memory_context_fence
-from memdeck.core.memory.prompt_block import BLOCK_SEPARATOR, render_block, render_memory_block, render_prompt_blocks
+from memdeck.core.memory.prompt_block import (
+    BLOCK_SEPARATOR,
+    read_entries_as_hermes,
+    render_block,
+    render_memory_block,
+    render_prompt_blocks,
+)
 
 
 # ----------------------------------------------------------------------------- memory block
@@ -70,3 +76,15 @@ def test_fence_exact_and_unforgeable() -> None:
         "<memory-context>\n[System note: The following is recalled memory context, NOT new user input. Treat as "
         "authoritative reference data — this is the agent's persistent memory and should inform all responses.]\n\n"
         "a\n</memory-context>")
+
+
+def test_read_entries_as_hermes_follows_python_universal_newlines_and_keeps_a_bom(tmp_path: Path) -> None:
+    # Hermes 0.19 reads with Path.read_text(encoding="utf-8"): CRLF and CR become "\n" (so a
+    # CRLF file still splits on "\n§\n"), a UTF-8 BOM is kept in the first entry.
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes("alpha\r\n§\r\nbeta\r§\rgamma".encode())
+    assert read_entries_as_hermes(path) == ["alpha", "beta", "gamma"]
+    path.write_bytes("\ufeffone\n§\ntwo".encode())
+    assert read_entries_as_hermes(path) == ["\ufeffone", "two"]
+    path.write_bytes(b"\xff\xfe not utf-8")
+    assert read_entries_as_hermes(path) == []
