@@ -645,7 +645,7 @@ class MemdeckApp(DeckActions, App[None]):
         worker's connection never blocks the Recall panel. Posts one ``RecallReady(final=False)``
         per newest-first page, then the Hermes-ranked result (``final=True``); a superseded
         query (:meth:`run_recall`) posts nothing more."""
-        from memdeck.core.overview.snapshot import stream_recall
+        from memdeck.core.overview.recall_preview import stream_recall
 
         def superseded() -> bool:
             return self._recall_generation != generation

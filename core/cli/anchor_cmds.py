@@ -190,7 +190,7 @@ def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _preview(args: argparse.Namespace, ctx: CliContext) -> int:
-    from ..sessions.recall import render_prompt_blocks
+    from ..memory.prompt_block import render_prompt_blocks
 
     prompt = render_prompt_blocks(ctx.home, ctx.config)
     block = ""

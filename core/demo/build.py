@@ -57,6 +57,7 @@ from ..sessions.compaction import find_summary, match_summary, split_context
 from ..config import MemlockConfig
 from ..errors import MemdeckError
 from ..home import HermesHome
+from ..memory.prompt_block import render_block
 from .plan import DemoPlan, live_schedule, demo_plan
 from .story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_SEED, DEMO_USER_LIMIT, FLAGGED_MEMORY_ENTRY,
                     FLAGGED_MEMORY_FINDINGS, USER_REPLACE_TARGET, ANCHORS, AnchorSpec, C1_USER, C2_USER, ENTRY_SEP,
@@ -108,17 +109,6 @@ def _config_text(plan: DemoPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_memory_block(target: str, entries: list[str], limit: int) -> str:
-    """Hermes 0.19 ``MemoryStore._render_block`` (tools/memory_tool.py:674-691)."""
-    if not entries:
-        return ""
-    content = ENTRY_SEP.join(entries)
-    pct = min(100, int((len(content) / limit) * 100)) if limit > 0 else 0
-    header = "USER PROFILE (who the user is)" if target == "user" else "MEMORY (your personal notes)"
-    sep = "═" * 46
-    return f"{sep}\n{header} [{pct}% — {len(content):,}/{limit:,} chars]\n{sep}\n{content}"
-
-
 def _blocked(entry: str, filename: str) -> str:
     """Hermes 0.19 ``_sanitize_entries_for_snapshot`` placeholder (tools/memory_tool.py:218-251)."""
     if entry != FLAGGED_MEMORY_ENTRY:
@@ -129,8 +119,8 @@ def _blocked(entry: str, filename: str) -> str:
 
 def _system_prompt(memory: list[str], user: list[str]) -> str:
     blocks = [
-        _render_memory_block("memory", [_blocked(e, "MEMORY.md") for e in memory], DEMO_MEMORY_LIMIT),
-        _render_memory_block("user", user, DEMO_USER_LIMIT),
+        render_block("memory", [_blocked(e, "MEMORY.md") for e in memory], DEMO_MEMORY_LIMIT),
+        render_block("user", user, DEMO_USER_LIMIT),
     ]
     return SYSTEM_PROMPT_HEAD + "\n\n" + "\n\n".join(b for b in blocks if b)
 

@@ -1,7 +1,7 @@
 """One immutable value holding everything the dashboard shows, built off the UI thread.
 
 :func:`build_snapshot` reads every source through the core readers (memory files, pending
-writes, archive, state.db, MemLock anchors, the audit, recall previews) and returns a frozen
+writes, archive, state.db, MemLock anchors, the audit, the prompt blocks) and returns a frozen
 :class:`DeckSnapshot`. It never raises: a source that fails leaves its fields empty and puts
 a one-line banner in :attr:`DeckSnapshot.errors` under the panel that shows it, so the rest
 of the dashboard keeps working (DESIGN.md: "A file or database that turns bad mid-run shows a
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import Config
 from ..home import TARGETS, HermesHome
@@ -35,6 +35,10 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .banners import describe_failure
+
+if TYPE_CHECKING:
+    from ..sessions.statedb import StateDB
 
 T = TypeVar("T")
 
@@ -91,7 +95,7 @@ class SourceStamps:
     statedb: tuple[Any, ...] | None
 
 
-def take_stamps(home: HermesHome, db: Any) -> SourceStamps:
+def take_stamps(home: HermesHome, db: StateDB | None) -> SourceStamps:
     """Stamp every source of ``home`` (see :class:`SourceStamps`). Never raises.
 
     ``db`` is the home's :class:`core.statedb.StateDB` or None; a database that was replaced
@@ -210,7 +214,7 @@ class _Errors:
         self.by_panel: dict[str, list[str]] = {}
 
     def add(self, panels: tuple[str, ...], source: str, exc: BaseException) -> None:
-        msg = f"{source}: {_describe(exc)}"
+        msg = f"{source}: {describe_failure(exc)}"
         for p in panels:
             lst = self.by_panel.setdefault(p, [])
             if msg not in lst:
@@ -218,15 +222,6 @@ class _Errors:
 
     def frozen(self) -> Mapping[str, str]:
         return _frozen({p: " · ".join(v) for p, v in self.by_panel.items()})
-
-
-def _describe(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    text = reason if isinstance(reason, str) and reason else str(exc)
-    if isinstance(exc, ModuleNotFoundError):
-        return f"not available ({exc.name})"
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: Callable[[], T], default: T) -> T:
@@ -238,7 +233,7 @@ def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: C
         return default
 
 
-def open_statedb(home: HermesHome) -> Any:
+def open_statedb(home: HermesHome) -> StateDB | None:
     """Open the home's state.db read-only, or return ``None`` when there is none.
 
     Raises:
@@ -252,39 +247,28 @@ def open_statedb(home: HermesHome) -> Any:
     return StateDB(home.state_db)
 
 
-def _pick_session(requested: str | None, live: Any, anchor_sessions: tuple[Any, ...]) -> str | None:
+def _pick_session(requested: str | None, live: SessionInfo | None, anchor_sessions: tuple[SessionFileInfo, ...]) -> str | None:
     if requested:
         return requested
-    live_id = _attr(live, "id") or _attr(live, "session_id")
-    if live_id:
-        return str(live_id)
+    if live is not None and live.id:
+        return live.id
     for info in anchor_sessions:
-        if getattr(info, "error", None) is None:
+        if info.error is None:
             return info.session_id
     return None
 
 
-def _attr(obj: Any, name: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _pending_texts(p: Any) -> list[str]:
+def _pending_texts(p: PendingWrite) -> list[str]:
     """The texts a pending write would put into memory (``content`` of each add/replace)."""
-    shown = _attr(p, "text")
-    if isinstance(shown, str) and shown:
-        return [shown]  # core.pending.PendingWrite.text: what a reviewer sees
-    payload = _attr(p, "payload", {}) or {}
+    if p.text:
+        return [p.text]  # what a reviewer sees
+    # the raw record's payload (a dict, as loaded from JSON): its values may be anything
     out: list[str] = []
-    if isinstance(payload, Mapping):
-        if payload.get("content"):
-            out.append(str(payload["content"]))
-        for op in payload.get("operations") or ():
-            if isinstance(op, Mapping) and op.get("content"):
-                out.append(str(op["content"]))
+    if p.payload.get("content"):
+        out.append(str(p.payload["content"]))
+    for op in p.payload.get("operations") or ():
+        if isinstance(op, Mapping) and op.get("content"):
+            out.append(str(op["content"]))
     return out
 
 
@@ -303,9 +287,9 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
         a :class:`DeckSnapshot` with ``partial=True`` and no state.db, anchor or audit data.
     """
     errors = _Errors()
-    memory: dict[str, Any] = {}
+    memory: dict[str, MemoryFileState] = {}
     for target in TARGETS:
-        def _read(target: str = target) -> Any:
+        def _read(target: str = target) -> MemoryFileState:
             from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
@@ -314,7 +298,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
         if state is not None:
             memory[target] = state
 
-    def _pending() -> tuple[Any, ...]:
+    def _pending() -> tuple[PendingWrite, ...]:
         from ..memory.pending import list_pending
 
         return tuple(list_pending(home))
@@ -322,7 +306,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _blocks() -> str:
-        from ..sessions.recall import render_prompt_blocks
+        from ..memory.prompt_block import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
@@ -331,26 +315,26 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
                         findings=_frozen(findings), errors=errors.frozen(),
-                        warnings=tuple(getattr(config, "warnings", ()) or ()), partial=True,
+                        warnings=config.warnings, partial=True,
                         # only what this snapshot read counts as read: MemLock files and state.db
                         # get stamps no real source has, so a build from here reads them
                         stamps=None if stamps is None else replace(stamps, memlock=((("", None),),),
                                                                    statedb=("not read",)))
 
 
-def _scan_findings(memory: Mapping[str, Any], pending: tuple[Any, ...]) -> dict[str, tuple[Any, ...]]:
+def _scan_findings(memory: Mapping[str, MemoryFileState], pending: tuple[PendingWrite, ...]) -> dict[str, tuple[Finding, ...]]:
     """text -> threat findings, for every entry and pending write text that has any."""
     from ..memory.threats import scan_cached
 
     texts: list[str] = []
     for st in memory.values():
-        for e in _attr(st, "entries", ()) or ():
-            if not isinstance(e, str) and not _attr(e, "scanned", True):
+        for e in st.entries:
+            if not e.scanned:
                 continue  # past the scan budget of a file far over its limit: said on screen
-            texts.append(e if isinstance(e, str) else str(_attr(e, "text", "")))
+            texts.append(e.text)
     for p in pending:
         texts.extend(_pending_texts(p))
-    out: dict[str, tuple[Any, ...]] = {}
+    out: dict[str, tuple[Finding, ...]] = {}
     for t in texts:
         if t and t not in out:
             found = scan_cached(t)
@@ -362,7 +346,7 @@ def _scan_findings(memory: Mapping[str, Any], pending: tuple[Any, ...]) -> dict[
 def build_snapshot(
     home: HermesHome,
     config: Config,
-    db: Any,
+    db: StateDB | None,
     previous: DeckSnapshot | None = None,
     *,
     session_id: str | None = None,
@@ -402,15 +386,15 @@ def build_snapshot(
 
     errors = _Errors()
     taken_at = time.time() if now is None else float(now)
-    warnings = list(getattr(config, "warnings", ()) or ())
+    warnings = list(config.warnings)
 
     # ── memory files ──
-    memory: dict[str, Any] = {}
+    memory: dict[str, MemoryFileState] = {}
     memory_same = unchanged("memory")
     if memory_same and previous is not None:
         memory = dict(previous.memory)
     for target in (() if memory_same else TARGETS):
-        def _read(target: str = target) -> Any:
+        def _read(target: str = target) -> MemoryFileState:
             from ..memory.reader import read_memory
 
             return read_memory(home, config, target)
@@ -418,12 +402,11 @@ def build_snapshot(
         state = _read_or_banner(errors, ("capacity", "review"), f"{home.memory_file(target).name}", _read, None)
         if state is not None:
             memory[target] = state
-            err = _attr(state, "error")
-            if err:
-                errors.add(("capacity",), home.memory_file(target).name, RuntimeError(str(err)))
+            if state.error:
+                errors.add(("capacity",), home.memory_file(target).name, RuntimeError(state.error))
 
     # ── pending writes and archive ──
-    def _pending() -> tuple[Any, ...]:
+    def _pending() -> tuple[PendingWrite, ...]:
         from ..memory.pending import list_pending
 
         return tuple(list_pending(home))
@@ -449,7 +432,7 @@ def build_snapshot(
 
             new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
         except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
-            warnings.append(f"change history not updated: {_describe(exc)}")
+            warnings.append(f"change history not updated: {describe_failure(exc)}")
     if memory_same and memlock_same and previous is not None and not new_changes:
         changes = previous.history
     else:
@@ -477,11 +460,10 @@ def build_snapshot(
     elif db is not None:
         delta = _read_or_banner(errors, ("integrity", "recall"), "state.db", lambda: db.refresh(), None)
         status = _read_or_banner(errors, ("integrity",), "state.db", lambda: db.status(), None)
-        data_version = _attr(delta, "data_version")
+        data_version = delta.data_version if delta is not None else None
         db_unchanged = delta is not None and not delta.changed and not delta.reset
-        state = _attr(status, "state")
-        if state is not None and state != "ok":
-            errors.add(("integrity", "recall"), "state.db", RuntimeError(str(_attr(status, "message", state))))
+        if status is not None and status.state != "ok":
+            errors.add(("integrity", "recall"), "state.db", RuntimeError(status.message))
         if db_unchanged and previous is not None and previous.db_status == status:
             sessions, live = previous.sessions, previous.live_session
         else:
@@ -497,7 +479,7 @@ def build_snapshot(
     else:
         anchor_sessions = _read_or_banner(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
     for info in anchor_sessions:
-        if getattr(info, "error", None):
+        if info.error:
             warnings.append(f"memlock: {info.path.name}: {info.error}")
     shown = _pick_session(session_id, live, anchor_sessions)
     session_anchors = None
@@ -523,7 +505,7 @@ def build_snapshot(
             and previous.session_id == shown
             and db_unchanged
             and (memory_same or dict(previous.memory) == memory)
-            and _attr(previous.session_anchors, "to_dict", None) is not None
+            and previous.session_anchors is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
         )
@@ -532,7 +514,7 @@ def build_snapshot(
         )
     history: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
-    points = _attr(audit, "history")
+    points = audit.history if audit is not None else ()
     if points:
         # core.audit.integrity_history: state.db compaction events merged with MemLock's drift log
         drift_log = tuple(_frozen(p) for p in reversed(points) if isinstance(p, Mapping))
@@ -551,7 +533,7 @@ def build_snapshot(
 
     # ── prompt blocks, reminder, memory-context preview ──
     def _blocks() -> str:
-        from ..sessions.recall import render_prompt_blocks
+        from ..memory.prompt_block import render_prompt_blocks
 
         return render_prompt_blocks(home, config)
 
@@ -559,7 +541,7 @@ def build_snapshot(
         prompt_blocks = previous.prompt_blocks
     else:
         prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
-    reminder = str(_attr(audit, "reminder_block", "") or "")
+    reminder = audit.reminder_block if audit is not None else ""
 
     # ── threat findings for every entry and pending write (off the UI thread) ──
     if memory_same and pending_same and previous is not None:
@@ -578,7 +560,7 @@ def build_snapshot(
     # or the config change, not on every message Hermes appends.
     layout_same = (stamps is not None and prev_stamps is not None and previous is not None
                    and (stamps.statedb or ())[:2] == (prev_stamps.statedb or ())[:2]
-                   and getattr(db, "schema_cookie", None) == previous.schema_cookie)
+                   and (db.schema_cookie if db is not None else None) == previous.schema_cookie)
     if (db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None:
         profile = previous.hermes_profile
     else:
@@ -590,11 +572,9 @@ def build_snapshot(
 
         texts: list[tuple[str, str]] = []
         for target, st in memory.items():
-            for e in _attr(st, "entries", ()) or ():
-                texts.append((target, e if isinstance(e, str) else str(_attr(e, "text", ""))))
+            texts.extend((target, e.text) for e in st.entries)
         for p in pending:
-            payload = _attr(p, "payload", {}) or {}
-            texts.extend((f"pending {_attr(p, 'id', '?')}", t) for t in replay_texts(payload))
+            texts.extend((f"pending {p.id}", t) for t in replay_texts(p.payload))
         return tuple(_frozen(d) for d in threat_differences(profile, texts))
 
     if memory_same and pending_same and previous is not None and previous.hermes_profile is profile:
@@ -631,98 +611,6 @@ def build_snapshot(
         new_changes=new_changes,
         history=changes,
         hermes_profile=profile,
-        schema_cookie=getattr(db, "schema_cookie", None),
+        schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
     )
-
-
-@dataclass(frozen=True)
-class RecallPreview:
-    """What the Recall panel shows for one query.
-
-    Attributes:
-        query: the query text.
-        hits: :class:`core.recall.RecallHit` values, one per session lineage, best first.
-        fence: the ``<memory-context>`` block those hits would make (``""`` when none), built
-            with :func:`core.recall.memory_context_fence` from one ``- <title>: <snippet>``
-            line per hit.
-        excluded_session_id: the session whose lineage was left out, as Hermes'
-            ``session_search`` leaves out the session it is called from (the live one).
-        partial: True for a newest-first page of :func:`stream_recall` shown while Hermes'
-            ranking is still being computed; False for the final, Hermes-ranked result.
-    """
-
-    query: str
-    hits: tuple[Any, ...] = ()
-    fence: str = ""
-    excluded_session_id: str | None = None
-    partial: bool = False
-
-
-def _unmark(snippet: str) -> str:
-    return snippet.replace(">>>", "").replace("<<<", "")
-
-
-def run_recall(db: Any, query: str, home: HermesHome, config: Config, *, limit: int = 10,
-               current_session_id: str | None = None) -> tuple[RecallPreview | None, str | None]:
-    """Run a recall query for the Recall panel: ``(preview, error banner or None)``. Never raises.
-
-    Uses :func:`memdeck.core.sessions.recall.recall` (Hermes ``session_search`` discover mode,
-    ``limit`` 1-10 lineages). ``current_session_id`` (the live session) and its lineage are
-    left out, as Hermes leaves out the session that calls ``session_search``
-    (tools/session_search_tool.py:499-616).
-    """
-    if not query.strip():
-        return None, None
-    if db is None:
-        return None, "no state.db in this home: nothing to recall"
-    try:
-        from ..sessions.recall import recall
-
-        hits = tuple(recall(db, query, limit=limit, current_session_id=current_session_id))
-        return _preview(query, hits, current_session_id, False), None
-    except Exception as exc:
-        return None, f"recall: {_describe(exc)}"
-
-
-def _preview(query: str, hits: tuple[Any, ...], current_session_id: str | None, partial: bool) -> RecallPreview:
-    from ..sessions.recall import memory_context_fence
-
-    lines = [f"- {h.title or h.session_id}: {_unmark(h.snippet)}" for h in hits]
-    fence = memory_context_fence("\n".join(lines)) if lines else ""
-    return RecallPreview(query, hits, fence, current_session_id, partial)
-
-
-def stream_recall(db: Any, query: str, *, limit: int = 10, current_session_id: str | None = None, page_size: int = 3,
-                  cancelled: Callable[[], bool] | None = None) -> Iterator[tuple[RecallPreview | None, str | None]]:
-    """The Recall panel's query, in stages: ``(preview, error banner or None)`` values. Never raises.
-
-    First one ``partial`` preview per page of :func:`memdeck.core.sessions.recall.iter_recall`
-    (newest first; each preview holds every hit so far), then the final preview of
-    :func:`run_recall` (Hermes' ``session_search`` ranking), which replaces them.
-    ``cancelled()`` (True once a newer query superseded this one) is checked between stages;
-    once it holds nothing more is yielded. A blank query or no database yields
-    :func:`run_recall`'s answer alone.
-    """
-    if not query.strip() or db is None:
-        yield run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
-        return
-    stop = cancelled if callable(cancelled) else (lambda: False)
-    try:
-        from ..sessions.recall import iter_recall
-
-        shown: tuple[Any, ...] = ()
-        for page in iter_recall(db, query, limit, page_size=page_size, current_session_id=current_session_id, cancelled=stop):
-            if stop():
-                return
-            shown += tuple(page)
-            yield _preview(query, shown, current_session_id, True), None
-    except Exception as exc:
-        yield None, f"recall: {_describe(exc)}"
-        return
-    if stop():
-        return
-    final = run_recall(db, query, None, None, limit=limit, current_session_id=current_session_id)  # type: ignore[arg-type]
-    if stop():
-        return
-    yield final

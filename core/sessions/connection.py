@@ -5,7 +5,7 @@ classification of a bad file into ``DBStatus`` (never an exception), re-opening 
 when the file is replaced, schema introspection (which optional columns exist), the per-reader
 lock, the readers shared within one command (:func:`sharing_readers`), and the column helpers
 that map rows to :class:`.records.Message` / :class:`.records.SessionInfo` (message text passes
-through Hermes' :func:`sanitize_context`). The queries are in :mod:`.listing` and
+through Hermes' ``sanitize_context``, :mod:`..memory.context_fence`). The queries are in :mod:`.listing` and
 :mod:`.compaction_events`; :class:`.statedb.StateDB` composes them.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import threading
 import urllib.parse
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from ..memory.context_fence import sanitize_context
 from .compaction import decode_content, message_text
 from .records import KNOWN_SCHEMA_VERSION, OLDEST_SCHEMA_VERSION, CompactionEvent, DBStatus, Message, SessionInfo
 from .side_files import side_files_closed, side_files_opening
@@ -52,26 +52,6 @@ def sharing_readers() -> Iterator[None]:
                 db.close()
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# Hermes 0.19 agent/memory_manager.py:153-169 (sanitize_context), applied by
-# hermes_state._rows_to_conversation to user/assistant string content on load.
-_FENCE_TAG_RE = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
-_INTERNAL_CONTEXT_RE = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
-_INTERNAL_NOTE_RE = re.compile(
-    r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\.\s*Treat as "
-    r"(?:informational background data|authoritative reference data[^\]]*)\.\]\s*",
-    re.IGNORECASE,
-)
-
-
-def sanitize_context(text: str) -> str:
-    """Strip ``<memory-context>`` blocks, stray fence tags and the recall system note.
-
-    Matches Hermes 0.19 ``agent/memory_manager.py`` ``sanitize_context`` (:164-169).
-    """
-    text = _INTERNAL_CONTEXT_RE.sub("", text)
-    text = _INTERNAL_NOTE_RE.sub("", text)
-    return _FENCE_TAG_RE.sub("", text)
 
 
 # --------------------------------------------------------------------------- internals

@@ -1,33 +1,29 @@
-"""Recall preview, the frozen system-prompt memory block and the ``<memory-context>`` fence.
+"""Recall: what Hermes' ``session_search`` returns for a query, reproduced from its 0.19 source.
 
-Three things Hermes shows the model, reproduced from its 0.19 source so memdeck can preview them:
+One concept: :func:`recall` is what ``session_search`` in discover mode returns
+(``tools/session_search_tool.py`` ``_discover`` :499-616 over ``hermes_state.search_messages``
+:5443-5762): FTS5 over ``messages_fts`` with Hermes' query sanitiser
+(:func:`sanitize_fts5_query`), the trigram table for CJK, a ``LIKE`` fallback,
+compaction-archived rows included, rewound rows hidden, cron demoted, hits grouped by lineage
+root, ``>>>``/``<<<`` snippets, context and a window of messages around each hit.
+:func:`iter_recall` yields the same hits newest first, in pages, for a dashboard.
 
-* :func:`recall`: what ``session_search`` in discover mode returns for a query
-  (``tools/session_search_tool.py`` ``_discover`` :499-616 over ``hermes_state.search_messages``
-  :5443-5762): FTS5 over ``messages_fts`` with Hermes' query sanitiser, the trigram table for
-  CJK, a ``LIKE`` fallback, compaction-archived rows included, rewound rows hidden, cron
-  demoted, hits grouped by lineage root, ``>>>``/``<<<`` snippets and context.
-* :func:`render_memory_block` / :func:`render_prompt_blocks`: the frozen MEMORY/USER blocks
-  of the system prompt (``tools/memory_tool.py`` ``_render_block`` :674-691 and
-  ``_sanitize_entries_for_snapshot`` :218-251; joined as ``agent/system_prompt.py:480-523``).
-* :func:`memory_context_fence`: ``agent/memory_manager.py`` ``build_memory_context_block``
-  (:337-351), the fence recalled text gets when appended to a user message.
+The ``<memory-context>`` fence recalled text gets is :mod:`memdeck.core.memory.context_fence`;
+the frozen system-prompt memory block is :mod:`memdeck.core.memory.prompt_block`.
 
-All read-only; nothing here raises for a bad database or an unreadable memory file.
+All read-only; nothing here raises for a bad database.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..fsio import read_regular_bytes
+from ..memory.context_fence import sanitize_context
 from .compaction import decode_content
-from .connection import sanitize_context
 from .statedb import StateDB
 
 #: Hermes ``MAX_FTS5_QUERY_CHARS`` (hermes_state.py:160).
@@ -574,153 +570,3 @@ def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[s
             content = sanitize_context(content).strip()
         out.append({"id": r[0], "role": r[1], "content": content, "timestamp": r[3]})
     return out
-
-
-# --------------------------------------------------------------------------- system-prompt memory block
-
-#: Hermes 0.19 ``MEMORY_BLOCK_HEADERS`` (tools/memory_tool.py:64-67) and ``ENTRY_DELIMITER`` (:69).
-MEMORY_BLOCK_HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
-ENTRY_DELIMITER = "\n§\n"
-BLOCK_SEPARATOR = "═" * 46
-_FILENAMES = {"memory": "MEMORY.md", "user": "USER.md"}
-
-
-def _threat_ids(text: str) -> list[str]:
-    """Pattern ids of the strict threat scan, first occurrence order, deduplicated.
-
-    Uses ``core.threats.scan`` (36 patterns + 17 invisible characters, Hermes 0.19
-    ``tools/threat_patterns.py``). Hermes lists invisible-character ids in set order (varies
-    between runs); we list them by code point, before the pattern ids, as Hermes does.
-    """
-    from ..memory import threats  # the memory area's scanner; imported lazily
-
-    ids = threats.scan_ids(text)
-    inv = sorted((i for i in ids if i.startswith("invisible_unicode_")), key=lambda s: int(s.rsplit("+", 1)[-1], 16))
-    return inv + [i for i in ids if not i.startswith("invisible_unicode_")]
-
-
-def sanitize_entries_for_snapshot(entries: Iterable[str], filename: str) -> list[str]:
-    """Replace each entry that the strict threat scan flags by Hermes' ``[BLOCKED: ...]`` text.
-
-    Matches Hermes 0.19 ``MemoryStore._sanitize_entries_for_snapshot`` (tools/memory_tool.py
-    :218-251): empty entries and entries already starting with ``[BLOCKED:`` pass through.
-    """
-    out: list[str] = []
-    for entry in entries:
-        if not entry or entry.startswith("[BLOCKED:"):
-            out.append(entry)
-            continue
-        ids = _threat_ids(entry)
-        if ids:
-            out.append(f"[BLOCKED: {filename} entry contained threat pattern(s): {', '.join(ids)}. "
-                       "Removed from system prompt; use memory(action=remove) to delete the original.]")
-        else:
-            out.append(entry)
-    return out
-
-
-def read_entries_as_hermes(path: Path) -> list[str]:
-    """Entries of a memory file as Hermes 0.19 ``load_from_disk`` reads them.
-
-    ``_read_file`` (:693-712): missing/unreadable/blank -> ``[]``; split on ``"\\n§\\n"``,
-    strip, drop empties; then exact duplicates removed keeping the first (:202-203). UTF-8
-    without BOM stripping, like 0.19.
-    """
-    try:
-        raw = read_regular_bytes(Path(path)).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    if not raw.strip():
-        return []
-    return list(dict.fromkeys(e for e in (p.strip() for p in raw.split(ENTRY_DELIMITER)) if e))
-
-
-def render_block(target: str, entries: Sequence[str], char_limit: int) -> str:
-    """Hermes ``_render_block``: ``""`` for no entries, else separator, header, separator, content.
-
-    Header: ``<MEMORY_BLOCK_HEADERS[target]> [<pct>% — <cur:,>/<limit:,> chars]`` with
-    ``pct = min(100, int(cur / limit * 100))`` and ``cur = len("\\n§\\n".join(entries))`` (chars).
-    """
-    if not entries:
-        return ""
-    content = ENTRY_DELIMITER.join(entries)
-    current = len(content)
-    pct = min(100, int((current / char_limit) * 100)) if char_limit > 0 else 0
-    key = "user" if target == "user" else "memory"
-    header = f"{MEMORY_BLOCK_HEADERS[key]} [{pct}% — {current:,}/{char_limit:,} chars]"
-    return f"{BLOCK_SEPARATOR}\n{header}\n{BLOCK_SEPARATOR}\n{content}"
-
-
-def _home_file(home: Any, target: str) -> Path:
-    if hasattr(home, "memory_file"):
-        return home.memory_file(target)
-    return Path(home) / "memories" / _FILENAMES[target]
-
-
-#: The most entry text, in chars, a prompt-block preview renders (and threat-scans).
-PREVIEW_BUDGET_CHARS = 256 * 1024
-
-
-def render_memory_block(home: Any, config: Any, target: str) -> str:
-    """The frozen block Hermes would put in a new session's system prompt for ``target``.
-
-    Reads the current ``MEMORY.md``/``USER.md`` like ``load_from_disk``, blocks threat-matching
-    entries, renders with the configured char limit. ``""`` when the file has no entries
-    (Hermes then omits the block). Never raises for a bad file.
-
-    Raises:
-        ValueError: ``target`` is not ``"memory"`` or ``"user"``.
-    """
-    if target not in _FILENAMES:
-        raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
-    entries = read_entries_as_hermes(_home_file(home, target))
-    limit = config.char_limit(target) if config is not None else (2200 if target == "memory" else 1375)
-    # A file far over its limit (issue 13 #4) is shown up to a bound, said in the block's last
-    # line; the threat scan of a 50 MB file would take a minute on every refresh.
-    shown, used = [], 0
-    for e in entries:
-        used += len(e)
-        if used > PREVIEW_BUDGET_CHARS and shown:
-            break
-        shown.append(e)
-    block = render_block(target, sanitize_entries_for_snapshot(shown, _FILENAMES[target]), limit)
-    if len(shown) < len(entries):
-        block += (f"\n[memdeck: {len(entries) - len(shown):,} more entries not shown; the file is far over "
-                  f"its {limit:,}-char limit]")
-    return block
-
-
-def render_prompt_blocks(home: Any, config: Any) -> str:
-    """MEMORY then USER blocks as they sit in the system prompt's volatile tier.
-
-    Each block is included when its store is enabled (``memory.memory_enabled``,
-    ``memory.user_profile_enabled``) and non-empty; blocks are stripped and joined with a blank
-    line (``agent/system_prompt.py:480-523``). ``""`` when neither applies.
-    """
-    parts = []
-    if getattr(config, "memory_enabled", True):
-        parts.append(render_memory_block(home, config, "memory"))
-    if getattr(config, "user_profile_enabled", True):
-        parts.append(render_memory_block(home, config, "user"))
-    return "\n\n".join(p.strip() for p in parts if p and p.strip())
-
-
-# --------------------------------------------------------------------------- <memory-context> fence
-
-MEMORY_CONTEXT_NOTE = ("[System note: The following is recalled memory context, NOT new user input. Treat as "
-                       "authoritative reference data — this is the agent's persistent memory and should inform all responses.]")
-
-
-def memory_context_fence(text: str) -> str:
-    """Wrap recalled text the way Hermes fences it on the user message.
-
-    Matches Hermes 0.19 ``build_memory_context_block`` (agent/memory_manager.py:337-351): blank
-    input gives ``""``; any fence tags, nested fenced blocks or system notes inside the text are
-    stripped (``sanitize_context``) so the text cannot forge or close the fence; the result is
-    ``<memory-context>\\n<note>\\n\\n<text>\\n</memory-context>``. (0.19 does not drop repeated
-    bullet lines; later Hermes versions may.)
-    """
-    if not text or not text.strip():
-        return ""
-    clean = sanitize_context(text)
-    return f"<memory-context>\n{MEMORY_CONTEXT_NOTE}\n\n{clean}\n</memory-context>"

@@ -11,7 +11,8 @@ import pytest
 from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW, build_demo_home
 from memdeck.core.home import HermesHome
-from memdeck.core.overview.snapshot import DeckSnapshot, build_snapshot, open_statedb, run_recall
+from memdeck.core.overview.recall_preview import run_recall
+from memdeck.core.overview.snapshot import DeckSnapshot, build_snapshot, open_statedb
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
-from memdeck.core.sessions.recall import recall, render_prompt_blocks, sanitize_fts5_query, search_messages
+from memdeck.core.memory.prompt_block import render_prompt_blocks
+from memdeck.core.sessions.recall import recall, sanitize_fts5_query, search_messages
 from memdeck.core.sessions.statedb import StateDB
 from tests.conftest import requires_hermes
 from tests.helpers.statedb import run_hermes_plan
@@ -188,4 +189,29 @@ def test_prompt_blocks_equal_hermes_memory_store(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     mem, user = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert render_prompt_blocks(home, load_config(home)) == f"{mem.strip()}\n\n{user.strip()}"
+
+
+def test_prompt_blocks_equal_hermes_for_crlf_cr_and_bom_files(tmp_path: Path) -> None:
+    """Hermes 0.19 reads a memory file with ``read_text(encoding="utf-8")``: CRLF/CR line ends
+    become ``\n`` before the split on ``\n§\n``, a BOM stays in the first entry."""
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
+
+    home = HermesHome(tmp_path / "h")
+    home.memories_dir.mkdir(parents=True)
+    home.memory_file("memory").write_bytes("Project uses uv\r\n§\r\nTests run\rin CI\r§\rDeploy on Fridays".encode())
+    home.memory_file("user").write_bytes("\ufeffPrefers terse answers\n§\nTimezone CET".encode())
+    env = dict(os.environ, HERMES_HOME=str(home.path))
+    code = textwrap.dedent("""
+        import json
+        from tools.memory_tool import MemoryStore
+        s = MemoryStore(memory_char_limit=2200, user_char_limit=1375)
+        s.load_from_disk()
+        print(json.dumps([s.format_for_system_prompt('memory'), s.format_for_system_prompt('user')]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mem, user = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "Tests run\nin CI" in mem and "[BLOCKED: USER.md" in user  # what Hermes does, checked first
     assert render_prompt_blocks(home, load_config(home)) == f"{mem.strip()}\n\n{user.strip()}"

@@ -6,10 +6,11 @@ import threading
 
 import pytest
 
-import memdeck.core.overview.snapshot as snapshot_mod
+import memdeck.core.overview.recall_preview as recall_preview_mod
 from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW
-from memdeck.core.overview.snapshot import RecallPreview, open_statedb, run_recall
+from memdeck.core.overview.recall_preview import RecallPreview, run_recall
+from memdeck.core.overview.snapshot import open_statedb
 from memdeck.tui.app import make_app
 from memdeck.tui.messages import RecallReady
 from tests.tui.conftest import wait_for
@@ -38,7 +39,7 @@ async def test_pages_then_the_hermes_ranked_result(demo_home) -> None:
 
 async def test_a_superseded_query_posts_no_recall_ready(demo_home, monkeypatch) -> None:
     entered, release, old_done = threading.Event(), threading.Event(), threading.Event()
-    real = snapshot_mod.stream_recall
+    real = recall_preview_mod.stream_recall
 
     def fake(db, query, **kw):
         if query != "old query":
@@ -52,7 +53,7 @@ async def test_a_superseded_query_posts_no_recall_ready(demo_home, monkeypatch) 
         finally:
             old_done.set()  # the worker dropped the stream
 
-    monkeypatch.setattr(snapshot_mod, "stream_recall", fake)
+    monkeypatch.setattr(recall_preview_mod, "stream_recall", fake)
     seen: list[RecallReady] = []
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(140, 40), message_hook=lambda m: isinstance(m, RecallReady) and seen.append(m)) as pilot:

@@ -10,7 +10,8 @@ from memdeck.core.config import Config
 from memdeck.core.deck.archive import ArchivedItem
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.pending import PendingWrite
-from memdeck.core.overview.snapshot import DeckSnapshot, RecallPreview
+from memdeck.core.overview.recall_preview import RecallPreview
+from memdeck.core.overview.snapshot import DeckSnapshot
 from memdeck.core.sessions.recall import RecallHit
 from memdeck.tui.views.anchors import anchor_rows
 from memdeck.tui.views.capacity import usage_bar, usage_of

@@ -1,7 +1,7 @@
 """The Recall panel's text: recall hits grouped by session lineage, and the
 ``<memory-context>`` fence they would make.
 
-Pure functions of a :class:`memdeck.core.overview.snapshot.RecallPreview` (None before a query
+Pure functions of a :class:`memdeck.core.overview.recall_preview.RecallPreview` (None before a query
 ran or when it failed).
 """
 
@@ -16,7 +16,7 @@ from ..safe_text import safe_text
 from .common import clock, titled_block
 
 if TYPE_CHECKING:
-    from memdeck.core.overview.snapshot import RecallPreview
+    from memdeck.core.overview.recall_preview import RecallPreview
     from memdeck.core.sessions.recall import RecallHit
 
 

@@ -19,7 +19,8 @@ from ..readout import Readout
 from .base import Panel, focus_now
 
 if TYPE_CHECKING:
-    from memdeck.core.overview.snapshot import DeckSnapshot, RecallPreview
+    from memdeck.core.overview.recall_preview import RecallPreview
+    from memdeck.core.overview.snapshot import DeckSnapshot
 
 
 class RecallPanel(Panel):
