@@ -1,7 +1,8 @@
 """The change history of every writer: what changed in the watched files, who did it, and revert.
 
 memdeck keeps, in memdeck.db (tables ``history_seen`` and ``history``, ``core/deck/db.py``
-step 2), the last canonical content it saw of every watched file:
+step 2; step 6: ``target`` is the memory target only, anchor rows carry MemLock's ``scope`` and
+``session_id``), the last canonical content it saw of every watched file:
 
 * ``memories/MEMORY.md`` / ``memories/USER.md`` (kind ``memory``; content = the canonical file
   text, ``parse_entries`` + ``serialize_entries``, so whitespace drift is not a change);
