@@ -1,7 +1,8 @@
 """The change history of every writer: what changed in the watched files, who did it, and revert.
 
 memdeck keeps, in memdeck.db (tables ``history_seen`` and ``history``, ``core/deck/db.py``
-step 2), the last canonical content it saw of every watched file:
+step 2; step 6: ``target`` is the memory target only, anchor rows carry MemLock's ``scope`` and
+``session_id``), the last canonical content it saw of every watched file:
 
 * ``memories/MEMORY.md`` / ``memories/USER.md`` (kind ``memory``; content = the canonical file
   text, ``parse_entries`` + ``serialize_entries``, so whitespace drift is not a change);
@@ -92,7 +93,9 @@ class Change:
 
     Attributes:
         change_id: monotonic id. kind: ``memory`` or ``anchor``. target: ``memory``/``user``
-            for memory; the MemLock session id (or ``global`` for ``persist/``) for anchors.
+            for memory, None for anchors. scope, session_id: anchors only (None for memory):
+            ``session`` and the MemLock session id for a session file, ``global`` and None for
+            a global pin in ``persist/`` (``core/deck/db.py`` migration 6).
         path: the file, relative to the home. op: one of :data:`MEMORY_OPS`/:data:`ANCHOR_OPS`.
         before, after: the old/new entry text (memory) or anchor fields as JSON (anchor); None
             for the side that does not exist.
@@ -105,7 +108,7 @@ class Change:
 
     change_id: int
     kind: str
-    target: str
+    target: str | None
     path: str
     op: str
     before: str | None
@@ -115,6 +118,15 @@ class Change:
     actor: str
     attribution: dict[str, Any] = field(default_factory=dict)
     reverted_by: int | None = None
+    scope: str | None = None
+    session_id: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The file's place as shown: the memory target, the anchor's session id, or ``global``."""
+        if self.kind == "memory":
+            return str(self.target)
+        return self.session_id or "global"
 
     @property
     def anchor_id(self) -> str | None:
@@ -126,7 +138,8 @@ class Change:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.change_id, "kind": self.kind, "target": self.target, "path": self.path, "op": self.op,
+            "id": self.change_id, "kind": self.kind, "target": self.target, "scope": self.scope,
+            "session_id": self.session_id, "path": self.path, "op": self.op,
             "before": self.before, "after": self.after, "since": self.since, "until": self.until,
             "actor": self.actor, "attribution": self.attribution, "reverted_by": self.reverted_by,
         }
@@ -138,7 +151,8 @@ def _row(r: sqlite3.Row) -> Change:
     except ValueError:
         attr = {}
     return Change(r["change_id"], r["kind"], r["target"], r["path"], r["op"], r["before"], r["after"], r["since"],
-                  r["until"], r["actor"], attr if isinstance(attr, dict) else {}, r["reverted_by"])
+                  r["until"], r["actor"], attr if isinstance(attr, dict) else {}, r["reverted_by"], r["scope"],
+                  r["session_id"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -147,17 +161,27 @@ def _row(r: sqlite3.Row) -> Change:
 
 @dataclass(frozen=True)
 class _File:
+    """A watched file: ``target`` for memory files; for anchor files ``session_id`` (provisional:
+    the file stem until the file is read; None for ``persist/``)."""
+
     rel: str
     kind: str
-    target: str  # memory/user; for anchors a provisional target (the stem) until read
+    target: str | None
     path: Path
+    session_id: str | None = None
+
+    @property
+    def scope(self) -> str | None:
+        if self.kind != "anchor":
+            return None
+        return "global" if self.rel.startswith("memlock/persist/") else "session"
 
 
 def watched_files(home: HermesHome) -> list[_File]:
     """MEMORY.md, USER.md, ``memlock/*.json`` and ``memlock/persist/*.json`` (manifest excluded)."""
     out = [_File(f"memories/{TARGET_FILES[t]}", "memory", t, home.memory_file(t)) for t in TARGETS]
     root = home.memlock_dir
-    for sub, target in (("", None), ("persist", "global")):
+    for sub in ("", "persist"):
         d = root / sub if sub else root
         try:
             names = sorted(os.listdir(d))
@@ -167,7 +191,7 @@ def watched_files(home: HermesHome) -> list[_File]:
             if not name.endswith(".json") or name.startswith(".") or name == "manifest.json":
                 continue
             rel = f"memlock/{sub + '/' if sub else ''}{name}"
-            out.append(_File(rel, "anchor", target or name[:-5], d / name))
+            out.append(_File(rel, "anchor", None, d / name, None if sub else name[:-5]))
     return out
 
 
@@ -199,16 +223,23 @@ def _fields(rec: dict[str, Any]) -> dict[str, Any]:
     return {"text": a.text, "reminder": a.reminder, "priority": a.priority, "probes": list(a.probes)}
 
 
-def canonical_anchors(raw: str | None, rel: str, fallback: str) -> tuple[str, str]:
-    """``(target, content JSON)`` of a MemLock session or persist file (raises ValueError if not JSON)."""
+def canonical_anchors(raw: str | None, rel: str, fallback: str | None) -> tuple[str | None, str]:
+    """``(session_id, content JSON)`` of a MemLock session file, or ``(None, content JSON)`` of a
+    global pin in ``persist/`` (``fallback``: the session id when the file says none, by default
+    the file stem; unused for ``persist/``). Raises ValueError if not JSON.
+    The content's ``"session_id"`` is ``"global"`` for ``persist/`` (the stored content format,
+    unchanged since migration 2)."""
+    persist = rel.startswith("memlock/persist/")
+    fallback = fallback or Path(rel).stem
     if raw is None:
-        return fallback, json.dumps({"session_id": fallback, "anchors": {}}, sort_keys=True)
+        return (None if persist else fallback), json.dumps(
+            {"session_id": "global" if persist else fallback, "anchors": {}}, sort_keys=True)
     data = json.loads(raw)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
-    if rel.startswith("memlock/persist/"):
-        aid = str(data.get("id") or fallback)
-        return "global", json.dumps({"session_id": "global", "anchors": {aid: _fields(data)}}, sort_keys=True)
+    if persist:
+        aid = str(data.get("id") or "global")
+        return None, json.dumps({"session_id": "global", "anchors": {aid: _fields(data)}}, sort_keys=True)
     s = SessionAnchors.from_dict(data, fallback)
     anchors = {aid: _fields(a.to_dict()) for aid, a in s.anchors.items()}
     return s.session_id or fallback, json.dumps({"session_id": s.session_id or fallback, "anchors": anchors},
@@ -352,12 +383,14 @@ class _Recorder:
         self.conn, self.home, self.db = conn, home, db
         self.ids: list[int] = []
 
-    def add(self, kind: str, target: str, rel: str, op: str, before: str | None, after: str | None,
-            since: float | None, until: float, actor: str, attribution: dict[str, Any]) -> None:
+    def add(self, kind: str, target: str | None, rel: str, op: str, before: str | None, after: str | None,
+            since: float | None, until: float, actor: str, attribution: dict[str, Any], *,
+            scope: str | None = None, session_id: str | None = None) -> None:
         cur = self.conn.execute(
-            "INSERT INTO history (kind, target, path, op, before, after, since, until, actor, attribution) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (kind, target, rel, op, before, after, since, until, actor, json.dumps(attribution, ensure_ascii=False)))
+            "INSERT INTO history (kind, target, scope, session_id, path, op, before, after, since, until, actor,"
+            " attribution) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (kind, target, scope, session_id, rel, op, before, after, since, until, actor,
+             json.dumps(attribution, ensure_ascii=False)))
         self.ids.append(int(cur.lastrowid))
 
     def external_memory(self, target: str, rel: str, old: str, new: str, since: float | None, until: float) -> None:
@@ -397,7 +430,8 @@ def _observe_memory(rec: _Recorder, f: _File, seen: sqlite3.Row, content: str, n
     return mark
 
 
-def _observe_anchor(rec: _Recorder, f: _File, target: str, seen: sqlite3.Row, content: str, now: float) -> int:
+def _observe_anchor(rec: _Recorder, f: _File, session_id: str | None, seen: sqlite3.Row, content: str,
+                    now: float) -> int:
     since = seen["seen_at"]
     mark = seen["journal_mark"]
     for op, b, a, aid in diff_anchors(seen["content"], content):
@@ -407,10 +441,12 @@ def _observe_anchor(rec: _Recorder, f: _File, target: str, seen: sqlite3.Row, co
             "AND json_extract(detail, '$.anchor_id') = ? ORDER BY journal_id DESC LIMIT 1",
             (mark, since - 1.0, now + 1.0, aid)).fetchone()
         if r is not None:
-            rec.add("anchor", target, f.rel, op, b, a, since, now, r["actor"],
-                    {"anchor_id": aid, "journal_id": r["journal_id"], "op": r["op"]})
+            rec.add("anchor", None, f.rel, op, b, a, since, now, r["actor"],
+                    {"anchor_id": aid, "journal_id": r["journal_id"], "op": r["op"]}, scope=f.scope,
+                    session_id=session_id)
         else:
-            rec.add("anchor", target, f.rel, op, b, a, since, now, "external", {"anchor_id": aid})
+            rec.add("anchor", None, f.rel, op, b, a, since, now, "external", {"anchor_id": aid}, scope=f.scope,
+                    session_id=session_id)
     top = rec.conn.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0]
     return max(mark, top or 0)
 
@@ -453,7 +489,7 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
         gone = [r for rel, r in seen.items() if rel not in stamps and r["kind"] in kinds and r["stamp"] is not None]
         changed = [f for f in files if rel_changed(seen.get(f.rel), stamps[f.rel])]
         for r in gone:
-            changed.append(_File(r["path"], r["kind"], r["target"], home.path / r["path"]))
+            changed.append(_File(r["path"], r["kind"], r["target"], home.path / r["path"], r["session_id"]))
         pending_dir = home.pending_dir
         if not changed:
             if "memory" in kinds and pending_dir.is_dir():
@@ -492,10 +528,11 @@ def _observe_one(rec: _Recorder, f: _File, now: float) -> None:
         return  # another observer recorded it meanwhile
     try:
         raw = _read(f.path)
+        session_id: str | None = None
         if f.kind == "memory":
-            target, content = f.target, canonical_memory(raw)
+            content = canonical_memory(raw)
         else:
-            target, content = canonical_anchors(raw, f.rel, seen["target"] if seen is not None else f.target)
+            session_id, content = canonical_anchors(raw, f.rel, seen["session_id"] if seen is not None else f.session_id)
     except (OSError, UnicodeError, ValueError):
         return  # unreadable now: look again next time
     mark = seen["journal_mark"] if seen is not None else (c.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0] or 0)
@@ -503,15 +540,16 @@ def _observe_one(rec: _Recorder, f: _File, now: float) -> None:
         if f.kind == "memory":
             mark = _observe_memory(rec, f, seen, content, now)
         else:
-            mark = _observe_anchor(rec, f, target, seen, content, now)
+            mark = _observe_anchor(rec, f, session_id, seen, content, now)
     elif seen is not None and f.kind == "memory":
         top = c.execute("SELECT MAX(journal_id) FROM journal WHERE kind = 'memory' AND target = ? AND state = 'done'", (f.target,)).fetchone()[0]
         mark = max(mark, top or 0)
     if raw is None and f.kind == "anchor":
         c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))
         return
-    c.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, stamp, content, seen_at, journal_mark) "
-              "VALUES (?,?,?,?,?,?,?)", (f.rel, f.kind, target, stamp, content, now, mark))
+    c.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at,"
+              " journal_mark) VALUES (?,?,?,?,?,?,?,?,?)",
+              (f.rel, f.kind, f.target, f.scope, session_id, stamp, content, now, mark))
 
 
 def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb: StateDB | None = None,
@@ -544,21 +582,25 @@ def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, sta
 # Reading
 
 
-def list_changes(home: HermesHome, *, target: str | None = None, since: float | None = None, limit: int = 50,
+def list_changes(home: HermesHome, *, target: str | None = None, session_id: str | None = None,
+                 scope: str | None = None, since: float | None = None, limit: int = 50,
                  conn: sqlite3.Connection | None = None) -> list[Change]:
-    """The most recent ``limit`` changes, newest first, optionally of one ``target`` (``memory``,
-    ``user``, a session id or ``global``) and/or with ``until >= since`` (epoch seconds).
+    """The most recent ``limit`` changes, newest first, optionally only of one memory ``target``
+    (``memory``/``user``), of one MemLock ``session_id``'s file, of one anchor ``scope``
+    (``session``/``global``: ``global`` = the pins in ``persist/``), and/or with
+    ``until >= since`` (epoch seconds). The filters combine with AND.
 
     Returns ``[]`` when memdeck.db does not exist yet. Uses the primary key (and
-    ``history_target_idx`` for a target), so the cost does not grow with the history.
+    ``history_target_idx`` / ``history_session_idx``), so the cost does not grow with the history.
     """
     if conn is None and not deckdb.db_path(home).exists():
         return []
     q, args = "SELECT * FROM history", []
     where = []
-    if target is not None:
-        where.append("target = ?")
-        args.append(target)
+    for col, val in (("target", target), ("session_id", session_id), ("scope", scope)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            args.append(val)
     if since is not None:
         where.append("until >= ?")
         args.append(float(since))
@@ -587,8 +629,8 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
     journal row. The files are observed first so the check runs against what is on disk.
 
     Returns:
-        ``{"message", "change_id", "journal_id", "target", "kind"}`` (memory: plus the
-        ``WriteResult`` fields ``usage``/``entries`` as ``result``).
+        ``{"message", "change_id", "journal_id", "kind", "target", "scope", "session_id"}``
+        (the change's fields; memory: plus the ``WriteResult`` as ``result``).
 
     Raises:
         Refused: ``not_found`` (no such change); ``conflict`` (already reverted, or it no longer
@@ -612,16 +654,17 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
                                "result": res.to_dict()}
     else:
         jid = _revert_anchor(home, config, ch, actor, detail)
-        out = {"message": f"Reverted change #{ch.change_id} ({ch.op}) of anchor {ch.anchor_id} in {ch.target}."}
+        out = {"message": f"Reverted change #{ch.change_id} ({ch.op}) of anchor {ch.anchor_id} in {ch.where}."}
     with deckdb.opened(home) as c, deckdb.transaction(c):
         c.execute("UPDATE history SET reverted_by = ? WHERE change_id = ?", (jid, ch.change_id))
     observe(home)
-    out.update({"change_id": ch.change_id, "journal_id": jid, "target": ch.target, "kind": ch.kind})
+    out.update({"change_id": ch.change_id, "journal_id": jid, "kind": ch.kind, "target": ch.target, "scope": ch.scope,
+                "session_id": ch.session_id})
     return out
 
 
 def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, detail: dict[str, Any]) -> int:
-    if ch.target == "global" or ch.path.startswith("memlock/persist/"):
+    if ch.session_id is None or ch.path.startswith("memlock/persist/"):
         raise Refused(f"change #{ch.change_id} is to a global pin in persist/; revert it with `memdeck anchor` commands",
                       code="unsupported")
     aid = ch.anchor_id or ""
@@ -636,11 +679,11 @@ def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, det
         cur = s.anchors.get(aid)
         if after is None:  # anchor_removed: put it back
             if cur is not None:
-                raise Refused(f"cannot revert: anchor {aid} is already back in session {ch.target}. Nothing was changed.",
+                raise Refused(f"cannot revert: anchor {aid} is already back in session {ch.session_id}. Nothing was changed.",
                               code="conflict")
             s.add(Anchor.from_dict({**before, "id": aid, "pinned": True}))
         elif cur is None or _fields(cur.to_dict()) != after:
-            raise Refused(f"cannot revert: anchor {aid} in session {ch.target} changed since. Nothing was changed.",
+            raise Refused(f"cannot revert: anchor {aid} in session {ch.session_id} changed since. Nothing was changed.",
                           code="conflict")
         elif before is None:  # anchor_added: take it out
             del s.anchors[aid]
@@ -651,9 +694,9 @@ def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, det
         return AnchorChange("revert", aid, dict(detail))
 
     # write-ahead like every anchor writer: intent row, session file, done (AnchorFiles.apply_change)
-    made = store.apply_change(ch.target, build)
+    made = store.apply_change(ch.session_id, build)
     if made.journal_id is None:
-        raise Refused(f"cannot revert: anchor {aid} in session {ch.target} already holds what it held before "
+        raise Refused(f"cannot revert: anchor {aid} in session {ch.session_id} already holds what it held before "
                       f"change #{ch.change_id}. Nothing was changed.", code="conflict")
     return made.journal_id
 

@@ -395,14 +395,15 @@ def describe_change(rows: list[Any]) -> str:
     """One line naming a journaled change (its op and target) for the undo dialog and toast.
 
     ``rows`` are the :class:`core.journal.JournalRow` rows of one change (one ``txn``), oldest
-    first. Anchor rows name the anchor (``detail["anchor_id"]``) and its session (``target``);
+    first. Anchor rows name the anchor (``detail["anchor_id"]``) and its session (``session_id``,
+    or the global pins when None);
     memory rows name the file and preview the entry text (``detail["text"]``); approvals name
     the pending write (``detail["pending_id"]``).
     """
     last = rows[-1]
     d = last.detail if isinstance(last.detail, dict) else {}
     if last.kind == "anchor":
-        where = "global pins" if last.target == "global" else f"session {last.target}"
+        where = "global pins" if last.session_id is None else f"session {last.session_id}"
         what = f"{last.op} of anchor {d.get('anchor_id', '?')} ({where})"
     elif last.kind == "memory":
         if last.op == "move" and d.get("from") and d.get("to"):
@@ -414,7 +415,7 @@ def describe_change(rows: list[Any]) -> str:
         if d.get("pending_id"):
             what += f" (approved pending write {d['pending_id']})"
     else:
-        what = f"{last.op} ({last.kind} {last.target})"
+        what = f"{last.op} ({last.kind} {last.where})"
     what += f" · journal #{last.journal_id}"
     return safe_plain(what, single_line=True)
 
@@ -465,7 +466,7 @@ def action_revert(self: "MemdeckApp") -> None:
         return
     c = sel.obj
     body = Text(f"Revert change {c.change_id} ({c.op} in ")
-    body.append_text(safe_text(c.target, single_line=True, style="bold"))
+    body.append_text(safe_text(c.where, single_line=True, style="bold"))
     body.append(")?\n")
     body.append_text(safe_text(_preview(c.before or c.after, 200)))
 

@@ -550,7 +550,7 @@ class MemdeckApp(DeckActions, App[None]):
             who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
                    "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
             what = (c.before or "")[:80]
-            self.notify(safe_plain(f"{c.op} in {c.target} by {who}: {what} (memdeck revert {c.change_id})",
+            self.notify(safe_plain(f"{c.op} in {c.where} by {who}: {what} (memdeck revert {c.change_id})",
                                    single_line=True), title="memory changed", severity="warning", markup=False,
                         timeout=8)
 

@@ -79,7 +79,7 @@ class AnchorChange:
     :data:`UNCHANGED` to leave it. ``archive_insert``: ``{"payload", "reason", "text"}`` for a
     new archive row (archive); ``archive_set``: ``(archive_id, from_state, to_state)`` (restore,
     and the undo of an archive or a restore). ``before``/``after``: the journal texts of a
-    change with no session (target ``"global"``). ``undoes``: the rows an undo marks undone.
+    change with no session (``session_id`` None). ``undoes``: the rows an undo marks undone.
     After the call, ``journal_id`` and ``archive_id`` are set (None when nothing changed).
     """
 
@@ -315,17 +315,17 @@ class AnchorFiles:
     @property
     def global_lock_path(self) -> Path:
         """The file whose sidecar lock (``persist/global.lock``) serialises changes to
-        ``persist/`` that touch no session file (journal target ``"global"``)."""
+        ``persist/`` that touch no session file (journal rows with ``session_id`` None)."""
         return self.persist_dir / "global"
 
-    def _lock_for(self, target: str) -> Path:
-        return self.global_lock_path if target == "global" else self.session_path(target)
+    def _lock_for(self, session_id: str | None) -> Path:
+        return self.global_lock_path if session_id is None else self.session_path(session_id)
 
     def apply_change(self, session_id: str | None, build: Callable[[SessionAnchors | None], AnchorChange]) -> AnchorChange:
         """A crash-safe anchor change: intent, files, done (the memory archive's protocol).
 
         Under the session file's lock (``persist/global.lock`` when ``session_id`` is None),
-        first resolves that target's interrupted changes (:meth:`recover_locked`), then reloads
+        first resolves the interrupted changes under that lock (:meth:`recover_locked`), then reloads
         the session and calls ``build(session)`` (it mutates the session in place and returns
         the :class:`AnchorChange`; raising leaves everything untouched). Then:
 
@@ -337,8 +337,10 @@ class AnchorFiles:
         3. a second transaction sets the archive row's final state, marks the row ``done`` and,
            for an undo, the undone rows.
 
-        A kill anywhere leaves an intent that the next change on the target resolves from the
-        disk. A failed file write is rolled back at once the same way.
+        A kill anywhere leaves an intent that the next change under the same lock resolves from
+        the disk. The journal row's ``session_id`` is ``session_id`` (None: ``persist/`` alone) and
+        its ``scope`` is ``"global"`` when the change covers the durable copy in ``persist/``
+        (or there is no session), else ``"session"`` (``core/deck/journal.py``). A failed file write is rolled back at once the same way.
 
         Returns:
             the change, with ``journal_id``/``archive_id`` set (None when nothing changed).
@@ -350,10 +352,10 @@ class AnchorFiles:
         if session_id == "":
             raise Refused("a session id is required", "invalid", field="session_id")
         require_hermes_home(self.home)
-        target = session_id or "global"
-        lock = self._lock_for(target)
+        session_id = session_id or None
+        lock = self._lock_for(session_id)
         with writable(lock), file_lock(lock, self.lock_timeout), deckdb.opened(self.home) as conn:
-            self.recover_locked(target, conn)
+            self.recover_locked(session_id, conn)
             current: SessionAnchors | None = None
             before: dict[str, Any] | None = None
             if session_id:
@@ -379,10 +381,14 @@ class AnchorFiles:
                 row_before, row_after = ch.before, ch.after
             if ch.undoes:
                 detail.setdefault("undoes", list(ch.undoes))
+            scope = "global" if g_change or session_id is None else "session"
             with deckdb.transaction(conn):
                 if ch.archive_insert is not None:
                     ins = ch.archive_insert
-                    ch.archive_id = _archive.insert(conn, kind="anchor", target=aid, text=str(ins["text"]),
+                    pl = ins["payload"] if isinstance(ins["payload"], dict) else {}
+                    ch.archive_id = _archive.insert(conn, kind="anchor", anchor_id=aid, text=str(ins["text"]),
+                                                    scope="global" if pl.get("scope") == "global" else "session",
+                                                    session_id=session_id,
                                                     actor=self.actor, reason=str(ins.get("reason") or ""),
                                                     payload=ins["payload"], state="archiving")
                     detail["archive_id"] = ch.archive_id
@@ -394,7 +400,8 @@ class AnchorFiles:
                         raise Refused(f"archive row #{arch} is no longer {frm}; nothing was changed", "conflict")
                     ch.archive_id = int(arch)
                     detail["archive_intent"] = [int(arch), frm, to]
-                ch.journal_id = _journal.record(self.home, actor=self.actor, op=ch.op, kind="anchor", target=target,
+                ch.journal_id = _journal.record(self.home, actor=self.actor, op=ch.op, kind="anchor", scope=scope,
+                                                session_id=session_id,
                                                 before=row_before, after=row_after, detail=detail, conn=conn,
                                                 state="intent")
             try:
@@ -451,11 +458,11 @@ class AnchorFiles:
             a = json.loads(row.after) if row.after else None
         except ValueError:
             b = a = {}
-        if row.target == "global":
+        if row.session_id is None:
             s_after = s_before = True
         else:
             try:
-                cur = self.load_session(row.target).anchors.get(aid)
+                cur = self.load_session(row.session_id).anchors.get(aid)
             except UnreadableFile:
                 with deckdb.transaction(conn):
                     _journal.mark_unknown(conn, [row.journal_id])
@@ -484,26 +491,27 @@ class AnchorFiles:
             _journal.mark_unknown(conn, [row.journal_id])
         return "unknown"
 
-    def recover_locked(self, target: str, conn: sqlite3.Connection) -> int:
-        """Resolve ``target``'s interrupted anchor changes (a session id or ``"global"``; its
-        lock must be held), newest first so each row sees the state its change left.
-        Returns how many rows were resolved."""
-        rows = _journal.intents(self.home, "anchor", target, conn=conn)
+    def recover_locked(self, session_id: str | None, conn: sqlite3.Connection) -> int:
+        """Resolve the interrupted anchor changes of session ``session_id`` (None: the changes to
+        ``persist/`` alone; its lock must be held), newest first so each row sees the state its
+        change left. Returns how many rows were resolved."""
+        rows = [r for r in _journal.intents(self.home, "anchor", conn=conn) if r.session_id == session_id]
         for r in reversed(rows):
             self._resolve(conn, r)
         return len(rows)
 
     def recover_intents(self) -> int:
-        """Resolve every interrupted anchor change in this home, each under its target's lock
-        (what the next change on that target does first)."""
+        """Resolve every interrupted anchor change in this home, each under its session's lock
+        (``persist/global.lock`` for changes to ``persist/`` alone): what the next change under
+        that lock does first."""
         if not deckdb.db_path(self.home).exists():
             return 0
-        targets = sorted({r.target for r in _journal.intents(self.home, "anchor")})
+        sessions = {r.session_id for r in _journal.intents(self.home, "anchor")}
         done = 0
-        for t in targets:
-            lock = self._lock_for(t)
+        for sid in sorted(sessions, key=lambda x: (x is not None, x or "")):
+            lock = self._lock_for(sid)
             with writable(lock), file_lock(lock, self.lock_timeout), deckdb.opened(self.home) as conn:
-                done += self.recover_locked(t, conn)
+                done += self.recover_locked(sid, conn)
         return done
 
     # -- global pins (persist/) -------------------------------------------------

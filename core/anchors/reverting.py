@@ -68,7 +68,7 @@ class AnchorUndo(AnchorFiles):
         g_before, g_after = r.detail.get("global_before"), r.detail.get("global_after")
         arch_id = r.detail.get("archive_id") if r.op in ("archive", "restore") else None
         what = f"{r.op} of anchor {aid!r} (journal #{r.journal_id})"
-        where = "persist/" if r.target == "global" else f"session {r.target}"
+        where = "persist/" if r.session_id is None else f"session {r.session_id}"
 
         def conflict(why: str) -> Refused:
             return Refused(f"cannot undo {what}: {why}; nothing was changed", "conflict", journal_id=r.journal_id)
@@ -127,9 +127,9 @@ class AnchorUndo(AnchorFiles):
             s.recount()
             return ch
 
-        ch = self.apply_change(None if r.target == "global" else str(r.target), build)
+        ch = self.apply_change(r.session_id, build)
         if ch.journal_id is None:
             raise conflict(f"{where} already holds the state before it")
-        return {"success": True, "op": "undo", "undone": r.op, "anchor_id": aid, "session_id": r.target,
+        return {"success": True, "op": "undo", "undone": r.op, "anchor_id": aid, "session_id": r.session_id,
                 "journal_id": ch.journal_id,
                 "message": f"Undid {r.op} of anchor {aid} in {where} (journal #{r.journal_id})."}

@@ -20,8 +20,8 @@ no trailing newline), plus ``self_sha256`` (>= 0.5 advisory anchor hash). Global
 ``persist/manifest.json`` consistent so MemLock >= 0.5 does not quarantine them.
 
 Journal and undo: pin, unpin, update, archive and restore each append one :mod:`core.journal`
-row (``kind="anchor"``, ``target`` = the session id, or ``"global"`` for a change to
-``persist/`` alone; ``before``/``after`` = the anchor record as sorted-key JSON or NULL;
+row (``kind="anchor"``, ``target`` None, ``session_id`` = the session id, or None for a change
+to ``persist/`` alone, ``scope`` = ``"global"`` when the durable copy in ``persist/`` changed); ``before``/``after`` = the anchor record as sorted-key JSON or NULL;
 ``detail`` = ``{anchor_id, ...}`` with ``global_before``/``global_after`` when the durable copy
 changed and ``archive_id`` for archive/restore). The ``anchor`` undo handler
 (:meth:`AnchorStore.undo_rows`) is registered with :func:`core.journal.register_undo_handler`.
@@ -121,8 +121,8 @@ class AnchorStore(AnchorUndo):
 
     def _pin_global_only(self, text: str, reminder: str, priority: int, probes: list[str]) -> Anchor:
         """A global pin made before any session exists: only ``persist/<id>.json`` (and the
-        manifest) is written; MemLock seeds it into every new session. Journaled against
-        ``"global"`` (write-ahead, under ``persist/global.lock``)."""
+        manifest) is written; MemLock seeds it into every new session. Journaled with
+        ``session_id`` None, ``scope="global"`` (write-ahead, under ``persist/global.lock``)."""
         def build(_s: SessionAnchors | None) -> AnchorChange:
             anchor = Anchor(id=new_pin_id(self.global_ids()), text=text, reminder=reminder, priority=priority,
                             probes=probes, pinned=True, extra={"pinned_at": time.time()})
@@ -138,7 +138,7 @@ class AnchorStore(AnchorUndo):
         With ``scope="global"`` the durable copy in ``persist/`` is deleted too (MemLock >=
         0.5 semantics; without it a global pin is re-seeded into new sessions). A global pin
         that is not in this session can still be unpinned with ``scope="global"`` (journaled
-        with target ``"global"``). Journaled as op ``unpin``.
+        with no session id, scope ``"global"``). Journaled as op ``unpin``.
 
         Returns:
             ``{"id", "session_removed": bool, "global_removed": bool}``.

@@ -69,7 +69,7 @@ def _who(c: _history.Change) -> str:
 def _show(c: _history.Change) -> None:
     since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
     rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
-    print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.target}  {_who(c)}{rev}")
+    print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
     if c.before is not None:
         print(f"    - {safe(c.before, one_line=True, width=100)}")
     if c.after is not None:
@@ -81,7 +81,8 @@ def _history_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UsageError("--limit must be at least 1")
     since = parse_since(args.since) if args.since else None
     _history.reattribute(ctx.home)
-    rows = _history.list_changes(ctx.home, target=args.target, since=since, limit=args.limit)
+    rows = _history.list_changes(ctx.home, target=args.target, session_id=args.session, scope=args.scope, since=since,
+                                 limit=args.limit)
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0
@@ -211,7 +212,11 @@ def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser("history", help="every recorded change to memory and anchors, by any writer, newest first")
-    p.add_argument("--target", default=None, help="memory, user, a MemLock session id or global")
+    p.add_argument("--target", default=None, choices=("memory", "user"), help="only changes to MEMORY.md or USER.md")
+    p.add_argument("--session", default=None, metavar="SESSION_ID",
+                   help="only anchor changes in this MemLock session's file")
+    p.add_argument("--scope", default=None, choices=("session", "global"),
+                   help="only anchor changes in session files (session) or global pins in persist/ (global)")
     p.add_argument("--since", default=None, help="only changes seen after this (epoch s, ISO date/time or e.g. 2h)")
     p.add_argument("--limit", type=int, default=50, help="at most this many changes (default 50)")
     p.add_argument("--json", action="store_true", help="print the changes as JSON")

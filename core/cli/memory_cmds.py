@@ -227,7 +227,7 @@ _normalize = _store_op(lambda s, a: s.normalize(a.target))
 
 def _show_archived(r: Any) -> None:
     reason = f"  ({safe(r.reason, one_line=True, width=40)})" if r.reason else ""
-    print(f"  #{r.archive_id}  {r.kind:6} {r.target:8} {_clock(r.archived_at)}  {safe(r.text, one_line=True, width=70)}{reason}")
+    print(f"  #{r.archive_id}  {r.kind:6} {r.where:8} {_clock(r.archived_at)}  {safe(r.text, one_line=True, width=70)}{reason}")
 
 
 def _archive(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -323,7 +323,7 @@ def _show_journal(r: Any) -> None:
     if getattr(r, "state", "done") == "unknown":  # a killed write recovery could not place: never undone automatically
         undone += "  (unknown: the file held neither its before nor its after; not undoable)"
     what = r.detail.get("text") or r.detail.get("pending_id") or ""
-    print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.target:8} "
+    print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.where:8} "
           f"{safe(str(what), one_line=True, width=60)}{undone}")
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import db as deckdb
+from .journal import SCOPES
 from ..home import HermesHome
 
 STATES = ("archiving", "archived", "restoring", "restored")
@@ -41,11 +42,17 @@ STATES = ("archiving", "archived", "restoring", "restored")
 
 @dataclass(frozen=True)
 class ArchivedItem:
-    """One archive row. ``archived_at``/``restored_at`` are epoch seconds."""
+    """One archive row. ``archived_at``/``restored_at`` are epoch seconds.
+
+    ``target`` is ``"memory"``/``"user"`` on memory rows, None on anchor rows; anchor rows carry
+    ``anchor_id``, ``scope`` (``"session"``/``"global"``: a global pin's durable copy was
+    archived with it) and ``session_id`` (the MemLock session it was archived from) instead
+    (columns in ``core/deck/db.py``, migration 6).
+    """
 
     archive_id: int
     kind: str
-    target: str
+    target: str | None
     text: str
     payload: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
@@ -53,10 +60,19 @@ class ArchivedItem:
     archived_at: float = 0.0
     state: str = "archived"
     restored_at: float | None = None
+    anchor_id: str | None = None
+    scope: str | None = None
+    session_id: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The row as listed: the memory target, or the archived anchor's id."""
+        return str(self.target if self.kind == "memory" else self.anchor_id)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "archive_id": self.archive_id, "kind": self.kind, "target": self.target, "text": self.text,
+            "archive_id": self.archive_id, "kind": self.kind, "target": self.target,
+            "anchor_id": self.anchor_id, "scope": self.scope, "session_id": self.session_id, "text": self.text,
             "payload": self.payload, "reason": self.reason, "actor": self.actor,
             "archived_at": self.archived_at, "state": self.state, "restored_at": self.restored_at,
         }
@@ -68,21 +84,37 @@ def _item(r: sqlite3.Row) -> ArchivedItem:
     except ValueError:
         payload = {}
     return ArchivedItem(r["archive_id"], r["kind"], r["target"], r["text"], payload if isinstance(payload, dict) else {},
-                        r["reason"], r["actor"], r["archived_at"], r["state"], r["restored_at"])
+                        r["reason"], r["actor"], r["archived_at"], r["state"], r["restored_at"], r["anchor_id"],
+                        r["scope"], r["session_id"])
 
 
-def insert(conn: sqlite3.Connection, *, kind: str, target: str, text: str, actor: str, reason: str = "",
+def insert(conn: sqlite3.Connection, *, kind: str, text: str, actor: str, target: str | None = None,
+           anchor_id: str | None = None, scope: str | None = None, session_id: str | None = None, reason: str = "",
            payload: dict[str, Any] | None = None, state: str = "archiving", ts: float | None = None) -> int:
     """Insert an archive row and return its ``archive_id`` (joins ``conn``'s transaction).
 
+    Args:
+        target: memory rows: ``"memory"``/``"user"`` (required); None on anchor rows.
+        anchor_id, scope, session_id: anchor rows: the anchor id (required), ``"session"`` or
+            ``"global"`` (required), the MemLock session it came from; None on memory rows.
+
     Raises:
-        ValueError: ``state`` is not one of :data:`STATES`.
+        ValueError: ``state`` is not one of :data:`STATES`; the target/anchor fields do not fit
+            ``kind`` (nothing is written).
     """
     if state not in STATES:
         raise ValueError(f"invalid archive state {state!r}")
+    if kind == "anchor":
+        if target is not None or not anchor_id or scope not in SCOPES:
+            raise ValueError(f"an anchor archive row has no target, an anchor id and a scope in {SCOPES}; "
+                             f"got target={target!r}, anchor_id={anchor_id!r}, scope={scope!r}")
+    elif target is None or anchor_id is not None or scope is not None or session_id is not None:
+        raise ValueError(f"a {kind} archive row has a target and no anchor fields; got target={target!r}, "
+                         f"anchor_id={anchor_id!r}, scope={scope!r}, session_id={session_id!r}")
     cur = conn.execute(
-        "INSERT INTO archive (kind, target, text, payload, reason, actor, archived_at, state) VALUES (?,?,?,?,?,?,?,?)",
-        (kind, target, text, json.dumps(payload or {}, ensure_ascii=False), reason or "", actor,
+        "INSERT INTO archive (kind, target, anchor_id, scope, session_id, text, payload, reason, actor, archived_at,"
+        " state) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (kind, target, anchor_id, scope, session_id, text, json.dumps(payload or {}, ensure_ascii=False), reason or "", actor,
          time.time() if ts is None else ts, state),
     )
     return int(cur.lastrowid)
@@ -176,18 +208,24 @@ def unfinished_archive_intents(home: HermesHome | Path, kind: str = "memory", *,
 # if that removal fails, ``mark_restored`` after putting it back.
 
 
-def archive_record(home: HermesHome | Path, *, kind: str, key: str, payload: dict[str, Any] | None = None,
+def archive_record(home: HermesHome | Path, *, anchor_id: str, payload: dict[str, Any] | None = None,
                    reason: str = "", actor: str = "cli", text: str | None = None) -> int:
-    """Insert an ``archived`` row for ``kind``/``key`` (``key`` is stored as ``target``).
+    """Insert an ``archived`` anchor row (``kind="anchor"``) for ``anchor_id``.
 
-    ``text`` defaults to ``payload["anchor"]["text"]`` when present, else ``key``.
+    ``scope`` and ``session_id`` come from ``payload["scope"]`` (``"global"``, else
+    ``"session"``) and ``payload["session_id"]`` (as :meth:`AnchorStore.archive` writes them).
+    ``text`` defaults to ``payload["anchor"]["text"]`` when present, else ``anchor_id``.
     Returns the new ``archive_id``.
     """
+    pl = payload or {}
     if text is None:
-        inner = (payload or {}).get("anchor")
-        text = str(inner.get("text", key)) if isinstance(inner, dict) else str(key)
+        inner = pl.get("anchor")
+        text = str(inner.get("text", anchor_id)) if isinstance(inner, dict) else str(anchor_id)
+    scope = "global" if pl.get("scope") == "global" else "session"
+    sid = pl.get("session_id")
     with deckdb.opened(home) as c, deckdb.transaction(c):
-        return insert(c, kind=kind, target=key, text=text, actor=actor, reason=reason, payload=payload, state="archived")
+        return insert(c, kind="anchor", anchor_id=anchor_id, scope=scope, session_id=None if sid is None else str(sid),
+                      text=text, actor=actor, reason=reason, payload=payload, state="archived")
 
 
 def _as_id(archive_id: Any) -> int | None:

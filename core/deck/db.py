@@ -3,8 +3,8 @@
 One database per Hermes home, WAL mode, ``synchronous=FULL``, busy timeout (default 10 s), so
 many memdeck processes (CLI, TUI, plugin) can append at once. Hermes never reads it.
 
-Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, reached through the additive steps of
-:data:`MIGRATIONS`; ``history_seen``/``history`` are described there and in ``core/history.py``),
+Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, reached through the steps of
+:data:`MIGRATIONS`, each in one transaction; ``history_seen``/``history`` are described there and in ``core/history.py``),
 the first two generic over ``kind``
 (``"memory"`` for MEMORY.md/USER.md entries, ``"anchor"`` for MemLock anchors):
 
@@ -12,20 +12,36 @@ the first two generic over ``kind``
     ``journal_id`` INTEGER PK (monotonic), ``ts`` REAL (epoch seconds), ``actor`` TEXT
     (``cli``/``tui``/``plugin``), ``op`` TEXT (``add``, ``replace``, ``remove``, ``edit``,
     ``move``, ``normalize``, ``batch``, ``archive``, ``restore``, ``approve``, ``reject``,
-    ``undo``, ... anchors add their own), ``kind`` TEXT, ``target`` TEXT (``memory``/``user``;
-    for anchor rows the MemLock session id or ``global``), ``before`` TEXT / ``after`` TEXT (for ``kind="memory"``: the whole
-    canonical file text of ``target`` before and after, or NULL), ``detail`` TEXT (JSON
-    object), ``txn`` TEXT (groups rows of one multi-file operation, e.g. a ``move``),
-    ``undone_by`` INTEGER (the ``journal_id`` of the undo that reverted this row), ``state``
-    TEXT (``intent``: committed before its file change, which may not have happened; ``done``;
-    ``unknown``: recovery found neither the before nor the after content; migration 4).
+    ``undo``, ... anchors add their own), ``kind`` TEXT, ``target`` TEXT (``memory``/``user``
+    on ``kind="memory"`` rows, NULL on anchor rows), ``scope`` TEXT and ``session_id`` TEXT
+    (anchor rows, NULL on memory rows: see *Anchor rows* below), ``before`` TEXT / ``after``
+    TEXT (for ``kind="memory"``: the whole canonical file text of ``target`` before and after,
+    or NULL), ``detail`` TEXT (JSON object; anchor rows: ``anchor_id``, ...), ``txn`` TEXT
+    (groups rows of one multi-file operation, e.g. a ``move``), ``undone_by`` INTEGER (the
+    ``journal_id`` of the undo that reverted this row), ``state`` TEXT (``intent``: committed
+    before its file change, which may not have happened; ``done``; ``unknown``: recovery found
+    neither the before nor the after content; migration 4).
 
 ``archive``
-    ``archive_id`` INTEGER PK, ``kind``, ``target``, ``text`` (the archived entry/anchor text),
-    ``payload`` TEXT (JSON object; anything the kind needs to restore faithfully), ``reason``,
-    ``actor``, ``archived_at`` REAL, ``state`` TEXT (``archiving`` -> ``archived`` ->
-    ``restoring`` -> ``restored``; the ``*ing`` states are crash-recovery intents, see
-    ``core/archive.py``), ``restored_at`` REAL or NULL.
+    ``archive_id`` INTEGER PK, ``kind``, ``target`` (memory rows: ``memory``/``user``; NULL on
+    anchor rows), ``anchor_id``, ``scope``, ``session_id`` (anchor rows; NULL on memory rows),
+    ``text`` (the archived entry/anchor text), ``payload`` TEXT (JSON object; anything the kind
+    needs to restore faithfully), ``reason``, ``actor``, ``archived_at`` REAL, ``state`` TEXT
+    (``archiving`` -> ``archived`` -> ``restoring`` -> ``restored``; the ``*ing`` states are
+    crash-recovery intents, see ``core/deck/archive.py``), ``restored_at`` REAL or NULL.
+
+``history_seen`` / ``history``
+    ``target``, ``scope``, ``session_id`` as in ``journal`` (``history_seen`` rows of kind
+    ``pending`` keep the pending write's ``target``); see ``core/history.py``.
+
+Anchor rows (migration 6): ``target`` is Hermes' memory target only and is NULL on them. Where
+the anchor lives is said in MemLock's terms (shared/reference/memlock.md §1.2-1.3, ``guard_pin``
+``scope`` §3.2): ``scope`` is ``global`` when the row covers the anchor's durable copy in
+``memlock/persist/`` (a global pin; on unpin MemLock's ``scope="global"``), else ``session``;
+``session_id`` is the MemLock session whose file the row covers, NULL when it covers none (a
+change to ``persist/`` alone). So a global pin changed in session ``s1`` is
+``scope="global", session_id="s1"``; a global pin made before any session exists is
+``scope="global", session_id=NULL``. Archive rows keep the anchor id in ``anchor_id``.
 
 The database is created on first use (directory 0700). Opening never deletes data; an
 unknown newer ``user_version`` is refused rather than guessed at.
@@ -124,9 +140,10 @@ CREATE TABLE IF NOT EXISTS audit_verdicts (
 );
 """
 
-#: The schema as an ordered list of additive steps: step ``i`` (1-based) brings a database from
-#: ``user_version = i - 1`` to ``i``, in one transaction. Each step only creates what is
-#: missing (``IF NOT EXISTS``), so existing databases keep every row. Append new steps at the end.
+#: The schema as an ordered list of steps: step ``i`` (1-based) brings a database from
+#: ``user_version = i - 1`` to ``i``, in one transaction. Steps 1-5 only create what is missing
+#: (``IF NOT EXISTS``); step 6 rebuilds tables, copying every row. Existing databases keep every
+#: row. Append new steps at the end.
 #: 4: the write-ahead journal (core/deck/journal.py): a row is committed as ``intent`` before its
 #: file changes and marked ``done`` after; rows written before this step are ``done``.
 _JOURNAL_STATE_SCHEMA = """
@@ -152,12 +169,150 @@ CREATE TABLE IF NOT EXISTS session_tracks (
 )
 """
 
+#: 6: ``target`` means only Hermes' memory target (``memory``/``user``) and is NULL on anchor
+#: rows, which name where the anchor lives in MemLock's terms instead: ``scope`` (``session`` |
+#: ``global``, MemLock's field, shared/reference/memlock.md §1.3 and ``guard_pin``'s ``scope``)
+#: and ``session_id`` (the MemLock session whose file the row is about, NULL when none: a change
+#: to ``persist/`` alone); the archive's anchor rows move the anchor id from ``target`` to
+#: ``anchor_id``. Up to 5, anchor rows kept all of this in ``target`` (the session id, ``global``,
+#: or for archive rows the anchor id). SQLite's "other kinds of table schema changes" procedure
+#: (https://www.sqlite.org/lang_altertable.html §7): create the new table, copy every row with
+#: the mapping, drop the old one, rename, recreate the indexes; the AUTOINCREMENT counter is
+#: carried over (its ``sqlite_sequence`` row is renamed before the old table is dropped), so an
+#: id is never reused. Old anchor rows map as: journal ``target = 'global'`` -> scope
+#: ``global``, no session; another target -> that session, scope ``global`` when the row changed
+#: the durable copy (``detail.global_before`` present), else ``session``; history/history_seen
+#: ``global`` or a ``memlock/persist/`` path -> scope ``global``, else the session; archive ->
+#: ``anchor_id`` = the old target, ``session_id``/``scope`` from the payload.
+_JSON = "CASE WHEN json_valid({col}) THEN {expr} END"
+_ANCHOR_SCOPE_SCHEMA = f"""
+CREATE TABLE journal_v6 (
+    journal_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    actor TEXT NOT NULL,
+    op TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT,
+    scope TEXT CHECK (scope IN ('session', 'global')),
+    session_id TEXT,
+    before TEXT,
+    after TEXT,
+    detail TEXT NOT NULL DEFAULT '{{}}',
+    txn TEXT,
+    undone_by INTEGER,
+    state TEXT NOT NULL DEFAULT 'done'
+);
+INSERT INTO journal_v6 (journal_id, ts, actor, op, kind, target, scope, session_id, before, after, detail, txn,
+                        undone_by, state)
+    SELECT journal_id, ts, actor, op, kind,
+           CASE WHEN kind = 'anchor' THEN NULL ELSE target END,
+           CASE WHEN kind != 'anchor' THEN NULL
+                WHEN target = 'global' THEN 'global'
+                WHEN {_JSON.format(col="detail", expr="json_type(detail, '$.global_before')")} IS NOT NULL THEN 'global'
+                ELSE 'session' END,
+           CASE WHEN kind = 'anchor' AND target != 'global' THEN target END,
+           before, after, detail, txn, undone_by, state
+    FROM journal ORDER BY journal_id;
+DELETE FROM sqlite_sequence WHERE name = 'journal_v6';
+UPDATE sqlite_sequence SET name = 'journal_v6' WHERE name = 'journal';
+DROP TABLE journal;
+ALTER TABLE journal_v6 RENAME TO journal;
+CREATE INDEX journal_kind_idx ON journal(kind, journal_id);
+CREATE INDEX journal_txn_idx ON journal(txn);
+CREATE INDEX journal_state_idx ON journal(state, kind, target);
+CREATE TABLE archive_v6 (
+    archive_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    target TEXT,
+    anchor_id TEXT,
+    scope TEXT CHECK (scope IN ('session', 'global')),
+    session_id TEXT,
+    text TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '{{}}',
+    reason TEXT NOT NULL DEFAULT '',
+    actor TEXT NOT NULL,
+    archived_at REAL NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('archiving', 'archived', 'restoring', 'restored')),
+    restored_at REAL
+);
+INSERT INTO archive_v6 (archive_id, kind, target, anchor_id, scope, session_id, text, payload, reason, actor,
+                        archived_at, state, restored_at)
+    SELECT archive_id, kind,
+           CASE WHEN kind = 'anchor' THEN NULL ELSE target END,
+           CASE WHEN kind = 'anchor' THEN target END,
+           CASE WHEN kind != 'anchor' THEN NULL
+                WHEN {_JSON.format(col="payload", expr="json_extract(payload, '$.scope')")} = 'global' THEN 'global'
+                ELSE 'session' END,
+           CASE WHEN kind = 'anchor' THEN {_JSON.format(col="payload", expr="json_extract(payload, '$.session_id')")} END,
+           text, payload, reason, actor, archived_at, state, restored_at
+    FROM archive ORDER BY archive_id;
+DELETE FROM sqlite_sequence WHERE name = 'archive_v6';
+UPDATE sqlite_sequence SET name = 'archive_v6' WHERE name = 'archive';
+DROP TABLE archive;
+ALTER TABLE archive_v6 RENAME TO archive;
+CREATE INDEX archive_state_idx ON archive(kind, state);
+CREATE TABLE history_seen_v6 (
+    path TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    target TEXT,
+    scope TEXT CHECK (scope IN ('session', 'global')),
+    session_id TEXT,
+    stamp TEXT,
+    content TEXT,
+    seen_at REAL NOT NULL,
+    journal_mark INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO history_seen_v6 (path, kind, target, scope, session_id, stamp, content, seen_at, journal_mark)
+    SELECT path, kind,
+           CASE WHEN kind = 'anchor' THEN NULL ELSE target END,
+           CASE WHEN kind != 'anchor' THEN NULL
+                WHEN target = 'global' OR path LIKE 'memlock/persist/%' THEN 'global' ELSE 'session' END,
+           CASE WHEN kind = 'anchor' AND NOT (target = 'global' OR path LIKE 'memlock/persist/%') THEN target END,
+           stamp, content, seen_at, journal_mark
+    FROM history_seen;
+DROP TABLE history_seen;
+ALTER TABLE history_seen_v6 RENAME TO history_seen;
+CREATE TABLE history_v6 (
+    change_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    target TEXT,
+    scope TEXT CHECK (scope IN ('session', 'global')),
+    session_id TEXT,
+    path TEXT NOT NULL,
+    op TEXT NOT NULL,
+    before TEXT,
+    after TEXT,
+    since REAL,
+    until REAL NOT NULL,
+    actor TEXT NOT NULL,
+    attribution TEXT NOT NULL DEFAULT '{{}}',
+    reverted_by INTEGER
+);
+INSERT INTO history_v6 (change_id, kind, target, scope, session_id, path, op, before, after, since, until, actor,
+                        attribution, reverted_by)
+    SELECT change_id, kind,
+           CASE WHEN kind = 'anchor' THEN NULL ELSE target END,
+           CASE WHEN kind != 'anchor' THEN NULL
+                WHEN target = 'global' OR path LIKE 'memlock/persist/%' THEN 'global' ELSE 'session' END,
+           CASE WHEN kind = 'anchor' AND NOT (target = 'global' OR path LIKE 'memlock/persist/%') THEN target END,
+           path, op, before, after, since, until, actor, attribution, reverted_by
+    FROM history ORDER BY change_id;
+DELETE FROM sqlite_sequence WHERE name = 'history_v6';
+UPDATE sqlite_sequence SET name = 'history_v6' WHERE name = 'history';
+DROP TABLE history;
+ALTER TABLE history_v6 RENAME TO history;
+CREATE INDEX history_target_idx ON history(target, change_id);
+CREATE INDEX history_session_idx ON history(session_id, change_id);
+CREATE INDEX history_until_idx ON history(until)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
     _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/integrity_history.py), keyed by what determines them
     _JOURNAL_STATE_SCHEMA,  # 4: journal.state (intent | done | unknown)
     _TRACK_CACHE_SCHEMA,  # 5: session_tracks (the state.db reader's per-session compaction tracks)
+    _ANCHOR_SCOPE_SCHEMA,  # 6: target = memory/user only; anchor rows get scope/session_id (archive: anchor_id)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

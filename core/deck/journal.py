@@ -17,9 +17,12 @@ happened); neither -> ``unknown`` (kept and shown, never undone automatically). 
 expect a change that happened (:func:`entries` and :func:`last_undoable`, history) read
 ``done`` rows; :func:`entries` also shows ``unknown`` ones.
 
-``target`` is ``"memory"``/``"user"`` for ``kind="memory"`` rows; for ``kind="anchor"`` rows it
-is the MemLock session id whose file changed, or ``"global"`` when only the durable copy in
-``persist/`` changed (``core/anchors.py``); the anchor id is in ``detail["anchor_id"]``.
+``target`` is Hermes' memory target, ``"memory"``/``"user"``, on ``kind="memory"`` rows and None
+on anchor rows. ``kind="anchor"`` rows name where the anchor lives in MemLock's terms (columns in
+``core/deck/db.py``, migration 6): ``scope`` (``"global"`` when the change covers the durable copy
+in ``memlock/persist/``, else ``"session"``) and ``session_id`` (the MemLock session whose file
+changed, None when only ``persist/`` changed; ``core/anchors/files.py``); the anchor id is in
+``detail["anchor_id"]``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from ..errors import Refused
 from ..home import HermesHome
 
 KINDS = ("memory", "anchor")
+#: Hermes' memory targets (``core/home.py`` ``TARGETS``), the only values of ``target``
+MEMORY_TARGETS = ("memory", "user")
+#: MemLock's anchor scopes (shared/reference/memlock.md §1.3, ``guard_pin`` ``scope``)
+SCOPES = ("session", "global")
 #: a row's ``state``: committed before its change / the change happened / recovery could not tell
 STATES = ("intent", "done", "unknown")
 
@@ -46,6 +53,9 @@ class JournalRow:
     """One row of memdeck's journal (named apart from a memory *entry*; columns in ``core/deck/db.py``).
 
     ``ts`` is epoch seconds; ``before``/``after`` are whole-file texts for ``kind="memory"``.
+    ``target`` is ``"memory"``/``"user"`` on memory rows, None on anchor rows; ``scope``
+    (``"session"``/``"global"``) and ``session_id`` (None for a change to ``persist/`` alone)
+    are set on anchor rows only (see the module docstring).
     """
 
     journal_id: int
@@ -53,18 +63,29 @@ class JournalRow:
     actor: str
     op: str
     kind: str
-    target: str
+    target: str | None
     before: str | None
     after: str | None
     detail: dict[str, Any] = field(default_factory=dict)
     txn: str | None = None
     undone_by: int | None = None
     state: str = "done"
+    scope: str | None = None
+    session_id: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The row's place as shown: the memory target, the anchor's session id, or ``global``
+        (a change to ``persist/`` alone)."""
+        if self.kind == "memory":
+            return str(self.target)
+        return self.session_id or "global"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "journal_id": self.journal_id, "ts": self.ts, "actor": self.actor, "op": self.op,
-            "kind": self.kind, "target": self.target, "before": self.before, "after": self.after,
+            "kind": self.kind, "target": self.target, "scope": self.scope,
+            "session_id": self.session_id, "before": self.before, "after": self.after,
             "detail": self.detail, "txn": self.txn, "undone_by": self.undone_by, "state": self.state,
         }
 
@@ -76,7 +97,7 @@ def _row(r: sqlite3.Row) -> JournalRow:
         detail = {"_raw": r["detail"]}
     return JournalRow(r["journal_id"], r["ts"], r["actor"], r["op"], r["kind"], r["target"], r["before"],
                         r["after"], detail if isinstance(detail, dict) else {"_raw": detail}, r["txn"], r["undone_by"],
-                        r["state"] if "state" in r.keys() else "done")
+                        r["state"], r["scope"], r["session_id"])
 
 
 def record(
@@ -85,7 +106,9 @@ def record(
     actor: str,
     op: str,
     kind: str,
-    target: str,
+    target: str | None = None,
+    scope: str | None = None,
+    session_id: str | None = None,
     before: str | None,
     after: str | None,
     detail: dict[str, Any] | None = None,
@@ -100,8 +123,12 @@ def record(
         actor: ``"cli"``, ``"tui"`` or ``"plugin"`` (free text is accepted).
         op: the operation name (see ``core/deckdb.py``).
         kind: ``"memory"`` or ``"anchor"``.
-        target: ``"memory"``/``"user"`` for memory rows; for anchor rows the session id (or
-            ``"global"``), with the anchor id in ``detail["anchor_id"]``.
+        target: ``"memory"``/``"user"``: required on memory rows, None on anchor rows.
+        scope: anchor rows only (required there): ``"global"`` when the change covers the
+            durable copy in ``persist/``, else ``"session"``.
+        session_id: anchor rows only: the MemLock session whose file changed; None when only
+            ``persist/`` changed (then ``scope`` must be ``"global"``). The anchor id goes in
+            ``detail["anchor_id"]``.
         before, after: the state before/after (memory: whole canonical file text).
         detail: a JSON-serialisable dict (entry id, text, archive id, ...).
         txn: a group id shared by the rows of one multi-target operation.
@@ -111,7 +138,10 @@ def record(
             :func:`mark_done` it after the change, in the writer's lock).
 
     Raises:
-        ValueError: ``kind`` is not one of :data:`KINDS`, or ``state`` of :data:`STATES`.
+        ValueError: ``kind`` is not one of :data:`KINDS`, or ``state`` of :data:`STATES`; a
+            memory row without a :data:`MEMORY_TARGETS` target or with a scope/session id; an
+            anchor row with a target, without a :data:`SCOPES` scope, or with scope
+            ``"session"`` and no session id. Nothing is written.
         deckdb.DeckDBError / sqlite3.OperationalError: memdeck.db is unusable or stays locked
             past its busy timeout.
     """
@@ -119,14 +149,26 @@ def record(
         raise ValueError(f"invalid journal kind {kind!r}: use one of {KINDS}")
     if state not in STATES:
         raise ValueError(f"invalid journal state {state!r}: use one of {STATES}")
+    _check_place(kind, target, scope, session_id)
     with deckdb.opened(home, conn) as c:
         cur = c.execute(
-            "INSERT INTO journal (ts, actor, op, kind, target, before, after, detail, txn, state) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (time.time() if ts is None else ts, actor, op, kind, target, before, after,
+            "INSERT INTO journal (ts, actor, op, kind, target, scope, session_id, before, after, detail, txn, state) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (time.time() if ts is None else ts, actor, op, kind, target, scope, session_id, before, after,
              json.dumps(detail or {}, ensure_ascii=False), txn, state),
         )
         return int(cur.lastrowid)
+
+
+def _check_place(kind: str, target: str | None, scope: str | None, session_id: str | None) -> None:
+    """Refuse a row whose target/scope/session id does not fit its ``kind`` (ValueError)."""
+    if kind == "memory":
+        if target not in MEMORY_TARGETS or scope is not None or session_id is not None:
+            raise ValueError(f"a memory journal row has target {MEMORY_TARGETS} and no scope/session_id; got "
+                             f"target={target!r}, scope={scope!r}, session_id={session_id!r}")
+    elif target is not None or scope not in SCOPES or (scope == "session" and not session_id) or session_id == "":
+        raise ValueError(f"an anchor journal row has no target, a scope in {SCOPES} and a session id unless the "
+                         f"scope is 'global'; got target={target!r}, scope={scope!r}, session_id={session_id!r}")
 
 
 def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalRow]:
@@ -209,7 +251,9 @@ def discard_intents(conn: sqlite3.Connection, journal_ids: list[int]) -> None:
 
 def intents(home: HermesHome | Path, kind: str, target: str | None = None, *,
             conn: sqlite3.Connection | None = None) -> list[JournalRow]:
-    """Rows of ``kind`` (and ``target``) still in ``intent``, oldest first ([] without memdeck.db)."""
+    """Rows of ``kind`` (and, for memory rows, ``target``) still in ``intent``, oldest first ([]
+    without memdeck.db). Anchor rows are grouped by their ``session_id`` by the caller
+    (``core/anchors/files.py``)."""
     if conn is None and not deckdb.db_path(home).exists():
         return []
     with deckdb.opened(home, conn) as c:

@@ -50,7 +50,8 @@ def test_every_operation_writes_one_journal_row(store: AnchorStore) -> None:
     store.unpin(a.id, session_id="s1")
     rows = _rows(store)
     assert [r.op for r in rows] == ["pin", "update", "archive", "restore", "unpin"]
-    assert {(r.kind, r.target, r.actor, r.detail["anchor_id"]) for r in rows} == {("anchor", "s1", "test", a.id)}
+    assert {(r.kind, r.target, r.session_id, r.actor, r.detail["anchor_id"]) for r in rows} == {
+        ("anchor", None, "s1", "test", a.id)}
     pin, upd, arc, res, unp = rows
     assert _load(pin.before) is None and _load(pin.after)["text"] == "Use metric units"
     assert _load(upd.before)["text"] == "Use metric units" and _load(upd.after)["text"] == "Use metric units everywhere"
@@ -78,7 +79,11 @@ def test_global_pin_rows_carry_the_persist_copy(store: AnchorStore) -> None:
     pin, unp, unp_global = _rows(store)
     assert pin.detail["global_before"] is None and pin.detail["global_after"]["text"] == "Cite sources"
     assert "global_before" not in unp.detail
-    assert unp_global.target == "global" and unp_global.detail["global_before"]["id"] == a.id
+    # scope says whether the durable copy in persist/ is part of the change; session_id which file
+    assert (pin.target, pin.scope, pin.session_id) == (None, "global", "s1")
+    assert (unp.target, unp.scope, unp.session_id) == (None, "session", "s1")
+    assert (unp_global.target, unp_global.scope, unp_global.session_id) == (None, "global", None)
+    assert unp_global.detail["global_before"]["id"] == a.id
     assert unp_global.detail["global_after"] is None
 
 

@@ -145,7 +145,8 @@ def test_archive_and_restore_round_trip(store: AnchorStore) -> None:
     with pytest.raises(Refused):
         store.archive(a.id, "s1", "again")
     row = archive.get(store.home, archive_id)
-    assert (row.kind, row.target, row.state) == ("anchor", a.id, "archived")
+    assert (row.kind, row.target, row.anchor_id, row.state) == ("anchor", None, a.id, "archived")
+    assert (row.scope, row.session_id) == ("global", "s1")  # a global pin, archived from session s1
     assert row.payload["scope"] == "global" and row.payload["anchor"]["text"] == a.text
     back = store.restore(archive_id)
     assert back.id == a.id and back.text == a.text

@@ -155,14 +155,18 @@ def test_restore_crash_between_steps_recovers(hermes_home: HermesHome, store: Me
 
 
 def test_generic_helpers_for_other_kinds(hermes_home: HermesHome) -> None:
-    aid = archive.archive_record(hermes_home, kind="anchor", key="pin_x", payload={"anchor": {"text": "Cite"}}, reason="r")
+    aid = archive.archive_record(hermes_home, anchor_id="pin_x", reason="r",
+                                 payload={"anchor": {"text": "Cite"}, "session_id": "s1", "scope": "global"})
     rec = archive.get_record(hermes_home, aid, kind="anchor")
     assert rec and rec.text == "Cite" and rec.payload["anchor"]["text"] == "Cite"
+    assert (rec.target, rec.anchor_id, rec.scope, rec.session_id) == (None, "pin_x", "global", "s1")
+    assert rec.to_dict()["anchor_id"] == "pin_x" and rec.to_dict()["target"] is None
     assert archive.get_record(hermes_home, aid, kind="memory") is None
     assert archive.get_record(hermes_home, "no-such-archive") is None
     assert archive.mark_restored(hermes_home, aid) and archive.get(hermes_home, aid).state == "restored"
     assert not archive.mark_restored(hermes_home, aid)
-    aid2 = archive.archive_record(hermes_home, kind="anchor", key="pin_y")
+    aid2 = archive.archive_record(hermes_home, anchor_id="pin_y")
+    assert (archive.get(hermes_home, aid2).scope, archive.get(hermes_home, aid2).session_id) == ("session", None)
     assert archive.discard_record(hermes_home, aid2) and archive.get(hermes_home, aid2) is None
     assert archive.count(hermes_home, kind="anchor") == 0 and archive.count(hermes_home, kind="memory") == 0
 

@@ -114,3 +114,42 @@ def test_audit_history_shows_dates_not_raw_epochs(home: HermesHome, capsys) -> N
     line = next(ln for ln in out.splitlines() if "score=" in ln)
     assert dt.datetime.fromtimestamp(T0 + 10).strftime("%Y-%m-%d %H:%M") in line and str(int(T0)) not in line
     assert "score=0% casualties=1 (state.db)" in line
+
+
+def test_json_outputs_name_an_anchor_row_by_scope_and_session_not_target(home: HermesHome, capsys) -> None:
+    """``journal``/``history``/``archive --list`` JSON: anchor rows have ``target`` null and MemLock's
+    ``scope``/``session_id`` (archive rows: ``anchor_id``); memory rows keep ``target``."""
+    h = ["--home", str(home.path)]
+    from memdeck.core import history
+    store = AnchorStore(home, actor="cli")
+    a = store.pin("Use metric units", session_id="live")
+    g = store.pin("Cite sources", scope="global", session_id="live")
+    history.observe(home)  # baseline of the session file and the global pin, so the next observation records changes
+    store.update(g.id, priority=90, session_id="live")  # the session file and persist/
+    store.archive(a.id, "live", "done")
+    rc, out, _ = _run(capsys, *h, "memory", "add", "--target", "user", "prefers tea", "--json")
+    assert rc == 0
+    history.observe(home)
+    rc, out, _ = _run(capsys, *h, "journal", "--json")
+    rows = {(r["op"], r["detail"].get("anchor_id")): r for r in json.loads(out)}
+    assert [rows[("pin", g.id)][k] for k in ("target", "scope", "session_id")] == [None, "global", "live"]
+    assert [rows[("pin", a.id)][k] for k in ("target", "scope", "session_id")] == [None, "session", "live"]
+    assert [rows[("archive", a.id)][k] for k in ("target", "scope", "session_id")] == [None, "session", "live"]
+    assert [rows[("add", None)][k] for k in ("kind", "target", "scope", "session_id")] == ["memory", "user", None, None]
+    rc, out, _ = _run(capsys, *h, "archive", "--list", "--all-kinds", "--json")
+    (arch,) = json.loads(out)
+    assert (arch["kind"], arch["target"], arch["anchor_id"], arch["scope"], arch["session_id"]) == (
+        "anchor", None, a.id, "session", "live")
+    rc, out, _ = _run(capsys, *h, "history", "--json", "--session", "live")
+    changes = json.loads(out)
+    assert changes and {(c["kind"], c["target"], c["scope"], c["session_id"]) for c in changes} == {
+        ("anchor", None, "session", "live")}
+    rc, out, _ = _run(capsys, *h, "history", "--json", "--scope", "global")
+    assert {(c["target"], c["scope"], c["session_id"], c["attribution"]["anchor_id"]) for c in json.loads(out)} == {
+        (None, "global", None, g.id)}
+    rc, out, _ = _run(capsys, *h, "history", "--json", "--target", "user")
+    assert [(c["kind"], c["target"], c["scope"], c["after"]) for c in json.loads(out)] == [
+        ("memory", "user", None, "prefers tea")]
+    with pytest.raises(SystemExit) as ei:  # a session id is not a target: a usage error, not an empty list
+        main([*h, "history", "--target", "live"])
+    assert ei.value.code == 2 and "invalid choice: 'live'" in capsys.readouterr().err

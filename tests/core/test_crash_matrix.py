@@ -72,8 +72,8 @@ def _rows(home: HermesHome, q: str) -> list[tuple[Any, ...]]:
 @dataclass(frozen=True)
 class State:
     files: dict[str, bytes]
-    archive: tuple[tuple[Any, ...], ...]   # (kind, target, text, state), sorted
-    journal: tuple[tuple[Any, ...], ...]   # (op, kind, target, undone?) of the done rows (a change that happened)
+    archive: tuple[tuple[Any, ...], ...]   # (kind, target, anchor_id, scope, session_id, text, state), sorted
+    journal: tuple[tuple[Any, ...], ...]   # (op, kind, target, scope, session_id, undone?) of the done rows
     memory: dict[str, list[str]]
     anchors: dict[str, list[tuple[str, bool]]]  # session or "persist" -> sorted (text, pinned)
 
@@ -105,9 +105,10 @@ def _anchor_texts(files: dict[str, bytes]) -> dict[str, list[tuple[str, bool]]]:
 def snapshot(home: HermesHome) -> State:
     files = _data_files(home)
     mem = {t: parse_entries(files.get(f"memories/{n}", b"").decode()) for t, n in (("memory", "MEMORY.md"), ("user", "USER.md"))}
-    arch = tuple(sorted(_rows(home, "SELECT kind, target, text, state FROM archive")))
-    jr = tuple((op, k, t, u is not None) for op, k, t, u in
-               _rows(home, "SELECT op, kind, target, undone_by FROM journal WHERE state = 'done' ORDER BY journal_id"))
+    arch = tuple(sorted(_rows(home, "SELECT kind, COALESCE(target, ''), COALESCE(anchor_id, ''), COALESCE(scope, ''),"
+                                " COALESCE(session_id, ''), text, state FROM archive")))
+    jr = tuple((op, k, t, sc, sid, u is not None) for op, k, t, sc, sid, u in
+               _rows(home, "SELECT op, kind, target, scope, session_id, undone_by FROM journal WHERE state = 'done' ORDER BY journal_id"))
     return State(files, arch, jr, mem, _anchor_texts(files))
 
 
@@ -199,7 +200,7 @@ def _history_anchor_changed(home: HermesHome) -> None:
 
 
 def _anchor_change_id(home: HermesHome) -> int:
-    return next(c.change_id for c in history.list_changes(home) if c.target == SID and c.actor == "external")
+    return next(c.change_id for c in history.list_changes(home) if c.session_id == SID and c.actor == "external")
 
 
 def _archive_rows(home: HermesHome, kind: str) -> list[Any]:

@@ -89,7 +89,8 @@ def test_anchor_removed_outside_memdeck_is_recorded_and_reverted(hermes_home: He
     del data["anchors"][a.id]
     path.write_text(json.dumps(data))
     ch = history.observe(hermes_home)
-    assert [(c.op, c.target, c.actor, c.anchor_id) for c in ch] == [("anchor_removed", "s1", "external", a.id)]
+    assert [(c.op, c.target, c.scope, c.session_id, c.actor, c.anchor_id) for c in ch] == [
+        ("anchor_removed", None, "session", "s1", "external", a.id)]
     res = history.revert(hermes_home, Config(), ch[0].change_id)
     assert store.load_session("s1").anchors[a.id].text == "Never deploy on Fridays."
     newest = history.list_changes(hermes_home, limit=1)[0]
@@ -126,7 +127,7 @@ def test_anchor_revert_is_write_ahead_a_locked_memdeck_db_leaves_the_session_fil
     assert [r.op for r in journal.intents(hermes_home, "anchor")] == []
     res = history.revert(hermes_home, Config(), ch.change_id)  # memdeck.db free again: the revert goes through
     row = journal.get(hermes_home, res["journal_id"])
-    assert row is not None and (row.op, row.state, row.target) == ("revert", "done", "s1")
+    assert row is not None and (row.op, row.state, row.target, row.session_id) == ("revert", "done", None, "s1")
     assert row.detail == {"anchor_id": a.id, "change_id": ch.change_id, "change_op": "anchor_changed"}
     assert json.loads(row.after)["text"] == "Never deploy on Fridays."
     assert store.load_session("s1").anchors[a.id].text == "Never deploy on Fridays."

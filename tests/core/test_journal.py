@@ -34,12 +34,36 @@ def test_every_mutation_is_journaled(hermes_home: HermesHome) -> None:
 
 
 def test_journal_is_generic_over_kind(hermes_home: HermesHome) -> None:
-    jid = journal.record(hermes_home, actor="plugin", op="pin", kind="anchor", target="pin_1", before=None,
-                         after='{"text": "x"}', detail={"session": "s"})
-    assert journal.get(hermes_home, jid).detail == {"session": "s"}
+    jid = journal.record(hermes_home, actor="plugin", op="pin", kind="anchor", scope="session", session_id="s",
+                         before=None, after='{"text": "x"}', detail={"anchor_id": "pin_1"})
+    row = journal.get(hermes_home, jid)
+    assert row.detail == {"anchor_id": "pin_1"}
+    assert (row.target, row.scope, row.session_id, row.where) == (None, "session", "s", "s")
+    assert row.to_dict()["target"] is None and row.to_dict()["session_id"] == "s"
     assert journal.entries(hermes_home, kind="memory") == []
     with pytest.raises(ValueError):
         journal.record(hermes_home, actor="cli", op="x", kind="bogus", target="t", before=None, after=None)
+
+
+@pytest.mark.parametrize("kw", [
+    {"kind": "anchor", "target": "s1", "scope": "session", "session_id": "s1"},  # target means memory/user only
+    {"kind": "anchor", "scope": "session"},                                       # a session change names its session
+    {"kind": "anchor", "scope": "sess", "session_id": "s1"},                      # MemLock's scopes only
+    {"kind": "memory", "target": "global"},
+    {"kind": "memory", "target": "memory", "session_id": "s1"},
+])
+def test_a_row_whose_target_scope_or_session_does_not_fit_its_kind_is_refused(hermes_home: HermesHome, kw) -> None:
+    journal.record(hermes_home, actor="cli", op="add", kind="memory", target="user", before=None, after="a")
+    with pytest.raises(ValueError):
+        journal.record(hermes_home, actor="cli", op="x", before=None, after=None, **kw)
+    assert [r.op for r in journal.entries(hermes_home)] == ["add"]  # nothing written
+
+
+def test_a_global_anchor_row_has_no_session(hermes_home: HermesHome) -> None:
+    jid = journal.record(hermes_home, actor="cli", op="pin", kind="anchor", scope="global", before=None, after="{}",
+                         detail={"anchor_id": "p1"})
+    row = journal.get(hermes_home, jid)
+    assert (row.target, row.scope, row.session_id, row.where) == (None, "global", None, "global")
 
 
 def test_undo_walks_back_and_refuses_on_conflict(hermes_home: HermesHome) -> None:

@@ -244,13 +244,16 @@ def test_describe_change_names_op_and_target_of_each_kind() -> None:
     from memdeck.core.deck.journal import JournalRow
     from memdeck.tui.actions import describe_change
 
-    def row(jid, op, kind, target, **detail):
-        return JournalRow(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1")
+    def row(jid, op, kind, target, scope=None, session_id=None, **detail):
+        return JournalRow(jid, 0.0, "tui", op, kind, target, None, None, detail, "t1", scope=scope,
+                          session_id=session_id)
 
     move = [row(7, "move", "memory", "memory", text="Uses fish.", **{"from": "user", "to": "memory"}),
             row(8, "move", "memory", "user", text="Uses fish.", **{"from": "user", "to": "memory"})]
     assert describe_change(move) == "move from USER.md to MEMORY.md: “Uses fish.” · journal #8"
     approved = [row(3, "add", "memory", "memory", text="x\x1b[31m", pending_id="ab12")]
     assert describe_change(approved) == "add in MEMORY.md: “x⟨ESC⟩[31m” (approved pending write ab12) · journal #3"
-    unpin = [row(4, "unpin", "anchor", "global", anchor_id="pin_1")]
+    unpin = [row(4, "unpin", "anchor", None, "global", None, anchor_id="pin_1")]
     assert describe_change(unpin) == "unpin of anchor pin_1 (global pins) · journal #4"
+    pin = [row(5, "pin", "anchor", None, "global", "s1", anchor_id="pin_2")]  # a global pin made in session s1
+    assert describe_change(pin) == "pin of anchor pin_2 (session s1) · journal #5"

@@ -63,10 +63,12 @@ def test_a_missing_memory_state_uses_the_config_char_limit(tmp_path) -> None:
     assert usage_bar(snap, "memory", 80).plain == "MEMORY.md unavailable"
 
 
-def test_an_archived_anchor_row_keeps_its_id_from_the_payload_else_the_archive_target(tmp_path) -> None:
-    with_id = ArchivedItem(3, "anchor", "pin_1", "t", {"session_id": "s1", "scope": "global",
-                                                        "anchor": {"id": "pin_1", "priority": 9, "probes": ["a"]}})
-    without = ArchivedItem(4, "anchor", "pin_2", "t", {"session_id": "s1", "anchor": {}})
+def test_an_archived_anchor_row_keeps_its_id_from_the_payload_else_the_archive_anchor_id(tmp_path) -> None:
+    with_id = ArchivedItem(3, "anchor", None, "t", {"session_id": "s1", "scope": "global",
+                                                     "anchor": {"id": "pin_1", "priority": 9, "probes": ["a"]}},
+                           anchor_id="pin_1", scope="global", session_id="s1")
+    without = ArchivedItem(4, "anchor", None, "t", {"session_id": "s1", "anchor": {}}, anchor_id="pin_2",
+                           scope="session", session_id="s1")
     entry = ArchivedItem(5, "memory", "memory", "an entry")
     rows = anchor_rows(_snap(tmp_path, archived=(with_id, without, entry), session_id="s1"))
     assert [(r.key, r.anchor_id, r.priority, r.scope, r.state) for r in rows] == [

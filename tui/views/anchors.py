@@ -111,7 +111,7 @@ def anchor_rows(snap: DeckSnapshot) -> list[AnchorRow]:
         if snap.session_id and str(payload.get("session_id", "")) != snap.session_id:
             continue
         a = payload.get("anchor") or {}
-        aid = str(a.get("id", rec.target))  # an anchor's archive row keeps its id as the target
+        aid = str(a.get("id", rec.anchor_id))  # else the archive row's anchor_id column
         rows.append(
             AnchorRow(
                 key=f"x:{rec.archive_id}",

@@ -55,7 +55,7 @@ def who(c: Change) -> str:
 def _where(c: Change) -> str:
     if c.kind == "memory":
         return "MEMORY.md" if c.target == "memory" else "USER.md"
-    return f"anchor {c.anchor_id or ''} ({c.target})".strip()
+    return f"anchor {c.anchor_id or ''} ({c.where})".strip()
 
 
 def history_rows(snap: DeckSnapshot) -> list[HistoryRow]:

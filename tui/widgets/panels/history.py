@@ -26,7 +26,7 @@ class HistoryPanel(TableDetailPanel):
         return history.history_rows(snap)
 
     def haystack(self, r: HistoryRow) -> Iterable[Any]:
-        return (r.text, history.who(r.change), r.change.op, r.change.target)
+        return (r.text, history.who(r.change), r.change.op, r.change.where)
 
     def detail_for(self, r: HistoryRow | None, snap: DeckSnapshot) -> Any:
         return history.history_detail(snap, r)

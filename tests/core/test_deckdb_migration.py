@@ -1,0 +1,154 @@
+"""memdeck.db migration 6: ``target`` keeps only Hermes' memory target; anchor rows move to
+``scope``/``session_id`` (archive: ``anchor_id``), every row kept, in one transaction."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from memdeck.core import history
+from memdeck.core.deck import archive, journal
+from memdeck.core.deck import db as deckdb
+from memdeck.core.home import HermesHome
+
+
+def _v5(home: HermesHome) -> sqlite3.Connection:
+    """A memdeck.db at schema 5 (the real steps 1-5), holding memory and anchor rows in each table."""
+    path = deckdb.db_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    c = sqlite3.connect(str(path), isolation_level=None)
+    for step in deckdb.MIGRATIONS[:5]:
+        for stmt in step.split(";"):
+            if stmt.strip():
+                c.execute(stmt)
+    c.execute("PRAGMA user_version = 5")
+    j = ("INSERT INTO journal (journal_id, ts, actor, op, kind, target, before, after, detail, state)"
+         " VALUES (?, 1.0, 'cli', ?, ?, ?, NULL, NULL, ?, ?)")
+    c.execute(j, (1, "add", "memory", "user", json.dumps({"text": "a"}), "done"))
+    c.execute(j, (2, "pin", "anchor", "s1", json.dumps({"anchor_id": "p1", "global_before": None, "global_after": {}}),
+                  "done"))  # a global pin pinned in session s1 (persist/ changed too)
+    c.execute(j, (3, "update", "anchor", "s1", json.dumps({"anchor_id": "p2"}), "intent"))  # session file only
+    c.execute(j, (4, "unpin", "anchor", "global", json.dumps({"anchor_id": "p1", "global_before": {}}), "done"))
+    c.execute(j, (5, "pin", "anchor", "s2", "not json", "unknown"))  # a damaged detail is kept, not fatal
+    c.execute(j, (6, "add", "memory", "memory", "{}", "intent"))
+    c.execute("DELETE FROM journal WHERE journal_id = 6")  # a discarded intent: its id is never reused
+    a = ("INSERT INTO archive (archive_id, kind, target, text, payload, actor, archived_at, state)"
+         " VALUES (?, ?, ?, ?, ?, 'cli', 1.0, ?)")
+    c.execute(a, (1, "memory", "memory", "old fact", "{}", "archived"))
+    c.execute(a, (2, "anchor", "p3", "Cite", json.dumps({"session_id": "s1", "scope": "global", "anchor": {"id": "p3"}}),
+                  "archived"))
+    c.execute(a, (3, "anchor", "p4", "Metric", json.dumps({"session_id": "s2", "scope": "session"}), "restored"))
+    s = ("INSERT INTO history_seen (path, kind, target, stamp, content, seen_at, journal_mark)"
+         " VALUES (?, ?, ?, 'st', 'c', 1.0, 4)")
+    c.execute(s, ("memories/USER.md", "memory", "user"))
+    c.execute(s, ("pending/memory/x.json", "pending", "memory"))
+    c.execute(s, ("memlock/s_1.json", "anchor", "s/1"))
+    c.execute(s, ("memlock/persist/p1.json", "anchor", "global"))
+    h = ("INSERT INTO history (change_id, kind, target, path, op, until, actor) VALUES (?, ?, ?, ?, ?, 2.0, 'external')")
+    c.execute(h, (1, "memory", "memory", "memories/MEMORY.md", "added"))
+    c.execute(h, (2, "anchor", "s/1", "memlock/s_1.json", "anchor_removed"))
+    c.execute(h, (3, "anchor", "global", "memlock/persist/p1.json", "anchor_changed"))
+    return c
+
+
+def _all(c: sqlite3.Connection, q: str) -> list[tuple]:
+    return [tuple(r) for r in c.execute(q)]
+
+
+def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -> None:
+    _v5(hermes_home).close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 6
+        assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
+            (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
+            (2, "anchor", None, "global", "s1", "done",
+             json.dumps({"anchor_id": "p1", "global_before": None, "global_after": {}})),
+            (3, "anchor", None, "session", "s1", "intent", json.dumps({"anchor_id": "p2"})),
+            (4, "anchor", None, "global", None, "done", json.dumps({"anchor_id": "p1", "global_before": {}})),
+            (5, "anchor", None, "session", "s2", "unknown", "not json"),
+        ]
+        assert _all(c, "SELECT archive_id, kind, target, anchor_id, scope, session_id, text, state FROM archive"
+                       " ORDER BY 1") == [
+            (1, "memory", "memory", None, None, None, "old fact", "archived"),
+            (2, "anchor", None, "p3", "global", "s1", "Cite", "archived"),
+            (3, "anchor", None, "p4", "session", "s2", "Metric", "restored"),
+        ]
+        assert _all(c, "SELECT path, kind, target, scope, session_id, journal_mark FROM history_seen ORDER BY 1") == [
+            ("memlock/persist/p1.json", "anchor", None, "global", None, 4),
+            ("memlock/s_1.json", "anchor", None, "session", "s/1", 4),
+            ("memories/USER.md", "memory", "user", None, None, 4),
+            ("pending/memory/x.json", "pending", "memory", None, None, 4),
+        ]
+        assert _all(c, "SELECT change_id, kind, target, scope, session_id, op FROM history ORDER BY 1") == [
+            (1, "memory", "memory", None, None, "added"),
+            (2, "anchor", None, "session", "s/1", "anchor_removed"),
+            (3, "anchor", None, "global", None, "anchor_changed"),
+        ]
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+        assert {"journal_kind_idx", "journal_txn_idx", "journal_state_idx", "archive_state_idx", "history_target_idx",
+                "history_session_idx", "history_until_idx"} <= names
+        assert not {r[0] for r in c.execute("SELECT name FROM sqlite_master")} & {
+            "journal_v6", "archive_v6", "history_v6", "history_seen_v6"}
+    finally:
+        c.close()
+    # the readers see the new fields, and ids keep counting past the discarded intent #6
+    rows = {r.journal_id: r for r in journal.entries(hermes_home)}
+    assert (rows[2].target, rows[2].scope, rows[2].session_id, rows[2].where) == (None, "global", "s1", "s1")
+    assert rows[4].where == "global" and rows[1].where == "user"
+    assert [r.journal_id for r in journal.intents(hermes_home, "anchor")] == [3]
+    assert journal.record(hermes_home, actor="cli", op="add", kind="memory", target="memory", before=None,
+                          after="x") == 7
+    item = archive.get(hermes_home, 2)
+    assert item is not None and (item.target, item.anchor_id, item.where) == (None, "p3", "p3")
+    assert [ch.change_id for ch in history.list_changes(hermes_home, session_id="s/1")] == [2]
+    assert [ch.change_id for ch in history.list_changes(hermes_home, scope="global")] == [3]
+    assert [ch.change_id for ch in history.list_changes(hermes_home, target="memory")] == [1]
+
+
+def test_a_failed_migration_leaves_the_v5_database_as_it_was(hermes_home: HermesHome, monkeypatch) -> None:
+    _v5(hermes_home).close()
+    path = deckdb.db_path(hermes_home)
+    broken = deckdb.MIGRATIONS[:5] + (deckdb.MIGRATIONS[5] + ";\nSELECT no_such_column FROM journal",)
+    monkeypatch.setattr(deckdb, "MIGRATIONS", broken)
+    with pytest.raises(deckdb.DeckDBError):
+        deckdb.connect(hermes_home)
+    c = sqlite3.connect(str(path))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert _all(c, "SELECT journal_id, target FROM journal ORDER BY 1") == [
+            (1, "user"), (2, "s1"), (3, "s1"), (4, "global"), (5, "s2")]
+        assert _all(c, "SELECT target FROM archive ORDER BY archive_id") == [("memory",), ("p3",), ("p4",)]
+        assert "scope" not in {r[1] for r in c.execute("PRAGMA table_info(history)")}
+    finally:
+        c.close()
+
+
+def test_a_v6_database_is_left_alone(hermes_home: HermesHome) -> None:
+    jid = journal.record(hermes_home, actor="cli", op="pin", kind="anchor", scope="session", session_id="s1",
+                         before=None, after="{}", detail={"anchor_id": "p1"})
+    c = deckdb.connect(hermes_home)
+    schema = _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name")
+    c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
+        assert _all(c, "SELECT journal_id, target, scope, session_id FROM journal") == [(jid, None, "session", "s1")]
+    finally:
+        c.close()
+
+
+def test_a_newer_schema_version_is_still_refused(hermes_home: HermesHome) -> None:
+    c = deckdb.connect(hermes_home)
+    c.execute(f"PRAGMA user_version = {deckdb.SCHEMA_VERSION + 1}")
+    c.close()
+    with pytest.raises(deckdb.DeckDBError, match="schema version 7"):
+        deckdb.connect(hermes_home)
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 7
+    finally:
+        c.close()
