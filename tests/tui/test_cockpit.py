@@ -70,7 +70,7 @@ async def test_enter_on_a_row_offers_its_actions_and_capacity_shows_entry_ids(de
         await wait_for(pilot, lambda: app.query_one("#capacity-table").has_focus)
         table = app.query_one("#capacity-table")
         first = app.panel("capacity").rows[0]
-        assert first.entry.id in table.get_row(first.key)[2].plain  # the id `memdeck memory ...` takes
+        assert first.entry.id in table.cells(first.key)[2].plain  # the id `memdeck memory ...` takes
         table.select_key(first.key)
         await pilot.pause()
         await pilot.press("enter")

@@ -64,7 +64,7 @@ async def test_anchor_markup_and_escapes_render_literally(demo_home) -> None:
         table = app.query_one("#anchors-table")
         table.select_key(f"a:{aid}")
         await pilot.pause()
-        cell = table.get_row(f"a:{aid}")[-1].plain
+        cell = table.cells(f"a:{aid}")[-1].plain
         assert cell.startswith("[bold red]boom[/] [link=https://evil.example]x[/link] ⟨ESC⟩[31mred⟨ESC⟩]8;;")
         detail = app.query_one("#anchors-detail").content.plain
         assert "[bold red]boom[/]" in detail and "⟨ESC⟩[31m" in detail and "⟨BEL⟩" in detail
@@ -87,7 +87,7 @@ async def test_entry_markup_and_escapes_render_literally(demo_home) -> None:
         table = app.query_one("#capacity-table")
         table.select_key(row.key)
         await pilot.pause()
-        cell = table.get_row(row.key)[-1].plain
+        cell = table.cells(row.key)[-1].plain
         assert "[bold red]boom[/]" in cell and "⟨ESC⟩" in cell and "\x1b" not in cell
         detail = app.query_one("#capacity-detail").content
         plain = detail.plain if hasattr(detail, "plain") else str(detail)
@@ -121,7 +121,7 @@ async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> Non
         assert proc.returncode == 0, err.decode()[-2000:]
         await wait_for(pilot, lambda: any(marker in r.text for r in app.panel("capacity").rows))
         table = app.query_one("#capacity-table")
-        assert any(marker in table.get_row(k)[-1].plain for k in table.keys)
+        assert any(marker in table.cells(k)[-1].plain for k in table.keys)
 
 
 async def test_rows_update_in_place_and_the_cursor_stays_on_its_row(demo_home) -> None:

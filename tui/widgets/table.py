@@ -1,4 +1,4 @@
-"""DataTable updated in place by row key (Memray): cursor and scroll survive every refresh."""
+"""DataTable updated in place (Memray): rows keep their lines, cursor and scroll survive every refresh."""
 
 from __future__ import annotations
 
@@ -6,15 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
 
 
 class DeckTable(DataTable):
-    """A DataTable whose rows are replaced with :meth:`sync`, keyed by a stable string.
+    """A DataTable that shows a list of keyed rows and updates them in place (Memray's live TUI).
 
-    Unchanged rows are not touched; changed cells are updated with ``update_cell``; when the
-    set or order of keys changes the table is rebuilt and the cursor is put back on the row
-    with the same key (or the same index), with the scroll offset kept.
+    Row ``i`` of the table is always the ``i``-th row given to :meth:`sync` (the DataTable's own
+    row keys are positions); :attr:`keys` maps positions to the caller's stable keys. A refresh
+    changes only the cells that differ, adds or removes rows at the end, and moves the cursor
+    to the row that now holds the key it was on: nothing is cleared, so a changed entry costs a
+    repaint of its line, and a layout of the screen only when a column must grow or shrink or
+    the row count changes.
     """
 
     DEFAULT_CSS = """
@@ -40,36 +42,38 @@ class DeckTable(DataTable):
             return self.keys[row]
         return None
 
+    def cells(self, key: str) -> list[Any]:
+        """The cells shown in the row with ``key`` (raises ``KeyError`` when there is none)."""
+        if key not in self.keys:
+            raise KeyError(key)
+        return self.get_row(str(self.keys.index(key)))
+
     def sync(self, rows: Sequence[tuple[str, Sequence[Any]]]) -> None:
         """Make the table show ``rows`` (``(key, cells)`` in display order)."""
-        new_keys = [k for k, _ in rows]
-        col_keys = [k for k, _ in self._columns]
-        if new_keys == self.keys:
-            for key, cells in rows:
-                try:
-                    current = self.get_row(key)
-                except RowDoesNotExist:
-                    current = None
-                for ck, old, new in zip(col_keys, current or [None] * len(cells), cells):
-                    if current is None or old != new:
-                        self.update_cell(key, ck, new)
-            return
         cursor_key = self.selected_key
         cursor_index = self.cursor_row
-        scroll_y = self.scroll_y
-        self.clear()
-        for key, cells in rows:
-            self.add_row(*cells, key=key)
-        self.keys = new_keys
+        col_keys = [k for k, _ in self._columns]
+        shown = self.row_count
+        for i in range(shown - 1, len(rows) - 1, -1):
+            self.remove_row(str(i))
+        for i, (_, cells) in enumerate(rows):
+            if i >= shown:
+                self.add_row(*cells, key=str(i))
+                continue
+            current = self.get_row(str(i))
+            for ck, old, new in zip(col_keys, current, cells):
+                if old != new:
+                    self.update_cell(str(i), ck, new, update_width=True)
+        self.keys = [k for k, _ in rows]
         if not rows:
             return
-        if cursor_key is not None and cursor_key in new_keys:
-            target = new_keys.index(cursor_key)
+        if cursor_key is not None and cursor_key in self.keys:
+            target = self.keys.index(cursor_key)
         else:
             target = min(max(cursor_index, 0), len(rows) - 1)
-        self.move_cursor(row=target, animate=False, scroll=False)
-        self.scroll_to(y=scroll_y, animate=False)
-        self.call_after_refresh(self._ensure_cursor_visible)
+        if target != self.cursor_row:
+            self.move_cursor(row=target, animate=False, scroll=False)
+            self.call_after_refresh(self._ensure_cursor_visible)
 
     def _ensure_cursor_visible(self) -> None:
         try:

@@ -1,0 +1,98 @@
+"""DeckTable updates its rows in place (issue 8: a changed entry repaints a line, not the table).
+
+Each test drives a bare app holding one DeckTable and asserts on the table's public state:
+what it shows per key, where the cursor is, and that a refresh never clears the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from memdeck.tui.widgets.table import DeckTable
+
+pytestmark = pytest.mark.anyio
+
+COLUMNS = [("n", "#"), ("text", "text")]
+
+
+def rows(*pairs: tuple[str, str]) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(k, (Text(str(i)), Text(t))) for i, (k, t) in enumerate(pairs, 1)]
+
+
+class TableApp(App):
+    def compose(self) -> ComposeResult:
+        yield DeckTable(COLUMNS, id="t")
+
+
+def shown(table: DeckTable) -> dict[str, str]:
+    return {k: table.cells(k)[1].plain for k in table.keys}
+
+
+async def _setup(pilot, first):
+    table = pilot.app.query_one(DeckTable)
+    table.sync(first)
+    await pilot.pause()
+    clears: list[int] = []
+    real = table.clear
+
+    def counting_clear(*a, **k):
+        clears.append(1)
+        return real(*a, **k)
+    table.clear = counting_clear  # type: ignore[method-assign]
+    return table, clears
+
+
+async def test_a_replaced_row_is_updated_in_place_and_the_cursor_stays() -> None:
+    async with TableApp().run_test() as pilot:
+        table, clears = await _setup(pilot, rows(("a", "alpha"), ("b", "beta"), ("c", "gamma")))
+        assert table.select_key("c")
+        table.sync(rows(("a", "alpha"), ("b2", "beta, replaced by Hermes"), ("c", "gamma")))
+        await pilot.pause()
+        assert shown(table) == {"a": "alpha", "b2": "beta, replaced by Hermes", "c": "gamma"}
+        assert table.selected_key == "c" and table.cursor_row == 2
+        assert clears == [] and table.row_count == 3
+
+
+async def test_an_entry_added_above_the_cursor_moves_the_cursor_with_its_row() -> None:
+    async with TableApp().run_test() as pilot:
+        table, clears = await _setup(pilot, rows(("a", "alpha"), ("b", "beta")))
+        assert table.select_key("b")
+        table.sync(rows(("new", "a new first entry"), ("a", "alpha"), ("b", "beta")))
+        await pilot.pause()
+        assert table.keys == ["new", "a", "b"] and table.row_count == 3
+        assert shown(table)["new"] == "a new first entry"
+        assert table.selected_key == "b" and table.cursor_row == 2
+        assert clears == []
+
+
+async def test_removed_rows_leave_from_the_end_and_a_lost_cursor_keeps_its_place() -> None:
+    async with TableApp().run_test() as pilot:
+        table, clears = await _setup(pilot, rows(("a", "alpha"), ("b", "beta"), ("c", "gamma"), ("d", "delta")))
+        assert table.select_key("c")
+        table.sync(rows(("a", "alpha"), ("b", "beta"), ("d", "delta")))   # c removed
+        await pilot.pause()
+        assert table.keys == ["a", "b", "d"] and table.row_count == 3
+        assert shown(table) == {"a": "alpha", "b": "beta", "d": "delta"}
+        assert table.cursor_row == 2 and table.selected_key == "d"
+        table.sync([])
+        await pilot.pause()
+        assert table.row_count == 0 and table.keys == [] and table.selected_key is None
+        assert clears == []
+
+
+async def test_a_longer_cell_widens_its_column_and_a_shorter_one_narrows_it() -> None:
+    async with TableApp().run_test(size=(200, 20)) as pilot:
+        table, _ = await _setup(pilot, rows(("a", "short"), ("b", "tiny")))
+        col = table.columns[table.ordered_columns[1].key]
+        assert col.content_width == len("short")
+        long = "a much longer entry text than before"
+        table.sync(rows(("a", long), ("b", "tiny")))
+        await pilot.pause()
+        assert col.content_width == len(long)  # not cropped to the old width
+        table.sync(rows(("a", "short"), ("b", "tiny")))
+        await pilot.pause()
+        assert col.content_width == len("short")
