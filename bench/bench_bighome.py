@@ -1,6 +1,7 @@
 """Issue 9 on a home of the real shape, against the peers, as ratios.
 
     python bench/bench_bighome.py [--messages 200000] [--window 60] [--hermesd /work/peers/hermesd/bin/hermesd]
+    python bench/bench_bighome.py --writer core --messages 1000000   # bench/bighome_core.py's home
 
 The home comes from bench/bighome.py (written by Hermes 0.19's own SessionDB; built once,
 cached) and is copied to a temp dir for the run (the appender writes to it). Measured one
@@ -270,19 +271,41 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{r:.2f}" if r >= 0.01 else f"{r:.2g}"
 
 
+def _core_info(home: Path, n: int) -> dict:
+    """``.built``-like facts of a bench/bighome_core.py home: its live session and compactions."""
+    import sqlite3
+    ro = sqlite3.connect(f"file:{home / 'state.db'}?immutable=1", uri=True)  # no side files
+    try:
+        live = ro.execute("SELECT id FROM sessions WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1").fetchone()[0]
+    finally:
+        ro.close()
+    rows, compactions = (int(x) for x in (home / ".built").read_text().split()[:2])
+    return {"rows": rows, "compactions": compactions, "live_session": live}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--window", type=float, default=60.0)
     ap.add_argument("--hermesd", default="/work/peers/hermesd/bin/hermesd")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "bighome.md"))
+    ap.add_argument("--writer", choices=("hermes", "core"), default="hermes",
+                    help="hermes: the home Hermes' own SessionDB wrote (bench/bighome.py); core: memdeck's "
+                         "Hermes 0.19-shaped writer (bench/bighome_core.py), for sizes Hermes' per-row writer "
+                         "cannot build here in reasonable time")
     args = ap.parse_args()
 
-    src = build(args.messages, progress=True)
-    info = json.loads((src / ".built").read_text())
+    if args.writer == "core":
+        from bighome_core import build as build_core
+        src = build_core(args.messages).state_db.parent
+        info = _core_info(src, args.messages)
+    else:
+        src = build(args.messages, progress=True)
+        info = json.loads((src / ".built").read_text())
     tmp = Path(tempfile.mkdtemp(prefix="memdeck-bighome-"))
     home = tmp / "home"
     shutil.copytree(src, home)
+    shutil.rmtree(home / "memdeck", ignore_errors=True)  # a first launch: no memdeck.db from earlier runs
     live = info["live_session"]
     import sqlite3
     ro = sqlite3.connect(f"file:{home / 'state.db'}?immutable=1", uri=True)  # no side files
@@ -340,8 +363,12 @@ def main() -> int:
             f"< {m['p95'] / HERMES_TIMEOUT:.4f}" if "p95" in m else "n/a")
         rows.append((f"recall p50 / p95: {kind} `{QUERIES[kind]}`", cell(m), cell(h), ratio))
 
-    head = (f"Home: `bench/bighome.py {args.messages}` (Hermes 0.19 SessionDB): {info['rows']:,} live-session rows, "
-            f"{info['compactions']} in-place compactions, 5 ended sessions, a `work` profile, MemLock anchors.\n\n")
+    writer = ("`bench/bighome.py {n}` (Hermes 0.19 SessionDB)" if args.writer == "hermes" else
+              "`bench/bighome_core.py {n}` (memdeck's Hermes 0.19-shaped writer)").format(n=args.messages)
+    head = (f"Home: {writer}: {info['rows']:,} live-session rows, "
+            f"{info['compactions']} in-place compactions, "
+            + ("5 ended sessions, a `work` profile" if args.writer == "hermes" else "older sessions")
+            + ", MemLock anchors; copied before the run (state.db in the page cache for both programs).\n\n")
     table = ("| measure | memdeck | peer (hermesd; recall: Hermes `session_search`) | memdeck / peer |\n|---|---|---|---|\n"
              + "\n".join(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows))
     print(head + table)
