@@ -459,7 +459,7 @@ def action_revert(self: "MemdeckApp") -> None:
     """Revert the change selected in History, whoever made it (asks first): the core puts the
     old text back under the lock, or refuses and says why (it no longer applies, it would
     overflow: then it names what could be archived)."""
-    from memdeck.core.history import revert
+    from memdeck.core.history.reverting import revert
 
     sel = _selected(self, ("change",), "a change in History")
     if sel is None:

@@ -127,7 +127,7 @@ def visible_output() -> Iterator[None]:
 
 
 def _observe(ctx: CliContext) -> None:
-    """Record what changed in the watched files since memdeck last looked (``core/history.py``):
+    """Record what changed in the watched files since memdeck last looked (``core/history/observation.py``):
     one ``stat`` per file when nothing changed. A failure only warns; the command still runs."""
     if not ctx.home.path.is_dir():
         return

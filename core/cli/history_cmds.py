@@ -1,6 +1,6 @@
 """CLI commands of the change history: ``history``, ``revert CHANGE_ID``, ``watch [--exec CMD]``.
 
-``history`` lists every recorded change (memdeck's and every other writer's, ``core/history.py``)
+``history`` lists every recorded change (memdeck's and every other writer's, ``core/history/``)
 newest first. ``revert`` reverses one change through the core (exit 1 with the reason when it
 no longer applies or would overflow; an overflow lists the entries you could archive).
 ``watch`` runs headless (no TUI): it waits on the home's watcher (``core/watcher.py``) and

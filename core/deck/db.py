@@ -4,7 +4,7 @@ One database per Hermes home, WAL mode, ``synchronous=FULL``, busy timeout (defa
 many memdeck processes (CLI, TUI, plugin) can append at once. Hermes never reads it.
 
 Tables (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, reached through the steps of
-:data:`MIGRATIONS`, each in one transaction; ``history_seen``/``history`` are described there and in ``core/history.py``),
+:data:`MIGRATIONS`, each in one transaction; ``history_seen``/``history`` are described there and in ``core/history/``),
 the first two generic over ``kind``
 (``"memory"`` for MEMORY.md/USER.md entries, ``"anchor"`` for MemLock anchors):
 
@@ -32,7 +32,7 @@ the first two generic over ``kind``
 
 ``history_seen`` / ``history``
     ``target``, ``scope``, ``session_id`` as in ``journal`` (``history_seen`` rows of kind
-    ``pending`` keep the pending write's ``target``); see ``core/history.py``.
+    ``pending`` keep the pending write's ``target``); see ``core/history/``.
 
 Anchor rows (migration 6): ``target`` is Hermes' memory target only and is NULL on them. Where
 the anchor lives is said in MemLock's terms (shared/reference/memlock.md §1.2-1.3, ``guard_pin``
@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS archive (
 CREATE INDEX IF NOT EXISTS archive_state_idx ON archive(kind, state);
 """
 
-#: Version 2: the change history of every writer (``core/history.py``). ``history_seen`` holds
+#: Version 2: the change history of every writer (``core/history/``). ``history_seen`` holds
 #: the last canonical content memdeck saw of each watched file (key: its path relative to the
 #: home; ``stamp`` = ``"mtime_ns:size:ino"``; ``journal_mark`` = the highest journal id already
 #: accounted for); ``history`` holds one row per change (entry/anchor added, removed, replaced).
@@ -308,7 +308,7 @@ CREATE INDEX history_until_idx ON history(until)
 
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
-    _HISTORY_SCHEMA,      # 2: history_seen, history (core/history.py)
+    _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
     _AUDIT_CACHE_SCHEMA,  # 3: per-compaction audit verdicts (core/anchors/integrity_history.py), keyed by what determines them
     _JOURNAL_STATE_SCHEMA,  # 4: journal.state (intent | done | unknown)
     _TRACK_CACHE_SCHEMA,  # 5: session_tracks (the state.db reader's per-session compaction tracks)

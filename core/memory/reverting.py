@@ -31,7 +31,7 @@ class RevertOps:
                      detail: dict[str, Any] | None = None) -> WriteResult:
         """Reverse one recorded change of ``target``: take out ``remove`` and put back ``add``.
 
-        Used by ``core/history.py`` (``revert``): for a removal ``remove=None, add=<old entry>``
+        Used by ``core/history/reverting.py`` (``revert``): for a removal ``remove=None, add=<old entry>``
         (appended), for an addition ``remove=<new entry>, add=None``, for a replacement both
         (``add`` takes ``remove``'s place). Under the lock, after a reload: ``add`` must not be in
         the file already and ``remove`` must still be there (exact whole entries), the text put

@@ -30,7 +30,7 @@ from ..sessions.profile import HermesProfile
 from ..anchors.lifecycle import SessionAudit
 from ..anchors.model import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
-from ..history import Change
+from ..history.changes import Change
 from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
@@ -150,8 +150,8 @@ class DeckSnapshot:
             write text that has any (texts without findings are absent).
         errors: panel id -> banner text for every source that failed.
         history: the newest :data:`HISTORY_ROWS` changes of the change history, newest first
-            (:func:`memdeck.core.history.list_changes`; empty before memdeck.db exists).
-        new_changes: the :class:`core.history.Change` rows this build recorded (empty when the
+            (:func:`memdeck.core.history.changes.list_changes`; empty before memdeck.db exists).
+        new_changes: the :class:`core.history.changes.Change` rows this build recorded (empty when the
             memory and MemLock files were unchanged), oldest first.
         warnings: config warnings and other non-fatal notes.
         stamps: what every source looked like when this snapshot read it (None for a snapshot
@@ -423,12 +423,12 @@ def build_snapshot(
         return tuple(items(home, kind=None, state="archived"))
 
     memlock_same = unchanged("memlock")
-    # ── change history: record what other writers changed (core/history.py), only when the
+    # ── change history: record what other writers changed (core/history/observation.py), only when the
     # memory or MemLock files' stamps changed since the previous snapshot (the dashboard path) ──
     new_changes: tuple[Any, ...] = ()
     if stamps is not None and not (memory_same and memlock_same):
         try:
-            from ..history import observe
+            from ..history.observation import observe
 
             new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
         except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
@@ -437,7 +437,7 @@ def build_snapshot(
         changes = previous.history
     else:
         def _history() -> tuple[Change, ...]:
-            from ..history import list_changes
+            from ..history.changes import list_changes
 
             return tuple(list_changes(home, limit=HISTORY_ROWS))
 

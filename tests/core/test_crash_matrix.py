@@ -323,7 +323,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("approve-batch", _staged_batch, _approve),
     Scenario("reject", _staged, lambda h: pending.reject(h, "abcd0001")),
     Scenario("history-revert", _history_change, _revert),
-    # the anchor revert of a change-history entry (core/history.py ``_revert_anchor``)
+    # the anchor revert of a change-history entry (core/history/reverting.py ``_revert_anchor``)
     Scenario("history-revert-anchor-removed", _history_anchor_removed, _revert_anchor),
     Scenario("history-revert-anchor-changed", _history_anchor_changed, _revert_anchor),
     Scenario("anchor-pin", _anchors_base, _pin),

@@ -1,4 +1,4 @@
-"""core/history.py: migration, diff rules, attribution by memdeck's journal, anchors, bounds."""
+"""core/history/: migration, diff rules, attribution by memdeck's journal, anchors, bounds."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from memdeck.core.history import Change
+from memdeck.core.history.changes import Change
 
 from ..safe_text import safe_text
 

@@ -1,0 +1,242 @@
+"""Observation: recording what changed in the watched files since memdeck last saw them.
+
+memdeck keeps, in memdeck.db's ``history_seen`` (``core/deck/db.py`` step 2), the last canonical
+content it saw of every watched file (``core/history/watched.py``). :func:`observe` stats every
+watched file (one ``stat`` each, one SELECT) and reads and diffs (``core/history/diff.py``) only
+the files whose stamp changed; each difference becomes a ``history`` row with a window
+``since .. until`` (epoch seconds: when memdeck last saw the old content .. when it saw the new)
+and the best attribution it can make: first memdeck's own journal (memory rows are chained from
+the last seen content: a row whose ``before`` equals the current text explains the step to its
+``after``; the change gets the row's ``actor`` (cli/tui/plugin) and ``journal_id``; anchor rows
+match by ``anchor_id`` and time), then ``core/history/attribution.py`` (pending, hermes,
+external). :func:`reattribute` retries the state.db attribution of recent ``external`` rows.
+
+The first observation of a file only records it (no change). Changes made while memdeck was
+closed are found at the next observation. The history is bounded to :data:`MAX_CHANGES` rows
+(the oldest are dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from ..deck import db as deckdb
+from ..home import HOME_MARKERS, HermesHome
+from ..memory.entries import parse_entries
+from ..sessions.statedb import StateDB
+from .attribution import hermes_attribution, pending_attribution, remember_pending
+from .changes import Change, change_from_row
+from .diff import diff_anchors, diff_entries
+from .watched import WatchedFile, canonical_anchors, canonical_memory, read_text, stamp_of, watched_files
+
+#: at most this many change rows are kept (the oldest are dropped first)
+MAX_CHANGES = 100_000
+#: ``external`` changes younger than this many seconds are re-attributed by :func:`reattribute`
+REATTRIBUTE_WINDOW = 900.0
+
+
+class _Recorder:
+    def __init__(self, conn: sqlite3.Connection, home: HermesHome, db: StateDB | None) -> None:
+        self.conn, self.home, self.db = conn, home, db
+        self.ids: list[int] = []
+
+    def add(self, kind: str, target: str | None, rel: str, op: str, before: str | None, after: str | None,
+            since: float | None, until: float, actor: str, attribution: dict[str, Any], *,
+            scope: str | None = None, session_id: str | None = None) -> None:
+        cur = self.conn.execute(
+            "INSERT INTO history (kind, target, scope, session_id, path, op, before, after, since, until, actor,"
+            " attribution) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (kind, target, scope, session_id, rel, op, before, after, since, until, actor,
+             json.dumps(attribution, ensure_ascii=False)))
+        self.ids.append(int(cur.lastrowid))
+
+    def external_memory(self, target: str, rel: str, old: str, new: str, since: float | None, until: float) -> None:
+        for op, b, a in diff_entries(parse_entries(old), parse_entries(new)):
+            attr = pending_attribution(self.conn, self.home, target, op, b, a)
+            actor = "pending"
+            if attr is None:
+                attr = hermes_attribution(self.db, target, op, b, a, since, until)
+                actor = "hermes"
+            if attr is None:
+                attr, actor = {}, "external"
+            self.add("memory", target, rel, op, b, a, since, until, actor, attr)
+
+
+def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: str, now: float) -> int:
+    """Chain memdeck's journal rows from the last seen content; returns the new journal mark."""
+    cur = seen["content"] or ""
+    since = seen["seen_at"]
+    mark = seen["journal_mark"]
+    rows = rec.conn.execute("SELECT * FROM journal WHERE kind = 'memory' AND target = ? AND journal_id > ? AND state = 'done' "
+                            "ORDER BY journal_id", (f.target, mark)).fetchall()
+    for r in rows:
+        mark = max(mark, r["journal_id"])
+        if r["after"] is None:
+            continue
+        rb, ra = canonical_memory(r["before"]), canonical_memory(r["after"])
+        if cur == ra:
+            continue  # already seen (observed between the file write and the row's commit)
+        if rb != cur:
+            rec.external_memory(f.target, f.rel, cur, rb, since, r["ts"])
+        for op, b, a in diff_entries(parse_entries(rb), parse_entries(ra)):
+            rec.add("memory", f.target, f.rel, op, b, a, since, r["ts"], r["actor"],
+                    {"journal_id": r["journal_id"], "op": r["op"]})
+        cur, since = ra, r["ts"]
+    if cur != content:
+        rec.external_memory(f.target, f.rel, cur, content, since, now)
+    return mark
+
+
+def _observe_anchor(rec: _Recorder, f: WatchedFile, session_id: str | None, seen: sqlite3.Row, content: str,
+                    now: float) -> int:
+    since = seen["seen_at"]
+    mark = seen["journal_mark"]
+    for op, b, a, aid in diff_anchors(seen["content"], content):
+        r = rec.conn.execute(
+            "SELECT journal_id, actor, op FROM journal WHERE kind = 'anchor' AND state = 'done' AND journal_id > ? "
+            "AND ts >= ? AND ts <= ? "
+            "AND json_extract(detail, '$.anchor_id') = ? ORDER BY journal_id DESC LIMIT 1",
+            (mark, since - 1.0, now + 1.0, aid)).fetchone()
+        if r is not None:
+            rec.add("anchor", None, f.rel, op, b, a, since, now, r["actor"],
+                    {"anchor_id": aid, "journal_id": r["journal_id"], "op": r["op"]}, scope=f.scope,
+                    session_id=session_id)
+        else:
+            rec.add("anchor", None, f.rel, op, b, a, since, now, "external", {"anchor_id": aid}, scope=f.scope,
+                    session_id=session_id)
+    top = rec.conn.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0]
+    return max(mark, top or 0)
+
+
+def _trim(conn: sqlite3.Connection, keep: int) -> None:
+    top = conn.execute("SELECT MAX(change_id) FROM history").fetchone()[0]
+    if top is not None and top > keep:
+        conn.execute("DELETE FROM history WHERE change_id <= ?", (top - keep,))
+
+
+def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb: StateDB | None = None,
+            now: float | None = None, only_kinds: Iterable[str] | None = None, keep: int = MAX_CHANGES) -> list[Change]:
+    """Record what changed in the watched files since memdeck last saw them.
+
+    Cheap when nothing changed: one ``stat`` per watched file and one SELECT; files whose stamp
+    is unchanged are not read. A file seen for the first time is only recorded (baseline).
+    An unreadable file (not UTF-8, not JSON) is skipped and looked at again next time.
+
+    Args:
+        home: the Hermes home. conn: a memdeck.db connection (else one is opened; memdeck.db
+            is created if missing). statedb: a reader for attribution (else one is opened on
+            ``home.state_db`` when an external change needs it). now: epoch seconds (default
+            ``time.time()``). only_kinds: restrict to ``memory`` and/or ``anchor`` files.
+            keep: the bound on stored changes.
+
+    Returns:
+        the changes recorded by this call, oldest first.
+
+    Raises:
+        deckdb.DeckDBError: memdeck.db is unusable or locked past its busy timeout.
+    """
+    kinds = set(only_kinds) if only_kinds is not None else {"memory", "anchor"}
+    files = [f for f in watched_files(home) if f.kind in kinds]
+    stamps = {f.rel: stamp_of(f.path) for f in files}
+    if conn is None and not any((home.path / m).exists() for m in HOME_MARKERS):
+        return []  # never create memdeck.db in a directory that is not a Hermes home (a mistyped --home)
+    with deckdb.opened(home, conn) as c:
+        seen = {r["path"]: r for r in c.execute("SELECT * FROM history_seen WHERE kind != 'pending'")}
+        # files seen before that are gone now (a deleted session file) count as changed
+        gone = [r for rel, r in seen.items() if rel not in stamps and r["kind"] in kinds and r["stamp"] is not None]
+        changed = [f for f in files if rel_changed(seen.get(f.rel), stamps[f.rel])]
+        for r in gone:
+            changed.append(WatchedFile(r["path"], r["kind"], r["target"], home.path / r["path"], r["session_id"]))
+        pending_dir = home.pending_dir
+        if not changed:
+            if "memory" in kinds and pending_dir.is_dir():
+                with deckdb.transaction(c):
+                    remember_pending(c, home, time.time() if now is None else now)
+            return []
+        t = time.time() if now is None else now
+        own_db = statedb is None and home.state_db.exists()
+        db = StateDB(home.state_db) if own_db else statedb
+        try:
+            rec = _Recorder(c, home, db)
+            with deckdb.transaction(c):
+                for f in changed:
+                    _observe_one(rec, f, t)
+                remember_pending(c, home, t)
+                if rec.ids:
+                    _trim(c, keep)
+            if not rec.ids:
+                return []
+            q = f"SELECT * FROM history WHERE change_id IN ({','.join('?' * len(rec.ids))}) ORDER BY change_id"
+            return [change_from_row(r) for r in c.execute(q, rec.ids)]
+        finally:
+            if own_db and db is not None:
+                db.close()
+
+
+def rel_changed(seen: sqlite3.Row | None, stamp: str | None) -> bool:
+    return seen is None or seen["stamp"] != stamp
+
+
+def _observe_one(rec: _Recorder, f: WatchedFile, now: float) -> None:
+    c = rec.conn
+    seen = c.execute("SELECT * FROM history_seen WHERE path = ?", (f.rel,)).fetchone()  # re-read under the lock
+    stamp = stamp_of(f.path)
+    if seen is not None and seen["stamp"] == stamp:
+        return  # another observer recorded it meanwhile
+    try:
+        raw = read_text(f.path)
+        session_id: str | None = None
+        if f.kind == "memory":
+            content = canonical_memory(raw)
+        else:
+            session_id, content = canonical_anchors(raw, f.rel, seen["session_id"] if seen is not None else f.session_id)
+    except (OSError, UnicodeError, ValueError):
+        return  # unreadable now: look again next time
+    mark = seen["journal_mark"] if seen is not None else (c.execute("SELECT MAX(journal_id) FROM journal WHERE state = 'done'").fetchone()[0] or 0)
+    if seen is not None and seen["content"] != content:
+        if f.kind == "memory":
+            mark = _observe_memory(rec, f, seen, content, now)
+        else:
+            mark = _observe_anchor(rec, f, session_id, seen, content, now)
+    elif seen is not None and f.kind == "memory":
+        top = c.execute("SELECT MAX(journal_id) FROM journal WHERE kind = 'memory' AND target = ? AND state = 'done'", (f.target,)).fetchone()[0]
+        mark = max(mark, top or 0)
+    if raw is None and f.kind == "anchor":
+        c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))
+        return
+    c.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at,"
+              " journal_mark) VALUES (?,?,?,?,?,?,?,?,?)",
+              (f.rel, f.kind, f.target, f.scope, session_id, stamp, content, now, mark))
+
+
+def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb: StateDB | None = None,
+                now: float | None = None, window: float = REATTRIBUTE_WINDOW) -> int:
+    """Retry the state.db attribution of ``external`` memory changes younger than ``window`` s
+    (Hermes may write the tool call after memdeck saw its effect). Returns how many were updated."""
+    t = time.time() if now is None else now
+    with deckdb.opened(home, conn) as c:
+        rows = c.execute("SELECT * FROM history WHERE actor = 'external' AND kind = 'memory' AND until >= ?",
+                         (t - window,)).fetchall()
+        if not rows or (statedb is None and not home.state_db.exists()):
+            return 0
+        db = statedb or StateDB(home.state_db)
+        try:
+            done = 0
+            for r in rows:
+                ch = change_from_row(r)
+                attr = hermes_attribution(db, ch.target, ch.op, ch.before, ch.after, ch.since, ch.until)
+                if attr is not None:
+                    c.execute("UPDATE history SET actor = 'hermes', attribution = ? WHERE change_id = ? AND actor = 'external'",
+                              (json.dumps(attr, ensure_ascii=False), ch.change_id))
+                    done += 1
+            return done
+        finally:
+            if statedb is None:
+                db.close()
+
+
+__all__ = ["MAX_CHANGES", "REATTRIBUTE_WINDOW", "observe", "reattribute"]
