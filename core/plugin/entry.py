@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, load_config
-from .guard import PIN_SCHEMA, Guard
+from .guard import Guard
+from .pin_tool import PIN_SCHEMA
 from ..home import HermesHome, resolve_home
 
 logger = logging.getLogger("memdeck.plugin")

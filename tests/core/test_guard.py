@@ -14,7 +14,8 @@ from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rules import REMINDER_MARKER
 from memdeck.core.config import Config
 from memdeck.core.errors import UnreadableFile
-from memdeck.core.plugin.guard import DASHBOARD_HINT, Guard, validate_static_anchors
+from memdeck.core.plugin.guard import DASHBOARD_HINT, Guard
+from memdeck.core.plugin.static_anchors import validate_static_anchors
 from tests.helpers.plugin import (
     BRITISH,
     BULLETS,

@@ -8,7 +8,8 @@ import pytest
 
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config
-from memdeck.core.plugin.guard import PIN_SCHEMA, Guard
+from memdeck.core.plugin.guard import Guard
+from memdeck.core.plugin.pin_tool import PIN_SCHEMA
 from tests.helpers.plugin import BULLETS, config_with, read_session, seed
 
 SID = "20260703_120000_beef00"
