@@ -54,6 +54,7 @@ class DeckTable(DataTable):
         cursor_index = self.cursor_row
         col_keys = [k for k, _ in self._columns]
         shown = self.row_count
+        before = self._update_count
         for i in range(shown - 1, len(rows) - 1, -1):
             self.remove_row(str(i))
         for i, (_, cells) in enumerate(rows):
@@ -65,6 +66,11 @@ class DeckTable(DataTable):
                 if old != new:
                     self.update_cell(str(i), ck, new, update_width=True)
         self.keys = [k for k, _ in rows]
+        if self._update_count != before:
+            # Every render cached so far is keyed by the old update count and can never be hit
+            # again; DataTable's LRU caches would keep up to 10,000 of them per table (measured:
+            # +56 MiB over 450 refreshes on the demo home), so drop them now.
+            self._clear_caches()
         if not rows:
             return
         if cursor_key is not None and cursor_key in self.keys:
