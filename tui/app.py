@@ -39,6 +39,10 @@ from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsReq
 from .safe_text import safe_plain, safe_text
 from .widgets.readout import Readout
 
+#: Longest the first full build waits for the memory-only first paint to reach the screen
+#: (seconds); normally it waits a few milliseconds, this bounds a screen that never refreshes.
+FIRST_PAINT_WAIT_S = 2.0
+
 Clock = Callable[[], float]
 
 
@@ -136,6 +140,9 @@ class MemdeckApp(DeckActions, App[None]):
         self._recall_generation = 0
         self._refreshing = False
         self._dirty = False
+        #: Set once the memory-only first paint is on screen: the full build waits for it, so the
+        #: long first history read (holding the GIL) does not delay that paint (1M rows: 0.74 s).
+        self._first_paint_shown = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
@@ -428,6 +435,7 @@ class MemdeckApp(DeckActions, App[None]):
                 first = build_memory_snapshot(self.home, self.config, now=self.clock(),
                                               stamps=take_stamps(self.home, None))
                 self.post_message(SnapshotReady(first, final=False))
+                self._first_paint_shown.wait(FIRST_PAINT_WAIT_S)
             if self._db is None:
                 self._db = open_statedb(self.home)
                 if self._db is not None:
@@ -477,6 +485,7 @@ class MemdeckApp(DeckActions, App[None]):
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         if not message.final:
             self.apply_snapshot(message.snapshot)
+            self.call_after_refresh(self._first_paint_shown.set)
             return
         self._refreshing = False
         self.build_progress = None
@@ -699,6 +708,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     async def action_quit(self) -> None:
         self.workers.cancel_group(self, "watcher")
+        self._first_paint_shown.set()
         for db in (self._db, getattr(self, "_recall_db", None)):
             interrupt = getattr(db, "interrupt", None)
             if callable(interrupt):
@@ -706,6 +716,7 @@ class MemdeckApp(DeckActions, App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
+        self._first_paint_shown.set()  # a build waiting for the first paint goes on (and stops at once)
         self._close_databases()
 
     def _close_databases(self) -> None:

@@ -38,14 +38,14 @@ def _audit(home):
 def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, monkeypatch) -> None:
     home = build_demo_home(tmp_path / "home")
     deckdb.connect(home).close()  # the home has a memdeck.db (memdeck wrote to it before)
-    history_mod._MEMO.clear()
+    history_mod.clear_process_cache()
     calls = _count_audits(monkeypatch)
     first = _audit(home)
     n_events = first.compactions
     assert n_events >= 2 and calls[0] == 1 + 1 + (n_events - 1)  # current, last, the older events
     with sqlite3.connect(deckdb.db_path(home)) as c:
         assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == n_events - 1
-    history_mod._MEMO.clear()  # a new process
+    history_mod.clear_process_cache()  # a new process
     calls[0] = 0
     second = _audit(home)
     assert calls[0] == 2  # only the current region and the last compaction: history came from memdeck.db
@@ -55,7 +55,7 @@ def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, m
 def test_an_unchanged_audit_writes_nothing_and_reading_creates_no_store(tmp_path: Path, monkeypatch) -> None:
     home = build_demo_home(tmp_path / "home")
     assert not deckdb.db_path(home).exists()
-    history_mod._MEMO.clear()
+    history_mod.clear_process_cache()
     _audit(home)
     assert not deckdb.db_path(home).exists()  # computed in memory, nothing created
     deckdb.connect(home).close()
@@ -92,3 +92,37 @@ def test_schema_steps_upgrade_a_version_1_store_and_keep_its_rows(tmp_path: Path
     finally:
         conn.close()
     assert deckdb.SCHEMA_VERSION == len(deckdb.MIGRATIONS)
+
+
+def test_an_appended_message_reuses_the_history_and_a_new_anchor_or_compaction_does_not(tmp_path: Path, monkeypatch) -> None:
+    """At 1M rows re-deriving 1,250 verdict keys and scores cost ~20 ms of every refresh after an
+    appended message; the history is kept per session with the inputs it came from."""
+    from memdeck.core.sessions import hermes_schema as hs
+
+    home = build_demo_home(tmp_path / "home")
+    history_mod.clear_process_cache()
+    derived = [0]
+    real = history_mod._cached_verdicts
+
+    def counting(*a, **k):
+        derived[0] += 1
+        return real(*a, **k)
+    monkeypatch.setattr(history_mod, "_cached_verdicts", counting)
+    sid = demo_plan().live_session_id
+    first = _audit(home)
+    assert derived[0] == 1 and first.history
+    conn = sqlite3.connect(home.state_db)
+    hs.append_message(conn, sid, "user", "one more message, no compaction")
+    conn.commit()
+    second = _audit(home)
+    assert derived[0] == 1 and second.history == first.history  # kept: nothing it depends on changed
+    store = AnchorStore(home)
+    store.pin("Always answer in haiku", probes=["haiku"], session_id=sid)
+    third = _audit(home)
+    assert derived[0] == 2  # the anchor set changed: derived again
+    assert len(third.anchors) == len(second.anchors) + 1
+    hs.compact_in_place(conn, sid, "summary that mentions haiku", keep_head=3, keep_tail=5, now=10**10)
+    conn.commit()
+    conn.close()
+    fourth = _audit(home)
+    assert derived[0] == 3 and fourth.compactions == third.compactions + 1
