@@ -69,7 +69,8 @@ class DeckTable(DataTable):
         if self._update_count != before:
             # Every render cached so far is keyed by the old update count and can never be hit
             # again; DataTable's LRU caches would keep up to 10,000 of them per table (measured:
-            # +56 MiB over 450 refreshes on the demo home), so drop them now.
+            # +56 MiB over 450 refreshes on the demo home), so drop them now. Both names are
+            # DataTable internals of Textual 8 (pinned <9); tests/tui/test_deck_table.py guards them.
             self._clear_caches()
         if not rows:
             return
