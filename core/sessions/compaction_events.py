@@ -155,6 +155,7 @@ class CompactionEventReader(StateDBConnection):
         deliver timestamp order and force a sort of the whole session). Rows of other
         sessions in the range are skipped by SQLite without reading their content.
         ``progress(done_ids, total_ids)`` is called between chunks (it may raise to abort).
+        A long stream reads the file ahead meanwhile (:mod:`.read_ahead`).
         """
         cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
                 for c in ("id", "role", "content", "active", "compacted", "timestamp")]
@@ -162,12 +163,13 @@ class CompactionEventReader(StateDBConnection):
         sql = (f"SELECT {', '.join(cols)} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id")
         lo = int(from_id)
         total = max(0, top - lo + 1)
-        while lo <= top:
-            hi = lo + self.STREAM_CHUNK_IDS
-            yield from conn.execute(sql, (lo, hi, session_id))
-            if progress is not None:
-                progress(min(hi, top + 1) - int(from_id), total)
-            lo = hi
+        with read_ahead(self.path, total):  # a long scan: warm the page cache (ends with the stream)
+            while lo <= top:
+                hi = lo + self.STREAM_CHUNK_IDS
+                yield from conn.execute(sql, (lo, hi, session_id))
+                if progress is not None:
+                    progress(min(hi, top + 1) - int(from_id), total)
+                lo = hi
 
     def _session_sig(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
         if "rewind_count" not in self._scols:
@@ -263,17 +265,15 @@ class CompactionEventReader(StateDBConnection):
                  progress: Callable[[int, int], None] | None = None) -> None:
         buf: list[_Row] = []
         trim_at = 4096
-        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
-        with read_ahead(self.path, top - int(track.ckpt_start_id)):  # a long scan: warm the page cache
-            for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
-                if not track.first_id and not track.ckpt_start_id:
-                    track.first_id = int(r[0])  # streamed from the start: the session's first row
-                buf.append(tuple(r))
-                if len(buf) >= trim_at:
-                    keep = _run_window(session_id, buf, self._row_text, track, complete=False)
-                    if keep:
-                        del buf[:keep]
-                    trim_at = max(4096, 2 * len(buf))
+        for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
+            if not track.first_id and not track.ckpt_start_id:
+                track.first_id = int(r[0])  # streamed from the start: the session's first row
+            buf.append(tuple(r))
+            if len(buf) >= trim_at:
+                keep = _run_window(session_id, buf, self._row_text, track, complete=False)
+                if keep:
+                    del buf[:keep]
+                trim_at = max(4096, 2 * len(buf))
         if track.ckpt is not None and (not buf or int(buf[0][0]) != track.ckpt_start_id):
             raise _Rebuild()
         _run_window(session_id, buf, self._row_text, track, complete=True)

@@ -89,11 +89,13 @@ def read_ahead(path: Path, rows: int, *, memory: Callable[[], int | None] = avai
     chunk's read later). Never raises of its own: a file that vanishes or fails to read just
     ends the thread early.
     """
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0
-    if not worth_reading_ahead(size, rows, memory()):
+    size = 0
+    if rows >= MIN_ROWS:  # the short re-reads of every refresh stop here: no stat, no /proc read
+        try:
+            size = path.stat().st_size
+        except OSError:
+            pass
+    if not worth_reading_ahead(size, rows, memory() if size else None):
         yield None
         return
     reader = _Reader(path)

@@ -65,8 +65,10 @@ def test_the_reader_reads_the_whole_file_and_writes_nothing(tmp_path: Path, monk
 def test_a_short_scan_or_unknown_memory_starts_no_thread(tmp_path: Path) -> None:
     f = tmp_path / "state.db"
     f.write_bytes(b"x" * 8192)
-    with ra.read_ahead(f, ra.MIN_ROWS - 1, memory=lambda: BIG) as reader:
+    asked: list[int] = []
+    with ra.read_ahead(f, ra.MIN_ROWS - 1, memory=lambda: asked.append(1) or BIG) as reader:
         assert reader is None and _threads() == []
+    assert asked == []  # every refresh re-reads a short window: it costs no /proc/meminfo read
     with ra.read_ahead(f, ra.MIN_ROWS, memory=lambda: None) as reader:
         assert reader is None and _threads() == []
     with ra.read_ahead(tmp_path / "missing.db", ra.MIN_ROWS, memory=lambda: BIG) as reader:
