@@ -182,9 +182,10 @@ class CompactionEventReader(StateDBConnection):
 
         First call per session: one streamed pass over its rows, holding only the rows from
         the last-but-one compaction on. Later calls with an unchanged ``PRAGMA data_version``
-        return the kept events; otherwise only the window (the rows from the checkpoint's
-        region start, usually the last two compactions' regions plus new rows) is re-read with
-        its current flags. A rewind (``rewind_count`` changed) or vanished rows rebuild from
+        return the kept events; when the session only gained rows that cannot change an event,
+        only those rows are read (:meth:`_appended_only`); otherwise only the window (the rows
+        from the checkpoint's region start, usually the last two compactions' regions plus new
+        rows) is re-read with its current flags. A rewind (``rewind_count`` changed) or vanished rows rebuild from
         scratch. The result equals the full-scan rule of :meth:`compactions`.
         """
         dv = int(conn.execute("PRAGMA data_version").fetchone()[0])
@@ -261,8 +262,52 @@ class CompactionEventReader(StateDBConnection):
                             ckpt_id=int(ck.summary_message_id), ckpt_hash=_row_hash(row[0], row[1]),
                             sig=json.dumps(_jsonable(track.sig)), track=_track_to_json(track), saved_at=time.time())
 
+    def _window_sig(self, conn: sqlite3.Connection, session_id: str, first_id: int, last_id: int) -> tuple[int, int, int, int]:
+        """:func:`_rows_sig` of the session's rows with ``first_id <= id <= last_id``, computed by
+        SQLite through the primary key (nothing is decoded in Python)."""
+        active = "active" if "active" in self._mcols else "1"
+        compacted = "compacted" if "compacted" in self._mcols else "0"
+        row = conn.execute(f"SELECT COUNT(*), TOTAL({active}), TOTAL({compacted}), TOTAL(length(CAST(content AS BLOB)))"
+                           " FROM messages WHERE id >= ? AND id <= ? AND +session_id = ?",
+                           (first_id, last_id, session_id)).fetchone()
+        return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+    def _appended_only(self, conn: sqlite3.Connection, session_id: str, track: _Track) -> bool:
+        """Advance ``track`` without re-reading its window when the session only gained rows
+        that cannot change any event; False (``track`` untouched) when the window must be re-read.
+
+        The events depend on the window's rows, their flags, order and content. When the
+        window's row count, active and compacted counts and content bytes are unchanged (no
+        compaction, rewind, deletion or rewrite touched it: Hermes 0.22's
+        ``set_user_message_content`` and ``clean-markers`` rewrite content in place) and every new
+        row is an active, uncompacted row that cannot be a summary and does not continue the
+        newest event's tail (the rule of :func:`_tail_end`: it would need the next consecutive
+        id), the window run would find the same events: only ``last_id`` moves. Not seen: a
+        rewrite to content of exactly the same byte length; the next window run (any change
+        of flags, e.g. the next compaction) reads it.
+        """
+        if track.window is None or not track.last_id:
+            return False
+        if self._window_sig(conn, session_id, track.ckpt_start_id, track.last_id) != track.window:
+            return False
+        new = [tuple(r) for r in self._stream_rows(conn, session_id, track.last_id + 1)]
+        if not new:
+            return True
+        tx = _Texts(new, self._row_text)
+        if any(not r[3] or r[4] or tx.may_be_summary(i) for i, r in enumerate(new)):
+            return False
+        last = track.pending[-1] if track.pending else track.ckpt
+        if last is not None and last.region_last_id == track.last_id and int(new[0][0]) == track.last_id + 1:
+            return False  # the newest event's tail might continue into the new rows
+        added = _rows_sig(new)
+        track.last_id = int(new[-1][0])
+        track.window = tuple(a + b for a, b in zip(track.window, added))  # type: ignore[assignment]
+        return True
+
     def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
                  progress: Callable[[int, int], None] | None = None) -> None:
+        if self._appended_only(conn, session_id, track):
+            return
         buf: list[_Row] = []
         trim_at = 4096
         for r in self._stream_rows(conn, session_id, track.ckpt_start_id, progress):
@@ -278,6 +323,7 @@ class CompactionEventReader(StateDBConnection):
             raise _Rebuild()
         _run_window(session_id, buf, self._row_text, track, complete=True)
         track.last_id = int(buf[-1][0]) if buf else 0
+        track.window = _rows_sig([r for r in buf if int(r[0]) >= track.ckpt_start_id])
 
     def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
         if not {"parent_session_id", "end_reason"} <= self._scols:
@@ -380,6 +426,27 @@ def _tail_end(rows: Sequence[_Row], p: int, stop: int, is_copy: Callable[[int], 
             break
         j += 1
     return j
+
+
+def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:
+    """``(rows, active rows, compacted rows, content bytes)`` of ``rows``: what
+    :meth:`CompactionEventReader._window_sig` computes in SQL (``length(CAST(content AS BLOB))``:
+    UTF-8 bytes of text, bytes of a blob, digits of an integer; NULL counts 0). A float content
+    (never written by Hermes) gives -1, so such a window is always read again."""
+    n_bytes = 0
+    for r in rows:
+        c = r[2]
+        if c is None:
+            continue
+        if isinstance(c, str):
+            n_bytes += len(c.encode("utf-8", "surrogatepass"))
+        elif isinstance(c, (bytes, bytearray, memoryview)):
+            n_bytes += len(c)
+        elif isinstance(c, int) and not isinstance(c, bool):
+            n_bytes += len(str(c))
+        else:
+            return (len(rows), 0, 0, -1)
+    return (len(rows), sum(1 for r in rows if r[3]), sum(1 for r in rows if r[4]), n_bytes)
 
 
 def _lazy_set(build: Callable[[], set[Any]]) -> Callable[[], set[Any]]:
@@ -495,6 +562,9 @@ class _Track:
     the events after it, as of the last run (recomputed on every run). ``first_id``: the
     session's first row id (part of what makes a stored track valid, see ``_load_track``).
     ``ckpt_copies`` are :func:`_key_hash` values (stable across processes: the track is stored).
+    ``window``: :func:`_rows_sig` of the rows from ``ckpt_start_id`` to ``last_id`` as of the
+    last run (not stored): an unchanged one lets a refresh after appended messages skip the
+    window (:meth:`CompactionEventReader._appended_only`).
     """
 
     final: list[CompactionEvent] = field(default_factory=list)
@@ -507,6 +577,7 @@ class _Track:
     sig: tuple[Any, ...] = ()
     last_id: int = 0
     first_id: int = 0
+    window: tuple[int, int, int, int] | None = None  # _rows_sig of the rows from ckpt_start_id to last_id
 
     @property
     def events(self) -> list[CompactionEvent]:

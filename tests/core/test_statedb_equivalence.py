@@ -88,13 +88,14 @@ _TEXTS = st.sampled_from([
     "\tindented", "", "[CONTEXT SUMMARY]: pasted by the user", "same text",
     "  [CONTEXT SUMMARY]: pasted with leading blanks", "\n" + SUMMARY_LEAD + "\nnot really a summary",
 ])
-_OPS = st.lists(st.one_of(
+_OP = st.one_of(
     st.tuples(st.just("msg"), _TEXTS, st.sampled_from(["str", "json", "bytes"])),
     st.tuples(st.just("compact"), st.integers(1, 3), st.integers(0, 3), st.booleans(), st.booleans(), st.booleans()),
     st.tuples(st.just("rewind"), st.integers(0, 3)),
     st.tuples(st.just("legacy_compact"), st.integers(1, 2), st.integers(0, 2)),
     st.tuples(st.just("rotate"),),
-), min_size=1, max_size=24)
+)
+_OPS = st.lists(_OP, min_size=1, max_size=24)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -157,6 +158,17 @@ def _apply(conn, sid: str, op: tuple, t: float, n: int) -> tuple[str, int]:
             content = content.encode("utf-8")
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
                      " VALUES (?, ?, ?, ?, 1, 0)", (sid, "user" if n % 2 else "assistant", content, t))
+    elif op[0] == "msg_fresh":
+        # stamped like the rows of the operation before (a compaction's tail, when it was one):
+        # the next consecutive id with a fresh stamp continues that compaction's tail
+        n += 1
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES (?, ?, ?, ?, 1, 0)", (sid, "user" if n % 2 else "assistant", op[1], t - 10.0 + 1e-6))
+    elif op[0] == "other_msg":  # another session writes between two of this session's rows
+        hs.add_session(conn, "elsewhere", started_at=t) if not conn.execute(
+            "SELECT 1 FROM sessions WHERE id = 'elsewhere'").fetchone() else None
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES ('elsewhere', 'user', 'meanwhile', ?, 1, 0)", (t,))
     elif op[0] == "compact" and len(live) >= 2:
         _, head, tail, merge, keep_ts, extra = op
         hs.compact_in_place(conn, sid, f"summary at {t}", keep_head=min(head, len(live)), keep_tail=tail, now=t,
@@ -176,8 +188,17 @@ def _apply(conn, sid: str, op: tuple, t: float, n: int) -> tuple[str, int]:
     return sid, n
 
 
+#: The operations above plus the ones that probe the appended-rows shortcut of the reader: a
+#: fresh-stamped row right after a compaction (its tail continues) and another session's rows.
+_INC_OPS = st.lists(st.one_of(
+    _OP,
+    st.tuples(st.just("msg_fresh"), _TEXTS),
+    st.tuples(st.just("other_msg"),),
+), min_size=1, max_size=30)
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=_OPS)
+@given(ops=_INC_OPS)
 def test_incremental_reader_matches_a_full_scan_after_every_step(tmp_path_factory, ops) -> None:
     d = tmp_path_factory.mktemp("inc")
     p = d / "state.db"
@@ -218,3 +239,127 @@ def test_a_long_session_is_streamed_in_trimmed_windows(tmp_path: Path, monkeypat
     assert follower.compactions() == ref
     assert StateDB(p).compactions("big") == ref
     conn.close()
+
+
+# ----------------------------------------------------------------------------- appended rows
+# A refresh after appended messages skips the window when nothing in it changed. These are the
+# cases where something did, although no compaction summary was appended.
+
+
+def _follow(p: Path) -> tuple[StateDB, list[int]]:
+    """A reader that has caught up with ``p``, and the ids every later read streams."""
+    reader = StateDB(p)
+    assert reader.compactions() == reference_compactions(p)
+    seen: list[int] = []
+    orig = reader._stream_rows
+
+    def counting(conn, session_id, from_id, progress=None):
+        for r in orig(conn, session_id, from_id, progress):
+            seen.append(int(r[0]))
+            yield r
+    reader._stream_rows = counting  # type: ignore[method-assign]
+    return reader, seen
+
+
+def _grown(tmp_path: Path) -> tuple[Path, sqlite3.Connection, float]:
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "s", started_at=1)
+    t = 10.0
+    for k in range(3):
+        for i in range(40):
+            t += 1.0
+            hs.append_message(conn, "s", "user" if i % 2 else "assistant", f"turn {k}.{i}", timestamp=t)
+        hs.compact_in_place(conn, "s", f"summary {k}", keep_head=2, keep_tail=4, now=t + 0.5)
+    for i in range(10):
+        t += 1.0
+        hs.append_message(conn, "s", "user", f"after {i}", timestamp=t)
+    return p, conn, t
+
+
+def test_appended_messages_stream_only_the_new_rows(tmp_path: Path) -> None:
+    p, conn, t = _grown(tmp_path)
+    reader, seen = _follow(p)
+    before = max(_ids(p))
+    hs.append_message(conn, "s", "user", "one more", timestamp=t + 1)
+    hs.append_message(conn, "s", "assistant", "and its answer", timestamp=t + 2)
+    assert reader.compactions() == reference_compactions(p)
+    assert seen == [before + 1, before + 2]
+
+
+def test_a_deleted_row_in_the_window_is_seen_beside_an_append(tmp_path: Path) -> None:
+    p, conn, t = _grown(tmp_path)
+    reader, seen = _follow(p)
+    region = reference_compactions(p)[-1].region_ids
+    conn.execute("DELETE FROM messages WHERE id = ?", (region[-1],))  # the newest tail's last row
+    hs.append_message(conn, "s", "user", "one more", timestamp=t + 1)
+    assert reader.compactions() == reference_compactions(p)
+    assert len(seen) > 2  # the window was read again
+
+
+def test_a_summary_pasted_after_an_unrecognised_compaction_is_an_event(tmp_path: Path) -> None:
+    """Compacted rows with no summary row this reader recognises, then a user message that looks
+    like a summary: the full-scan rule counts it (its batch is the compacted rows), so the
+    appended row cannot be skipped."""
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "s", started_at=1)
+    for i in range(6):
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES ('s', 'user', ?, ?, 0, 1)", (f"old {i}", 10.0 + i))
+    for i in range(3):
+        hs.append_message(conn, "s", "user", f"live {i}", timestamp=20.0 + i)
+    reader, _ = _follow(p)
+    assert reference_compactions(p) == []
+    hs.append_message(conn, "s", "user", "[CONTEXT SUMMARY]: pasted by the user", timestamp=30.0)
+    ref = reference_compactions(p)
+    assert len(ref) == 1
+    assert reader.compactions() == ref
+
+
+def _ids(p: Path) -> list[int]:
+    c = sqlite3.connect(p)
+    try:
+        return [r[0] for r in c.execute("SELECT id FROM messages ORDER BY id")]
+    finally:
+        c.close()
+
+
+def test_a_rewritten_row_in_the_window_is_seen_beside_an_append(tmp_path: Path) -> None:
+    """Hermes 0.22's ``set_user_message_content`` rewrites an active user row in place: here into
+    a summary look-alike after an unrecognised compaction, which makes it an event."""
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "s", started_at=1)
+    for i in range(6):
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES ('s', 'user', ?, ?, 0, 1)", (f"old {i}", 10.0 + i))
+    for i in range(3):
+        hs.append_message(conn, "s", "user", f"live {i}", timestamp=20.0 + i)
+    reader, seen = _follow(p)
+    last = max(_ids(p))
+    conn.execute("UPDATE messages SET content = ? WHERE id = ?", ("[CONTEXT SUMMARY]: expanded", last))
+    hs.append_message(conn, "s", "assistant", "an answer", timestamp=30.0)
+    ref = reference_compactions(p)
+    assert len(ref) == 1
+    assert reader.compactions() == ref
+
+
+def test_the_window_signature_is_the_same_in_python_and_in_sqlite(tmp_path: Path) -> None:
+    """The reader computes a window's signature in Python after reading it and in SQL before
+    skipping it: the two must agree for every content Hermes stores, or no refresh is skipped."""
+    from memdeck.core.sessions.compaction_events import _rows_sig
+
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "s", started_at=1)
+    contents = ["plain", "\x00json:" + json.dumps([{"type": "text", "text": "part ☃"}]), "héllo 𝄞", b"\x00\x01\xff",
+                None, 12345, ""]
+    for i, c in enumerate(contents):
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                     " VALUES ('s', 'user', ?, ?, ?, ?)", (c, 10.0 + i, i % 2, 1 - i % 2))
+    reader = StateDB(p)
+    rows = reader._run(lambda c: list(reader._stream_rows(c, "s", 0)), [])
+    assert len(rows) == len(contents)
+    assert reader._run(lambda c: reader._window_sig(c, "s", 0, 10**9), None) == _rows_sig(rows)
+    reader.close()
