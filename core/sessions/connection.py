@@ -125,6 +125,8 @@ class StateDBConnection:
         self._cursor_started_max: float = 0.0
         # full-scan cache
         self._events_cache: tuple[int | None, int, list[CompactionEvent]] | None = None
+        # per-session active regions (SessionReader.active_region): (conn, last id, signature, rows)
+        self._regions: dict[str, tuple[Any, ...]] = {}
         # incremental per-session compaction tracks (kept across reconnects to the same file)
         self._tracks: dict[str, _Track] = {}
         self._tracks_conn: sqlite3.Connection | None = None

@@ -162,8 +162,55 @@ class SessionReader(CompactionEventReader):
         ``ORDER BY id`` (not timestamp), ``\\x00json:`` content decoded, user/assistant text
         passed through ``sanitize_context`` and stripped. Not reproduced: the defensive strip of
         background-review harness rows (``_strip_background_review_harness``).
+
+        Kept per session between calls: when the active rows up to the last one read are
+        unchanged (:meth:`_active_sig`: their count, ids, content and ``api_content`` bytes
+        and ``compacted`` flags), only the rows after it are read and decoded. Any rewind,
+        compaction, deletion or rewrite of a different length reads the region again. A rewrite
+        of content to exactly the same byte length is not seen.
         """
-        return self.messages(session_id, include_inactive=False)
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            if not self.has_active:  # known once connected: a schema without the flag
+                return [self._to_message(r) for r in conn.execute(
+                    f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? ORDER BY m.id", (session_id,))]
+            began = not conn.in_transaction
+            if began:
+                conn.execute("BEGIN")  # one snapshot for the check, the new rows and the new signature
+            try:
+                kept = self._regions.get(session_id)
+                rows: list[Message]
+                if kept is not None and kept[0] is conn and self._active_sig(conn, session_id, kept[1]) == kept[2]:
+                    rows = kept[3] + [self._to_message(r) for r in conn.execute(
+                        f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.active = 1"
+                        " AND m.id > ? ORDER BY m.id", (session_id, kept[1]))]
+                else:
+                    rows = [self._to_message(r) for r in conn.execute(
+                        f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.active = 1"
+                        " ORDER BY m.id", (session_id,))]
+                last = rows[-1].id if rows else 0
+                self._regions.pop(session_id, None)
+                while len(self._regions) >= 4:
+                    self._regions.pop(next(iter(self._regions)))
+                self._regions[session_id] = (conn, last, self._active_sig(conn, session_id, last), rows)
+                return list(rows)
+            finally:
+                if began and conn.in_transaction:
+                    conn.execute("COMMIT")
+
+        return self._run(q, [])
+
+    def _active_sig(self, conn: sqlite3.Connection, session_id: str, last_id: int) -> tuple[Any, ...]:
+        """What :meth:`active_region` compares to know its kept rows still stand: over the
+        session's active rows with ``id <= last_id``, the count, the sums of ids and of their
+        squares (a different set of the same size), the content and ``api_content`` bytes
+        (Hermes 0.22 rewrites a user row's content and backfills ``api_content`` in place) and
+        the ``compacted`` flags."""
+        api = "length(CAST(m.api_content AS BLOB))" if "api_content" in self._mcols else "0"
+        comp = "m.compacted" if "compacted" in self._mcols else "0"
+        return tuple(conn.execute(
+            f"SELECT COUNT(*), TOTAL(m.id), TOTAL(m.id * m.id), TOTAL(length(CAST(m.content AS BLOB))), TOTAL({api}),"
+            f" TOTAL({comp}) FROM messages m WHERE m.session_id = ? AND m.active = 1 AND m.id <= ?",
+            (session_id, last_id)).fetchone())
 
     def message(self, message_id: int) -> Message | None:
         """One row by id (any state), or None."""
