@@ -92,6 +92,28 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     return points
 
 
+def verdicts_after(db: Any, event: Any, anchors: Sequence[Any], config: Any = None, *, system_prompt: str = "",
+                   encoder: Any = None, home: Any = None) -> dict[str, AnchorVerdict]:
+    """``{anchor id: verdict}`` of ``anchors`` on the region right after ``event``
+    (:meth:`StateDB.region_after`, what MemLock audited on the next turn).
+
+    Keyword verdicts come from the same cache as :func:`integrity_history`'s (this process,
+    then memdeck.db's ``audit_verdicts``) and are added to it when computed; a refresh after an
+    appended message does not read or audit the last compaction's region again. With an
+    ``encoder`` (semantic detection) the audit always runs.
+    """
+    key = _verdict_key(event, anchors, config, system_prompt)
+    if encoder is None:
+        hit = _MEMO.get(key)
+        if hit is None:
+            hit = _cached_verdicts(db, [event], anchors, config, system_prompt, home).get(event.index)
+        if hit is not None:
+            return hit
+    verdicts = run_audit(anchors, audited_region(db.region_after(event), system_prompt), config, encoder=encoder)
+    _remember_verdicts([(event, key, verdicts)], anchors, config, home)
+    return verdicts
+
+
 #: The last integrity history computed per session, with the inputs it was computed from
 #: (:func:`_inputs_key`): a refresh after an appended message (new ``PRAGMA data_version``, same
 #: compactions, anchors, config and drift log) returns it instead of re-deriving 1,250 verdict

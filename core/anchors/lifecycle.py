@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
-from .integrity_history import integrity_history, session_events, session_system_prompt
+from .integrity_history import integrity_history, session_events, session_system_prompt, verdicts_after
 from .rehydration import plan_reminder
 from .rules import REMINDER_LINE_CHARS, REMINDER_MARKER, memlock_cfg, reminder_of, sorted_anchors
 
@@ -155,7 +155,8 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
     events = session_events(db, session_id)
     last = events[-1] if events else None
-    at_last = run_audit(anchors, audited_region(db.region_after(last), system_prompt), cfg, encoder=encoder) if last else {}
+    at_last = verdicts_after(db, last, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
+                             home=getattr(store, "home", None)) if last else {}
     # Rows after the summary row count: with Hermes' preflight compaction the turn that
     # triggered it (whose api_content carries the reminder) is re-inserted in the batch's tail.
     after_id = None

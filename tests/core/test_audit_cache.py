@@ -44,11 +44,11 @@ def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, m
     n_events = first.compactions
     assert n_events >= 2 and calls[0] == 1 + 1 + (n_events - 1)  # current, last, the older events
     with sqlite3.connect(deckdb.db_path(home)) as c:
-        assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == n_events - 1
+        assert c.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == n_events  # the last one too
     history_mod.clear_process_cache()  # a new process
     calls[0] = 0
     second = _audit(home)
-    assert calls[0] == 2  # only the current region and the last compaction: history came from memdeck.db
+    assert calls[0] == 1  # only the current region: every compaction's verdicts came from memdeck.db
     assert second.history == first.history
 
 
@@ -101,28 +101,38 @@ def test_an_appended_message_reuses_the_history_and_a_new_anchor_or_compaction_d
 
     home = build_demo_home(tmp_path / "home")
     history_mod.clear_process_cache()
-    derived = [0]
-    real = history_mod._cached_verdicts
+    scored = [0]  # events scored by integrity_history (none when it returns the kept history)
+    real = history_mod.integrity_score
 
     def counting(*a, **k):
-        derived[0] += 1
+        scored[0] += 1
         return real(*a, **k)
-    monkeypatch.setattr(history_mod, "_cached_verdicts", counting)
+    monkeypatch.setattr(history_mod, "integrity_score", counting)
+
+    def derived(audit_fn) -> tuple[object, int]:
+        before = scored[0]
+        out = audit_fn()
+        return out, scored[0] - before
+
+    audits = _count_audits(monkeypatch)
     sid = demo_plan().live_session_id
-    first = _audit(home)
-    assert derived[0] == 1 and first.history
+    first, n = derived(lambda: _audit(home))
+    assert n == first.compactions >= 1 and first.history
     conn = sqlite3.connect(home.state_db)
     hs.append_message(conn, sid, "user", "one more message, no compaction")
     conn.commit()
-    second = _audit(home)
-    assert derived[0] == 1 and second.history == first.history  # kept: nothing it depends on changed
+    audits[0] = 0
+    second, n = derived(lambda: _audit(home))
+    assert n == 0 and second.history == first.history  # kept: nothing it depends on changed
+    assert audits[0] == 1  # the current region only: the last compaction's verdicts are kept too
+    assert [a.at_last_compaction for a in second.anchors] == [a.at_last_compaction for a in first.anchors]
     store = AnchorStore(home)
     store.pin("Always answer in haiku", probes=["haiku"], session_id=sid)
-    third = _audit(home)
-    assert derived[0] == 2  # the anchor set changed: derived again
+    third, n = derived(lambda: _audit(home))
+    assert n == third.compactions  # the anchor set changed: derived again
     assert len(third.anchors) == len(second.anchors) + 1
     hs.compact_in_place(conn, sid, "summary that mentions haiku", keep_head=3, keep_tail=5, now=10**10)
     conn.commit()
     conn.close()
-    fourth = _audit(home)
-    assert derived[0] == 3 and fourth.compactions == third.compactions + 1
+    fourth, n = derived(lambda: _audit(home))
+    assert fourth.compactions == third.compactions + 1 and n == fourth.compactions
