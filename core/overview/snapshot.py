@@ -512,19 +512,25 @@ def build_snapshot(
         audit = previous.audit if reuse_audit and previous is not None else _read_or_banner(
             errors, ("integrity", "anchors", "drift"), "audit", _audit, None
         )
-    history: tuple[tuple[float, int], ...] = ()
+    scores: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
     points = audit.history if audit is not None else ()
-    if points:
-        # core.audit.integrity_history: state.db compaction events merged with MemLock's drift log
-        drift_log = tuple(_frozen(p) for p in reversed(points) if isinstance(p, Mapping))
-    elif session_anchors is not None:
-        drift_log = tuple(_frozen(e) for e in reversed(session_anchors.drift_log) if isinstance(e, Mapping))
-    history = tuple(
-        (float(e.get("time") or 0.0), int(e["score"]))
-        for e in reversed(drift_log)
-        if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
-    )
+    prev_points = previous.audit.history if previous is not None and previous.audit is not None else None
+    if points and previous is not None and prev_points is not None and (prev_points is points or prev_points == points):
+        # the same history (an appended message: the history is memoised, see integrity_history):
+        # keep the frozen points instead of copying 1,250 of them again
+        drift_log, scores = previous.drift_log, previous.integrity_history
+    else:
+        if points:
+            # core.audit.integrity_history: state.db compaction events merged with MemLock's drift log
+            drift_log = tuple(_frozen(p) for p in reversed(points) if isinstance(p, Mapping))
+        elif session_anchors is not None:
+            drift_log = tuple(_frozen(e) for e in reversed(session_anchors.drift_log) if isinstance(e, Mapping))
+        scores = tuple(
+            (float(e.get("time") or 0.0), int(e["score"]))
+            for e in reversed(drift_log)
+            if isinstance(e.get("score"), (int, float)) and not isinstance(e.get("score"), bool)
+        )
     compactions: tuple[Any, ...] = ()
     if db is not None and shown and db_unchanged and previous is not None and previous.session_id == shown:
         compactions = previous.compactions
@@ -598,7 +604,7 @@ def build_snapshot(
         session_anchors=session_anchors,
         global_ids=global_ids,
         audit=audit,
-        integrity_history=history,
+        integrity_history=scores,
         compactions=compactions,
         drift_log=drift_log,
         prompt_blocks=prompt_blocks or "",

@@ -58,6 +58,28 @@ def test_unchanged_database_reuses_session_data(demo: HermesHome) -> None:
     assert again.audit is snap.audit
 
 
+def test_an_appended_message_keeps_the_drift_log_and_a_compaction_renews_it(demo: HermesHome) -> None:
+    """The drift log is one frozen point per compaction (1,250 at 1M rows): an appended message
+    leaves the history as it was, so the points are kept, not copied again."""
+    import sqlite3
+
+    from memdeck.core.sessions import hermes_schema as hs
+
+    snap, db = _build(demo)
+    assert snap.drift_log
+    conn = sqlite3.connect(demo.state_db)
+    hs.append_message(conn, snap.session_id, "user", "one more message")
+    conn.commit()
+    again = build_snapshot(demo, load_config(demo), db, previous=snap, now=DEMO_NOW + 1)
+    assert again.audit is not snap.audit  # the database changed: audited again
+    assert again.drift_log is snap.drift_log and again.integrity_history is snap.integrity_history
+    hs.compact_in_place(conn, snap.session_id, "a new summary", keep_head=2, keep_tail=2, now=DEMO_NOW + 2)
+    conn.commit()
+    conn.close()
+    third = build_snapshot(demo, load_config(demo), db, previous=again, now=DEMO_NOW + 3)
+    assert len(third.drift_log) == len(snap.drift_log) + 1
+
+
 def test_corrupt_memlock_file_is_a_banner_not_a_crash(demo: HermesHome) -> None:
     snap, _db = _build(demo)
     path = snap.session_anchors.path
