@@ -154,6 +154,20 @@ def _growth_after(samples: list[tuple[float, float]], warm_s: float, end: float)
     return f"{end - r0:+.1f} MiB over {(t1 - t0) / 60:.0f} min"
 
 
+def _rss_by_step(samples: list[tuple[float, float]], step_s: float) -> str:
+    """RSS at each ``step_s`` mark of the soak (the first sample at or after it), in MiB.
+
+    One number per step shows whether growth levels off: a leak climbs at every step, a cache
+    warming up climbs and then stays.
+    """
+    marks, t = [], step_s
+    for when, rss in samples:
+        if when >= t:
+            marks.append(f"{when / 60:.0f} min {rss:.1f}")
+            t += step_s * (1 + int((when - t) // step_s))
+    return ", ".join(marks) if marks else "n/a (soak too short)"
+
+
 class Screen:
     """Reads everything the dashboard writes to its pty and remembers when each chunk came."""
 
@@ -272,6 +286,7 @@ def main() -> int:
         ("wake-ups per second idle (all threads)", f"{wakeups:.1f}"),
         ("RSS at start / end / max during", f"{rss0:.1f} / {rss_end:.1f} / {max(r for _, r in rss_samples):.1f} MiB"),
         ("RSS growth after the first 2 minutes (warm caches) to the end", _growth_after(rss_samples, 120.0, rss_end)),
+        ("RSS every 10 minutes (MiB)", _rss_by_step(rss_samples, 600.0)),
         ("bytes written to disk by the dashboard while Hermes was live", f"{written:,}"),
         ("memory writes seen on screen", f"{len(latencies)} of {len(latencies) + missed}"),
         ("external write -> screen, median / p95", f"{statistics.median(lat):.0f} / {p95:.0f} ms" if lat else "n/a"),
