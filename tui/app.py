@@ -31,6 +31,7 @@ from memdeck.core.config import Config, load_config
 from memdeck.core.deck.db import DeckDB
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
+from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 
 from .actions import DeckActions
 from .commands import DeckCommands
@@ -39,9 +40,13 @@ from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsReq
 from .safe_text import safe_plain, safe_text
 from .widgets.readout import Readout
 
-#: Longest the first full build waits for the memory-only first paint to reach the screen
+#: Longest a long first history read waits for the memory-only first paint to reach the screen
 #: (seconds); normally it waits a few milliseconds, this bounds a screen that never refreshes.
 FIRST_PAINT_WAIT_S = 2.0
+
+#: A history read spanning at least this many row ids is a long one (the size at which
+#: core.sessions.read_ahead starts reading the file ahead): it waits for the first paint.
+LONG_READ_ROWS = READ_AHEAD_MIN_ROWS
 
 Clock = Callable[[], float]
 
@@ -140,8 +145,9 @@ class MemdeckApp(DeckActions, App[None]):
         self._recall_generation = 0
         self._refreshing = False
         self._dirty = False
-        #: Set once the memory-only first paint is on screen: the full build waits for it, so the
-        #: long first history read (holding the GIL) does not delay that paint (1M rows: 0.74 s).
+        #: Set once the memory-only first paint is on screen. A long history read (one that reports
+        #: progress) waits for it at its first report, so holding the GIL it does not delay that
+        #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
         self._first_paint_shown = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
@@ -435,7 +441,6 @@ class MemdeckApp(DeckActions, App[None]):
                 first = build_memory_snapshot(self.home, self.config, now=self.clock(),
                                               stamps=take_stamps(self.home, None))
                 self.post_message(SnapshotReady(first, final=False))
-                self._first_paint_shown.wait(FIRST_PAINT_WAIT_S)
             if self._db is None:
                 self._db = open_statedb(self.home)
                 if self._db is not None:
@@ -471,6 +476,10 @@ class MemdeckApp(DeckActions, App[None]):
                 worker = None
             if worker is not None and worker.is_cancelled:
                 raise RuntimeError("the dashboard is closing")
+            if total >= LONG_READ_ROWS and not self._first_paint_shown.is_set():
+                # a long read holds the GIL for seconds: it waits for the memory-only first paint;
+                # short ones (a later launch reads a few hundred new rows) run beside it
+                self._first_paint_shown.wait(FIRST_PAINT_WAIT_S)
             now = time.monotonic()
             if now - last[0] >= 0.1:
                 last[0] = now
