@@ -2,7 +2,7 @@
 
 One concept: warming the operating system's page cache. The first reconstruction of a long
 session's compaction history reads every row of the session through the table b-tree in ``id``
-order (:meth:`.compaction_events.CompactionEventReader._stream_rows`). On a home Hermes has
+order (:meth:`.compaction_events.CompactionEventReader._stream_batches`). On a home Hermes has
 written for weeks, those table pages are interleaved with the FTS5 index pages in the file, so
 SQLite's 4 KiB ``pread`` calls defeat the kernel's read-ahead: measured on a 2.6 GB state.db
 (1M rows, 1,252 compactions) with a cold page cache, the first full history took 10.6 s, of

@@ -220,6 +220,7 @@ def test_a_long_session_is_streamed_in_trimmed_windows(tmp_path: Path, monkeypat
     at each checkpoint), small id chunks, json and summary-like rows: same events as the full
     scan, on a fresh reader and on one that followed the growth."""
     monkeypatch.setattr(StateDB, "STREAM_CHUNK_IDS", 97)
+    monkeypatch.setattr(StateDB, "STREAM_BATCH_ROWS", 13)
     p = tmp_path / "state.db"
     conn = hs.create_state_db(p)
     hs.add_session(conn, "big", started_at=1)
@@ -251,13 +252,13 @@ def _follow(p: Path) -> tuple[StateDB, list[int]]:
     reader = StateDB(p)
     assert reader.compactions() == reference_compactions(p)
     seen: list[int] = []
-    orig = reader._stream_rows
+    orig = reader._stream_batches
 
     def counting(conn, session_id, from_id, progress=None):
-        for r in orig(conn, session_id, from_id, progress):
-            seen.append(int(r[0]))
-            yield r
-    reader._stream_rows = counting  # type: ignore[method-assign]
+        for batch in orig(conn, session_id, from_id, progress):
+            seen.extend(int(r[0]) for r in batch)
+            yield batch
+    reader._stream_batches = counting  # type: ignore[method-assign]
     return reader, seen
 
 
@@ -359,7 +360,7 @@ def test_the_window_signature_is_the_same_in_python_and_in_sqlite(tmp_path: Path
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
                      " VALUES ('s', 'user', ?, ?, ?, ?)", (c, 10.0 + i, i % 2, 1 - i % 2))
     reader = StateDB(p)
-    rows = reader._run(lambda c: list(reader._stream_rows(c, "s", 0)), [])
+    rows = reader._run(lambda c: [r for b in reader._stream_batches(c, "s", 0) for r in b], [])
     assert len(rows) == len(contents)
     assert reader._run(lambda c: reader._window_sig(c, "s", 0, 10**9), None) == _rows_sig(rows)
     reader.close()

@@ -44,15 +44,15 @@ def _home(tmp_path: Path, *, deck: bool = True) -> tuple[Path, sqlite3.Connectio
 
 @pytest.fixture
 def streamed(monkeypatch) -> list[int]:
-    """Ids of the rows every reader streams (``_stream_rows`` wrapped)."""
+    """Ids of the rows every reader streams (``_stream_batches`` wrapped)."""
     seen: list[int] = []
-    orig = StateDB._stream_rows
+    orig = StateDB._stream_batches
 
     def counting(self, conn, session_id, from_id, progress=None):
-        for r in orig(self, conn, session_id, from_id, progress):
-            seen.append(int(r[0]))
-            yield r
-    monkeypatch.setattr(StateDB, "_stream_rows", counting)
+        for batch in orig(self, conn, session_id, from_id, progress):
+            seen.extend(int(r[0]) for r in batch)
+            yield batch
+    monkeypatch.setattr(StateDB, "_stream_batches", counting)
     return seen
 
 
