@@ -404,6 +404,52 @@ class _Texts:
         return True
 
 
+class _BatchCopies:
+    """Whether a row repeats the (role, text) of a row of one compaction's batch: the copy test
+    of :func:`_tail_end`, exact.
+
+    The batch's texts are kept as a list and a row's text is looked for with ``in``, a scan in C
+    that compares lengths before characters, so a miss costs microseconds. A set of the batch
+    keys would hash every batch row's text: ~0.5 s of a 1M-row first read, where almost every
+    compaction asks once (for the first row after its tail) and gets "no".
+    """
+
+    __slots__ = ("tx", "idx", "_texts")
+
+    def __init__(self, tx: _Texts, idx: Sequence[int]) -> None:
+        self.tx = tx
+        self.idx = idx
+        self._texts: list[str] | None = None
+
+    def __call__(self, key: tuple[str, str]) -> bool:
+        texts = self._texts
+        if texts is None:
+            texts = self._texts = self._batch_texts()
+        role, text = key
+        if text not in texts:
+            return False
+        rows, start = self.tx.rows, 0
+        while True:
+            try:
+                k = texts.index(text, start)
+            except ValueError:
+                return False
+            if str(rows[self.idx[k]][1]) == role:
+                return True
+            start = k + 1
+
+    def keys(self) -> Iterable[tuple[str, str]]:
+        return (self.tx.key(i) for i in self.idx)
+
+    def _batch_texts(self) -> list[str]:
+        rows, prefix = self.tx.rows, CONTENT_JSON_PREFIX
+        texts = [rows[i][2] for i in self.idx]
+        for k, c in enumerate(texts):
+            if type(c) is not str or c.startswith(prefix):  # its text is decoded (json, bytes, NULL)
+                texts[k] = self.tx.text(self.idx[k])
+        return texts
+
+
 #: The first character of any text :func:`core.compaction.match_summary` accepts.
 _SUMMARY_FIRST_CHARS = "[ \t\n\r"
 
@@ -568,9 +614,9 @@ class _Track:
     the events after it, as of the last run (recomputed on every run). ``first_id``: the
     session's first row id (part of what makes a stored track valid, see ``_load_track``).
     ``ckpt_copies`` are :func:`_key_hash` values (stable across processes: the track is stored);
-    a checkpoint found in this process keeps the keys instead (``ckpt_copy_keys``) and hashes
-    them only when the track is stored (:meth:`copy_hashes`): a first build passes hundreds of
-    checkpoints and would hash every batch (at 1M rows, 258k blake2b digests, ~0.3 s).
+    a checkpoint found in this process keeps its batch rows instead (``ckpt_batch``) and hashes
+    their keys only when the track is stored (:meth:`copy_hashes`): a first build passes
+    hundreds of checkpoints and would hash every batch (at 1M rows, 258k blake2b digests, ~0.3 s).
     ``window``: :func:`_rows_sig` of the rows from ``ckpt_start_id`` to ``last_id`` as of the
     last run (not stored): an unchanged one lets a refresh after appended messages skip the
     window (:meth:`CompactionEventReader._appended_only`).
@@ -580,7 +626,7 @@ class _Track:
     ckpt: CompactionEvent | None = None
     ckpt_start_id: int = 0
     ckpt_copies: frozenset[int] = frozenset()
-    ckpt_copy_keys: frozenset[tuple[str, str]] | None = None  # the keys themselves, this process only
+    ckpt_batch: _BatchCopies | None = None  # the batch rows themselves, this process only
     seen: dict[bytes, int] = field(default_factory=dict)
     pending: list[CompactionEvent] = field(default_factory=list)
     data_version: int | None = None
@@ -595,14 +641,14 @@ class _Track:
 
     def copy_hashes(self) -> frozenset[int]:
         """The checkpoint's batch keys as :func:`_key_hash` values (what is stored)."""
-        if self.ckpt_copy_keys is not None:
-            return frozenset(_key_hash(k) for k in self.ckpt_copy_keys)
+        if self.ckpt_batch is not None:
+            return frozenset(_key_hash(k) for k in self.ckpt_batch.keys())
         return self.ckpt_copies
 
     def is_checkpoint_copy(self, key: tuple[str, str]) -> bool:
         """Whether ``key`` is the (role, text) of a row of the checkpoint's batch."""
-        if self.ckpt_copy_keys is not None:
-            return key in self.ckpt_copy_keys
+        if self.ckpt_batch is not None:
+            return self.ckpt_batch(key)
         return _key_hash(key) in self.ckpt_copies
 
 
@@ -688,8 +734,7 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
         if a.batch is None:
             is_copy = lambda j: track.is_checkpoint_copy(tx.key(j))  # noqa: E731
         else:
-            copies = _lazy_set(lambda b=a.batch: {hash(tx.key(i)) for i in b})
-            is_copy = lambda j, c=copies: hash(tx.key(j)) in c()  # noqa: E731
+            is_copy = lambda j, c=_BatchCopies(tx, a.batch): c(tx.key(j))  # noqa: E731
         end = _tail_end(rows, a.p, stop, is_copy)
         region = [int(rows[i][0]) for i in range(a.start, end)]
         stamps = []
@@ -712,7 +757,8 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
     if new_ck is not None:
         a = accepted[new_ck]
         if a.batch is not None:  # a new checkpoint: remember its batch keys
-            track.ckpt_copy_keys = frozenset(tx.key(i) for i in a.batch)
+            batch_rows = [rows[i] for i in a.batch]  # they leave the buffer: kept for the next run
+            track.ckpt_batch = _BatchCopies(_Texts(batch_rows, text_of), range(len(batch_rows)))
             track.ckpt_copies = frozenset()
         if complete:
             track.final += events[:new_ck]

@@ -364,3 +364,22 @@ def test_the_window_signature_is_the_same_in_python_and_in_sqlite(tmp_path: Path
     assert len(rows) == len(contents)
     assert reader._run(lambda c: reader._window_sig(c, "s", 0, 10**9), None) == _rows_sig(rows)
     reader.close()
+
+
+def test_a_row_after_the_tail_with_a_batch_text_but_another_role_is_not_a_copy(tmp_path: Path) -> None:
+    """The tail test compares (role, text): the user's "ok" right after a compaction whose batch
+    holds the assistant's "ok" is not part of the compaction's tail."""
+    p = tmp_path / "state.db"
+    conn = hs.create_state_db(p)
+    hs.add_session(conn, "s", started_at=1)
+    for i in range(8):
+        hs.append_message(conn, "s", "assistant" if i % 2 else "user", "ok" if i == 3 else f"turn {i}", timestamp=10.0 + i)
+    hs.compact_in_place(conn, "s", "first summary", keep_head=1, keep_tail=1, now=100.0, keep_timestamps=True)
+    hs.append_message(conn, "s", "user", "ok", timestamp=200.0)  # the next id, same text as batch row 4, a user's
+    hs.append_message(conn, "s", "assistant", "more", timestamp=201.0)
+    hs.compact_in_place(conn, "s", "second summary", keep_head=1, keep_tail=1, now=300.0, keep_timestamps=True)
+    ref = reference_compactions(p)
+    assert len(ref) == 2
+    ok_id = conn.execute("SELECT id FROM messages WHERE role = 'user' AND content = 'ok'").fetchone()[0]
+    assert ok_id == ref[0].region_last_id + 1  # right after the tail, kept out of it by its role
+    assert StateDB(p).compactions() == ref
