@@ -178,7 +178,11 @@ class MemdeckApp(DeckActions, App[None]):
         (the hour-long soak grew 2.5 MiB every 10 minutes; a bare Textual app notifying every
         0.2 s kept 128 of 150 expired toasts). Called after each notification is shown.
         """
-        for holder in self.screen.query("ToastHolder"):
+        try:
+            holders = list(self.screen.query("ToastHolder"))
+        except Exception:  # no screen (the app is closing): nothing to tidy
+            return
+        for holder in holders:
             if not holder.children:
                 holder.remove()
 
