@@ -38,6 +38,7 @@ from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
+from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.readout import Readout
 
 #: Longest a long first history read waits for the memory-only first paint to reach the screen
@@ -167,24 +168,15 @@ class MemdeckApp(DeckActions, App[None]):
         message, title = safe_plain(str(message)), safe_plain(str(title or ""), single_line=True)
         self.notification_log.append(Notice(time.time(), str(severity), title, message))
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
-        self.call_later(self._drop_empty_toast_holders)
+        self.call_later(self._tidy_after_notify)
 
-    def _drop_empty_toast_holders(self) -> None:
-        """Remove the toast holders Textual leaves behind.
-
-        Textual 8.2's ``ToastRack.show`` removes a toast whose notification expired before its
-        own timer fired, but not the ``ToastHolder`` around it, and the empty holder keeps the
-        removed toast alive through its child-list cache: every such toast stayed in memory
-        (the hour-long soak grew 2.5 MiB every 10 minutes; a bare Textual app notifying every
-        0.2 s kept 128 of 150 expired toasts). Called after each notification is shown.
-        """
+    def _tidy_after_notify(self) -> None:
+        """Mend Textual 8.2's two toast leaks after each notification (:mod:`.textual_mends`)."""
         try:
-            holders = list(self.screen.query("ToastHolder"))
+            drop_empty_toast_holders(self.screen)
         except Exception:  # no screen (the app is closing): nothing to tidy
             return
-        for holder in holders:
-            if not holder.children:
-                holder.remove()
+        release_removed_widget_styles()
 
     # ── layout ──────────────────────────────────────────────────────────
 
@@ -551,6 +543,8 @@ class MemdeckApp(DeckActions, App[None]):
             self._show_panel_snapshot(current, snap)
             self.update_status_line()
             self._update_badges(snap)
+        # Widgets removed since the last refresh (footer keys, closed dialogs) are released.
+        release_removed_widget_styles()
         if not snap.partial:  # the memory-only first paint is not a refresh of the whole home
             self.refresh_count += 1
 
