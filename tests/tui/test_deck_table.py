@@ -110,3 +110,75 @@ async def test_renders_of_earlier_refreshes_are_not_kept() -> None:
         cells_shown = (5 + 1) * len(COLUMNS)  # rows and the header
         assert 0 < len(table._cell_render_cache) <= 2 * cells_shown
         assert len(table._row_render_cache) <= 2 * 6
+
+
+def _line(table: DeckTable, y: int):
+    """The strip the table draws on its line ``y`` (0 is the header)."""
+    return table.render_line(y)
+
+
+async def test_after_one_changed_cell_only_that_cell_is_rendered_again(monkeypatch) -> None:
+    """DataTable renders every visible cell again after any update (its caches are keyed by a
+    table-wide counter); DeckTable keeps the cells whose values did not change (a memory write
+    repainted the whole Capacity table: ~17 of the ~28 ms it cost to paint)."""
+    from textual.widgets import DataTable
+
+    async with TableApp().run_test() as pilot:
+        table, _ = await _setup(pilot, rows(*((f"k{i}", f"entry {i}") for i in range(10))))
+        for y in range(11):
+            _line(table, y)
+        rendered: list[tuple[int, int]] = []
+        real = DataTable._render_cell
+
+        def counting(self, row_index, column_index, *a, **k):
+            rendered.append((row_index, column_index))
+            return real(self, row_index, column_index, *a, **k)
+        monkeypatch.setattr(DataTable, "_render_cell", counting)
+        # same width, so the column keeps its width and every other cell its value
+        table.sync(rows(*((f"k{i}", "entry X" if i == 4 else f"entry {i}") for i in range(10))))
+        for y in range(11):
+            _line(table, y)
+        body = sorted({rc for rc in rendered if rc[0] >= 0})
+        assert body == [(4, 1)], body  # only the changed text cell (its # cell kept its value)
+        assert "entry X" in _line(table, 5).text and "entry 3" in _line(table, 4).text
+
+
+def _drawn_with_kept_cells_and_afresh(table: DeckTable) -> tuple[list, list]:
+    """Every line as drawn with the kept cells, and as DataTable draws it from nothing."""
+    from textual.widgets import DataTable
+
+    DataTable._clear_caches(table)  # DataTable's own caches only: the kept cells are used
+    kept = [list(table.render_line(y)) for y in range(table.row_count + 1)]
+    table._clear_caches()  # everything
+    afresh = [list(table.render_line(y)) for y in range(table.row_count + 1)]
+    return kept, afresh
+
+
+async def test_kept_cells_draw_what_datatable_draws_in_every_state() -> None:
+    """A kept cell is reused only in the state it was drawn in: cursor, focus, hover state and
+    theme each draw it differently, and each line must equal DataTable's own drawing."""
+    async with TableApp().run_test() as pilot:
+        table, _ = await _setup(pilot, rows(*((f"k{i}", f"entry {i}") for i in range(4))))
+        app = pilot.app
+        states = []
+
+        async def check(what: str) -> None:
+            await pilot.pause()
+            kept, afresh = _drawn_with_kept_cells_and_afresh(table)
+            assert kept == afresh, what
+            states.append(kept)
+
+        table.focus()  # the only focusable widget: it may have focus already
+        await check("focused")
+        assert table.select_key("k2")
+        await check("cursor moved")
+        table.sync(rows(*((f"k{i}", "entry X" if i == 1 else f"entry {i}") for i in range(4))))
+        await check("a cell changed")
+        table.blur()
+        await check("blurred")
+        app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
+        await check("theme changed")
+        table.focus()
+        assert table.select_key("k0")
+        await check("focused again in the other theme")
+        assert len({repr(s) for s in states}) == len(states)  # each state draws differently
