@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 
 from memdeck.tui.widgets.table import DeckTable
 
@@ -110,6 +111,13 @@ async def test_renders_of_earlier_refreshes_are_not_kept() -> None:
         cells_shown = (5 + 1) * len(COLUMNS)  # rows and the header
         assert 0 < len(table._cell_render_cache) <= 2 * cells_shown
         assert len(table._row_render_cache) <= 2 * 6
+        # the kept drawings are those of the current values only, and go with removed rows
+        assert 0 < len(table._kept_cells) <= 5 * len(COLUMNS)
+        current = {(r, c): table.get_cell_at(Coordinate(r, c)) for r in range(5) for c in range(len(COLUMNS))}
+        assert all(kept[0] is current[rc] and len(kept[1]) <= 2 for rc, kept in table._kept_cells.items())
+        table.sync(rows(("k0", "entry 0")))
+        await pilot.pause()
+        assert {r for r, _ in table._kept_cells} <= {0}
 
 
 def _line(table: DeckTable, y: int):

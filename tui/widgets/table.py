@@ -7,13 +7,12 @@ from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-#: Rendered cells kept across updates (a screenful of a 6-column table is ~250 cells; the rest
-#: is room for the cursor and focus variants). Each holds a few segments.
-KEPT_CELLS = 2048
+#: Drawings kept per cell: one per state it was drawn in (cursor, hover, focus, column width);
+#: more than this and the cell starts again (a column being resized, say).
+STATES_PER_CELL = 8
 
 
 class DeckTable(DataTable):
@@ -28,9 +27,10 @@ class DeckTable(DataTable):
 
     Rendered cells are kept across updates: DataTable keys every render by a table-wide update
     count, so one changed cell made it render every visible cell again (measured: the Capacity
-    table took ~17 ms of the ~28 ms a memory write costs to paint). A kept cell is reused only
-    while the table still holds the very same value object at that position, with the same
-    width, style, cursor and focus state.
+    table took ~17 ms of the ~28 ms a memory write costs to paint). A kept drawing is reused only
+    while the table still holds the very same value object at that position, in the same width,
+    row style, cursor, hover and focus state; a new value drops the old one's drawings, so what
+    is kept is bounded by the table's own cells. Rows are one line high (``sync`` adds them so).
     """
 
     DEFAULT_CSS = """
@@ -41,7 +41,8 @@ class DeckTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._columns = list(columns)
         self.keys: list[str] = []
-        self._kept_cells: LRUCache[tuple[Any, ...], tuple[Any, list[list[Segment]]]] = LRUCache(KEPT_CELLS)
+        # (row, column) -> (the value drawn, {state: lines}); only cells of the current rows
+        self._kept_cells: dict[tuple[int, int], tuple[Any, dict[tuple[Any, ...], list[list[Segment]]]]] = {}
 
     def on_mount(self) -> None:
         for key, label in self._columns:
@@ -72,6 +73,8 @@ class DeckTable(DataTable):
         before = self._update_count
         for i in range(shown - 1, len(rows) - 1, -1):
             self.remove_row(str(i))
+        if len(rows) < shown:  # the kept drawings of removed rows go with them
+            self._kept_cells = {rc: kept for rc, kept in self._kept_cells.items() if rc[0] < len(rows)}
         for i, (_, cells) in enumerate(rows):
             if i >= shown:
                 self.add_row(*cells, key=str(i))
@@ -115,13 +118,16 @@ class DeckTable(DataTable):
         if row_index < 0 or column_index < 0:  # the header and row labels: DataTable's own cache
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self.get_cell_at(Coordinate(row_index, column_index))
-        key = (row_index, column_index, id(value), base_style, width, cursor, hover,
-               self.show_cursor, self._show_hover_cursor, self._pseudo_class_state)
-        kept = self._kept_cells.get(key)
-        if kept is not None and kept[0] is value:
-            return kept[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self._kept_cells[key] = (value, lines)
+        state = (base_style, width, cursor, hover, self.show_cursor, self._show_hover_cursor,
+                 self._pseudo_class_state)
+        kept = self._kept_cells.get((row_index, column_index))
+        if kept is None or kept[0] is not value or len(kept[1]) >= STATES_PER_CELL and state not in kept[1]:
+            kept = (value, {})  # a new value: its earlier drawings are dropped with the old one
+            self._kept_cells[(row_index, column_index)] = kept
+        lines = kept[1].get(state)
+        if lines is None:
+            lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            kept[1][state] = lines
         return lines
 
     def _ensure_cursor_visible(self) -> None:
