@@ -34,6 +34,7 @@ from memdeck.core.home import HermesHome
 from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 
 from .actions import DeckActions
+from .head_start import HeadStart
 from .commands import DeckCommands
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
@@ -121,8 +122,10 @@ class MemdeckApp(DeckActions, App[None]):
         session_id: str | None = None,
         home_label: str | None = None,
         user_settings: bool = False,
+        head_start: HeadStart | None = None,
     ) -> None:
         super().__init__()
+        self._head_start = head_start
         self.use_settings = user_settings
         self.home_label = home_label
         self.home = home
@@ -446,11 +449,25 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             first = None
-            if self.snapshot is None:
+            head_start, self._head_start = self._head_start, None
+            starting = self.snapshot is None
+            if starting:
                 # progressive first paint: memory usage at once, the history when it is read
-                first = build_memory_snapshot(self.home, self.config, now=self.clock(),
-                                              stamps=take_stamps(self.home, None))
+                first = head_start.first if head_start is not None else None
+                if first is None:
+                    first = build_memory_snapshot(self.home, self.config, now=self.clock(),
+                                                  stamps=take_stamps(self.home, None))
                 self.post_message(SnapshotReady(first, final=False))
+            head = head_start.take() if head_start is not None and starting else None
+            if head is not None:  # the first refresh, built while Python and Textual started
+                self._db, self._deck = head.db, head.deck
+                if self._db is not None:
+                    self._db.progress = self._progress_reporter()
+                if head.snapshot is not None and self.session_id is None and head.snapshot.config is self.config:
+                    self.refresh_runs += 1
+                    self._dirty = True  # look once more: a source may have changed before the watcher ran
+                    self.post_message(SnapshotReady(head.snapshot))
+                    return
             if self._db is None:
                 self._db = open_statedb(self.home)
                 if self._db is not None:
@@ -763,6 +780,7 @@ def make_app(
     session_id: str | None = None,
     home_label: str | None = None,
     user_settings: bool = False,
+    head_start: HeadStart | None = None,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -778,6 +796,9 @@ def make_app(
         home_label: text shown instead of the home's path in the status line (snapshots).
         user_settings: apply the person's settings file (keymap, theme; see
             :mod:`memdeck.tui.settings`); the ``memdeck`` command does, tests opt in.
+        head_start: the first refresh, started before Textual was imported
+            (:class:`memdeck.tui.head_start.HeadStart`, for the same home and config); the
+            first refresh adopts what it built.
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -785,4 +806,4 @@ def make_app(
         fixed = float(now)
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
-                      home_label=home_label, user_settings=user_settings)
+                      home_label=home_label, user_settings=user_settings, head_start=head_start)

@@ -89,12 +89,15 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    config = load_config(home)  # never raises: problems are the config's warnings
+    from .head_start import HeadStart  # no Textual: the first refresh runs while Textual loads
+
+    head_start = HeadStart(home, config)
     make_app = _load_factory()
     if make_app is None:
         return 1
     try:
-        config = load_config(home)
-        app = make_app(home, config=config, watch=True, demo=demo, user_settings=True)
+        app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start)
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:

@@ -30,9 +30,10 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
     calls: list[dict] = []
     mod = types.ModuleType("memdeck.tui.app")
 
-    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False):
+    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None):
         app = FakeApp(home, getattr(mod, "boom", None))
-        calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app})
+        calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app,
+                      "head_start": head_start})
         return app
 
     mod.make_app = make_app
@@ -58,6 +59,10 @@ def test_real_home_is_resolved_like_the_commands(fake_tui, tmp_path: Path, monke
     monkeypatch.setenv("HERMES_HOME", str(home))
     assert main([]) == 0
     assert calls[0]["home"].path == home and calls[0]["demo"] is False
+    # the first refresh was begun for the same home and config before the dashboard was built
+    head_start = calls[0]["head_start"]
+    assert head_start is not None and head_start.home.path == home and head_start.config is calls[0]["config"]
+    assert head_start._done.wait(30) and head_start.first is not None
 
 
 def test_missing_home_is_one_line_and_exit_1(fake_tui, tmp_path: Path, capsys) -> None:

@@ -1,0 +1,84 @@
+"""The head start: the dashboard's first refresh, begun before Textual loads (issue 9: a later
+launch of a big home showed the full history 0.8-1.2 s after launch, ~0.65 s of it Python and
+Textual starting before the first refresh began)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memdeck.core.config import load_config
+from memdeck.core.demo import DEMO_NOW
+from memdeck.tui import head_start as head_start_module
+from memdeck.tui.app import make_app
+from memdeck.tui.head_start import HeadStart
+from tests.tui.conftest import wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+def _finished(hs: HeadStart) -> None:
+    assert hs._done.wait(60), "the head start never finished"
+
+
+async def test_the_app_shows_what_the_head_start_built(demo_home) -> None:
+    config = load_config(demo_home)
+    hs = HeadStart(demo_home, config, clock=lambda: DEMO_NOW)
+    _finished(hs)
+    built = hs._result.snapshot
+    assert built is not None and not built.partial and built.sessions
+    app = make_app(demo_home, config=config, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        # the one more look (sources unchanged) keeps the very same snapshot: nothing rebuilt
+        assert app.snapshot is built
+        assert app.refresh_runs == 2 and app._db is not None
+    assert hs.take() is None  # handed over once
+
+
+async def test_a_changed_source_before_the_watcher_ran_is_seen(demo_home) -> None:
+    from memdeck.core.memory.store import MemoryStore
+
+    config = load_config(demo_home)
+    hs = HeadStart(demo_home, config, clock=lambda: DEMO_NOW)
+    _finished(hs)
+    MemoryStore(demo_home, config).add("memory", "Added after the head start looked.")
+    app = make_app(demo_home, config=config, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 2 and app.idle)
+        assert app.refresh_runs == 2  # the head start's, then one more look that found the change
+        assert any("Added after the head start" in e.text for e in app.snapshot.memory["memory"].entries)
+
+
+async def test_a_long_first_read_is_left_to_the_app(demo_home, monkeypatch) -> None:
+    """Holding the GIL for seconds, a long first read would delay the memory-only first paint:
+    the head start stops at its first progress report and the app reads it after that paint."""
+    monkeypatch.setattr(head_start_module, "LONG_READ_ROWS", 1)
+    hs = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
+    _finished(hs)
+    assert hs._result is not None and hs._result.snapshot is None and hs._result.db is None
+    assert hs.first is not None and hs.first.partial
+    app = make_app(demo_home, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        assert not app.snapshot.partial and app.snapshot.sessions and not app.snapshot.errors
+
+
+async def test_a_failed_head_start_leaves_the_first_refresh_to_the_app(demo_home, monkeypatch) -> None:
+    from memdeck.core.overview import snapshot as snapshot_module
+
+    def broken(*a, **k):
+        raise OSError("the disk went away")
+    monkeypatch.setattr(snapshot_module, "build_memory_snapshot", broken)
+    hs = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
+    _finished(hs)
+    monkeypatch.undo()
+    assert hs.first is None and hs.take() is None
+    hs = HeadStart.__new__(HeadStart)  # a second, finished and empty, handed to the app
+    hs.first, hs._result = None, None
+    import threading
+    hs._done = threading.Event()
+    hs._done.set()
+    app = make_app(demo_home, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        assert not app.snapshot.partial and app.snapshot.sessions

@@ -1,0 +1,113 @@
+"""The dashboard's first refresh, started before Textual is imported.
+
+Python and Textual take ~0.6 s of CPU to start (imports, styles, the first layouts); the first
+snapshot of a home memdeck has seen before takes 0.1-0.2 s (compaction tracks and verdicts are
+kept in memdeck.db). ``memdeck`` starts this thread first, and the app's refresh worker adopts
+what it built: the full snapshot and the open state.db and memdeck.db connections.
+
+A long first read (a history of at least ``read_ahead.MIN_ROWS`` row ids that memdeck has never
+read) is not done here: holding the GIL for seconds it would delay the memory-only first paint,
+so the head start stops at its first progress report and the app's worker reads it as before,
+after that paint. No Textual import here (the module runs before Textual is loaded).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memdeck.core.config import Config
+from memdeck.core.home import HermesHome
+from memdeck.core.sessions.read_ahead import MIN_ROWS as LONG_READ_ROWS
+
+
+class _LongRead(Exception):
+    """Raised from the progress callback to leave a long first read to the app."""
+
+
+@dataclass(frozen=True)
+class HeadStartResult:
+    """What the head start built: ``db`` (a :class:`core.sessions.statedb.StateDB` or None when
+    the home has no state.db), ``deck`` (the :class:`core.deck.db.DeckDB`), ``first`` (the
+    memory-only snapshot) and ``snapshot`` (the full one, or None when the read was long)."""
+
+    db: Any
+    deck: Any
+    first: Any
+    snapshot: Any
+
+
+class HeadStart:
+    """Build the first snapshot of ``home`` in a daemon thread, at once.
+
+    ``take()`` waits for it and hands the result over once (None when the build failed: the
+    app then builds as if there had been no head start). Never raises.
+    """
+
+    def __init__(self, home: HermesHome, config: Config, *, clock: Callable[[], float] = time.time) -> None:
+        self.home = home
+        self.config = config
+        self.clock = clock
+        self._result: HeadStartResult | None = None
+        #: the memory-only snapshot, once built (the first thing the thread does)
+        self.first: Any = None
+        self._done = threading.Event()
+        # Imported here, not in the thread: a module being imported by two threads at once makes
+        # one wait for the other, and the main thread goes on to import Textual.
+        import memdeck.core.deck.db  # noqa: F401
+        import memdeck.core.overview.snapshot  # noqa: F401
+        import memdeck.core.sessions.statedb  # noqa: F401
+
+        self._thread = threading.Thread(target=self._run, name="memdeck-head-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from memdeck.core.deck.db import DeckDB
+        from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
+
+        db = deck = None
+        try:
+            first = build_memory_snapshot(self.home, self.config, now=self.clock(), stamps=take_stamps(self.home, None))
+            self.first = first
+            db = open_statedb(self.home)
+            deck = DeckDB(self.home)
+            long_read = False
+
+            def progress(done: int, total: int) -> None:
+                nonlocal long_read
+                if total >= LONG_READ_ROWS:
+                    long_read = True
+                    raise _LongRead
+
+            if db is not None:
+                db.progress = progress
+            with deck.bound():
+                snap = build_snapshot(self.home, self.config, db, previous=first, now=self.clock(),
+                                      stamps=take_stamps(self.home, db))
+            if long_read:  # stopped midway: this connection's readers are left to the app's worker
+                if db is not None:
+                    db.close()
+                db, snap = None, None
+            elif db is not None:
+                db.progress = None
+            self._result = HeadStartResult(db, deck, first, snap)
+        except BaseException:  # noqa: BLE001 - the app builds on its own; it shows any error
+            for conn in (db, deck):
+                try:
+                    if conn is not None:
+                        conn.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            self._result = None
+        finally:
+            self._done.set()
+
+    def take(self, timeout: float | None = None) -> HeadStartResult | None:
+        """The result once (later calls return None), waiting at most ``timeout`` seconds."""
+        if not self._done.wait(timeout):
+            return None
+        result, self._result = self._result, None
+        return result
