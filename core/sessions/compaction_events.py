@@ -158,7 +158,8 @@ class CompactionEventReader(StateDBConnection):
         nothing written to disk (Hermes' ``idx_messages_session(session_id, timestamp)`` would
         deliver timestamp order and force a sort of the whole session). Rows of other
         sessions in the range are skipped by SQLite without reading their content.
-        ``progress(done_ids, total_ids)`` is called between chunks (it may raise to abort).
+        ``progress(done_ids, total_ids)`` is called before the first chunk (``done_ids`` 0) and
+        between chunks; it may raise to abort.
         A long stream reads the file ahead meanwhile (:mod:`.read_ahead`).
         """
         cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
@@ -167,6 +168,8 @@ class CompactionEventReader(StateDBConnection):
         sql = (f"SELECT {', '.join(cols)} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id")
         lo = int(from_id)
         total = max(0, top - lo + 1)
+        if progress is not None:  # before any reading: a caller may stop a long read right here
+            progress(0, total)
         with read_ahead(self.path, total):  # a long scan: warm the page cache (ends with the stream)
             while lo <= top:
                 hi = lo + self.STREAM_CHUNK_IDS
