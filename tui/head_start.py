@@ -117,9 +117,7 @@ class HeadStart:
             self._done.set()
 
     def take(self, timeout: float | None = None) -> HeadStartResult | None:
-        """The result once (later calls return None), waiting at most ``timeout`` seconds.
-
-        """
+        """The result once (later calls return None), waiting at most ``timeout`` seconds."""
         if not self._done.wait(timeout):
             return None
         result, self._result = self._result, None
