@@ -11,6 +11,7 @@ Use :func:`make_app` (the CLI and the tests do).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -459,7 +460,14 @@ class MemdeckApp(DeckActions, App[None]):
                                                   stamps=take_stamps(self.home, None))
                 self.post_message(SnapshotReady(first, final=False))
             head = head_start.take() if head_start is not None and starting else None
+            carried: tuple[Any, ...] = ()  # changes the head start recorded but this build will not
             if head is not None:  # the first refresh, built while Python and Textual started
+                if head_start.home != self.home or self._worker_cancelled():
+                    for conn in (head.db, head.deck):  # another profile now, or closing
+                        if conn is not None:
+                            conn.close()
+                    head = None
+            if head is not None:
                 self._db, self._deck = head.db, head.deck
                 if self._db is not None:
                     self._db.progress = self._progress_reporter()
@@ -468,6 +476,7 @@ class MemdeckApp(DeckActions, App[None]):
                     self._dirty = True  # look once more: a source may have changed before the watcher ran
                     self.post_message(SnapshotReady(head.snapshot))
                     return
+                carried = head.new_changes
             if self._db is None:
                 self._db = open_statedb(self.home)
                 if self._db is not None:
@@ -485,9 +494,21 @@ class MemdeckApp(DeckActions, App[None]):
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
                 )
+            if carried:
+                snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
         except BaseException as exc:  # build_snapshot never raises; belt and braces
             snap = exc
         self.post_message(SnapshotReady(snap))
+
+    @staticmethod
+    def _worker_cancelled() -> bool:
+        """True inside a cancelled worker (the app is closing)."""
+        from textual.worker import get_current_worker
+
+        try:
+            return get_current_worker().is_cancelled
+        except Exception:  # not in a worker
+            return False
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
         """``progress(done, total)`` for the state.db reader: posts :class:`BuildProgress` at most

@@ -40,12 +40,15 @@ class _LongRead(Exception):
 class HeadStartResult:
     """What the head start built: ``db`` (a :class:`core.sessions.statedb.StateDB` or None when
     the home has no state.db), ``deck`` (the :class:`core.deck.db.DeckDB`), ``first`` (the
-    memory-only snapshot) and ``snapshot`` (the full one, or None when the read was long)."""
+    memory-only snapshot), ``snapshot`` (the full one, or None when the read was long) and
+    ``new_changes`` (the change-history rows its build recorded: a build that does not adopt
+    ``snapshot`` must still show them, for the next observation will not find them again)."""
 
     db: Any
     deck: Any
     first: Any
     snapshot: Any
+    new_changes: tuple[Any, ...] = ()
 
 
 class HeadStart:
@@ -63,16 +66,20 @@ class HeadStart:
         #: the memory-only snapshot, once built (the first thing the thread does)
         self.first: Any = None
         self._done = threading.Event()
-        # Imported here, not in the thread: a module being imported by two threads at once makes
-        # one wait for the other, and the main thread goes on to import Textual.
-        import memdeck.core.deck.db  # noqa: F401
-        import memdeck.core.overview.snapshot  # noqa: F401
-        import memdeck.core.sessions.statedb  # noqa: F401
-
         self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, LAUNCH_SWITCH_INTERVAL_S))
-        self._thread = threading.Thread(target=self._run, name="memdeck-head-start", daemon=True)
-        self._thread.start()
+        try:
+            # Imported here, not in the thread: a module being imported by two threads at once
+            # makes one wait for the other, and the main thread goes on to import Textual.
+            import memdeck.core.deck.db  # noqa: F401
+            import memdeck.core.overview.snapshot  # noqa: F401
+            import memdeck.core.sessions.statedb  # noqa: F401
+
+            sys.setswitchinterval(min(self._switch_interval, LAUNCH_SWITCH_INTERVAL_S))
+            self._thread = threading.Thread(target=self._run, name="memdeck-head-start", daemon=True)
+            self._thread.start()
+        except BaseException:  # noqa: BLE001 - no head start: the app builds on its own
+            sys.setswitchinterval(self._switch_interval)
+            self._done.set()
 
     def _run(self) -> None:
         from memdeck.core.deck.db import DeckDB
@@ -97,13 +104,14 @@ class HeadStart:
             with deck.bound():
                 snap = build_snapshot(self.home, self.config, db, previous=first, now=self.clock(),
                                       stamps=take_stamps(self.home, db))
+            changes = tuple(getattr(snap, "new_changes", ()) or ())
             if long_read:  # stopped midway: this connection's readers are left to the app's worker
                 if db is not None:
                     db.close()
                 db, snap = None, None
             elif db is not None:
                 db.progress = None
-            self._result = HeadStartResult(db, deck, first, snap)
+            self._result = HeadStartResult(db, deck, first, snap, changes)
         except BaseException:  # noqa: BLE001 - the app builds on its own; it shows any error
             for conn in (db, deck):
                 try:
@@ -117,7 +125,10 @@ class HeadStart:
             self._done.set()
 
     def take(self, timeout: float | None = None) -> HeadStartResult | None:
-        """The result once (later calls return None), waiting at most ``timeout`` seconds."""
+        """The result once (later calls return None), waiting at most ``timeout`` seconds.
+
+        Whoever takes a result owns its connections (``db``, ``deck``): adopt them or close them.
+        """
         if not self._done.wait(timeout):
             return None
         result, self._result = self._result, None

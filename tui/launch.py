@@ -89,10 +89,13 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    config = load_config(home)  # never raises: problems are the config's warnings
-    from .head_start import HeadStart  # no Textual: the first refresh runs while Textual loads
+    try:
+        config = load_config(home)  # never raises: problems are the config's warnings
+        from .head_start import HeadStart  # no Textual: the first refresh runs while Textual loads
 
-    head_start = HeadStart(home, config)
+        head_start = HeadStart(home, config)
+    except KeyboardInterrupt:
+        return 130
     make_app = _load_factory()
     if make_app is None:
         return 1

@@ -114,7 +114,7 @@ async def test_renders_of_earlier_refreshes_are_not_kept() -> None:
         # the kept drawings are those of the current values only, and go with removed rows
         assert 0 < len(table._kept_cells) <= 5 * len(COLUMNS)
         current = {(r, c): table.get_cell_at(Coordinate(r, c)) for r in range(5) for c in range(len(COLUMNS))}
-        assert all(kept[0] is current[rc] and len(kept[1]) <= 2 for rc, kept in table._kept_cells.items())
+        assert all(kept[0] is current[rc] and len(kept[2]) <= 2 for rc, kept in table._kept_cells.items())
         table.sync(rows(("k0", "entry 0")))
         await pilot.pause()
         assert {r for r, _ in table._kept_cells} <= {0}

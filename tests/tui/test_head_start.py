@@ -104,3 +104,44 @@ def test_the_gil_switch_interval_is_short_only_while_the_head_start_runs(demo_ho
         go.set()
         _finished(hs)
     assert sys.getswitchinterval() == pytest.approx(before) and hs.take() is not None
+
+
+async def test_changes_the_head_start_recorded_are_toasted_when_its_snapshot_is_dropped(demo_home, monkeypatch) -> None:
+    """The head start's build records what other writers changed while memdeck was closed; when
+    the app builds again (here: a long read), the next observation finds nothing new, so the
+    head start's changes must still reach the screen."""
+    from memdeck.core.memory.entries import parse_entries, serialize_entries
+    from memdeck.core.memory.store import MemoryStore
+
+    config = load_config(demo_home)
+    from memdeck.core.history.observation import observe
+
+    MemoryStore(demo_home, config).add("memory", "A rule another writer will remove.")
+    observe(demo_home)  # memdeck saw the file with the rule (an earlier run of the dashboard)
+    path = demo_home.memory_file("memory")
+    path.write_text(serialize_entries([e for e in parse_entries(path.read_text()) if "another writer" not in e]))
+    monkeypatch.setattr(head_start_module, "LONG_READ_ROWS", 1)
+    hs = HeadStart(demo_home, config, clock=lambda: DEMO_NOW)
+    _finished(hs)
+    assert any("another writer" in str(c) for c in hs._result.new_changes), hs._result.new_changes
+    app = make_app(demo_home, config=config, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        await wait_for(pilot, lambda: any("removed in memory" in n.message for n in app.notification_log))
+
+
+async def test_a_head_start_for_another_home_is_closed_not_adopted(demo_home, tmp_path) -> None:
+    import shutil
+
+    from memdeck.core.home import HermesHome
+
+    other = HermesHome(tmp_path / "other")
+    shutil.copytree(demo_home.path, other.path)
+    hs = HeadStart(other, load_config(other), clock=lambda: DEMO_NOW)
+    _finished(hs)
+    db = hs._result.db
+    app = make_app(demo_home, watch=False, now=DEMO_NOW, head_start=hs)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        assert app._db is not db and app.snapshot.home == demo_home
+        assert db._conn is None  # closed

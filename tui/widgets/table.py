@@ -10,8 +10,8 @@ from rich.style import Style
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-#: Drawings kept per cell: one per state it was drawn in (cursor, hover, focus, column width);
-#: more than this and the cell starts again (a column being resized, say).
+#: Drawings kept per cell: one per state it was drawn in (row style, cursor, hover, focus), in
+#: the column's current width; more than this and the cell starts again.
 STATES_PER_CELL = 8
 
 
@@ -38,11 +38,12 @@ class DeckTable(DataTable):
     """
 
     def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any) -> None:
+        # (row, column) -> (the value drawn, its width, {state: lines}); only cells of the
+        # current rows, in the current width (set first: DataTable's watchers clear it)
+        self._kept_cells: dict[tuple[int, int], tuple[Any, int, dict[tuple[Any, ...], list[list[Segment]]]]] = {}
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._columns = list(columns)
         self.keys: list[str] = []
-        # (row, column) -> (the value drawn, {state: lines}); only cells of the current rows
-        self._kept_cells: dict[tuple[int, int], tuple[Any, dict[tuple[Any, ...], list[list[Segment]]]]] = {}
 
     def on_mount(self) -> None:
         for key, label in self._columns:
@@ -118,16 +119,16 @@ class DeckTable(DataTable):
         if row_index < 0 or column_index < 0:  # the header and row labels: DataTable's own cache
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         value = self.get_cell_at(Coordinate(row_index, column_index))
-        state = (base_style, width, cursor, hover, self.show_cursor, self._show_hover_cursor,
-                 self._pseudo_class_state)
+        state = (base_style, cursor, hover, self.show_cursor, self._show_hover_cursor, self._pseudo_class_state)
         kept = self._kept_cells.get((row_index, column_index))
-        if kept is None or kept[0] is not value or len(kept[1]) >= STATES_PER_CELL and state not in kept[1]:
-            kept = (value, {})  # a new value: its earlier drawings are dropped with the old one
+        if (kept is None or kept[0] is not value or kept[1] != width
+                or len(kept[2]) >= STATES_PER_CELL and state not in kept[2]):
+            kept = (value, width, {})  # a new value or width: the earlier drawings are dropped
             self._kept_cells[(row_index, column_index)] = kept
-        lines = kept[1].get(state)
+        lines = kept[2].get(state)
         if lines is None:
             lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-            kept[1][state] = lines
+            kept[2][state] = lines
         return lines
 
     def _ensure_cursor_visible(self) -> None:
