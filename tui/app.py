@@ -35,8 +35,8 @@ from memdeck.core.home import HermesHome
 from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 
 from .actions import DeckActions
-from .head_start import HeadStart
 from .commands import DeckCommands
+from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
@@ -507,22 +507,16 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return get_current_worker().is_cancelled
-        except Exception:  # not in a worker
+        except Exception:  # not in a worker (a status call from another thread)
             return False
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
         """``progress(done, total)`` for the state.db reader: posts :class:`BuildProgress` at most
         every 100 ms, and stops the build (by raising) when the worker was cancelled (quit)."""
-        from textual.worker import get_current_worker
-
         last = [0.0]
 
         def progress(done: int, total: int) -> None:
-            try:
-                worker = get_current_worker()
-            except Exception:  # not in a worker (a status call from another thread)
-                worker = None
-            if worker is not None and worker.is_cancelled:
+            if self._worker_cancelled():
                 raise RuntimeError("the dashboard is closing")
             if total >= LONG_READ_ROWS and not self._first_paint_shown.is_set():
                 # a long read holds the GIL for seconds: it waits for the memory-only first paint;

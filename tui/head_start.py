@@ -104,7 +104,7 @@ class HeadStart:
             with deck.bound():
                 snap = build_snapshot(self.home, self.config, db, previous=first, now=self.clock(),
                                       stamps=take_stamps(self.home, db))
-            changes = tuple(getattr(snap, "new_changes", ()) or ())
+            changes = snap.new_changes
             if long_read:  # stopped midway: this connection's readers are left to the app's worker
                 if db is not None:
                     db.close()
