@@ -42,6 +42,7 @@ from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsReq
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.readout import Readout
+from .widgets.toasts import ToastRack, ToastStack
 
 #: Longest a long first history read waits for the memory-only first paint to reach the screen
 #: (seconds); normally it waits a few milliseconds, this bounds a screen that never refreshes.
@@ -168,11 +169,37 @@ class MemdeckApp(DeckActions, App[None]):
         interpreted (``markup`` is accepted for Textual's signature and ignored). Escaping is
         idempotent, so text that a caller already escaped is shown unchanged. The toast is also
         kept in :attr:`notification_log` (the ``N`` screen).
+
+        On the main screen the toast is drawn in place by :class:`.widgets.toasts.ToastStack`
+        (no widget mounted per toast); over a modal screen, by Textual's toasts.
         """
+        if self._thread_id and self._thread_id != threading.get_ident():  # Textual's notify: any thread
+            self.call_from_thread(self.notify, message, title=title, severity=severity, timeout=timeout)
+            return
         message, title = safe_plain(str(message)), safe_plain(str(title or ""), single_line=True)
+        timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
         self.notification_log.append(Notice(time.time(), str(severity), title, message))
+        stack = self._toast_stack()
+        if stack is not None:
+            if not self._disable_notifications:
+                stack.add(title, message, str(severity), timeout)
+            return
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
         self.call_later(self._tidy_after_notify)
+
+    def _toast_stack(self) -> ToastStack | None:
+        """The main screen's in-place toasts, or None while another screen is on top (a modal
+        shows Textual's toasts above it) or before the stack is mounted."""
+        try:
+            screen = self.screen
+        except Exception:  # no screen yet, or the app is closing
+            return None
+        if not isinstance(screen, DeckScreen):
+            return None
+        try:
+            return screen.query_one("#toasts", ToastStack)
+        except Exception:  # not composed yet
+            return None
 
     def _tidy_after_notify(self) -> None:
         """Mend Textual 8.2's two toast leaks after each notification (:mod:`.textual_mends`)."""
@@ -210,6 +237,8 @@ class MemdeckApp(DeckActions, App[None]):
             for i, (pid, title) in enumerate(PANELS, 1):
                 with TabPane(f"{i} {title}", id=pid):
                     yield classes[pid](id=f"panel-{pid}")
+        with ToastRack(id="toast-rack"):
+            yield ToastStack(id="toasts")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:

@@ -1,7 +1,9 @@
 """Mends for two Textual 8.2 leaks that only a dashboard left open for days runs into.
 
 Each one kept removed widgets (a toast per memory write, the footer's keys after each focus
-change) in memory for the life of the app. Both are Textual internals (Textual is pinned
+change) in memory for the life of the app. The main screen now draws its toasts in place
+(:mod:`.widgets.toasts`); Textual's toasts still show over modal screens, and the style cache
+mend covers every removed widget. Both are Textual internals (Textual is pinned
 ``<9``); ``tests/tui/test_textual_mends.py`` fails when either name changes, so an upgrade
 cannot silently turn a mend into a no-op.
 """

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from memdeck.core.config import Config
 from memdeck.core.memory.store import MemoryStore
 from memdeck.tui.app import make_app
+from memdeck.tui.screens.help import HelpScreen
 from tests.tui.conftest import wait_for
 
 pytestmark = pytest.mark.anyio
@@ -36,11 +37,12 @@ async def test_a_toast_removed_before_its_holder_leaves_no_holder_behind(hermes_
     """Textual 8.2's ToastRack removes a toast whose notification expired before its timer
     fired, but not the ToastHolder around it; the empty holder kept the toast alive (an hour
     beside Hermes grew the dashboard 15 MiB, one toast at a time). The app drops such holders
-    each time it shows a notification."""
+    each time it shows a notification (Textual's toasts show over a modal screen)."""
     from textual.widgets._toast import Toast
 
     app = make_app(hermes_home, watch=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await app.push_screen(HelpScreen())
         app.notify("first", timeout=60)
         await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 1)
         toast = app.screen.query_one(Toast)
@@ -56,12 +58,13 @@ async def test_a_toast_removed_before_its_holder_leaves_no_holder_behind(hermes_
 async def test_a_notification_releases_the_styles_of_expired_toasts(hermes_home) -> None:
     """Textualize/textual#6665: an lru_cache on an instance method kept the style caches (every
     line drawn) of up to 1,024 removed widgets alive: a toast per memory write. After the next
-    notification, an expired toast's style cache is gone."""
+    notification, an expired toast's style cache is gone (Textual's toasts show over a modal)."""
     from textual.widgets._toast import Toast
 
     app = make_app(hermes_home, watch=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: app.refresh_count >= 1)
+        await app.push_screen(HelpScreen())
         # A long timeout, then an explicit expiry: a 0.3 s toast could come and go between two
         # looks of the test on a busy machine (CI failed so, stop 18).
         app.notify("memory changed", timeout=60)
