@@ -190,3 +190,57 @@ async def test_kept_cells_draw_what_datatable_draws_in_every_state() -> None:
         assert table.select_key("k0")
         await check("focused again in the other theme")
         assert len({repr(s) for s in states}) == len(states)  # each state draws differently
+
+
+def _on_screen(table: DeckTable) -> list[str]:
+    """The table's lines as the screen has them (the widget's line cache, drawn only when dirty)."""
+    from textual.geometry import Region
+
+    return [s.text for s in table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+
+def _drawn_afresh(table: DeckTable) -> list[str]:
+    table._clear_caches()
+    return _on_screen(table)
+
+
+@pytest.mark.parametrize(("new", "lines_drawn"), [
+    ("entry X", 1),  # as wide as before: only the row's line is drawn again
+    ("entry 4, now much wider than any other", None),  # its column widens: every line
+])
+async def test_a_changed_cell_draws_its_line_again_or_every_line_when_a_width_changes(new, lines_drawn) -> None:
+    """A memory write changes one row of the Capacity table. DataTable's ``update_cell`` asks to
+    draw every line again; DeckTable draws only the changed row's line when every column keeps
+    its width, and what is on screen is what the table draws from nothing."""
+    async with TableApp().run_test(size=(80, 20)) as pilot:
+        table, _ = await _setup(pilot, rows(*((f"k{i}", f"entry {i}") for i in range(10))))
+        await pilot.pause()
+        drawn: list[int] = []
+        real = table.render_line
+
+        def counting(y: int):
+            drawn.append(y)
+            return real(y)
+        table.render_line = counting  # type: ignore[method-assign]
+        table.sync(rows(*((f"k{i}", new if i == 4 else f"entry {i}") for i in range(10))))
+        await pilot.pause()
+        shown_now = _on_screen(table)
+        if lines_drawn is None:
+            assert set(range(11)) <= set(drawn)  # the header and the ten rows
+        else:
+            assert sorted(set(drawn)) == [5]  # the header is line 0: row 4 is line 5
+        assert any(new in line for line in shown_now)
+        assert shown_now == _drawn_afresh(table)
+
+
+async def test_a_changed_cell_in_a_scrolled_table_reaches_the_right_line() -> None:
+    async with TableApp().run_test(size=(80, 12)) as pilot:
+        table, _ = await _setup(pilot, rows(*((f"k{i}", f"entry {i:02}") for i in range(40))))
+        assert table.select_key("k35")
+        await pilot.pause()
+        assert table.scroll_offset.y > 0
+        table.sync(rows(*((f"k{i}", "entry XX" if i == 34 else f"entry {i:02}") for i in range(40))))
+        await pilot.pause()
+        shown_now = _on_screen(table)
+        assert any("entry XX" in line for line in shown_now)
+        assert shown_now == _drawn_afresh(table)

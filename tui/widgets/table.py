@@ -23,7 +23,9 @@ class DeckTable(DataTable):
     changes only the cells that differ, adds or removes rows at the end, and moves the cursor
     to the row that now holds the key it was on: nothing is cleared, so a changed entry costs a
     repaint of its line, and a layout of the screen only when a column must grow or shrink or
-    the row count changes.
+    the row count changes. DataTable's ``update_cell`` asks to draw every line again; a change
+    that leaves every column's width as it was is stored without it, and only its row's line is
+    drawn again (the lines on screen are kept).
 
     Rendered cells are kept across updates: DataTable keys every render by a table-wide update
     count, so one changed cell made it render every visible cell again (measured: the Capacity
@@ -72,18 +74,28 @@ class DeckTable(DataTable):
         col_keys = [k for k, _ in self._columns]
         shown = self.row_count
         before = self._update_count
+        whole = False  # True once a change repaints every line (a row added or removed, a width)
+        lines: set[int] = set()  # rows whose changed cells keep every column's width
         for i in range(shown - 1, len(rows) - 1, -1):
             self.remove_row(str(i))
+            whole = True
         if len(rows) < shown:  # the kept drawings of removed rows go with them
             self._kept_cells = {rc: kept for rc, kept in self._kept_cells.items() if rc[0] < len(rows)}
         for i, (_, cells) in enumerate(rows):
             if i >= shown:
                 self.add_row(*cells, key=str(i))
+                whole = True
                 continue
             current = self.get_row(str(i))
             for ck, old, new in zip(col_keys, current, cells):
-                if old != new:
+                if old == new:
+                    continue
+                if self._keeps_width(ck, old, new):
+                    self._set_cell(str(i), ck, new)
+                    lines.add(i)
+                else:
                     self.update_cell(str(i), ck, new, update_width=True)
+                    whole = True
         self.keys = [k for k, _ in rows]
         if self._update_count != before:
             # Every render cached so far is keyed by the old update count and can never be hit
@@ -91,7 +103,12 @@ class DeckTable(DataTable):
             # +56 MiB over 450 refreshes on the demo home), so drop them now. Both names are
             # DataTable internals of Textual 8 (pinned <9); tests/tui/test_deck_table.py guards them.
             # The kept cells stay: each is checked against the value it was rendered from.
-            DataTable._clear_caches(self)
+            if whole:
+                DataTable._clear_caches(self)
+            else:  # the lines on screen stay; only the changed rows are drawn again
+                self._drop_dead_renders()
+                for i in sorted(lines):
+                    self.refresh_row(i)
         if not rows:
             return
         if cursor_key is not None and cursor_key in self.keys:
@@ -101,6 +118,43 @@ class DeckTable(DataTable):
         if target != self.cursor_row:
             self.move_cursor(row=target, animate=False, scroll=False)
             self.call_after_refresh(self._ensure_cursor_visible)
+
+    # ── cells changed without a whole-table repaint (DataTable internals of Textual 8, pinned <9) ──
+
+    def _keeps_width(self, column_key: str, old: Any, new: Any) -> bool:
+        """True when putting ``new`` where ``old`` was leaves the column's width as it is: the
+        new value is as wide as the column, or narrower while the old one was not the widest
+        (DataTable computes ``content_width`` as the widest cell or the label,
+        ``_update_column_widths``)."""
+        from textual.widgets._data_table import ColumnKey, default_cell_formatter
+        from textual.widgets._data_table import measure as cell_measure
+
+        column = self.columns.get(ColumnKey(column_key))
+        if column is None or column.auto_width is False:
+            return False
+        console = self.app.console
+        width = column.content_width
+
+        def measured(value: Any) -> int:
+            return cell_measure(console, default_cell_formatter(value, wrap=False, height=1), 1)
+
+        new_width = measured(new)
+        return new_width == width or new_width < width and measured(old) < width
+
+    def _set_cell(self, row_key: str, column_key: str, value: Any) -> None:
+        """``DataTable.update_cell`` without its repaint of every line (the caller refreshes
+        the row's line): the value is stored and the update count moves on, as there."""
+        from textual.widgets._data_table import ColumnKey, RowKey
+
+        self._data[RowKey(row_key)][ColumnKey(column_key)] = value
+        self._update_count += 1
+
+    def _drop_dead_renders(self) -> None:
+        """DataTable's render caches keyed by an update count that is gone, but not the widget's
+        lines on screen (``DataTable._clear_caches`` drops those too)."""
+        for cache in (self._row_render_cache, self._cell_render_cache, self._row_renderable_cache,
+                      self._line_cache, self._offset_cache, self._ordered_row_cache):
+            cache.clear()
 
     # ── rendered cells kept across updates (DataTable internals of Textual 8, pinned <9) ──
 
