@@ -37,13 +37,15 @@ DEMO_PATH = Path(tempfile.gettempdir()) / "memdeck-demo"
 
 @dataclass(frozen=True)
 class Shot:
-    """One picture: file stem, panel id, terminal size (columns, rows), theme, recall query."""
+    """One picture: file stem, panel id, terminal size (columns, rows), theme, recall query, and
+    whether another writer (as Hermes does) replaces an entry of MEMORY.md once the panel shows."""
 
     name: str
     panel: str
     size: tuple[int, int] = (120, 40)
     theme: str = "textual-dark"
     query: str = ""
+    external_replace: bool = False
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -56,7 +58,17 @@ SHOTS: tuple[Shot, ...] = (
     Shot("history", "history"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
+    Shot("toast", "capacity", external_replace=True),  # last: it changes the home
 )
+
+
+def _replace_first_entry(memory_md: Path) -> None:
+    """Replace MEMORY.md's first entry the way Hermes writes (a temp file, then ``os.replace``)."""
+    entries = memory_md.read_text(encoding="utf-8").split("\n§\n")
+    entries[0] = entries[0].replace("about 40 s", "about 25 s")
+    tmp = memory_md.with_name(memory_md.name + ".shot.tmp")
+    tmp.write_text("\n§\n".join(entries), encoding="utf-8")
+    os.replace(tmp, memory_md)
 
 
 async def _settle(pilot, app, rounds: int = 200) -> None:
@@ -77,7 +89,7 @@ async def take(shot: Shot, home, out: Path) -> Path:
     from memdeck.tui.app import make_app
 
     app = make_app(home, watch=False, demo=True, now=DEMO_NOW)
-    async with app.run_test(size=shot.size) as pilot:
+    async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
         app.theme = shot.theme
         app.action_show_panel(shot.panel)
@@ -85,6 +97,10 @@ async def take(shot: Shot, home, out: Path) -> Path:
         if shot.query:
             app.query_one("#recall-query").value = shot.query
             app.run_recall(shot.query)
+            await _settle(pilot, app)
+        if shot.external_replace:
+            _replace_first_entry(home.memory_file("memory"))
+            app.request_refresh()
             await _settle(pilot, app)
         await pilot.pause()
         app.save_screenshot(filename=f"{shot.name}.svg", path=str(out))

@@ -33,6 +33,8 @@ async def test_a_toast_on_the_main_screen_is_drawn_in_place_and_expires(hermes_h
         await wait_for(pilot, lambda: stack.size.height > 0)
         text = "\n".join(_lines(stack))
         assert "▌ memory changed" in text and "revert c-1)" in text  # title, then the message wrapped
+        title = next(seg for seg in stack.render_line(1) if "memory changed" in seg.text)
+        assert title.style is not None and title.style.bold  # the title stands out (a span: wrap() keeps it)
         assert not list(app.screen.query(TextualToast))  # Textual's toast widgets stay unused
         assert app.notification_log[-1].message.endswith("(memdeck revert c-1)")
         app.notify("a short one", timeout=0.05)  # observed at its end, never in between

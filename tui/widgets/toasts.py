@@ -169,8 +169,9 @@ class ToastStack(Widget, can_focus=False):
             bar = body + Style(color=self.get_component_rich_style(f"toast--{toast.severity}").color)
             lines: list[Text] = []
             if toast.title:
-                lines += Text(toast.title, style=bar + title_style, no_wrap=True,
-                              overflow="ellipsis").wrap(console, inner)
+                title = Text(toast.title, no_wrap=True, overflow="ellipsis")
+                title.stylize(bar + title_style)  # a span: wrap() drops a Text's own style
+                lines += title.wrap(console, inner)
             lines += Text(toast.message).wrap(console, inner, overflow="fold")
             blank = Strip([Segment("▌", bar), Segment(" " * (width - 1), body)], width)
             drawn = [blank]
