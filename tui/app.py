@@ -155,6 +155,9 @@ class MemdeckApp(DeckActions, App[None]):
         #: progress) waits for it at its first report, so holding the GIL it does not delay that
         #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
         self._first_paint_shown = threading.Event()
+        #: Set by the refresh worker just before it posts a full snapshot: a memory-only first
+        #: snapshot still queued in front of it is not painted.
+        self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
@@ -481,14 +484,19 @@ class MemdeckApp(DeckActions, App[None]):
             first = None
             head_start, self._head_start = self._head_start, None
             starting = self.snapshot is None
-            if starting:
+            self._final_posted.clear()
+            # a head start that has already finished is taken now (no wait): when its full
+            # snapshot will be adopted, the first paint is that snapshot, not memory alone
+            head = head_start.take() if head_start is not None and starting and head_start.finished else None
+            if starting and not (head is not None and self._adoptable(head_start, head)):
                 # progressive first paint: memory usage at once, the history when it is read
                 first = head_start.first if head_start is not None else None
                 if first is None:
                     first = build_memory_snapshot(self.home, self.config, now=self.clock(),
                                                   stamps=take_stamps(self.home, None))
                 self.post_message(SnapshotReady(first, final=False))
-            head = head_start.take() if head_start is not None and starting else None
+            if head is None and head_start is not None and starting:
+                head = head_start.take()
             carried: tuple[Any, ...] = ()  # changes the head start recorded but this build will not
             if head is not None:  # the first refresh, built while Python and Textual started
                 if head_start.home != self.home or self._worker_cancelled():
@@ -500,9 +508,10 @@ class MemdeckApp(DeckActions, App[None]):
                 self._db, self._deck = head.db, head.deck
                 if self._db is not None:
                     self._db.progress = self._progress_reporter()
-                if head.snapshot is not None and self.session_id is None and head.snapshot.config is self.config:
+                if self._adoptable(head_start, head):
                     self.refresh_runs += 1
                     self._dirty = True  # look once more: a source may have changed before the watcher ran
+                    self._final_posted.set()
                     self.post_message(SnapshotReady(head.snapshot))
                     return
                 carried = head.new_changes
@@ -527,7 +536,14 @@ class MemdeckApp(DeckActions, App[None]):
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
         except BaseException as exc:  # build_snapshot never raises; belt and braces
             snap = exc
+        self._final_posted.set()
         self.post_message(SnapshotReady(snap))
+
+    def _adoptable(self, head_start: HeadStart, head: Any) -> bool:
+        """True when the head start's snapshot can be shown as this app's first full one: built
+        for this home, with this very config, and no session pinned since."""
+        return (head.snapshot is not None and head_start.home == self.home and self.session_id is None
+                and head.snapshot.config is self.config)
 
     @staticmethod
     def _worker_cancelled() -> bool:
@@ -564,9 +580,15 @@ class MemdeckApp(DeckActions, App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         if not message.final:
+            if self._final_posted.is_set():
+                # the full snapshot is already queued behind this one (the head start finished
+                # while Textual started): paint once, with everything, not twice
+                return
             self.apply_snapshot(message.snapshot)
             self.call_after_refresh(self._first_paint_shown.set)
             return
+        if not self._first_paint_shown.is_set():  # the first paint was the full one
+            self.call_after_refresh(self._first_paint_shown.set)
         self._refreshing = False
         self.build_progress = None
         snap = message.snapshot

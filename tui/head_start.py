@@ -124,6 +124,11 @@ class HeadStart:
             sys.setswitchinterval(self._switch_interval)
             self._done.set()
 
+    @property
+    def finished(self) -> bool:
+        """True once the head start has ended (with a result, or none to give)."""
+        return self._done.is_set()
+
     def take(self, timeout: float | None = None) -> HeadStartResult | None:
         """The result once (later calls return None), waiting at most ``timeout`` seconds.
 

@@ -145,3 +145,47 @@ async def test_a_head_start_for_another_home_is_closed_not_adopted(demo_home, tm
         await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
         assert app._db is not db and app.snapshot.home == demo_home
         assert db._conn is None  # closed
+
+
+def _record_applied(app) -> list:
+    applied: list = []
+    real = app.apply_snapshot
+
+    def recording(snap):
+        applied.append(snap)
+        return real(snap)
+    app.apply_snapshot = recording
+    return applied
+
+
+async def test_a_finished_head_start_paints_once_with_everything(demo_home) -> None:
+    """At a later launch the head start is often done before Textual has drawn anything: the
+    memory-only first paint would only be drawn to be replaced (a second full paint, ~0.25 s of
+    the main thread at 1M), so the first paint is the full snapshot."""
+    config = load_config(demo_home)
+    hs = HeadStart(demo_home, config, clock=lambda: DEMO_NOW)
+    _finished(hs)
+    app = make_app(demo_home, config=config, watch=False, now=DEMO_NOW, head_start=hs)
+    applied = _record_applied(app)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle and app._first_paint_shown.is_set())
+        assert applied and not any(s.partial for s in applied)
+
+
+async def test_a_memory_only_snapshot_queued_in_front_of_a_full_one_is_not_painted(demo_home) -> None:
+    from memdeck.core.overview.snapshot import build_memory_snapshot, take_stamps
+    from memdeck.tui.messages import SnapshotReady
+
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        full = app.snapshot
+        applied = _record_applied(app)
+        first = build_memory_snapshot(demo_home, app.config, now=DEMO_NOW, stamps=take_stamps(demo_home, None))
+        app._final_posted.set()  # what the worker does just before posting the full snapshot
+        app.on_snapshot_ready(SnapshotReady(first, final=False))
+        assert applied == []
+        app._final_posted.clear()  # a memory-only snapshot with no full one behind it is painted
+        app.on_snapshot_ready(SnapshotReady(first, final=False))
+        assert applied == [first]
+        app.on_snapshot_ready(SnapshotReady(full))
