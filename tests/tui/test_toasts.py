@@ -115,3 +115,20 @@ def test_the_textual_internal_the_stack_relies_on_still_exists() -> None:
 
     assert "layout" in inspect.signature(Widget._size_updated).parameters
     assert hasattr(Widget, "_layout_required") or "_layout_required" in inspect.getsource(Widget.__init__)
+
+
+async def test_a_long_toast_is_cut_and_points_to_the_notifications_screen(hermes_home) -> None:
+    from memdeck.tui.widgets.toasts import MAX_MESSAGE_LINES
+
+    app = make_app(hermes_home, watch=False)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1)
+        stack = app.screen.query_one("#toasts", ToastStack)
+        candidates = "\n".join(f"candidate {i}: an entry that could be archived" for i in range(30))
+        app.notify(candidates, title="the file is full", severity="error", timeout=60)
+        await wait_for(pilot, lambda: stack.size.height > 0)
+        text = "\n".join(_lines(stack))
+        assert stack.size.height == MAX_MESSAGE_LINES + 3  # a blank, the title, the lines, a blank
+        assert "candidate 0:" in text and "candidate 29" not in text
+        assert f"… {30 - MAX_MESSAGE_LINES + 1} more lines: N shows it whole" in text
+        assert app.notification_log[-1].message.count("candidate") == 30  # the log keeps it whole

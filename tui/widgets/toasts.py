@@ -34,6 +34,9 @@ from textual.widget import Widget
 
 #: How many live toasts are drawn at once; the rest are counted in a last line.
 MAX_SHOWN = 3
+#: Lines of one toast's message drawn at most (a refusal can list many candidates); the
+#: notifications screen (``N``) shows it whole.
+MAX_MESSAGE_LINES = 8
 
 SEVERITIES = ("information", "warning", "error")
 
@@ -172,7 +175,12 @@ class ToastStack(Widget, can_focus=False):
                 title = Text(toast.title, no_wrap=True, overflow="ellipsis")
                 title.stylize(bar + title_style)  # a span: wrap() drops a Text's own style
                 lines += title.wrap(console, inner)
-            lines += Text(toast.message).wrap(console, inner, overflow="fold")
+            message = list(Text(toast.message).wrap(console, inner, overflow="fold"))
+            if len(message) > MAX_MESSAGE_LINES:
+                cut = len(message) - MAX_MESSAGE_LINES + 1
+                message = [*message[:MAX_MESSAGE_LINES - 1],
+                           Text(f"… {cut} more lines: N shows it whole", style="italic")]
+            lines += message
             blank = Strip([Segment("▌", bar), Segment(" " * (width - 1), body)], width)
             drawn = [blank]
             for line in lines:
