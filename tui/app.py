@@ -176,8 +176,15 @@ class MemdeckApp(DeckActions, App[None]):
         On the main screen the toast is drawn in place by :class:`.widgets.toasts.ToastStack`
         (no widget mounted per toast); over a modal screen, by Textual's toasts.
         """
-        if self._thread_id and self._thread_id != threading.get_ident():  # Textual's notify: any thread
-            self.call_from_thread(self.notify, message, title=title, severity=severity, timeout=timeout)
+        if self._thread_id and self._thread_id != threading.get_ident():
+            # Textual's notify may be called from any thread: hand it to the app's loop without
+            # waiting (a thread blocked on a closing app would never return)
+            try:
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(
+                        lambda: self.notify(message, title=title, severity=severity, timeout=timeout))
+            except RuntimeError:  # the loop is closed: the app is gone, and so is its screen
+                pass
             return
         message, title = safe_plain(str(message)), safe_plain(str(title or ""), single_line=True)
         timeout = self.NOTIFICATION_TIMEOUT if timeout is None else timeout
