@@ -480,8 +480,23 @@ class MemdeckApp(DeckActions, App[None]):
         self._refresh_worker()
 
     def resume_after_modal(self) -> None:
+        self._adopt_textual_toasts()
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
+
+    def _adopt_textual_toasts(self) -> None:
+        """Toasts raised over a modal are Textual's; when the main screen is back, they move to
+        its stack for the rest of their time (Textual would draw them again on the main
+        screen's own rack, over the stack's spot)."""
+        stack = self._toast_stack()
+        live = list(self._notifications)
+        if stack is None or not live:
+            return
+        for n in live:
+            stack.add(n.title, n.message, n.severity, n.time_left)
+        self._notifications.clear()
+        self.call_later(self._refresh_notifications)  # Textual's rack lets them go
+        self.call_later(self._tidy_after_notify)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
@@ -543,7 +558,8 @@ class MemdeckApp(DeckActions, App[None]):
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
         except BaseException as exc:  # build_snapshot never raises; belt and braces
             snap = exc
-        self._final_posted.set()
+        if not isinstance(snap, BaseException):  # a failed build paints nothing: keep the first paint
+            self._final_posted.set()
         self.post_message(SnapshotReady(snap))
 
     def _adoptable(self, head_start: HeadStart, head: Any) -> bool:

@@ -244,3 +244,33 @@ async def test_a_changed_cell_in_a_scrolled_table_reaches_the_right_line() -> No
         shown_now = _on_screen(table)
         assert any("entry XX" in line for line in shown_now)
         assert shown_now == _drawn_afresh(table)
+
+
+async def test_a_change_while_the_table_is_hidden_is_shown_when_it_comes_back() -> None:
+    """A line refresh outside the table's window does nothing (its tab hidden: the container is
+    not displayed, the table keeps its size and its lines): the table then forgets its lines, or
+    it would show the old value when it comes back."""
+    from textual.widgets import Static, TabbedContent, TabPane
+
+    class TabbedTableApp(App):
+        def compose(self) -> ComposeResult:
+            with TabbedContent(id="tabs"):
+                with TabPane("table", id="a"):
+                    yield DeckTable(COLUMNS, id="t")
+                with TabPane("other", id="b"):
+                    yield Static("another panel")
+
+    async with TabbedTableApp().run_test(size=(80, 20)) as pilot:
+        table, _ = await _setup(pilot, rows(*((f"k{i}", f"entry {i}") for i in range(10))))
+        await pilot.pause()
+        assert any("entry 4" in line for line in _on_screen(table))
+        tabs = pilot.app.query_one("#tabs", TabbedContent)
+        tabs.active = "b"
+        await pilot.pause()
+        table.sync(rows(*((f"k{i}", "entry X" if i == 4 else f"entry {i}") for i in range(10))))
+        await pilot.pause()
+        tabs.active = "a"
+        await pilot.pause()
+        shown_now = _on_screen(table)
+        assert any("entry X" in line for line in shown_now)
+        assert shown_now == _drawn_afresh(table)

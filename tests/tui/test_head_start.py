@@ -189,3 +189,18 @@ async def test_a_memory_only_snapshot_queued_in_front_of_a_full_one_is_not_paint
         app.on_snapshot_ready(SnapshotReady(first, final=False))
         assert applied == [first]
         app.on_snapshot_ready(SnapshotReady(full))
+        assert applied == [first, full]
+
+
+async def test_a_failed_build_keeps_the_memory_only_first_paint(demo_home, monkeypatch) -> None:
+    """A build that fails posts no full snapshot: the memory usage painted first must stay."""
+    from memdeck.core.overview import snapshot as snapshot_module
+
+    def broken(*a, **k):
+        raise OSError("state.db went away")
+    monkeypatch.setattr(snapshot_module, "build_snapshot", broken)
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.idle and any("state.db went away" in n.message for n in app.notification_log))
+        assert app.snapshot is not None and app.snapshot.partial  # memory usage is on screen
+        assert not app._final_posted.is_set()  # so no memory-only snapshot is ever skipped for it

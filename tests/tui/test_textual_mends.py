@@ -42,6 +42,7 @@ async def test_a_toast_removed_before_its_holder_leaves_no_holder_behind(hermes_
 
     app = make_app(hermes_home, watch=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)  # no alert toast to come
         await app.push_screen(HelpScreen())
         app.notify("first", timeout=60)
         await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 1)
@@ -63,7 +64,7 @@ async def test_a_notification_releases_the_styles_of_expired_toasts(hermes_home)
 
     app = make_app(hermes_home, watch=False)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.refresh_count >= 1)
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)  # no alert toast to come
         await app.push_screen(HelpScreen())
         # A long timeout, then an explicit expiry: a 0.3 s toast could come and go between two
         # looks of the test on a busy machine (CI failed so, stop 18).

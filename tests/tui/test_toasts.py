@@ -132,3 +132,22 @@ async def test_a_long_toast_is_cut_and_points_to_the_notifications_screen(hermes
         assert "candidate 0:" in text and "candidate 29" not in text
         assert f"… {30 - MAX_MESSAGE_LINES + 1} more lines: N shows it whole" in text
         assert app.notification_log[-1].message.count("candidate") == 30  # the log keeps it whole
+
+
+async def test_toasts_raised_over_a_modal_move_to_the_stack_when_it_closes(hermes_home) -> None:
+    """Textual would draw them again on the main screen's own rack, over the stack's spot."""
+    from textual.widgets._toast import Toast as TextualToast
+
+    app = make_app(hermes_home, watch=False)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
+        stack = app.screen.query_one("#toasts", ToastStack)
+        await app.push_screen(HelpScreen())
+        app.notify("raised over the help screen", timeout=60)
+        await wait_for(pilot, lambda: len(app.screen.query(TextualToast)) == 1)
+        app.pop_screen()
+        await wait_for(pilot, lambda: [t.message for t in stack.toasts] == ["raised over the help screen"])
+        await wait_for(pilot, lambda: not app.screen.query(TextualToast))
+        app.notify("raised on the main screen", timeout=60)
+        assert [t.message for t in stack.toasts] == ["raised over the help screen", "raised on the main screen"]
+        assert not list(app._notifications)

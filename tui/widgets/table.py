@@ -8,6 +8,7 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.widgets import DataTable
 
 #: Drawings kept per cell: one per state it was drawn in (row style, cursor, hover, focus), in
@@ -107,8 +108,7 @@ class DeckTable(DataTable):
                 DataTable._clear_caches(self)
             else:  # the lines on screen stay; only the changed rows are drawn again
                 self._drop_dead_renders()
-                for i in sorted(lines):
-                    self.refresh_row(i)
+                self._refresh_lines(sorted(lines))
         if not rows:
             return
         if cursor_key is not None and cursor_key in self.keys:
@@ -148,6 +148,20 @@ class DeckTable(DataTable):
 
         self._data[RowKey(row_key)][ColumnKey(column_key)] = value
         self._update_count += 1
+
+    def _refresh_lines(self, rows: list[int]) -> None:
+        """Ask for the lines of ``rows`` (positions; one line each) to be drawn again. A table
+        with no window on screen (a hidden tab, or one not laid out yet) forgets all its lines:
+        a region refresh outside the window does nothing, and the kept line would be stale when
+        the table shows again at the same size. More changed rows than lines shown: one refresh."""
+        window = self.window_region
+        if not window or len(rows) > window.height:
+            self.refresh()
+            return
+        top = self.header_height if self.show_header else 0
+        width = max(self.size.width, self.virtual_size.width)
+        for i in rows:  # rows are one line high (sync adds them so): no sum over earlier rows
+            self._refresh_region(Region(0, top + i, width, 1))
 
     def _drop_dead_renders(self) -> None:
         """DataTable's render caches keyed by an update count that is gone, but not the widget's

@@ -41,7 +41,7 @@ MAX_MESSAGE_LINES = 8
 SEVERITIES = ("information", "warning", "error")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # two identical toasts are still two: a click removes the one under it
 class Toast:
     """One live toast: ``severity`` is one of :data:`SEVERITIES`; ``expires`` is a
     ``time.monotonic()`` instant (seconds)."""
