@@ -39,14 +39,13 @@ class _LongRead(Exception):
 @dataclass(frozen=True)
 class HeadStartResult:
     """What the head start built: ``db`` (a :class:`core.sessions.statedb.StateDB` or None when
-    the home has no state.db), ``deck`` (the :class:`core.deck.db.DeckDB`), ``first`` (the
-    memory-only snapshot), ``snapshot`` (the full one, or None when the read was long) and
+    the home has no state.db), ``deck`` (the :class:`core.deck.db.DeckDB`), ``snapshot`` (the
+    full one, or None when the read was long; the memory-only one is :attr:`HeadStart.first`) and
     ``new_changes`` (the change-history rows its build recorded: a build that does not adopt
     ``snapshot`` must still show them, for the next observation will not find them again)."""
 
     db: Any
     deck: Any
-    first: Any
     snapshot: Any
     new_changes: tuple[Any, ...] = ()
 
@@ -111,7 +110,7 @@ class HeadStart:
                 db, snap = None, None
             elif db is not None:
                 db.progress = None
-            self._result = HeadStartResult(db, deck, first, snap, changes)
+            self._result = HeadStartResult(db, deck, snap, changes)
         except BaseException:  # noqa: BLE001 - the app builds on its own; it shows any error
             for conn in (db, deck):
                 try:
@@ -129,12 +128,11 @@ class HeadStart:
         """True once the head start has ended (with a result, or none to give)."""
         return self._done.is_set()
 
-    def take(self, timeout: float | None = None) -> HeadStartResult | None:
-        """The result once (later calls return None), waiting at most ``timeout`` seconds.
+    def take(self) -> HeadStartResult | None:
+        """The result once (later calls return None), waiting for the head start to end.
 
         Whoever takes a result owns its connections (``db``, ``deck``): adopt them or close them.
         """
-        if not self._done.wait(timeout):
-            return None
+        self._done.wait()
         result, self._result = self._result, None
         return result

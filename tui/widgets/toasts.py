@@ -115,12 +115,6 @@ class ToastStack(Widget, can_focus=False):
             self.toasts.remove(toast)
             self._changed()
 
-    def clear(self) -> None:
-        """Remove every toast."""
-        if self.toasts:
-            self.toasts.clear()
-            self._changed()
-
     @property
     def shown(self) -> list[Toast]:
         """The toasts drawn now: the newest :data:`MAX_SHOWN`, oldest first."""
