@@ -91,6 +91,15 @@ class DeckTabs(TabbedContent):
         event.stop()
 
 
+def _quiet_driver_class() -> Any:
+    """memdeck's terminal driver (:mod:`.driver`: no wake-ups while idle), or ``None`` (Textual's)."""
+    if os.name == "nt":  # pragma: no cover - Textual's WindowsDriver reads the console its own way
+        return None
+    from .driver import driver_class
+
+    return driver_class()
+
+
 class MemdeckApp(DeckActions, App[None]):
     """The dashboard. Build it with :func:`make_app`.
 
@@ -126,7 +135,7 @@ class MemdeckApp(DeckActions, App[None]):
         user_settings: bool = False,
         head_start: HeadStart | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(driver_class=_quiet_driver_class())
         self._head_start = head_start
         self.use_settings = user_settings
         self.home_label = home_label
