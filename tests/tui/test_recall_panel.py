@@ -67,3 +67,42 @@ async def test_a_superseded_query_posts_no_recall_ready(demo_home, monkeypatch) 
         await pilot.pause()
         assert [m.query for m in seen if m.query == "old query"] == []
         assert app.query_one("#panel-recall").query_text == "pathlib"
+
+
+async def test_results_come_as_you_type_without_enter(demo_home) -> None:
+    """Typing is enough: once typing pauses, the box's text runs (a newer text supersedes it);
+    only the typed text's answer is shown."""
+    seen: list[RecallReady] = []
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40), message_hook=lambda m: isinstance(m, RecallReady) and seen.append(m)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and not app.snapshot.partial)
+        await pilot.press("5")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "recall-query")
+        await pilot.press(*"the")
+        await wait_for(pilot, lambda: any(m.final and m.query == "the" for m in seen))
+        final = next(m for m in seen if m.final and m.query == "the")
+        assert final.result.hits  # the demo's other sessions say "the"
+        assert app.query_one("#panel-recall").query_text == "the"
+        shown = str(app.query_one("#recall-results").render())
+        assert "type a query" not in shown and "searching" not in shown
+        assert all(m.query and "the".startswith(m.query) for m in seen)  # typed prefixes only
+
+
+async def test_enter_runs_the_query_at_once_and_cancels_the_pending_one(demo_home) -> None:
+    from memdeck.tui.messages import RecallRequested
+
+    requested: dict[int, str] = {}  # the hook sees a message at each widget it bubbles through
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    hook = lambda m: isinstance(m, RecallRequested) and requested.setdefault(id(m), m.query)  # noqa: E731
+    async with app.run_test(size=(140, 40), message_hook=hook) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and not app.snapshot.partial)
+        await pilot.press("5")
+        await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "recall-query")
+        panel = app.query_one("#panel-recall")
+        app.query_one("#recall-query").value = "pathlib"  # one change: its pause starts now
+        await wait_for(pilot, lambda: panel._typing_timer is not None)
+        pending = panel._typing_timer
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: panel.query_text == "pathlib" and app.idle)
+        assert pending._task is None  # stopped (a timer that fired keeps its finished task)
+        assert list(requested.values()) == ["pathlib"]

@@ -23,16 +23,23 @@ if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot
 
 
+TYPING_PAUSE_SECONDS = 0.2
+"""A query runs once typing pauses this long (Enter runs it at once); a newer one supersedes it."""
+
+
 class RecallPanel(Panel):
-    """A query box; results grouped by session; the next reminder block; the fence preview."""
+    """A query box; results grouped by session; the next reminder block; the fence preview.
+
+    The query runs as you type (after a :data:`TYPING_PAUSE_SECONDS` pause) and on Enter."""
 
     query_text: str = ""
+    _typing_timer: Any = None
     _snap: DeckSnapshot | None = None
     _result: RecallPreview | None = None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_banner()
-        yield Input(placeholder="recall: type a query and press enter", id="recall-query")
+        yield Input(placeholder="recall: type a query (results as you type)", id="recall-query")
         with VerticalScroll(id="recall-results-box"):
             yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
         with Horizontal(id="recall-previews"):
@@ -62,12 +69,28 @@ class RecallPanel(Panel):
     def _show_fence(self) -> None:
         self.query_one("#recall-fence", Readout).show(recall.fence_preview(self._result))
 
+    @on(Input.Changed, "#recall-query")
+    def _typed(self, event: Input.Changed) -> None:
+        self._stop_typing_timer()
+        if event.value != self.query_text:
+            self._typing_timer = self.set_timer(TYPING_PAUSE_SECONDS, lambda: self._run_query(event.value))
+
     @on(Input.Submitted, "#recall-query")
-    @toast_on_error
     def _submitted(self, event: Input.Submitted) -> None:
-        self.query_text = event.value
+        self._stop_typing_timer()
+        self._run_query(event.value)
+
+    def _stop_typing_timer(self) -> None:
+        if self._typing_timer is not None:
+            self._typing_timer.stop()
+            self._typing_timer = None
+
+    @toast_on_error
+    def _run_query(self, query: str) -> None:
+        self._typing_timer = None
+        self.query_text = query
         self.query_one("#recall-results", Static).update(Text("searching…", style="dim"))
-        self.post_message(RecallRequested(event.value))
+        self.post_message(RecallRequested(query))
 
     @toast_on_error
     def show_recall(self, query: str, result: RecallPreview | None, error: str | None) -> None:
