@@ -40,10 +40,16 @@ class _WakingEvent(threading.Event):
 
     def set(self) -> None:
         super().set()
+        if self._wake_fd < 0:
+            return  # the driver closed the pipe (its number may already name another file)
         try:
             os.write(self._wake_fd, b"x")
         except (BlockingIOError, OSError):
-            pass  # the pipe is full (a wake-up is pending anyway) or already closed
+            pass  # the pipe is full: a wake-up is pending anyway
+
+    def forget_pipe(self) -> None:
+        """Stop writing to the pipe (called before the driver closes it)."""
+        self._wake_fd = -1
 
 
 def input_timeout(parser: Any, now: float) -> float | None:
@@ -114,11 +120,15 @@ class QuietLinuxDriver(LinuxDriver):
 
     def close(self) -> None:
         super().close()
+        if isinstance(self.exit_event, _WakingEvent):
+            self.exit_event.forget_pipe()
         for fd in (self._wake_read, self._wake_write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wake_read = self._wake_write = -1  # closing twice must not close a reused number
 
 
 def driver_class() -> type[LinuxDriver] | None:

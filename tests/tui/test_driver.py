@@ -241,3 +241,21 @@ def test_in_a_real_terminal_keys_work_no_thread_polls_and_q_quits(demo_home) -> 
             proc.kill()
             proc.wait()
         os.close(main_fd)
+
+
+def test_after_close_stopping_input_writes_to_no_file(harness) -> None:
+    """A closed pipe's number can be reused by the next file opened; a late stop must not
+    write a byte into it."""
+    harness.driver.exit_event.set()
+    harness.thread.join(BOUND)
+    harness.driver.close()
+    reused_r, reused_w = os.pipe()  # likely the numbers the driver just closed
+    try:
+        harness.driver.exit_event.clear()
+        harness.driver.exit_event.set()
+        os.set_blocking(reused_r, False)
+        with pytest.raises(BlockingIOError):
+            os.read(reused_r, 1)
+    finally:
+        os.close(reused_r)
+        os.close(reused_w)
