@@ -200,18 +200,33 @@ def _wakeups(pid: int) -> dict[str, int]:
 
 def _most_wakeups_of_a_thread(pid: int, window: float) -> int:
     """The most wake-ups of any one thread of ``pid`` during ``window`` seconds (a measurement
-    window, not a wait for something: Textual's own driver wakes 5 times in 0.5 s)."""
+    window, not a wait for something)."""
     before = _wakeups(pid)
     time.sleep(window)
     after = _wakeups(pid)
     return max(after[t] - before.get(t, 0) for t in after)
 
 
+WINDOW = 1.5  # seconds: Textual's driver wakes 15 times in it, a blinking cursor 3 times
+
+
+def _quietest_window(pid: int, tries: int = 4) -> int:
+    """The fewest wake-ups of the busiest thread over up to ``tries`` windows (the first quiet
+    one ends the search: a window may still hold the end of the last repaint)."""
+    counts = []
+    for _ in range(tries):
+        counts.append(_most_wakeups_of_a_thread(pid, window=WINDOW))
+        if counts[-1] <= 1:
+            break
+    return min(counts)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc: Linux only")
 def test_in_a_real_terminal_keys_work_no_thread_polls_and_q_quits(demo_home) -> None:
     """The real command in a pty: the panel key switches panels; once it is drawn and nothing
-    changes, no thread wakes (Textual's driver polls 10 times a second); and ``q`` ends the
-    process (the stop must wake the input thread, which sleeps with no timeout)."""
+    changes, no thread wakes (Textual's driver polls 10 times a second, a focused Input's cursor
+    blinks twice a second); and ctrl+q ends the process (the stop must wake the input thread,
+    which sleeps with no timeout)."""
     main_fd, child_fd = pty.openpty()
     os.set_blocking(main_fd, True)
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
@@ -231,9 +246,13 @@ def test_in_a_real_terminal_keys_work_no_thread_polls_and_q_quits(demo_home) -> 
         _read_until(main_fd, b"Integrity", proc)
         os.write(main_fd, b"4")
         _read_until(main_fd, b"frozen prompt", proc)  # only the Capacity panel shows it
-        quietest = min(_most_wakeups_of_a_thread(proc.pid, window=0.5) for _ in range(6))
-        assert quietest <= 1, f"a thread woke {quietest} times in 0.5 s while nothing happened"
-        os.write(main_fd, b"q")
+        quietest = _quietest_window(proc.pid)
+        assert quietest <= 1, f"a thread woke {quietest} times in {WINDOW} s while nothing happened"
+        os.write(main_fd, b"5")  # Recall: its query box takes the focus; its cursor must not blink
+        _read_until(main_fd, b"results as you type", proc)
+        quietest = _quietest_window(proc.pid)
+        assert quietest <= 1, f"with the query box focused a thread woke {quietest} times in {WINDOW} s"
+        os.write(main_fd, b"\x11")  # ctrl+q: in the query box, q is a letter
         _read_until_exit(main_fd, proc)
         assert proc.returncode == 0
     finally:

@@ -20,6 +20,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.reactive import reactive
 from textual.widgets import DataTable, Input, Static
 
 from ...failsafe import toast_on_error
@@ -30,6 +31,16 @@ from ..table import DeckTable
 
 if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot
+
+
+class SteadyInput(Input):
+    """An ``Input`` whose cursor does not blink.
+
+    Textual's blinking cursor is a 0.5 s timer that wakes the app twice a second for as long as
+    the box has focus: a dashboard left on its Recall panel would never be idle. The panels'
+    query and filter boxes use this one."""
+
+    cursor_blink = reactive(False, init=False)
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,7 @@ class Panel(Vertical):
         yield Banner(id=f"{self.id}-banner", classes="banner")
 
     def compose_filter(self) -> ComposeResult:
-        yield Input(placeholder="filter rows (esc clears)", id=f"{self.id}-filter", classes="filter")
+        yield SteadyInput(placeholder="filter rows (esc clears)", id=f"{self.id}-filter", classes="filter")
 
     def show_banner(self, text: str | None) -> None:
         try:

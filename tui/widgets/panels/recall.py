@@ -16,7 +16,7 @@ from ...failsafe import toast_on_error
 from ...messages import RecallRequested
 from ...views import common, recall
 from ..readout import Readout
-from .base import Panel, focus_now
+from .base import Panel, SteadyInput, focus_now
 
 if TYPE_CHECKING:
     from memdeck.core.overview.recall_preview import RecallPreview
@@ -39,7 +39,7 @@ class RecallPanel(Panel):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_banner()
-        yield Input(placeholder="recall: type a query (results as you type)", id="recall-query")
+        yield SteadyInput(placeholder="recall: type a query (results as you type)", id="recall-query")
         with VerticalScroll(id="recall-results-box"):
             yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
         with Horizontal(id="recall-previews"):
