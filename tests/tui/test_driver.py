@@ -104,7 +104,7 @@ def harness(monkeypatch: pytest.MonkeyPatch):
         yield h
     finally:
         driver.exit_event.set()
-        thread.join(BOUND)
+        h.thread.join(BOUND)  # the thread a test may have started again
         driver.close()
         for fd in (read_fd, write_fd):
             try:
@@ -278,3 +278,19 @@ def test_after_close_stopping_input_writes_to_no_file(harness) -> None:
     finally:
         os.close(reused_r)
         os.close(reused_w)
+
+
+def test_input_stopped_and_started_again_still_arrives(harness) -> None:
+    """Ctrl+Z then ``fg``: Textual stops the input thread (``disable_input``: set, join, clear)
+    and later starts a new one on the same driver; a wake-up left in the pipe must not matter."""
+    harness.driver.exit_event.set()
+    harness.thread.join(BOUND)
+    assert not harness.thread.is_alive()
+    harness.driver.exit_event.clear()
+    os.write(harness.driver._wake_write, b"x")  # a stale wake-up
+    again = threading.Thread(target=harness.driver.run_input_thread, daemon=True)
+    again.start()
+    harness.thread = again
+    os.write(harness.write_fd, b"z")
+    harness.wait(lambda: harness.keys() == ["z"], f"keys after the restart: {harness.keys()}")
+    harness.wait(lambda: harness.timeouts[-1] is None, "the new thread did not go to sleep")
