@@ -32,24 +32,24 @@ _READ_BYTES = 4096
 
 
 class _WakingEvent(threading.Event):
-    """A ``threading.Event`` that also writes a byte to a pipe when it is set."""
+    """A ``threading.Event`` that also writes a byte to a pipe, when it has one, when it is set."""
 
-    def __init__(self, wake_fd: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._wake_fd = wake_fd
+        self._wake_fd = -1
 
     def set(self) -> None:
         super().set()
         if self._wake_fd < 0:
-            return  # the driver closed the pipe (its number may already name another file)
+            return  # no pipe (closed: its number may already name another file)
         try:
             os.write(self._wake_fd, b"x")
         except (BlockingIOError, OSError):
             pass  # the pipe is full: a wake-up is pending anyway
 
-    def forget_pipe(self) -> None:
-        """Stop writing to the pipe (called before the driver closes it)."""
-        self._wake_fd = -1
+    def use_pipe(self, wake_fd: int) -> None:
+        """Write to ``wake_fd`` when set; ``-1`` for no pipe (before the driver closes it)."""
+        self._wake_fd = wake_fd
 
 
 def input_timeout(parser: Any, now: float) -> float | None:
@@ -72,13 +72,25 @@ class QuietLinuxDriver(LinuxDriver):
 
     def __init__(self, app: Any, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
+        self._wake_read = self._wake_write = -1
+        self.exit_event = _WakingEvent()
+
+    def _open_wake_pipe(self) -> None:
+        """Open the pipe that :attr:`exit_event` wakes the input thread through, unless open.
+
+        Each input thread opens it (the first, and one after a suspend: Ctrl+Z or
+        ``App.suspend`` stops application mode and *closes* the driver, and the resume starts
+        a new input thread on the same driver); :meth:`close` closes it."""
+        if self._wake_read >= 0:
+            return
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
-        self.exit_event = _WakingEvent(self._wake_write)
+        self.exit_event.use_pipe(self._wake_write)
 
     def run_input_thread(self) -> None:
         """Read the terminal until the app stops input; the same events as ``LinuxDriver``'s."""
+        self._open_wake_pipe()  # before the first look at exit_event: a stop from now on wakes it
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         selector = selectors.SelectSelector()  # as Textual: kqueue and epoll refuse some ttys
@@ -102,14 +114,9 @@ class QuietLinuxDriver(LinuxDriver):
                                 self.process_message(event)
                 for event in parser.tick():
                     self.process_message(event)
-        finally:
+        finally:  # what the parser still holds is dropped, as Textual's own thread drops it
             selector.close()
             self._drain_wake_pipe()
-            try:
-                for event in parser.feed(""):
-                    self.process_message(event)
-            except Exception:  # Textual's own thread ignores the parser's end-of-input errors
-                pass
 
     def _drain_wake_pipe(self) -> None:
         try:
@@ -120,8 +127,7 @@ class QuietLinuxDriver(LinuxDriver):
 
     def close(self) -> None:
         super().close()
-        if isinstance(self.exit_event, _WakingEvent):
-            self.exit_event.forget_pipe()
+        self.exit_event.use_pipe(-1)
         for fd in (self._wake_read, self._wake_write):
             if fd >= 0:
                 try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pty
 import select
 import signal
 import subprocess
@@ -19,12 +18,15 @@ import time
 from pathlib import Path
 
 import pytest
-from textual import events
-from textual._xterm_parser import XTermParser
 
-from memdeck.tui import driver as driver_module
-from memdeck.tui.app import make_app
-from memdeck.tui.driver import POLL_SECONDS, QuietLinuxDriver, input_timeout
+pytest.importorskip("termios", reason="Textual's LinuxDriver (and so memdeck's) runs on POSIX terminals")
+
+from textual import events  # noqa: E402
+from textual._xterm_parser import XTermParser  # noqa: E402
+
+from memdeck.tui import driver as driver_module  # noqa: E402
+from memdeck.tui.app import make_app  # noqa: E402
+from memdeck.tui.driver import POLL_SECONDS, QuietLinuxDriver, input_timeout  # noqa: E402
 
 BOUND = 20.0  # seconds: a bound on each wait, never reached when the driver works
 
@@ -106,11 +108,9 @@ def harness(monkeypatch: pytest.MonkeyPatch):
         driver.exit_event.set()
         h.thread.join(BOUND)  # the thread a test may have started again
         driver.close()
-        for fd in (read_fd, write_fd):
-            try:
+        for fd in (read_fd, h.write_fd):  # a test that closed its end set it to -1
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         loop.close()
 
 
@@ -125,14 +125,14 @@ def test_keys_arrive_and_then_the_thread_sleeps_without_a_timeout(harness) -> No
 def test_a_lone_escape_arrives_once_the_parsers_deadline_passes(harness) -> None:
     os.write(harness.write_fd, b"\x1b")
     harness.wait(lambda: harness.keys() == ["escape"], f"no escape key: {harness.keys()}")
-    assert any(t is not None and t > 0 for t in harness.timeouts)  # it slept until the deadline
-    harness.wait(lambda: harness.timeouts[-1] is None, "the thread did not go back to sleep")
+    assert any(t is not None for t in harness.timeouts)  # it slept until the deadline, not for ever
+    harness.wait(lambda: harness.timeouts and harness.timeouts[-1] is None, "the thread did not go back to sleep")
 
 
 def test_a_character_split_across_two_reads_arrives_whole(harness) -> None:
     encoded = "é".encode()
     os.write(harness.write_fd, encoded[:1])
-    harness.wait(lambda: harness.timeouts[-1] is None and len(harness.timeouts) >= 2, "no read")
+    harness.wait(lambda: len(harness.timeouts) >= 2 and harness.timeouts[-1] is None, "no read")
     os.write(harness.write_fd, encoded[1:] + b"x")
     harness.wait(lambda: harness.keys() == ["é", "x"], f"keys: {harness.keys()}")
 
@@ -148,6 +148,7 @@ def test_the_end_of_input_stops_reading_instead_of_spinning(harness) -> None:
     os.write(harness.write_fd, b"q")
     harness.wait(lambda: harness.keys() == ["q"], "no key")
     os.close(harness.write_fd)  # stdin piped from a finished program
+    harness.write_fd = -1
     harness.wait(lambda: harness.timeouts[-1] is None, "never slept")
     calls = len(harness.timeouts)
     os.write(harness.driver._wake_write, b"x")  # one more wake-up: it must sleep again at once
@@ -227,6 +228,8 @@ def test_in_a_real_terminal_keys_work_no_thread_polls_and_q_quits(demo_home) -> 
     changes, no thread wakes (Textual's driver polls 10 times a second, a focused Input's cursor
     blinks twice a second); and ctrl+q ends the process (the stop must wake the input thread,
     which sleeps with no timeout)."""
+    import pty
+
     main_fd, child_fd = pty.openpty()
     os.set_blocking(main_fd, True)
     env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
@@ -280,17 +283,24 @@ def test_after_close_stopping_input_writes_to_no_file(harness) -> None:
         os.close(reused_w)
 
 
-def test_input_stopped_and_started_again_still_arrives(harness) -> None:
-    """Ctrl+Z then ``fg``: Textual stops the input thread (``disable_input``: set, join, clear)
-    and later starts a new one on the same driver; a wake-up left in the pipe must not matter."""
+def test_input_stopped_closed_and_started_again_still_arrives(harness) -> None:
+    """Ctrl+Z then ``fg``: Textual's suspend stops the input thread (``disable_input``: set,
+    join, clear) and *closes* the driver; the resume starts a new input thread on the same
+    driver, which must open a new pipe and take keys."""
+    harness.wait(lambda: harness.timeouts and harness.timeouts[-1] is None, "never slept")
     harness.driver.exit_event.set()
     harness.thread.join(BOUND)
     assert not harness.thread.is_alive()
+    harness.driver.close()  # Driver.suspend_application_mode
     harness.driver.exit_event.clear()
-    os.write(harness.driver._wake_write, b"x")  # a stale wake-up
+    calls = len(harness.timeouts)
     again = threading.Thread(target=harness.driver.run_input_thread, daemon=True)
-    again.start()
+    again.start()  # LinuxDriver.start_application_mode, on resume
     harness.thread = again
     os.write(harness.write_fd, b"z")
-    harness.wait(lambda: harness.keys() == ["z"], f"keys after the restart: {harness.keys()}")
-    harness.wait(lambda: harness.timeouts[-1] is None, "the new thread did not go to sleep")
+    harness.wait(lambda: harness.keys() == ["z"], f"keys after the resume: {harness.keys()}")
+    harness.wait(lambda: len(harness.timeouts) > calls and harness.timeouts[-1] is None,
+                 "the new thread did not go to sleep")
+    harness.driver.exit_event.set()  # and its stop wakes it through the new pipe
+    again.join(BOUND)
+    assert not again.is_alive()

@@ -88,8 +88,11 @@ async def test_results_come_as_you_type_without_enter(demo_home) -> None:
         assert all(m.query and "the".startswith(m.query) for m in seen)  # typed prefixes only
 
 
-async def test_enter_runs_the_query_at_once_and_cancels_the_pending_one(demo_home) -> None:
+async def test_enter_runs_the_query_at_once_and_cancels_the_pending_one(demo_home, monkeypatch) -> None:
     from memdeck.tui.messages import RecallRequested
+    from memdeck.tui.widgets.panels import recall as recall_panel
+
+    monkeypatch.setattr(recall_panel, "TYPING_PAUSE_SECONDS", 60.0)  # Enter comes first, however slow the machine
 
     requested: dict[int, str] = {}  # the hook sees a message at each widget it bubbles through
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
