@@ -59,9 +59,9 @@ def input_timeout(parser: Any, now: float) -> float | None:
     part of a sequence (a lone Escape is an Escape once that deadline passes); Textual's 0.1 s
     poll if the parser does not expose a deadline (a Textual that renamed ``_timeout_time``).
     """
-    deadline = getattr(parser, "_timeout_time", POLL_SECONDS)
-    if deadline is POLL_SECONDS:
+    if not hasattr(parser, "_timeout_time"):
         return POLL_SECONDS
+    deadline = parser._timeout_time
     if deadline is None:
         return None
     return max(0.0, deadline - now)
@@ -96,17 +96,15 @@ class QuietLinuxDriver(LinuxDriver):
         selector = selectors.SelectSelector()  # as Textual: kqueue and epoll refuse some ttys
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(self._wake_read, selectors.EVENT_READ)
-        reading = True
         try:
             while not self.exit_event.is_set():
-                for key, mask in selector.select(input_timeout(parser, get_time())):
+                for key, _mask in selector.select(input_timeout(parser, get_time())):
                     if key.fd == self._wake_read:
                         self._drain_wake_pipe()
-                    elif mask & selectors.EVENT_READ and reading:
+                    else:
                         data = os.read(self.fileno, _READ_BYTES)
                         if not data:  # end of input (stdin piped): stop asking for it
                             selector.unregister(self.fileno)
-                            reading = False
                             continue
                         text = decode(data)  # "" while a character's bytes are incomplete
                         if text:  # the parser takes "" as the end of input
