@@ -26,7 +26,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from memdeck.core.config import Config, load_config
 from memdeck.core.deck.db import DeckDB
@@ -41,6 +41,7 @@ from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
+from .widgets.footer import DeckFooter
 from .widgets.readout import Readout
 from .widgets.toasts import ToastRack, ToastStack
 
@@ -258,7 +259,7 @@ class MemdeckApp(DeckActions, App[None]):
                     yield classes[pid](id=f"panel-{pid}")
         with ToastRack(id="toast-rack"):
             yield ToastStack(id="toasts")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DeckFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI

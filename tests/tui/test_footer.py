@@ -1,0 +1,68 @@
+"""The footer is composed again only when the keys it shows changed.
+
+Textual's Footer recomposes (28 keys here, each styled with its component classes) on every
+``bindings_updated`` signal, and the screen sends one on every focus change: at launch that was
+five recomposes and ~40 % of all style applications, for the same keys each time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets._footer import FooterKey
+
+from memdeck.core.demo import DEMO_NOW
+from memdeck.tui.app import make_app
+from memdeck.tui.widgets.footer import DeckFooter
+from tests.tui.conftest import settle, wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+def _keys(app) -> list[FooterKey]:
+    return list(app.screen.query_one(DeckFooter).query(FooterKey))
+
+
+def _texts(app) -> list[tuple[str, str]]:
+    return [(k.key_display, k.description) for k in _keys(app)]
+
+
+def _expected(app) -> list[tuple[str, str]]:
+    """Textual's own rule: every active binding with ``show``, grouped ones without a label."""
+    return [(app.get_key_display(b), "" if b.group is not None else b.description)
+            for _ns, b, _enabled, _tip in app.screen.active_bindings.values() if b.show]
+
+
+async def test_focus_changes_keep_the_composed_keys(demo_home) -> None:
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await wait_for(pilot, lambda: len(_keys(app)) > 20, describe=lambda: _texts(app))
+        before = _keys(app)
+        texts = _texts(app)
+        assert ("?", "Help") in texts and ("q", "Quit") in texts
+        for key in ("2", "3", "4", "6", "7", "tab", "shift+tab", "1"):  # each moves the focus
+            await pilot.press(key)
+            await settle(pilot, app)
+            assert _texts(app) == _expected(app)
+        assert app.current_panel_id == "integrity"
+        assert _keys(app) == before  # the very same widgets: not composed again
+        assert _texts(app) == texts
+
+
+async def test_changed_keys_are_composed(demo_home) -> None:
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await wait_for(pilot, lambda: ("space", "Pause") in _texts(app), describe=lambda: _texts(app))
+        await pilot.press("space")
+        await wait_for(pilot, lambda: ("space", "PAUSED · resume") in _texts(app), describe=lambda: _texts(app))
+        assert _texts(app) == _expected(app)
+        shown = _texts(app)
+        await pilot.press("5")  # the query box takes the focus, and with it the letter keys
+        await wait_for(pilot, lambda: _texts(app) != shown, describe=lambda: _texts(app))
+        assert _texts(app) == _expected(app) and ("q", "Quit") not in _texts(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: _texts(app) == shown, describe=lambda: _texts(app))
+        app.set_keymap({"memdeck.help": "f1"})
+        await wait_for(pilot, lambda: ("f1", "Help") in _texts(app), describe=lambda: _texts(app))
+        assert ("?", "Help") not in _texts(app)
