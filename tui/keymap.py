@@ -81,7 +81,7 @@ def screen_bindings() -> list[Binding]:
 
 
 def app_bindings() -> list[Binding]:
-    """The dashboard's bindings, each with an ``id``; ``1``-``6`` jump to a panel."""
+    """The dashboard's bindings, each with an ``id``; ``1``-``7`` jump to a panel (:data:`PANELS`)."""
     out: list[Binding] = []
     # The footer shows bindings in order and is cut at the terminal's width: the pause state
     # first, so "PAUSED" is always visible, then help, so every other key can be found.
@@ -112,7 +112,7 @@ def keys_table() -> list[KeyHelp]:
     rows = [KeyHelp(_DISPLAY.get(k, k), bid, a, h, w) for k, a, _l, bid, h, w in _SPEC]
     rows.insert(
         -3,
-        KeyHelp("1-6", "memdeck.panel.*", "show_panel", "jump to Integrity, Anchors, Drift log, Capacity, Recall, Review", "anywhere"),
+        KeyHelp(f"1-{len(PANELS)}", "memdeck.panel.*", "show_panel", "jump to " + ", ".join(t for _p, t in PANELS), "anywhere"),
     )
     return rows
 

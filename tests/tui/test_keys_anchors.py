@@ -11,7 +11,7 @@ from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.demo import DEMO_NOW
 from tests.tui.conftest import settle, wait_for
 from memdeck.tui.app import make_app
-from memdeck.tui.keymap import keys_table
+from memdeck.tui.keymap import PANELS, keys_table
 from memdeck.tui.screens.confirm import ConfirmScreen
 from memdeck.tui.screens.editors import AnchorEditScreen, PinScreen
 from memdeck.tui.screens.help import HelpScreen
@@ -48,6 +48,10 @@ def test_every_binding_has_an_id_and_is_documented(demo_home) -> None:
     ids = [b.id for b in bindings]
     assert all(ids) and len(ids) == len(set(ids))
     documented = {row.binding_id for row in keys_table()}
+    panel_keys = [b.key for b in bindings if b.id.startswith("memdeck.panel.")]
+    (panel_row,) = [row for row in keys_table() if row.binding_id == "memdeck.panel.*"]
+    assert panel_row.key == f"1-{panel_keys[-1]}" and panel_keys == [str(i) for i in range(1, len(panel_keys) + 1)]
+    assert all(title in panel_row.what for _pid, title in PANELS)
     for b in bindings:
         if b.id.startswith("memdeck.panel."):
             continue
