@@ -21,7 +21,9 @@ program at a time (the machine has 2 shared cores), every step bounded in time:
 * recall: memdeck ``core.sessions.recall.recall`` vs Hermes' ``tools.session_search_tool.
   session_search(query=..., db=SessionDB(state.db))`` (discover mode, limit 3), each in its own
   process on one open database, 5 runs per query kind, p50/p95 in ms; a Hermes query that does
-  not answer within 30 s is killed and reported as ``>30 s``.
+  not answer within 30 s is killed and reported as ``>30 s``. Then what the Recall panel shows
+  first, against the same Hermes runs: the first page of ``core.sessions.recall.iter_recall``
+  (newest first, the same hits as ``recall(sort="newest")``).
 
 Ratios are memdeck / peer (below 1: memdeck is faster or smaller). Writes bench/results/bighome.md.
 """
@@ -80,6 +82,11 @@ if kind == "memdeck":
     from memdeck.core.sessions.recall import recall
     db = StateDB(path)
     run = lambda: len(recall(db, query))
+elif kind == "memdeck-page":  # what the Recall panel shows first: iter_recall's first page, newest first
+    from memdeck.core.sessions.statedb import StateDB
+    from memdeck.core.sessions.recall import iter_recall
+    db = StateDB(path)
+    run = lambda: len(next(iter_recall(db, query), []))
 else:
     from pathlib import Path
     from hermes_state import SessionDB
@@ -328,7 +335,8 @@ def main() -> int:
         rec = {}
         for kind, q in QUERIES.items():
             rec[kind] = (recall_times("memdeck", home / "state.db", q, env),
-                         recall_times("hermes", home / "state.db", q, env))
+                         recall_times("hermes", home / "state.db", q, env),
+                         recall_times("memdeck-page", home / "state.db", q, env))
             print("recall", kind, rec[kind], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -351,17 +359,22 @@ def main() -> int:
          _s(st_m[0]) + ("" if st_m[1] == 0 else f" (rc {st_m[1]})"), _s(st_h[0]) + ("" if st_h[1] == 0 else f" (rc {st_h[1]})"),
          _ratio(st_m[0], st_h[0])),
     ]
-    for kind, (m, h) in rec.items():
-        def cell(r):
-            if "p50" not in r:
-                return f">{HERMES_TIMEOUT:.0f} s" if r["timed_out"] else f"failed ({r['error']})"
-            s = f"{r['p50'] * 1000:.0f} / {r['p95'] * 1000:.0f} ms ({r['hits']} sessions)"
-            if r["runs"] < 5:
-                s += f" [{r['runs']} runs]"
-            return s + (f"; then >{HERMES_TIMEOUT:.0f} s" if r["timed_out"] else "")
-        ratio = _ratio(m.get("p95"), h.get("p95")) if "p95" in h and not h["timed_out"] else (
+    def cell(r):
+        if "p50" not in r:
+            return f">{HERMES_TIMEOUT:.0f} s" if r["timed_out"] else f"failed ({r['error']})"
+        s = f"{r['p50'] * 1000:.0f} / {r['p95'] * 1000:.0f} ms ({r['hits']} sessions)"
+        if r["runs"] < 5:
+            s += f" [{r['runs']} runs]"
+        return s + (f"; then >{HERMES_TIMEOUT:.0f} s" if r["timed_out"] else "")
+
+    def ratio(m, h):
+        return _ratio(m.get("p95"), h.get("p95")) if "p95" in h and not h["timed_out"] else (
             f"< {m['p95'] / HERMES_TIMEOUT:.4f}" if "p95" in m else "n/a")
-        rows.append((f"recall p50 / p95: {kind} `{QUERIES[kind]}`", cell(m), cell(h), ratio))
+
+    for kind, (m, h, _page) in rec.items():
+        rows.append((f"recall p50 / p95, ranked as `session_search`: {kind} `{QUERIES[kind]}`", cell(m), cell(h), ratio(m, h)))
+    for kind, (_m, h, page) in rec.items():
+        rows.append((f"Recall panel's first page (newest first) p50 / p95: {kind}", cell(page), cell(h), ratio(page, h)))
 
     writer = ("`bench/bighome.py {n}` (Hermes 0.19 SessionDB)" if args.writer == "hermes" else
               "`bench/bighome_core.py {n}` (memdeck's Hermes 0.19-shaped writer)").format(n=args.messages)
