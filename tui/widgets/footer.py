@@ -3,8 +3,8 @@
 Textual 8.2's ``Footer`` removes and composes all of its keys on every ``bindings_updated``
 signal, and the screen sends one on every focus change. The dashboard's footer has ~28 keys,
 and each ``FooterKey`` is styled with two component classes: at launch the five recomposes were
-~40 % of all style applications, for the same keys each time, and every panel switch paid one
-more. :class:`DeckFooter` compares what the footer would show (key, its display, label, action,
+half of all style applications (1,372 -> 692 without them), for the same keys each time, and
+every panel switch paid one more. :class:`DeckFooter` compares what the footer would show (key, its display, label, action,
 enabled, tooltip, group, for every binding with ``show``) with what it composed last, and does
 nothing when they are equal.
 """
