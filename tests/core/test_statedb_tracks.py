@@ -169,3 +169,51 @@ def test_a_memdeck_db_before_migration_5(tmp_path: Path) -> None:
     conn.close()
     # storing into the existing memdeck.db migrates it (as every writer does), then the track is there
     assert deckdb.load_session_track(home, "big") is not None
+
+
+def test_a_new_session_beside_a_long_one_is_read_from_its_own_first_row(tmp_path: Path, monkeypatch) -> None:
+    """After ``/new`` on a long-lived home, the new live session's rows are all near the end of
+    the table: its reads must start at its first row, not at id 0 (each refresh walked the
+    whole table through the primary key: 10 % of a core beside an agent at 1M rows)."""
+    home, conn, t = _home(tmp_path)
+    p = home / "state.db"
+    asked: list[tuple[str, str, int]] = []  # (read, session, lowest id asked for)
+    stream, sig = StateDB._stream_batches, StateDB._window_sig
+
+    def recording_stream(self, c, session_id, from_id, progress=None):
+        asked.append(("stream", session_id, int(from_id)))
+        return stream(self, c, session_id, from_id, progress)
+
+    def recording_sig(self, c, session_id, first_id, last_id):
+        asked.append(("sig", session_id, int(first_id)))
+        return sig(self, c, session_id, first_id, last_id)
+
+    monkeypatch.setattr(StateDB, "_stream_batches", recording_stream)
+    monkeypatch.setattr(StateDB, "_window_sig", recording_sig)
+
+    def say(text: str, n: int = 1) -> None:
+        nonlocal t
+        for i in range(n):
+            t += 1.0
+            hs.append_message(conn, "new", "user" if i % 2 else "assistant", f"{text} {i}", timestamp=t)
+
+    hs.add_session(conn, "new", started_at=t)   # Hermes creates the session before its first message
+    db = StateDB(p)
+    assert db.compactions("new") == []
+    assert not [a for a in asked if a[1] == "new" and a[0] == "stream"]  # no rows: nothing walked
+    say("hello", 3)
+    assert db.compactions("new") == []
+    say("appended", 3)                  # appended only: the window's signature is checked
+    assert db.compactions("new") == []
+    say("[looks like a summary")        # may be a summary: the window is read again
+    assert db.compactions("new") == []
+    say("more", 20)
+    hs.compact_in_place(conn, "new", "summary of the new session", keep_head=2, keep_tail=4, now=t + 0.5)
+    assert db.compactions("new") == [e for e in reference_compactions(p) if e.session_id == "new"]
+    assert len(db.compactions("new")) == 1
+    first = _session_ids(p, "new")[0]
+    assert first > len(_session_ids(p, "big"))
+    mine = [a for a in asked if a[1] == "new"]
+    assert {read for read, _s, _id in mine} == {"stream", "sig"}
+    assert all(low >= first for _r, _s, low in mine), mine
+    conn.close()
