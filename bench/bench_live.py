@@ -1,10 +1,12 @@
 """Soak: the dashboard open in a pty beside a simulated Hermes, for minutes (issue 8).
 
     python bench/bench_live.py [--minutes 10] [--idle 120] [--out bench/results/live.md]
+    python bench/bench_live.py --home ~/.cache/memdeck-bench/perf9-1000000 --out bench/results/live_1m.md
 
 The simulated Hermes is a separate process running Hermes' own code (hermes-agent 0.19.0:
 ``hermes_state.SessionDB``, ``tools.memory_tool.MemoryStore`` and ``memory_tool`` with
-``write_approval`` on for one staged pending write) on a copy of the demo home:
+``write_approval`` on for one staged pending write) on a fresh demo home, or on a copy of
+``--home`` (a bench home: the 1M one is copied, 2.5 GB, before the dashboard starts):
 
 * a message every 2 s in the live session (every fifth an assistant tool call);
 * a memory write every 10 s (``MemoryStore.replace`` of one entry, a new length each time, so
@@ -55,13 +57,15 @@ store = MemoryStore()
 store.load_from_disk()
 end = time.time() + minutes * 60
 start = time.time()
+def usage():
+    return len("\n§\n".join(MemoryStore()._read_file(home / "memories" / "MEMORY.md")))
 marker = "Soak marker: the simulated Hermes keeps rewriting this entry"
+if usage() + 3 + len(marker) + 45 > 2200:  # a nearly full MEMORY.md (a bench home): a shorter entry
+    marker = "Soak marker"
 store.add("memory", marker)
 current = marker
 def say(**kw):
     print(json.dumps({"t": time.time(), **kw}), flush=True)
-def usage():
-    return len("\n§\n".join(MemoryStore()._read_file(home / "memories" / "MEMORY.md")))
 i = 0
 staged = compacted = renewed = False
 next_msg = time.time()
@@ -95,8 +99,12 @@ while time.time() < end:
         say(event="pending", result=out)
         staged = True
     if not compacted and frac >= 0.4:
-        rows = db.get_messages(live) if hasattr(db, "get_messages") else []
-        tail = [{"role": m["role"], "content": m.get("content")} for m in rows[-6:] if m.get("content")]
+        import sqlite3  # the last live rows (get_messages would load a 1M-row session whole)
+        ro = sqlite3.connect(home / "state.db")
+        rows = ro.execute("SELECT role, content FROM messages WHERE session_id = ? AND active = 1"
+                          " ORDER BY id DESC LIMIT 6", (live,)).fetchall()[::-1]
+        ro.close()
+        tail = [{"role": r, "content": c} for r, c in rows if c]
         msgs = [{"role": "assistant", "content": SUMMARY_PREFIX + " The soak has been deploying a rollout."}] + tail
         db.archive_and_compact(live, msgs)
         say(event="compaction")
@@ -210,14 +218,21 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--idle", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "live.md"))
+    ap.add_argument("--home", help="soak on a copy of this home instead of a fresh demo home")
     args = ap.parse_args()
 
     sys.path.insert(0, str(ROOT))
     from memdeck.core.demo import DEMO_SEED, build_demo_home
     from memdeck.core.sessions.statedb import StateDB
 
+    from memdeck.core.home import HermesHome
+
     work = Path(tempfile.mkdtemp(prefix="memdeck-soak-"))
-    home = build_demo_home(work / "home", seed=DEMO_SEED, now=float(int(time.time())))
+    if args.home:
+        shutil.copytree(Path(args.home).expanduser(), work / "home")
+        home = HermesHome(work / "home")
+    else:
+        home = build_demo_home(work / "home", seed=DEMO_SEED, now=float(int(time.time())))
     with StateDB(home.state_db) as db:
         live = db.live_session().id
     env = {**os.environ, "HERMES_HOME": str(home.path), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
@@ -297,7 +312,8 @@ def main() -> int:
     print(table)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("# live soak (bench/bench_live.py)\n\n" + table + "\n", encoding="utf-8")
+    where = f"a copy of `{args.home}`" if args.home else "a fresh demo home"
+    out.write_text(f"# live soak (bench/bench_live.py)\n\nHome: {where}.\n\n" + table + "\n", encoding="utf-8")
     return 0 if usage_ok and session_ok and not missed else 1
 
 
