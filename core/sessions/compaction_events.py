@@ -347,31 +347,50 @@ class CompactionEventReader(StateDBConnection):
         track.window = _rows_sig([r for r in buf if int(r[0]) >= track.ckpt_start_id])
 
     def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
+        """The rotation events (all, or those of ``session_id``), each pair reconstructed once.
+
+        An event whose child has a row after its handoff region is final: the region cannot
+        grow (its end is where that row broke the run), and the parent has ended. It is kept
+        in :attr:`_rotations` with what could still change it (the parent's end, the child's
+        start, both sessions' ``rewind_count``) and read again only when one of those changed.
+        An open region (every child row so far belongs to the handoff) is read on every call.
+        Rows of ended sessions rewritten in place are not seen, as for the in-place history
+        before a checkpoint.
+        """
         if not {"parent_session_id", "end_reason"} <= self._scols:
             return []
-        sql = ("SELECT p.id, p.ended_at, c.id, c.started_at FROM sessions p JOIN sessions c ON c.parent_session_id = p.id"
-               " WHERE p.end_reason = 'compression'")
+        rewinds = ", p.rewind_count, c.rewind_count" if "rewind_count" in self._scols else ", 0, 0"
+        sql = (f"SELECT p.id, p.ended_at, c.id, c.started_at{rewinds} FROM sessions p JOIN sessions c"
+               " ON c.parent_session_id = p.id WHERE p.end_reason = 'compression'")
         params: tuple[Any, ...] = ()
         if session_id is not None:
             sql += " AND (p.id = ? OR c.id = ?)"
             params = (session_id, session_id)
         best: dict[str, tuple[Any, ...]] = {}
-        for pid, ended, cid, cstart in conn.execute(sql + " ORDER BY c.started_at", params):
-            best[str(pid)] = (pid, ended, cid, cstart)  # newest child wins
+        for pid, ended, cid, cstart, p_rewinds, c_rewinds in conn.execute(sql + " ORDER BY c.started_at", params):
+            best[str(pid)] = (pid, ended, cid, cstart, (ended, cstart, p_rewinds, c_rewinds))  # newest child wins
         out = []
-        for pid, ended, cid, cstart in best.values():
+        for pid, ended, cid, cstart, sig in best.values():
+            key = (str(pid), str(cid))
+            kept = self._rotations.get(key)
+            if kept is not None and kept[0] == sig:
+                out.append(kept[1])
+                continue
             parent_rows = self._session_rows(conn, str(pid))
             live_parent = [r for r in parent_rows if r[3]]
             child_rows = self._session_rows(conn, str(cid))
             region, match, summary_id = _initial_region(child_rows, self._row_text, live_parent)
             t = number_or_zero(ended) if ended is not None else number_or_zero(cstart)
-            out.append(CompactionEvent(
+            event = CompactionEvent(
                 session_id=str(pid), time=t, mode="rotation", summary_message_id=summary_id,
                 kind=match.kind if match else None, merged=bool(match and match.merged),
                 summary_hash=match.body_hash if match else None, archived_count=len(live_parent),
                 child_session_id=str(cid), region_first_id=region[0] if region else None,
                 region_last_id=region[-1] if region else None, index=1, region_ids=tuple(region),
-            ))
+            )
+            if region and len(region) < len(child_rows):  # a row after the handoff: final
+                self._rotations[key] = (sig, event)
+            out.append(event)
         return out
 
 

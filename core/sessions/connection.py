@@ -132,6 +132,9 @@ class StateDBConnection:
         self._tracks_conn: sqlite3.Connection | None = None
         #: sessions whose stored track (memdeck.db ``session_tracks``) was already looked up
         self._tracks_tried: set[str] = set()
+        #: final rotation events by (parent, child), with the session fields that could change
+        #: them (``CompactionEventReader._rotation_events``)
+        self._rotations: dict[tuple[str, str], tuple[tuple[Any, ...], CompactionEvent]] = {}
         #: the Hermes home whose memdeck.db keeps the tracks across processes (state.db's
         #: directory; None: keep them in memory only)
         self.track_home: Path | None = self.path.parent
@@ -251,6 +254,7 @@ class StateDBConnection:
             self._cursor_last_id = None
             self._tracks = {}
             self._tracks_tried = set()
+            self._rotations = {}
             return True
 
     def _drop(self) -> None:
