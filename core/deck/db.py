@@ -53,7 +53,7 @@ import contextlib
 import contextvars
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import MemdeckError
@@ -306,6 +306,28 @@ CREATE INDEX history_session_idx ON history(session_id, change_id);
 CREATE INDEX history_until_idx ON history(until)
 """
 
+#: 7: the state.db reader's final rotation-mode compaction events (core/sessions/
+#: compaction_events.py ``_rotation_events``), one row per (parent, child) session pair, so a
+#: restart does not reconstruct every pair of a long rotation chain. ``sig`` (JSON: the parent's
+#: ``ended_at``, the child's ``started_at``, both ``rewind_count``), ``check_id``/``check_hash``
+#: (a row of the child's handoff and its content hash), ``seen_top`` (state.db's highest row id
+#: when the event was built: rows added to either session after it invalidate it) and
+#: ``version`` (the event format) say when a stored event still applies; ``event`` is JSON.
+_ROTATION_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rotation_events (
+    parent_id TEXT NOT NULL,
+    child_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    sig TEXT NOT NULL,
+    check_id INTEGER NOT NULL,
+    check_hash TEXT NOT NULL,
+    seen_top INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    saved_at REAL NOT NULL,
+    PRIMARY KEY (parent_id, child_id)
+)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -313,6 +335,7 @@ MIGRATIONS: tuple[str, ...] = (
     _JOURNAL_STATE_SCHEMA,  # 4: journal.state (intent | done | unknown)
     _TRACK_CACHE_SCHEMA,  # 5: session_tracks (the state.db reader's per-session compaction tracks)
     _ANCHOR_SCOPE_SCHEMA,  # 6: target = memory/user only; anchor rows get scope/session_id (archive: anchor_id)
+    _ROTATION_CACHE_SCHEMA,  # 7: rotation_events (the state.db reader's final rotation events)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -637,3 +660,43 @@ def store_session_track(home: HermesHome | Path, session_id: str, *, version: in
         "INSERT OR REPLACE INTO session_tracks (session_id, version, first_id, ckpt_id, ckpt_hash,"
         " sig, track, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (session_id, int(version), int(first_id), int(ckpt_id), ckpt_hash, sig, track, float(saved_at))))
+
+
+# --------------------------------------------------------------------------- rotation event cache
+
+
+def load_rotation_events(home: HermesHome | Path) -> dict[tuple[str, str], dict[str, object]]:
+    """Every stored rotation event as ``{(parent_id, child_id): {"version": int, "sig": str
+    (JSON), "check_id": int, "check_hash": str, "seen_top": int, "event": str (JSON)}}``; ``{}`` when memdeck.db
+    does not exist, predates the table (migration 7) or cannot be read. Opens the file
+    read-only: never creates, migrates or writes. Never raises. The caller checks that each
+    event still applies (see ``core/sessions/compaction_events.py``).
+    """
+    conn, own = _read_only(home)
+    if conn is None:
+        return {}
+    try:
+        rows = conn.execute("SELECT parent_id, child_id, version, sig, check_id, check_hash, seen_top, event"
+                            " FROM rotation_events").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        if own:
+            conn.close()
+    return {(str(r[0]), str(r[1])): {"version": r[2], "sig": r[3], "check_id": r[4], "check_hash": r[5],
+                                      "seen_top": r[6], "event": r[7]} for r in rows}
+
+
+def store_rotation_events(home: HermesHome | Path, rows: Sequence[dict[str, object]], *, saved_at: float) -> bool:
+    """Store (replace) rotation events, each a dict with ``parent_id``, ``child_id`` and the
+    fields of :func:`load_rotation_events`, in one transaction; ``saved_at`` epoch seconds. Only
+    into an existing memdeck.db; True when written. Never raises (a locked, read-only or damaged
+    store is skipped: the events stay in memory for this process).
+    """
+    if not rows:
+        return True
+    return _write_if_exists(home, lambda conn: conn.executemany(
+        "INSERT OR REPLACE INTO rotation_events (parent_id, child_id, version, sig, check_id, check_hash, seen_top,"
+        " event, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(str(r["parent_id"]), str(r["child_id"]), int(r["version"]), str(r["sig"]), int(r["check_id"]),  # type: ignore[call-overload]
+          str(r["check_hash"]), int(r["seen_top"]), str(r["event"]), float(saved_at)) for r in rows]))  # type: ignore[call-overload]

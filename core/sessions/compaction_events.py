@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..deck.db import load_session_track, store_session_track
+from ..deck.db import load_rotation_events, load_session_track, store_rotation_events, store_session_track
 from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
 from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
 from .read_ahead import read_ahead
@@ -350,15 +350,19 @@ class CompactionEventReader(StateDBConnection):
         """The rotation events (all, or those of ``session_id``), each pair reconstructed once.
 
         An event whose child has a row after its handoff region is final: the region cannot
-        grow (its end is where that row broke the run), and the parent has ended. It is kept
-        in :attr:`_rotations` with what could still change it (the parent's end, the child's
-        start, both sessions' ``rewind_count``) and read again only when one of those changed.
-        An open region (every child row so far belongs to the handoff) is read on every call.
-        Rows of ended sessions rewritten in place are not seen, as for the in-place history
-        before a checkpoint.
+        grow by appended rows (its end is where that row broke the run). It is kept with what
+        could still change it: the parent's end, the child's start, both sessions'
+        ``rewind_count`` (a rewind flips flags), and any new row of either session (an in-place
+        compaction or a ``replace_messages`` inserts rows; rows with ids above the highest id
+        seen so far are looked at once, by one range read). An open region (every child row so
+        far belongs to the handoff) is read on every call. Rows rewritten in place without a
+        new row (Hermes 0.22 ``set_user_message_content``) are not seen, as for the in-place
+        history before a checkpoint. Final events are stored in memdeck.db for later
+        processes (:meth:`_stored_rotation`).
         """
         if not {"parent_session_id", "end_reason"} <= self._scols:
             return []
+        top = self._forget_touched_rotations(conn)
         rewinds = ", p.rewind_count, c.rewind_count" if "rewind_count" in self._scols else ", 0, 0"
         sql = (f"SELECT p.id, p.ended_at, c.id, c.started_at{rewinds} FROM sessions p JOIN sessions c"
                " ON c.parent_session_id = p.id WHERE p.end_reason = 'compression'")
@@ -370,10 +374,14 @@ class CompactionEventReader(StateDBConnection):
         for pid, ended, cid, cstart, p_rewinds, c_rewinds in conn.execute(sql + " ORDER BY c.started_at", params):
             best[str(pid)] = (pid, ended, cid, cstart, (ended, cstart, p_rewinds, c_rewinds))  # newest child wins
         out = []
+        to_store: list[dict[str, object]] = []
         for pid, ended, cid, cstart, sig in best.values():
             key = (str(pid), str(cid))
             kept = self._rotations.get(key)
+            if kept is None or kept[0] != sig:
+                kept = self._stored_rotation(conn, key, sig)
             if kept is not None and kept[0] == sig:
+                self._rotations[key] = kept
                 out.append(kept[1])
                 continue
             parent_rows = self._session_rows(conn, str(pid))
@@ -390,8 +398,70 @@ class CompactionEventReader(StateDBConnection):
             )
             if region and len(region) < len(child_rows):  # a row after the handoff: final
                 self._rotations[key] = (sig, event)
+                check = child_rows[0]
+                to_store.append({"parent_id": key[0], "child_id": key[1], "version": ROTATION_VERSION,
+                                 "sig": json.dumps(_jsonable(sig)), "check_id": int(check[0]),
+                                 "check_hash": _row_hash(check[1], check[2]), "seen_top": top,
+                                 "event": json.dumps(_event_to_json(event))})
             out.append(event)
+        if to_store and self.track_home is not None:
+            store_rotation_events(self.track_home, to_store, saved_at=time.time())
         return out
+
+    def _forget_touched_rotations(self, conn: sqlite3.Connection) -> int:
+        """Drop the kept rotation events of sessions that gained rows since the last call;
+        returns state.db's highest row id now (the rows read after this see at least it)."""
+        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        last = self._rotations_top
+        if last is not None and top < last:  # rows at the end vanished: trust nothing kept
+            self._rotations.clear()
+        elif last is not None and top > last and self._rotations:
+            touched = {str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM messages WHERE id > ?", (last,))}
+            for key in [k for k in self._rotations if k[0] in touched or k[1] in touched]:
+                del self._rotations[key]
+        self._rotations_top = top
+        return top
+
+    def _stored_rotation(self, conn: sqlite3.Connection, key: tuple[str, str],
+                         sig: tuple[Any, ...]) -> tuple[tuple[Any, ...], CompactionEvent] | None:
+        """The final rotation event of the pair ``key`` stored in memdeck.db by an earlier
+        process, as ``(sig, event)``, or None. Used only when it still applies to this
+        state.db: same format (:data:`ROTATION_VERSION`), same ``sig``, the child's first row
+        still there with the same (role, content) hash (a state.db replaced by another file
+        fails it), and no row of either session with an id above the ``seen_top`` it was
+        built at (the rows added since the oldest stored event are read once, their session
+        only). memdeck.db is read once per connection. Never raises."""
+        if self.track_home is None:
+            return None
+        if self._rotations_stored is None:
+            stored = load_rotation_events(self.track_home)
+            self._rotations_stored, self._rotations_newest = stored, {}
+            tops = [int(r["seen_top"]) for r in stored.values() if isinstance(r.get("seen_top"), int)]
+            if tops:
+                try:
+                    self._rotations_newest = {str(r[0]): int(r[1]) for r in conn.execute(
+                        "SELECT session_id, MAX(id) FROM messages WHERE id > ? GROUP BY session_id", (min(tops),))}
+                except sqlite3.Error:
+                    self._rotations_stored = {}
+        rec = self._rotations_stored.get(key)
+        if rec is None:
+            return None
+        try:
+            seen_top = int(rec["seen_top"])  # type: ignore[call-overload]
+            if any(self._rotations_newest.get(s, 0) > seen_top for s in key):
+                return None
+            if int(rec["version"]) != ROTATION_VERSION or json.loads(str(rec["sig"])) != _jsonable(sig):  # type: ignore[call-overload]
+                return None
+            row = conn.execute("SELECT session_id, role, content FROM messages WHERE id = ?",
+                               (int(rec["check_id"]),)).fetchone()  # type: ignore[call-overload]
+            if row is None or str(row[0]) != key[1] or _row_hash(row[1], row[2]) != rec["check_hash"]:
+                return None
+            event = _event_from_json(json.loads(str(rec["event"])))
+        except (sqlite3.Error, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        if event.session_id != key[0] or event.child_session_id != key[1] or event.mode != "rotation":
+            return None
+        return sig, event
 
 
 # --------------------------------------------------------------------------- reconstruction
@@ -566,6 +636,10 @@ def _key_hash(key: tuple[str, str]) -> int:
 #: The format of a stored :class:`_Track` (memdeck.db ``session_tracks.version``); bump it when
 #: the track's fields or the reconstruction rule change, and older stored tracks are ignored.
 TRACK_VERSION = 1
+
+#: The format of a stored rotation event (memdeck.db ``rotation_events.version``); bump it when
+#: :class:`CompactionEvent`'s fields or the rotation rule change.
+ROTATION_VERSION = 1
 
 
 def _row_hash(role: Any, content: Any) -> str:

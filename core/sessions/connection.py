@@ -135,6 +135,12 @@ class StateDBConnection:
         #: final rotation events by (parent, child), with the session fields that could change
         #: them (``CompactionEventReader._rotation_events``)
         self._rotations: dict[tuple[str, str], tuple[tuple[Any, ...], CompactionEvent]] = {}
+        #: the rotation events stored in memdeck.db, read once (None: not yet), and the highest
+        #: row id of each session that gained rows since the oldest of them was stored
+        self._rotations_stored: dict[tuple[str, str], dict[str, object]] | None = None
+        self._rotations_newest: dict[str, int] = {}
+        #: state.db's highest row id at the last rotation read (None: none yet)
+        self._rotations_top: int | None = None
         #: the Hermes home whose memdeck.db keeps the tracks across processes (state.db's
         #: directory; None: keep them in memory only)
         self.track_home: Path | None = self.path.parent
@@ -255,6 +261,8 @@ class StateDBConnection:
             self._tracks = {}
             self._tracks_tried = set()
             self._rotations = {}
+            self._rotations_stored = None
+            self._rotations_top = None
             return True
 
     def _drop(self) -> None:

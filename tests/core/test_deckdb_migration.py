@@ -61,7 +61,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 6
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 7
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -126,7 +126,7 @@ def test_a_failed_migration_leaves_the_v5_database_as_it_was(hermes_home: Hermes
         c.close()
 
 
-def test_a_v6_database_is_left_alone(hermes_home: HermesHome) -> None:
+def test_a_v7_database_is_left_alone(hermes_home: HermesHome) -> None:
     jid = journal.record(hermes_home, actor="cli", op="pin", kind="anchor", scope="session", session_id="s1",
                          before=None, after="{}", detail={"anchor_id": "p1"})
     c = deckdb.connect(hermes_home)
@@ -134,7 +134,7 @@ def test_a_v6_database_is_left_alone(hermes_home: HermesHome) -> None:
     c.close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 7
         assert _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
         assert _all(c, "SELECT journal_id, target, scope, session_id FROM journal") == [(jid, None, "session", "s1")]
     finally:
@@ -145,10 +145,10 @@ def test_a_newer_schema_version_is_still_refused(hermes_home: HermesHome) -> Non
     c = deckdb.connect(hermes_home)
     c.execute(f"PRAGMA user_version = {deckdb.SCHEMA_VERSION + 1}")
     c.close()
-    with pytest.raises(deckdb.DeckDBError, match="schema version 7"):
+    with pytest.raises(deckdb.DeckDBError, match="schema version 8"):
         deckdb.connect(hermes_home)
     c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
     finally:
         c.close()

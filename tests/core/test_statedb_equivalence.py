@@ -15,6 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memdeck.core.deck import db as deckdb
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.compaction import LEGACY_SUMMARY_PREFIX, SUMMARY_LEAD
 from memdeck.core.demo import build_demo_home
@@ -203,13 +204,18 @@ def test_incremental_reader_matches_a_full_scan_after_every_step(tmp_path_factor
     d = tmp_path_factory.mktemp("inc")
     p = d / "state.db"
     conn = hs.create_state_db(p)
+    deckdb.connect(d).close()  # a memdeck.db: each step's new reader resumes from what earlier ones stored
     sid, n, t = "g0", 0, 1000.0
     hs.add_session(conn, sid, started_at=t)
     reader = StateDB(p)
     for op in ops:
         t += 10.0
         sid, n = _apply(conn, sid, op, t, n)
-        assert reader.compactions() == reference_compactions(p), repr(ops)
+        ref = reference_compactions(p)
+        assert reader.compactions() == ref, repr(ops)
+        later = StateDB(p)  # a later process
+        assert later.compactions() == ref, repr(ops)
+        later.close()
     conn.close()
     reader.close()
     shutil.rmtree(d, ignore_errors=True)
