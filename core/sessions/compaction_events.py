@@ -399,26 +399,42 @@ class CompactionEventReader(StateDBConnection):
             if region and len(region) < len(child_rows):  # a row after the handoff: final
                 self._rotations[key] = (sig, event)
                 check = child_rows[0]
-                to_store.append({"parent_id": key[0], "child_id": key[1], "version": ROTATION_VERSION,
-                                 "sig": json.dumps(_jsonable(sig)), "check_id": int(check[0]),
-                                 "check_hash": _row_hash(check[1], check[2]), "seen_top": top,
-                                 "event": json.dumps(_event_to_json(event))})
+                rec = {"parent_id": key[0], "child_id": key[1], "version": ROTATION_VERSION,
+                       "sig": json.dumps(_jsonable(sig)), "check_id": int(check[0]),
+                       "check_hash": _row_hash(check[1], check[2]), "seen_top": top,
+                       "event": json.dumps(_event_to_json(event))}
+                if not _same_stored(self._rotations_stored.get(key) if self._rotations_stored else None, rec):
+                    to_store.append(rec)  # unchanged ones are not written again (nothing written while watching)
             out.append(event)
         if to_store and self.track_home is not None:
-            store_rotation_events(self.track_home, to_store, saved_at=time.time())
+            if store_rotation_events(self.track_home, to_store, saved_at=time.time()) and self._rotations_stored is not None:
+                for r in to_store:
+                    key = (str(r["parent_id"]), str(r["child_id"]))
+                    self._rotations_stored[key] = r
+                    self._rotations_stale.discard(key)
         return out
 
     def _forget_touched_rotations(self, conn: sqlite3.Connection) -> int:
-        """Drop the kept rotation events of sessions that gained rows since the last call;
-        returns state.db's highest row id now (the rows read after this see at least it)."""
+        """Drop the kept and stored rotation events that rows added since the last call may
+        change (any new row of the parent; a new row of the child that is not a plain appended
+        one: inactive, compacted or possibly a summary); returns state.db's highest row id now
+        (the rows read after this see at least it)."""
         top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
         last = self._rotations_top
         if last is not None and top < last:  # rows at the end vanished: trust nothing kept
             self._rotations.clear()
-        elif last is not None and top > last and self._rotations:
-            touched = {str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM messages WHERE id > ?", (last,))}
-            for key in [k for k in self._rotations if k[0] in touched or k[1] in touched]:
+            self._rotations_stale.update(self._rotations_stored or {})
+        elif last is not None and top > last and (self._rotations or self._rotations_stored):
+            cols = ", ".join(c if c in self._mcols else {"active": "1", "compacted": "0"}[c] for c in ("active", "compacted"))
+            new = conn.execute(f"SELECT session_id, {cols}, content FROM messages WHERE id > ?", (last,)).fetchall()
+            tx = _Texts([(None, None, r[3]) for r in new], self._row_text)
+            any_row = {str(r[0]) for r in new}
+            # a plain appended row (live, not compacted, cannot be a summary) leaves a final
+            # region as it is; an in-place compaction or a replace_messages writes a summary row
+            changed = {str(r[0]) for i, r in enumerate(new) if not r[1] or r[2] or tx.may_be_summary(i)}
+            for key in [k for k in self._rotations if k[0] in any_row or k[1] in changed]:
                 del self._rotations[key]
+            self._rotations_stale.update(k for k in self._rotations_stored or {} if k[0] in any_row or k[1] in changed)
         self._rotations_top = top
         return top
 
@@ -444,7 +460,7 @@ class CompactionEventReader(StateDBConnection):
                 except sqlite3.Error:
                     self._rotations_stored = {}
         rec = self._rotations_stored.get(key)
-        if rec is None:
+        if rec is None or key in self._rotations_stale:
             return None
         try:
             seen_top = int(rec["seen_top"])  # type: ignore[call-overload]
@@ -582,6 +598,13 @@ def _tail_end(rows: Sequence[_Row], p: int, stop: int, is_copy: Callable[[int], 
             break
         j += 1
     return j
+
+
+def _same_stored(stored: dict[str, object] | None, rec: dict[str, object]) -> bool:
+    """Whether the stored rotation record ``stored`` holds the event of ``rec`` for the same
+    pair state (version, sig, check row): then it need not be written again. Its older
+    ``seen_top`` makes a later process re-read only this pair."""
+    return stored is not None and all(stored.get(k) == rec[k] for k in ("version", "sig", "check_id", "check_hash", "event"))
 
 
 def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:

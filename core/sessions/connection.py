@@ -139,6 +139,8 @@ class StateDBConnection:
         #: row id of each session that gained rows since the oldest of them was stored
         self._rotations_stored: dict[tuple[str, str], dict[str, object]] | None = None
         self._rotations_newest: dict[str, int] = {}
+        #: stored rotation events that rows added since this process read them may have changed
+        self._rotations_stale: set[tuple[str, str]] = set()
         #: state.db's highest row id at the last rotation read (None: none yet)
         self._rotations_top: int | None = None
         #: the Hermes home whose memdeck.db keeps the tracks across processes (state.db's
@@ -262,6 +264,7 @@ class StateDBConnection:
             self._tracks_tried = set()
             self._rotations = {}
             self._rotations_stored = None
+            self._rotations_stale = set()
             self._rotations_top = None
             return True
 

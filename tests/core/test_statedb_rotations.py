@@ -59,14 +59,21 @@ def test_a_refresh_reads_only_the_open_rotation(tmp_path: Path, rows_read: list[
     hs.append_message(conn, live, "user", "a new question", timestamp=t)  # closes the newest handoff region
     conn.commit()
     assert db.compactions() == reference_compactions(p)
-    for j in range(3):  # the agent goes on in the newest child: only its pair is read again
+    for j in range(3):  # the agent goes on in the newest child: plain appended rows change no pair
         t += 1.0
         hs.append_message(conn, live, "assistant" if j % 2 else "user", f"more {j}", timestamp=t)
         conn.commit()
         rows_read.clear()
         got = db.compactions()
-        assert sorted(rows_read) == ["s07", "s08"]
+        assert rows_read == []
         assert got == reference_compactions(p)
+    t += 1.0
+    hs.append_message(conn, live, "user", "[a row that might be a summary", timestamp=t)
+    conn.commit()
+    rows_read.clear()
+    got = db.compactions()
+    assert sorted(rows_read) == ["s07", "s08"]  # the newest pair is read again, no other
+    assert got == reference_compactions(p)
 
 
 def test_an_open_region_is_read_again_until_it_closes(tmp_path: Path) -> None:
@@ -203,4 +210,24 @@ def test_a_second_in_place_compaction_of_the_child_can_grow_a_final_region(tmp_p
     assert grown.region_last_id == [e for e in first if e.child_session_id == live][0].region_last_id + 1
     assert StateDB(p).compactions() == ref               # a later process
     assert kept.compactions() == ref                     # the process that kept it
+    conn.close()
+
+
+def test_a_pair_read_again_unchanged_is_not_written_again(tmp_path: Path) -> None:
+    """Watching writes nothing: a pair re-read after a row that might have been a summary, and
+    found the same, leaves memdeck.db as it was."""
+    p, conn, live, t = _rotated_home(tmp_path, 3)
+    _with_memdeck_db(tmp_path)
+    hs.append_message(conn, live, "user", "closing", timestamp=t + 1)
+    conn.commit()
+    db = StateDB(p)
+    assert db.compactions() == reference_compactions(p)
+    store = sqlite3.connect(tmp_path / "memdeck" / "memdeck.db")
+    rows = store.execute("SELECT * FROM rotation_events ORDER BY parent_id").fetchall()
+    assert len(rows) == 3
+    hs.append_message(conn, live, "user", "[maybe a summary, but not one", timestamp=t + 2)
+    conn.commit()
+    assert db.compactions() == reference_compactions(p)
+    assert store.execute("SELECT * FROM rotation_events ORDER BY parent_id").fetchall() == rows
+    store.close()
     conn.close()
