@@ -455,8 +455,10 @@ class CompactionEventReader(StateDBConnection):
             tops = [int(r["seen_top"]) for r in stored.values() if isinstance(r.get("seen_top"), int)]
             if tops:
                 try:
+                    # GROUP BY +session_id: grouped in a temp b-tree over the id range; with a bare
+                    # session_id SQLite scans Hermes' whole session index instead (40 ms at 1M rows)
                     self._rotations_newest = {str(r[0]): int(r[1]) for r in conn.execute(
-                        "SELECT session_id, MAX(id) FROM messages WHERE id > ? GROUP BY session_id", (min(tops),))}
+                        "SELECT session_id, MAX(id) FROM messages WHERE id > ? GROUP BY +session_id", (min(tops),))}
                 except sqlite3.Error:
                     self._rotations_stored = {}
         rec = self._rotations_stored.get(key)
