@@ -352,9 +352,10 @@ class CompactionEventReader(StateDBConnection):
         An event whose child has a row after its handoff region is final: the region cannot
         grow by appended rows (its end is where that row broke the run). It is kept with what
         could still change it: the parent's end, the child's start, both sessions'
-        ``rewind_count`` (a rewind flips flags), and any new row of either session (an in-place
-        compaction or a ``replace_messages`` inserts rows; rows with ids above the highest id
-        seen so far are looked at once, by one range read). An open region (every child row so
+        ``rewind_count`` (a rewind flips flags), any new row of the parent, and any new row of
+        the child that is not a plain appended one (an in-place compaction or a
+        ``replace_messages`` writes a summary row; :meth:`_forget_touched_rotations` looks at
+        the rows above the highest id seen so far once, by one range read). An open region (every child row so
         far belongs to the handoff) is read on every call. Rows rewritten in place without a
         new row (Hermes 0.22 ``set_user_message_content``) are not seen, as for the in-place
         history before a checkpoint. Final events are stored in memdeck.db for later
