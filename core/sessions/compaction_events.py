@@ -128,10 +128,16 @@ class CompactionEventReader(StateDBConnection):
         return events
 
     def _session_rows(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[Any, ...]]:
-        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
-                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
         return [tuple(r) for r in conn.execute(
-            f"SELECT {', '.join(cols)} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+            f"SELECT {self._row_columns()} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+
+    #: What a column missing from an older schema reads as (a row is live, not compacted, unstamped).
+    _COLUMN_DEFAULTS = {"active": "1", "compacted": "0", "timestamp": "0.0"}
+
+    def _row_columns(self, names: Sequence[str] = ("id", "role", "content", "active", "compacted", "timestamp")) -> str:
+        """The SQL select list of ``names`` from ``messages`` (default: a :data:`_Row`), each
+        missing column replaced by its :attr:`_COLUMN_DEFAULTS` value (or NULL)."""
+        return ", ".join(c if c in self._mcols else self._COLUMN_DEFAULTS.get(c, "NULL") for c in names)
 
     @staticmethod
     def _row_text(content: Any) -> str:
@@ -162,10 +168,8 @@ class CompactionEventReader(StateDBConnection):
         between chunks; it may raise to abort.
         A long stream reads the file ahead meanwhile (:mod:`.read_ahead`).
         """
-        cols = [c if c in self._mcols else {"active": "1", "compacted": "0", "timestamp": "0.0"}.get(c, "NULL")
-                for c in ("id", "role", "content", "active", "compacted", "timestamp")]
         top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
-        sql = (f"SELECT {', '.join(cols)} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id")
+        sql = f"SELECT {self._row_columns()} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id"
         lo = int(from_id)
         total = max(0, top - lo + 1)
         if progress is not None:  # before any reading: a caller may stop a long read right here
@@ -426,8 +430,8 @@ class CompactionEventReader(StateDBConnection):
             self._rotations.clear()
             self._rotations_stale.update(self._rotations_stored or {})
         elif last is not None and top > last and (self._rotations or self._rotations_stored):
-            cols = ", ".join(c if c in self._mcols else {"active": "1", "compacted": "0"}[c] for c in ("active", "compacted"))
-            new = conn.execute(f"SELECT session_id, {cols}, content FROM messages WHERE id > ?", (last,)).fetchall()
+            cols = self._row_columns(("session_id", "active", "compacted", "content"))
+            new = conn.execute(f"SELECT {cols} FROM messages WHERE id > ?", (last,)).fetchall()
             tx = _Texts([(None, None, r[3]) for r in new], self._row_text)
             any_row = {str(r[0]) for r in new}
             # a plain appended row (live, not compacted, cannot be a summary) leaves a final
