@@ -53,9 +53,11 @@ import contextlib
 import contextvars
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from .. import sqlite_files
 from ..errors import MemdeckError
 from ..home import HermesHome
 
@@ -368,8 +370,11 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
     _refuse_links(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _refuse_links(path)  # a link created while we looked
-        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        with sqlite_files.creating(path):
+            _refuse_links(path)  # a link created while we looked
+            if not sqlite_files.create_private(path):
+                _make_private(path)
+            conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
         raise DeckDBError(f"cannot open {path}: {exc}") from exc
     try:
@@ -395,13 +400,18 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
     except BaseException:
         conn.close()
         raise
-    with contextlib.suppress(OSError):  # never chmod through a link: fchmod the file opened O_NOFOLLOW
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-        try:
-            os.fchmod(fd, 0o600)
-        finally:
-            os.close(fd)
     return conn
+
+
+def _make_private(path: Path) -> None:
+    """Take group and other permissions off an existing memdeck.db (one made by an older memdeck
+    or by hand) by path: never through a descriptor, whose ``close()`` would drop this process's
+    SQLite locks on the file (``core/sqlite_files.py``). ``lstat`` first: a link is never
+    followed (``_refuse_links`` has refused one already; this closes the window after it)."""
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
+            os.chmod(path, 0o600)
 
 
 def _refuse_links(path: Path) -> None:
@@ -549,7 +559,9 @@ def _read_only(home: HermesHome | Path) -> tuple[sqlite3.Connection | None, bool
             return held.connection(), False
         import urllib.parse
 
-        return sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0), True
+        with sqlite_files.creating(path):  # never between create_private's open and close
+            return sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True,
+                                   timeout=1.0), True
     except (sqlite3.Error, DeckDBError):
         return None, False
 
@@ -559,20 +571,12 @@ def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, s
     exist, predates the cache table, or cannot be read. Opens the file read-only
     (``mode=ro``): never creates, migrates or writes anything. Never raises.
     """
-    path = db_path(home)
-    if not keys or not path.exists():
+    if not keys:
+        return {}
+    conn, own = _read_only(home)
+    if conn is None:
         return {}
     out: dict[str, str] = {}
-    held = _held_for(home)
-    try:
-        if held is not None:
-            conn = held.connection()
-        else:
-            import urllib.parse
-
-            conn = sqlite3.connect("file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro", uri=True, timeout=1.0)
-    except (sqlite3.Error, DeckDBError):
-        return {}
     try:
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
@@ -581,7 +585,7 @@ def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, s
     except sqlite3.Error:
         return out
     finally:
-        if held is None:
+        if own:
             conn.close()
     return out
 

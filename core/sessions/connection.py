@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from .. import sqlite_files
 from ..memory.context_fence import sanitize_context
 from .compaction import decode_content, message_text
 from .records import KNOWN_SCHEMA_VERSION, OLDEST_SCHEMA_VERSION, CompactionEvent, DBStatus, Message, SessionInfo
@@ -199,8 +200,8 @@ class StateDBConnection:
     def _header_status(self) -> DBStatus | None:
         p = str(self.path)
         try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(100)
+            with sqlite_files.raw_fd(self.path) as fd:  # never a plain open(): see core/sqlite_files.py
+                head = os.pread(fd, 100, 0)
         except FileNotFoundError:
             return DBStatus("missing", f"no state.db at {p}", path=p)
         except OSError as exc:

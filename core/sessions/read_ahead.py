@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .. import sqlite_files
+
 #: Rows a scan must span (by id range) before reading ahead is worth a thread: below this the
 #: scan reads a few MB, cached or not.
 MIN_ROWS = 100_000
@@ -62,21 +64,16 @@ class _Reader(threading.Thread):
         self.bytes_read = 0
 
     def run(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
+        try:  # the scanning connection is open: sqlite_files parks the descriptor, never closes it under it
+            with sqlite_files.raw_fd(self.path) as fd:
+                buf = bytearray(CHUNK_BYTES)
+                while not self.stop.is_set():
+                    n = os.readv(fd, [buf])
+                    if n <= 0:
+                        return
+                    self.bytes_read += n
         except OSError:
             return
-        try:
-            buf = bytearray(CHUNK_BYTES)
-            while not self.stop.is_set():
-                n = os.readv(fd, [buf])
-                if n <= 0:
-                    return
-                self.bytes_read += n
-        except OSError:
-            return
-        finally:
-            os.close(fd)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import sqlite_files
+
 
 # --------------------------------------------------------------------------- side files
 # A read-only connection to a WAL database creates ``state.db-wal`` (0 bytes) and
@@ -28,27 +30,27 @@ from pathlib import Path
 
 _SHM_DMS_OFFSET = 128
 _side_lock = threading.Lock()
-_side_open: dict[str, int] = {}
 _side_ours: dict[str, bool] = {}
 
 
 def side_files_opening(path: Path) -> None:
-    key = str(path.absolute())
+    """Before a read-only connection to ``path`` opens: note whether its side files exist yet
+    (only the ones this process made are tidied) and count the connection
+    (:func:`memdeck.core.sqlite_files.connection_opened`)."""
+    key = sqlite_files.database_key(path)
     with _side_lock:
-        if _side_open.get(key, 0) == 0:
-            wal, shm = Path(key + "-wal"), Path(key + "-shm")
-            _side_ours[key] = not wal.exists() and not shm.exists()
-        _side_open[key] = _side_open.get(key, 0) + 1
+        if sqlite_files.connections(key) == 0:
+            _side_ours[key] = not os.path.exists(key + "-wal") and not os.path.exists(key + "-shm")
+        sqlite_files.connection_opened(key)
 
 
 def side_files_closed(path: Path) -> None:
-    key = str(path.absolute())
+    """After a connection to ``path`` closed: count it; after the process's last one, tidy the
+    side files it made."""
+    key = sqlite_files.database_key(path)
     with _side_lock:
-        n = _side_open.get(key, 0) - 1
-        if n > 0:
-            _side_open[key] = n
+        if sqlite_files.connection_closed(key) > 0:
             return
-        _side_open.pop(key, None)
         ours = _side_ours.pop(key, False)
         if ours:
             tidy_side_files(Path(key))
@@ -77,23 +79,17 @@ def tidy_side_files(path: Path) -> str:
     if not shm.exists():
         return "absent"
     try:
-        fd = os.open(shm, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        return f"error: {exc}"
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_OFFSET, os.SEEK_SET)
-        except OSError:
-            return "in use"
-        try:
+        with sqlite_files.raw_fd(shm, os.O_RDWR) as fd:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS_OFFSET, os.SEEK_SET)
+            except OSError:
+                return "in use"
             if wal.exists() and wal.stat().st_size != 0:
                 return "wal not empty"
             if wal.exists():
                 wal.unlink()
             shm.unlink()
             return "removed"
-        except OSError as exc:
-            return f"error: {exc}"
-    finally:
-        os.close(fd)
+    except OSError as exc:
+        return f"error: {exc}"
 
