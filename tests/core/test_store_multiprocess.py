@@ -1,0 +1,66 @@
+"""Issue 22's blocker: memdeck.db shared by several memdeck processes at once.
+
+CLI writers (one process per command), the real dashboard (headless, writing through its write
+worker, refreshing on every change) and ``memdeck watch`` run on one demo home for
+``MEMDECK_STRESS_SECONDS`` (default 40 s; the note's figures come from runs of several minutes).
+Afterwards memdeck.db passes ``PRAGMA integrity_check``, its journal holds no write left
+half-done, every command succeeded or was refused with a reason, and MEMORY.md holds exactly
+what it held before (every writer removed what it added). On the code before the fix (a
+descriptor of memdeck.db opened and closed after ``sqlite3.connect``) most commands failed with
+"database disk image is malformed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memdeck.core.deck import db as deckdb
+from memdeck.core.home import HermesHome
+from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SECONDS = float(os.environ.get("MEMDECK_STRESS_SECONDS", "40"))
+ROLES = [("cli", "a"), ("cli", "b"), ("cli", "c"), ("dashboard", "d"), ("watch", "w")]
+
+
+def test_memdeck_processes_share_memdeck_db_without_corruption(demo_home: HermesHome) -> None:
+    before = (demo_home.path / "memories" / "MEMORY.md").read_bytes()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TZ": "UTC", "HERMES_HOME": str(demo_home.path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.helpers.store_stress", role, str(demo_home.path),
+                               str(SECONDS), tag], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True)
+             for role, tag in ROLES]
+    reports = []
+    for proc, (role, tag) in zip(procs, ROLES):
+        out, err = proc.communicate(timeout=SECONDS + 300)
+        assert proc.returncode == 0, f"{role} {tag} exited {proc.returncode}: {err[-2000:]}"
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+
+    summary = {f"{r['role']}-{r['tag']}": r["counts"] for r in reports}
+    print("store stress:", json.dumps(summary))
+    failures = [f"{r['role']}-{r['tag']}: {f}" for r in reports for f in r["failures"]]
+    assert not failures, "\n".join(failures[:30])
+    assert sum(r["counts"]["ok"] for r in reports if r["role"] == "cli") >= 10, summary
+    dash = next(r for r in reports if r["role"] == "dashboard")
+    assert dash["writes"] >= 4 and dash["counts"]["ok"] >= 2, dash
+
+    path = deckdb.db_path(demo_home)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        left = conn.execute("SELECT COUNT(*) FROM journal WHERE state != 'done'").fetchone()[0]
+        assert left == 0, "writes left half-done in the journal"
+        archiving = conn.execute("SELECT COUNT(*) FROM archive WHERE state IN ('archiving', 'restoring')").fetchone()[0]
+        assert archiving == 0
+    finally:
+        conn.close()
+    assert (demo_home.path / "memories" / "MEMORY.md").read_bytes() == before
