@@ -86,6 +86,10 @@ def main(argv: Sequence[str] | None = None, *,
     except MemdeckError as exc:
         print(f"memdeck: error: {exc}", file=sys.stderr)
         return 1
+    except sqlite3.Error as exc:  # a damaged or vanished database mid-command: a reason, never a traceback
+        print(f"memdeck: error: a database could not be read or written ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -151,3 +151,23 @@ async def test_toasts_raised_over_a_modal_move_to_the_stack_when_it_closes(herme
         app.notify("raised on the main screen", timeout=60)
         assert [t.message for t in stack.toasts] == ["raised over the help screen", "raised on the main screen"]
         assert not list(app._notifications)
+
+
+async def test_a_toast_already_due_never_arms_a_zero_second_timer(hermes_home) -> None:
+    """Issue 22 #8: an expiry that is already due (a busy machine, a zero timeout) armed
+    ``set_timer(0)``; Textual's Timer divides by its interval when it runs late, and the
+    ZeroDivisionError surfaced as a traceback when the app quit."""
+    import dataclasses
+    import time
+
+    app = make_app(hermes_home, watch=False)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1)
+        stack = app.screen.query_one("#toasts", ToastStack)
+        app.notify("due already", timeout=60)
+        stack.toasts = [dataclasses.replace(t, expires=time.monotonic() - 1) for t in stack.toasts]
+        stack._schedule()
+        assert stack._timer is not None and stack._timer._interval > 0
+        app.call_later(lambda: time.sleep(0.05))  # the loop is late for the timer, as on a loaded machine
+        await wait_for(pilot, lambda: not stack.toasts)
+    # leaving run_test stops every timer: this raised ZeroDivisionError before the fix

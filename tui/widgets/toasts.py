@@ -32,6 +32,9 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 
+#: The shortest expiry timer (seconds): Textual's ``Timer`` divides by its interval.
+MIN_TIMER_S = 0.01
+
 #: How many live toasts are drawn at once; the rest are counted in a last line.
 MAX_SHOWN = 3
 #: Lines of one toast's message drawn at most (a refusal can list many candidates); the
@@ -136,7 +139,9 @@ class ToastStack(Widget, can_focus=False):
             self._timer = None
         if self.toasts:
             delay = min(t.expires for t in self.toasts) - time.monotonic()
-            self._timer = self.set_timer(max(0.0, delay), self._expire_due, name="toast-expiry")
+            # never a zero interval: Textual's Timer divides by it when it runs late (a busy
+            # machine), and the ZeroDivisionError surfaced when the app quit (issue 22 #8)
+            self._timer = self.set_timer(max(MIN_TIMER_S, delay), self._expire_due, name="toast-expiry")
 
     def _changed(self) -> None:
         self._generation += 1
