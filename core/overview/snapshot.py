@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import Config
 from ..home import TARGETS, HermesHome
+from ..memlock_home import MemlockLocation, candidate_dirs
 from ..sessions.profile import HermesProfile
 
 from ..anchors.lifecycle import SessionAudit
@@ -83,7 +84,8 @@ class SourceStamps:
         memory: ``stat`` of MEMORY.md and USER.md.
         config: ``stat`` of config.yaml.
         pending: listing of ``pending/memory/*.json``.
-        memlock: listings of ``memlock/*.json`` and ``memlock/persist/*.json``.
+        memlock: listings of ``memlock/*.json`` and ``memlock/persist/*.json`` of every place MemLock
+            may keep the home's state (:func:`core.memlock_home.candidate_dirs`).
         statedb: ``(st_dev, st_ino)`` of state.db and its connection's ``PRAGMA data_version``
             (which changes only when *another* connection commits), or None without a database.
     """
@@ -113,7 +115,7 @@ def take_stamps(home: HermesHome, db: StateDB | None) -> SourceStamps:
         memory=tuple(_stat(home.memory_file(t)) for t in TARGETS),
         config=_stat(home.config_path),
         pending=_listing(home.pending_dir),
-        memlock=(_listing(home.memlock_dir), _listing(home.memlock_dir / "persist")),
+        memlock=tuple(x for d, _rule in candidate_dirs(home) for x in (_listing(d), _listing(d / "persist"))),
         statedb=dbstamp,
     )
 
@@ -165,6 +167,8 @@ class DeckSnapshot:
             version, schema, degradations in plain words), or None when it could not be detected.
         threat_differences: every entry / pending write whose memdeck verdict differs from the
             verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
+        memlock_location: where MemLock keeps this home's state and why
+            (:class:`core.memlock_home.MemlockLocation`; None before the anchors are read).
     """
 
     taken_at: float
@@ -198,6 +202,7 @@ class DeckSnapshot:
     history: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
+    memlock_location: MemlockLocation | None = None
 
     @property
     def archive_count(self) -> int:
@@ -481,6 +486,8 @@ def build_snapshot(
     for info in anchor_sessions:
         if info.error:
             warnings.append(f"memlock: {info.path.name}: {info.error}")
+    if store.location.warning:
+        warnings.append(f"memlock: {store.location.warning}")
     shown = _pick_session(session_id, live, anchor_sessions)
     session_anchors = None
     anchors_same = memlock_same and previous is not None and previous.session_id == shown
@@ -567,7 +574,8 @@ def build_snapshot(
     layout_same = (stamps is not None and prev_stamps is not None and previous is not None
                    and (stamps.statedb or ())[:2] == (prev_stamps.statedb or ())[:2]
                    and (db.schema_cookie if db is not None else None) == previous.schema_cookie)
-    if (db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None:
+    if ((db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None
+            and previous.config is config):
         profile = previous.hermes_profile
     else:
         profile = _read_or_banner(errors, ("integrity",), "Hermes profile", _profile, None)
@@ -619,4 +627,5 @@ def build_snapshot(
         hermes_profile=profile,
         schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
+        memlock_location=store.location,
     )

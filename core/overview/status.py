@@ -24,6 +24,9 @@ Shape (keys are only ever added, never renamed or removed)::
       "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
       "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
       "anchors_warnings": [str],
+      "memlock_location": {"path": str, "rule": "hermes_home"|"memlock_home"|"user_home",
+                           "reason": str, "warning": str | null, "installed": str | null,
+                           "places": [{"path", "rule", "sessions", "pins", "newest"}]},
       "hermes": {"version", "version_source", "schema_version", "config_version", "threat_rules",
                  "tables", "columns", "fts", "fts_trigram", "system_prompt_in", "in_place_compaction",
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
@@ -48,6 +51,7 @@ from typing import Any
 from ..deck import archive
 from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
+from ..memlock_home import locate_memlock
 from ..memory.reader import read_memory
 from ..memory.pending import list_pending, replay_texts
 from ..anchors.integrity_history import drift_event
@@ -97,6 +101,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
                            "drift_log": [], "anchors_warnings": warnings}
     try:
         store = AnchorStore(home, config, actor="status")
+        if store.location.warning:
+            warnings.append(store.location.warning)
         infos = store.list_sessions()
         log: list[dict[str, Any]] = []
         for info in infos:
@@ -189,6 +195,10 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "config_warnings": list(config.warnings),
     }
     errors: dict[str, str] = {}
+    try:
+        out["memlock_location"] = locate_memlock(home).to_dict()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
     with sharing_readers():  # one state.db reader for every section: the history is read once
         try:
             out["hermes"] = hermes_section(home, out["memory"])

@@ -124,6 +124,26 @@ def hermes_health(snap: DeckSnapshot) -> Text:
     for n in (prof.notes if prof is not None else ()):
         t.append("\n  · ", "dim")
         t.append_text(safe_text(n, style="dim"))
+    t.append_text(memlock_health(snap))
+    return t
+
+
+def memlock_health(snap: DeckSnapshot) -> Text:
+    """The MemLock line of the health block: which ``memlock/`` directory is in use and why
+    (:attr:`DeckSnapshot.memlock_location`), and the warning when two places hold MemLock files.
+    Empty when MemLock's state is the home's own ``memlock/`` and nothing else holds any (the
+    ordinary case: nothing to say)."""
+    t = Text()
+    loc = snap.memlock_location
+    if loc is None or (loc.in_home and not loc.warning):
+        return t
+    t.append("\nmemlock   ", "dim")
+    t.append_text(safe_text(str(loc.path), single_line=True, style="bold"))
+    t.append("\n  · ", "dim")
+    t.append_text(safe_text(loc.reason, style="dim"))
+    if loc.warning:
+        t.append("\n  ! ", "bold yellow")
+        t.append_text(safe_text(loc.warning, style="yellow"))
     return t
 
 
