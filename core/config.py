@@ -57,6 +57,12 @@ class Config:
         memory_enabled, user_profile_enabled: whether Hermes injects each store.
         memlock: the ``memlock:`` section.
         plugins_enabled: ``plugins.enabled`` list.
+        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default),
+            the provider named by ``sessiondb.provider`` (Hermes 0.23 ``hermes_state_provider.py``
+            ``get_session_db_provider``: a name other than ``sqlite``), or ``"postgresql"`` when a
+            ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
+            ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
+        session_store_source: the config key that named a non-SQLite store ('' for SQLite).
         warnings: human-readable problems met while loading (empty when all was fine).
     """
 
@@ -67,6 +73,8 @@ class Config:
     user_profile_enabled: bool = True
     memlock: MemlockConfig = field(default_factory=MemlockConfig)
     plugins_enabled: tuple[str, ...] = ()
+    session_store: str = "sqlite"
+    session_store_source: str = ""
     warnings: tuple[str, ...] = ()
 
     def char_limit(self, target: str) -> int:
@@ -171,7 +179,10 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     enabled: tuple[str, ...] = ()
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
+    store, store_source = _session_store(data)
     return Config(
+        session_store=store,
+        session_store_source=store_source,
         memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
         user_char_limit=_as_int(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
         write_approval=_as_bool(mem.get("write_approval"), False, "memory.write_approval", warnings),
@@ -181,6 +192,23 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
         plugins_enabled=enabled,
         warnings=tuple(warnings),
     )
+
+
+def _session_store(data: dict[str, Any]) -> tuple[str, str]:
+    """``(store, config key)``: ``sessiondb.provider`` when it names something other than
+    ``sqlite`` (lower-cased and stripped, as Hermes 0.23 normalises it), else ``postgresql`` when
+    ``database.postgres`` is a mapping, else ``("sqlite", "")``."""
+    sdb = data.get("sessiondb")
+    if isinstance(sdb, dict) and isinstance(sdb.get("provider"), str):
+        name = sdb["provider"].strip().lower()
+        if name and name != "sqlite":
+            return name, "sessiondb.provider"
+        if name == "sqlite":
+            return "sqlite", ""
+    db = data.get("database")
+    if isinstance(db, dict) and isinstance(db.get("postgres"), dict):
+        return "postgresql", "database.postgres"
+    return "sqlite", ""
 
 
 def load_config(home: HermesHome | Path) -> Config:

@@ -519,7 +519,10 @@ def action_pick_session(self: "MemdeckApp") -> None:
         t.append("  MemLock file only", "dim")
         options.append((sid, t))
     if not options:
-        self.notify("no sessions: no state.db sessions and no MemLock session files", markup=False)
+        from memdeck.core.sessions.profile import session_store_note
+
+        note = session_store_note(getattr(snap, "config", None))
+        self.notify(note or "no sessions: no state.db sessions and no MemLock session files", markup=False)
         return
 
     def done(sid: str | None) -> None:

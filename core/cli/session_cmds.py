@@ -25,11 +25,20 @@ def _when(ts: float | None) -> str:
 
 
 def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:
+    from ..sessions.profile import session_store_note
+
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         items = db.sessions(limit=args.limit) if st.ok else []
+    elsewhere = session_store_note(ctx.config)
     if args.json:
-        print_json({"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]})
+        out = {"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]}
+        if elsewhere:
+            out["session_store"] = {"name": ctx.config.session_store, "message": elsewhere}
+        print_json(out)
+        return 0
+    if elsewhere and not items:  # not "no sessions": they are in a store memdeck does not read
+        print(elsewhere)
         return 0
     if not st.ok:
         print(f"state.db: {st.state}: {st.message}", file=sys.stderr)

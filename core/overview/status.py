@@ -32,6 +32,9 @@ Shape (keys are only ever added, never renamed or removed)::
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
+      "session_store": {"name": str, "source": str, "message": str},  # only when config.yaml names a
+                                         # session store other than SQLite (state.db is then not where
+                                         # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
       ... one key per registered section (below)
     }
@@ -59,7 +62,7 @@ from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
-from ..sessions.profile import detect_profile, threat_differences
+from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
@@ -194,6 +197,9 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "archived": archived,
         "config_warnings": list(config.warnings),
     }
+    note = session_store_note(config)
+    if note:
+        out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
     errors: dict[str, str] = {}
     try:
         out["memlock_location"] = locate_memlock(home).to_dict()

@@ -1,7 +1,7 @@
 """Drive one installed Hermes against a home: runs INSIDE that Hermes' venv.
 
 Imports only the standard library and the Hermes modules of the venv it runs in (never
-memdeck), so the same file drives hermes-agent 0.17 ... 0.22. Usage::
+memdeck), so the same file drives hermes-agent 0.17 ... 0.22 (and the iot 0.21 builds). Usage::
 
     <venv>/bin/python driver.py HERMES_HOME < commands.json > results.json
 
