@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..deck.db import load_rotation_events, load_session_track, store_rotation_events, store_session_track
-from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
+from .compaction import CONTENT_JSON_PREFIX, decode_content, history_reinsert_start, match_summary, message_text
 from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
 from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
@@ -853,7 +853,8 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
                     h = j
                     break
         start = p - h
-        batch = [k for k in range(lower, start) if rows[k][4]]
+        # rows archived by a proactive tool-result prune (a re-insert, no summary) are not this event's
+        batch = [k for k in range(history_reinsert_start(rows, lower, start), start) if rows[k][4]]
         if not batch:
             continue
         accepted.append(_Accepted(p, m, start, batch, len(batch)))

@@ -25,18 +25,24 @@ Ops (all optional fields have defaults):
 * ``approve`` {id}: ``apply_memory_pending(record["payload"], store)`` like ``/memory
   approve``; the record is discarded only when the apply succeeded.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
-  tool_calls}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+  tool_calls, timestamp}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
 * ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
-  Hermes has it, else rotation (end the session with ``compression`` and continue in
-  ``child``), the summary row built with this Hermes' own ``SUMMARY_PREFIX``.
+  Hermes has it (reporting how many rows it archived), else rotation (end the session with
+  ``compression`` and continue in ``child``), the summary row built with this Hermes' own
+  ``SUMMARY_PREFIX``.
+* ``prune`` {sid, min_chars, protect_last_n}: the proactive tool-result prune
+  (``ContextCompressor.prune_tool_results_only``, 0.20+; on by default in 0.23), committed
+  through ``archive_and_compact`` with no summary row; reports how many rows it archived.
 * ``get_session`` {sid}: the session row as ``SessionDB.get_session`` returns it.
 * ``search`` {query, current_session_id}: this Hermes' ``session_search`` tool output and
   the raw ``SessionDB.search_messages`` rows (id, session_id, snippet).
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
 * ``plugins``: ``discover_and_load()`` of this Hermes' plugin manager; every plugin found
   with enabled / error / hooks.
-* ``plugin_turns`` {name, sid, active}: load plugins, then call ``pre_llm_call`` on a quiet
-  history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages) and again.
+* ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
+  on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
+  and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
+  hook names first (what a newer Hermes passes and fires: 0.23 announces gateway clients).
 """
 
 from __future__ import annotations
@@ -222,6 +228,10 @@ def op_system_prompt(cmd: dict[str, Any]) -> dict[str, Any]:
 
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: cmd[k] for k in ("tool_name", "tool_calls", "tool_call_id") if cmd.get(k) is not None}
+    if cmd.get("timestamp") is not None:
+        if "timestamp" not in inspect.signature(_sessiondb().append_message).parameters:
+            return {"unsupported": "SessionDB.append_message takes no timestamp in this Hermes"}
+        kwargs["timestamp"] = cmd["timestamp"]
     mid = _sessiondb().append_message(cmd["sid"], cmd["role"], cmd.get("content"), **kwargs)
     return {"id": mid}
 
@@ -248,14 +258,49 @@ def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
     if hasattr(db, "archive_and_compact") and not cmd.get("rotate"):
         params = inspect.signature(db.archive_and_compact).parameters
         kwargs = {"tail_count": tail} if "tail_count" in params else {}
+        before = _compacted_rows(sid)
         count = db.archive_and_compact(sid, new, **kwargs)
-        return {"mode": "in_place", "active": count}
+        return {"mode": "in_place", "active": count, "archived": _compacted_rows(sid) - before}
     child = cmd.get("child") or f"{sid}_c"
     db.end_session(sid, "compression")
     db.create_session(child, source="cli", parent_session_id=sid)
     db.replace_messages(child, new)
     return {"mode": "rotation", "child": child,
             "note": None if hasattr(db, "archive_and_compact") else "no archive_and_compact in this Hermes"}
+
+
+def _compacted_rows(sid: str) -> int:
+    """How many rows of ``sid`` are ``compacted = 1`` (read with SQLite, after the commit)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"{(HOME / 'state.db').as_uri()}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ? AND compacted = 1", (sid,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def op_prune(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The proactive tool-result prune (``ContextCompressor.prune_tool_results_only``, 0.20+;
+    opt-in there, on by default in 0.23): deterministic, no summary row, committed through
+    ``archive_and_compact``. Gates opened so it fires on a small history: trigger 1 token, no
+    minimum reclaim, tool results over ``min_chars`` (default 200) pruned, ``protect_last_n``
+    (default 2) messages protected."""
+    from agent import context_compressor as cc_mod
+
+    cls = cc_mod.ContextCompressor
+    if not hasattr(cls, "prune_tool_results_only"):
+        return {"unsupported": "ContextCompressor.prune_tool_results_only does not exist in this Hermes"}
+    db, sid = _sessiondb(), cmd["sid"]
+    params = inspect.signature(db.get_messages_as_conversation).parameters
+    msgs = db.get_messages_as_conversation(sid, **({"include_row_ids": True} if "include_row_ids" in params else {}))
+    comp = cls(model="test/model", quiet_mode=True, config_context_length=64000, proactive_prune_tokens=1,
+               proactive_prune_min_reclaim_tokens=0, proactive_prune_min_result_chars=int(cmd.get("min_chars", 200)),
+               protect_last_n=int(cmd.get("protect_last_n", 2)))
+    comp.bind_session_state(db, sid)
+    before = _compacted_rows(sid)
+    _out, pruned = comp.prune_tool_results_only(msgs)
+    return {"pruned": pruned, "active": len(db.get_messages(sid)), "archived": _compacted_rows(sid) - before}
 
 
 def op_get_session(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -322,12 +367,16 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
         return {"loaded": False, "plugins": sorted(map(str, getattr(mgr, "_plugins", {})))}
     sid = cmd["sid"]
 
+    extra = dict(cmd.get("extra") or {})  # hook arguments a newer Hermes adds (0.23: the gateway client)
+
     def turn(history: list[dict[str, Any]], user: str) -> Any:
         return mgr.invoke_hook("pre_llm_call", session_id=sid, task_id="t", turn_id="x", user_message=user,
                                conversation_history=history, is_first_turn=False, model="m", platform="cli",
-                               sender_id="")
+                               sender_id="", **extra)
 
-    mgr.invoke_hook("on_session_start", session_id=sid, model="m", platform="cli")
+    for hook in cmd.get("announce") or ():  # hooks a newer Hermes fires that this one may not know
+        mgr.invoke_hook(hook, session_id=sid, platform="cli", **extra)
+    mgr.invoke_hook("on_session_start", session_id=sid, model="m", platform="cli", **extra)
     sysmsg = {"role": "system", "content": "You are Hermes."}
     summary = {"role": "user", "content": SUMMARY_PREFIX + "\nWe set up the repo." + ("\n\n" + end if end else "")}
     compacted = [sysmsg, {"role": "user", "content": "old"}, summary] + cmd.get("active", [])
@@ -337,7 +386,8 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
            "quiet": turn([sysmsg, {"role": "user", "content": "hello"}], "hello"),
            "compacted": turn(compacted, "next question"),
            "again": turn(compacted + [{"role": "user", "content": "more"}], "more")}
-    mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli")
+    mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli",
+                    **extra)
     return out
 
 
