@@ -225,23 +225,30 @@ def history_reinsert_start(rows: Sequence[Sequence[Any]], lower: int, start: int
         lower, start: the slice to look in (the previous region's start, and the head of the
             compaction whose batch is being counted).
     """
-    _role, _content, compacted, _stamp = fields
+    _role, _content, compacted, stamp = fields
     g = lower
-    while True:
-        found = None
-        for q in range(g + 1, start):
-            n = q - g
-            if q + n > start:
+    while g < start:
+        # a copy of rows[g] has its timestamp: find those with list.index (the scan is C; building
+        # the column is ~0.1 s per 1M rows on a loaded 2-core machine, once per row in a first build)
+        stamps = [r[stamp] for r in rows[g:start]]
+        found, pos = None, 1
+        while True:
+            try:
+                i = stamps.index(stamps[0], pos)
+            except ValueError:
+                break
+            q = g + i
+            if q + i > start:
                 break  # the copy of rows[g:q] would not fit before ``start``: nor would a longer one
-            if not _mirrors(rows[g], rows[q], fields):
-                continue
-            if all(rows[k][compacted] for k in range(g, q)) and all(
-                    _mirrors(rows[g + t], rows[q + t], fields) for t in range(1, n)):
+            if (_mirrors(rows[g], rows[q], fields) and all(rows[k][compacted] for k in range(g, q))
+                    and all(_mirrors(rows[g + t], rows[q + t], fields) for t in range(1, i))):
                 found = q
                 break
+            pos = i + 1
         if found is None:
-            return g
+            break
         g = found
+    return g
 
 
 def split_context(messages: Sequence[Any], summary_idx: int | None) -> tuple[list[Any], list[Any]]:
