@@ -34,10 +34,19 @@ print(json.dumps(asyncio.run(db._resolve_engine_options())))
 """
 
 
-def test_postgresql_sessions_are_named_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module")
+def async_hermes() -> Path:
+    """The fork's venv (module scope: resolved before the per-test fake HOME, so the shared cache
+    under the real ~/.cache is found)."""
     py = hermes_python(SPEC)
     if isinstance(py, str):
         pytest.skip(f"async-hermes-agent 0.20.4.1 unavailable: {py}")
+    return py
+
+
+def test_postgresql_sessions_are_named_not_read(async_hermes: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    py = async_hermes
     home = tmp_path / "hermes_home"
     (home / "memories").mkdir(parents=True)
     (home / "config.yaml").write_text(CONFIG, encoding="utf-8")
