@@ -58,7 +58,8 @@ class MemlockPlace:
         rule: ``"hermes_home"``, ``"memlock_home"`` or ``"user_home"`` (see :data:`RULE_WORDS`).
         sessions: how many session files (``*.json``, temp files excluded) it holds.
         pins: how many global pin files (``persist/*.json``, ``manifest.json`` excluded).
-        newest: epoch seconds of its newest such file (None when it holds none).
+        newest: epoch seconds of its newest such file (read only when two places hold files,
+            to pick the one written last; None otherwise).
     """
 
     path: Path
@@ -139,28 +140,27 @@ def candidate_dirs(home: HermesHome, env: Mapping[str, str] | None = None) -> li
     return out
 
 
-def _survey(path: Path, rule: str) -> MemlockPlace:
+def _survey(path: Path, rule: str, *, stamp: bool = False) -> MemlockPlace:
+    """Count the place's session files and pins (names only: one listing per directory); with
+    ``stamp`` also the newest mtime (one ``stat`` per file: only needed when two places compete)."""
     sessions = pins = 0
     newest: float | None = None
     for sub, skip in ((path, ""), (path / "persist", "manifest.json")):
         try:
-            names = os.listdir(sub)
+            names = [n for n in os.listdir(sub) if n.endswith(".json") and not n.startswith(".") and n != skip]
         except OSError:
             continue
-        for n in names:
-            if not n.endswith(".json") or n.startswith(".") or n == skip:
-                continue
-            try:
-                st = os.stat(sub / n)
-            except OSError:
-                continue
-            if not os.path.isfile(sub / n):
-                continue
-            if sub == path:
-                sessions += 1
-            else:
-                pins += 1
-            newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
+        if sub == path:
+            sessions += len(names)
+        else:
+            pins += len(names)
+        if stamp:
+            for n in names:
+                try:
+                    m = os.stat(sub / n).st_mtime
+                except OSError:
+                    continue
+                newest = m if newest is None else max(newest, m)
     return MemlockPlace(path, rule, sessions, pins, newest)
 
 
@@ -213,6 +213,8 @@ def locate_memlock(home: HermesHome, env: Mapping[str, str] | None = None) -> Me
         chosen = have[0]
         why = "MemLock's files are here"
     elif have:
+        places = tuple(_survey(p.path, p.rule, stamp=True) for p in places)
+        have = [p for p in places if p.has_files]
         chosen = max(have, key=lambda p: (p.newest or 0.0, p.rule == "hermes_home"))
         why = "both places hold MemLock files; this one was written last"
         others = [p for p in have if p is not chosen]

@@ -260,7 +260,7 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
                                "record_file": rec.path.name}
         p = rec.payload
         target = str(p.get("target") or "memory")
-        if staged.is_pinned(p):  # staged by Hermes 0.22: patch / matched_entry semantics
+        if staged.is_pinned(p):  # staged by Hermes 0.21.5 / 0.22: patch / matched_entry semantics
             result = store.replay_pinned(p)
         elif p.get("action") == "batch":
             result = store.apply_batch(target, p.get("operations") or [])

