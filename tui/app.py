@@ -387,7 +387,7 @@ class MemdeckApp(DeckActions, App[None]):
     # ── read-only ───────────────────────────────────────────────────────
 
     #: The toast of a write key on a read-only dashboard.
-    READ_ONLY_MESSAGE = "this dashboard is read-only (memdeck serve --read-only): nothing was written"
+    READ_ONLY_MESSAGE = "this dashboard is read-only (--read-only): nothing was written"
 
     def _hide_write_keys(self) -> None:
         """Take the write keys out of the footer (they still reach :meth:`run_action`, which

@@ -151,11 +151,11 @@ def run_serve(args: argparse.Namespace) -> int:
     resolved = _home_or_exit(args)
     if isinstance(resolved, int):
         return resolved
-    home, demo = resolved
+    home, _demo = resolved
     return serve(ServeOptions(
         home=Path(home.path).resolve(), host=args.host, port=args.port,
         read_only=bool(getattr(args, "read_only", False)), allowed_hosts=tuple(args.allowed_host or ()),
-        allow_remote=args.allow_remote, check=args.check, demo=demo, label=home.profile,
+        allow_remote=args.allow_remote, check=args.check, label=home.profile,
     ))
 
 

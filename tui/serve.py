@@ -42,7 +42,7 @@ import shlex
 import signal
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +250,7 @@ class ServeOptions:
         allow_remote: a non-loopback ``host`` is allowed.
         check: bind, print the URL, exit.
         python: the interpreter tabs run (default this one).
+        label: the profile name, shown in the page's title.
     """
 
     home: Path
@@ -260,8 +261,7 @@ class ServeOptions:
     allow_remote: bool = False
     check: bool = False
     python: str | None = None
-    demo: bool = False
-    label: str = field(default="")
+    label: str = ""
 
 
 class DeckServer:
