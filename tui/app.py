@@ -37,7 +37,7 @@ from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
-from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
+from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
@@ -135,8 +135,13 @@ class MemdeckApp(DeckActions, App[None]):
         home_label: str | None = None,
         user_settings: bool = False,
         head_start: HeadStart | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(driver_class=_quiet_driver_class())
+        #: every write action is refused with a toast (``memdeck --read-only``, ``serve --read-only``)
+        self.read_only = read_only
+        if read_only:
+            self._hide_write_keys()
         self._head_start = head_start
         self.use_settings = user_settings
         self.home_label = home_label
@@ -259,7 +264,7 @@ class MemdeckApp(DeckActions, App[None]):
                     yield classes[pid](id=f"panel-{pid}")
         with ToastRack(id="toast-rack"):
             yield ToastStack(id="toasts")
-        yield DeckFooter(compact=True, show_command_palette=False)
+        yield DeckFooter(compact=True, show_command_palette=False, read_only=self.read_only)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
@@ -271,6 +276,8 @@ class MemdeckApp(DeckActions, App[None]):
             settings = load_settings(all_binding_ids(type(self)), self.available_themes)
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
+                if self.read_only:
+                    self._hide_write_keys()  # a keymap rebuilds the bindings
             if settings.theme:
                 self.theme = settings.theme
             for w in settings.warnings:
@@ -377,6 +384,41 @@ class MemdeckApp(DeckActions, App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
+    # ── read-only ───────────────────────────────────────────────────────
+
+    #: The toast of a write key on a read-only dashboard.
+    READ_ONLY_MESSAGE = "this dashboard is read-only (--read-only): nothing was written"
+
+    def _hide_write_keys(self) -> None:
+        """Take the write keys out of the footer (they still reach :meth:`run_action`, which
+        refuses them with a toast)."""
+        for key, bindings in self._bindings.key_to_bindings.items():
+            self._bindings.key_to_bindings[key] = [
+                dataclasses.replace(b, show=False) if b.action in WRITE_ACTIONS else b for b in bindings
+            ]
+
+    def is_write_action(self, action: Any, default_namespace: Any = None) -> bool:
+        """Whether ``action`` (an action string or Textual's parsed tuple) is one of the app's
+        :data:`tui.keymap.WRITE_ACTIONS`: ``"edit"`` on the app, or ``"app.edit"`` from anywhere."""
+        from textual import actions
+
+        try:
+            dest, name, _params = action if isinstance(action, tuple) else actions.parse(action)
+        except Exception:  # not an action string: Textual will say so
+            return False
+        on_app = dest == "app" or (not dest and (default_namespace is None or default_namespace is self))
+        return on_app and name in WRITE_ACTIONS
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Textual's ``run_action`` (every key, palette entry and row action goes through it),
+        except that a read-only dashboard refuses a write action with a toast."""
+        if self.read_only and self.is_write_action(action, default_namespace):
+            name = action[1] if isinstance(action, tuple) else str(action).rsplit(".", 1)[-1].split("(", 1)[0]
+            self.notify(self.READ_ONLY_MESSAGE, title=f"{name.replace('_', ' ')}: refused", severity="warning",
+                        markup=False, timeout=4)
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
+
     # ── status line ─────────────────────────────────────────────────────
 
     def _status_line(self) -> Text:
@@ -386,6 +428,9 @@ class MemdeckApp(DeckActions, App[None]):
         t.append_text(safe_text(self.home.profile, single_line=True, style="bold"))
         if self.demo:
             t.append(" · demo", "italic")
+        if self.read_only:
+            t.append(" · ")
+            t.append("read-only", "bold magenta")
         t.append(" · ")
         if self.paused:
             t.append("⏸ PAUSED (space resumes)", "bold yellow reverse")
@@ -732,8 +777,13 @@ class MemdeckApp(DeckActions, App[None]):
     def run_write(self, action: str, op: Callable[[], Any], success: Callable[[Any], str] | str) -> None:
         """Run core operation ``op`` in a write worker and toast its outcome.
 
-        ``success`` is the toast text, or a function of ``op``'s result that returns it.
+        ``success`` is the toast text, or a function of ``op``'s result that returns it. A
+        read-only dashboard runs nothing: the outcome is a refusal (the keys are refused before
+        this, in :meth:`run_action`; this is the last stop).
         """
+        if self.read_only:
+            self.post_message(WriteDone(action, WriteOutcome(False, self.READ_ONLY_MESSAGE, "read_only")))
+            return
         self._write_worker(action, op, success)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="write")
@@ -880,6 +930,7 @@ def make_app(
     home_label: str | None = None,
     user_settings: bool = False,
     head_start: HeadStart | None = None,
+    read_only: bool = False,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -898,6 +949,8 @@ def make_app(
         head_start: the first refresh, started before Textual was imported
             (:class:`memdeck.tui.head_start.HeadStart`, for the same home and config); the
             first refresh adopts what it built.
+        read_only: refuse every write action with a toast, and say so in the footer and the
+            status line (``memdeck --read-only``, ``memdeck serve --read-only``).
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -905,4 +958,5 @@ def make_app(
         fixed = float(now)
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
-                      home_label=home_label, user_settings=user_settings, head_start=head_start)
+                      home_label=home_label, user_settings=user_settings, head_start=head_start,
+                      read_only=read_only)

@@ -61,6 +61,13 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
 
+#: The actions that write (each ends in ``MemdeckApp.run_write``): a read-only dashboard
+#: (``memdeck --read-only``, ``memdeck serve --read-only``) refuses them with a toast, hides them
+#: from the footer and the palette. tests/tui/test_read_only.py checks this against actions.py.
+WRITE_ACTIONS = frozenset({
+    "pin", "unpin", "archive", "restore", "edit", "new_entry", "move", "approve", "reject", "undo", "revert",
+})
+
 _FOOTER_FIRST = {"toggle_pause": 0, "help": 1}
 
 _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "⇧tab"}
@@ -117,8 +124,10 @@ def keys_table() -> list[KeyHelp]:
     return rows
 
 
-def palette_entries() -> list[tuple[str, str, str]]:
-    """``(title, help, action)`` for every action, for the command palette provider."""
-    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC if a not in {"command_palette"}]
+def palette_entries(*, read_only: bool = False) -> list[tuple[str, str, str]]:
+    """``(title, help, action)`` for every action, for the command palette provider; with
+    ``read_only``, none of :data:`WRITE_ACTIONS`."""
+    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC
+           if a not in {"command_palette"} and not (read_only and a in WRITE_ACTIONS)]
     out += [(f"Show {title}", f"jump to the {title} panel", f"show_panel('{pid}')") for pid, title in PANELS]
     return out

@@ -20,13 +20,18 @@ from .. import history as _history
 from ..errors import MemdeckError, Refused
 from ..text import visible
 from . import anchor_cmds
+from . import completion_cmds
 from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
+from . import serve_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
+COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds, serve_cmds, completion_cmds)
+
+#: Commands that open the dashboard (``--demo`` may go with them).
+DASHBOARD_COMMANDS = frozenset({"serve"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,8 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--home", metavar="PATH", help="Hermes home to use (default: $HERMES_HOME, active profile, ~/.hermes)")
     where.add_argument("--profile", metavar="NAME", help="use <root>/profiles/NAME")
-    where.add_argument("--demo", action="store_true", help="open a generated demo home (dashboard only)")
+    where.add_argument("--demo", action="store_true", help="open a generated demo home (the dashboard and serve only)")
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
+    parser.add_argument("--read-only", action="store_true",
+                        help="open the dashboard read-only: every write key is refused (see also serve --read-only)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in COMMAND_MODULES:
         mod.register(sub)
@@ -48,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *,
-         dashboard: Callable[[argparse.Namespace], int] | None = None) -> int:
+         dashboard: Callable[[argparse.Namespace], int] | None = None,
+         serve: Callable[[argparse.Namespace], int] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -56,6 +64,9 @@ def main(argv: Sequence[str] | None = None, *,
         dashboard: what runs when no command is given. The ``memdeck`` console script
             (:func:`memdeck.tui.launch.main`) passes the dashboard; core never imports the TUI,
             so without it a missing command is a usage error.
+        serve: what ``memdeck serve`` runs (the dashboard's web server,
+            :func:`memdeck.tui.serve.run_serve`), passed the same way; without it ``serve`` is
+            a usage error.
     """
     parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -65,13 +76,20 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"memdeck: error: {bad}", file=sys.stderr)
         return 2
     args = parser.parse_args(raw)
+    args.root_parser = parser  # `completion` prints the whole parser's script
     try:
         if args.command is None:
             if dashboard is None:
                 raise UsageError("no command given (the dashboard opens with `memdeck` or `python -m memdeck.tui`)")
             return dashboard(args)
-        if args.demo:
-            raise UsageError("--demo opens the dashboard; it does not take a command")
+        if args.demo and args.command not in DASHBOARD_COMMANDS:
+            raise UsageError("--demo opens the dashboard; it does not take a command (but `memdeck --demo serve`)")
+        if args.read_only and args.command not in DASHBOARD_COMMANDS:
+            raise UsageError("--read-only is for the dashboard and `memdeck serve`; it does not take this command")
+        if args.command == "serve":  # the TUI's server, or the usage error that says it needs the TUI
+            return serve(args) if serve is not None else int(args.handler(args, None) or 0)
+        if getattr(args, "needs_home", True) is False:  # e.g. `completion`: no home, nothing observed
+            return int(args.handler(args, None) or 0)
         with visible_output():
             ctx = CliContext.from_args(args)
             _observe(ctx)

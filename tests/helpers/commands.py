@@ -51,6 +51,10 @@ SAMPLES: dict[str, list[list[str]]] = {
     "history": [["history"], ["history", "--json"]],
     "revert": [["revert", "1", "--json"]],
     "watch": [["watch", "--timeout", "1", "--max-events", "5"]],
+    # serve runs until stopped: --check binds a free port, prints the URL and exits (the served
+    # tabs are tested in tests/tui/test_serve_http.py and test_serve_browser.py)
+    "serve": [["serve", "--port", "0", "--check"], ["serve", "--port", "0", "--check", "--read-only"]],
+    "completion": [["completion", "bash"], ["completion", "zsh"], ["completion", "tcsh"]],
 }
 
 
