@@ -171,6 +171,8 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
+        #: the once-a-minute timer of the shown panel's relative times (None while the panel has none)
+        self.retime_timer: Any = None
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -279,6 +281,7 @@ class MemdeckApp(DeckActions, App[None]):
         if self.watch_enabled:
             self.start_watchers()
         self.call_after_refresh(self._focus_panel)
+        self.call_after_refresh(self._arm_retime)
 
     # ── panels ──────────────────────────────────────────────────────────
 
@@ -314,7 +317,45 @@ class MemdeckApp(DeckActions, App[None]):
         if pid in self._stale_panels and self.snapshot is not None:
             self._stale_panels.discard(pid)
             self._show_panel_snapshot(pid, self.snapshot)
+        elif self.snapshot is not None and self._panel_has_relative_times(pid):
+            self._retime()  # its "12 min ago" went stale while it was hidden
+        self._arm_retime(pid)
         self.call_after_refresh(self._focus_panel)
+
+    # ── relative times ("12 min ago"): drawn again once a minute, only while such a panel shows ──
+
+    #: seconds between two redraws of the shown panel's relative times
+    RETIME_S = 60.0
+
+    def _panel_has_relative_times(self, pid: str) -> bool:
+        try:
+            return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
+        except Exception:  # not mounted (start-up, shutdown)
+            return False
+
+    def _arm_retime(self, pid: str | None = None) -> None:
+        """Run the once-a-minute timer while the shown panel has relative times; stop it otherwise,
+        so a panel without them (or a hidden one) costs no wake-up at all."""
+        wanted = self._panel_has_relative_times(pid or self.current_panel_id)
+        if wanted and self.retime_timer is None:
+            self.retime_timer = self.set_interval(self.RETIME_S, self._retime, name="relative-times")
+        elif not wanted and self.retime_timer is not None:
+            self.retime_timer.stop()
+            self.retime_timer = None
+
+    def _retime(self) -> None:
+        """Draw the shown panel's relative times for the clock's new time (cells in place); not
+        while refresh is paused or a dialog is open (the screen is meant to hold still then)."""
+        snap = self.snapshot
+        if snap is None or self._refresh_blocked():
+            return
+        pid = self.current_panel_id
+        if not self._panel_has_relative_times(pid) or pid in self._stale_panels:
+            return
+        try:
+            self.panel(pid).retime(snap)
+        except Exception as exc:  # a panel bug must not kill the app
+            self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
         """Draw ``snap`` in panel ``pid`` unless it holds nothing new for it; a panel that fails
@@ -687,18 +728,16 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown = dict(counts)
 
     def _toast_changes(self, changes: Any) -> None:
-        """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""
-        from .safe_text import safe_plain
+        """A warning toast for each entry or anchor removed or replaced by a writer other than
+        memdeck, in words (:func:`.views.history.toast_text`: the entry or the anchor's text, never
+        the JSON the history stores)."""
+        from .views.history import toast_text
 
         for c in changes or ():
             if c.by_memdeck or c.op not in ("removed", "replaced", "anchor_removed", "anchor_changed"):
                 continue
-            who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
-                   "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
-            what = (c.before or "")[:80]
-            self.notify(safe_plain(f"{c.op} in {c.where} by {who}: {what} (memdeck revert {c.change_id})",
-                                   single_line=True), title="memory changed", severity="warning", markup=False,
-                        timeout=8)
+            title = "anchor changed" if c.kind == "anchor" else "memory changed"
+            self.notify(toast_text(c), title=title, severity="warning", markup=False, timeout=8)
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 

@@ -104,7 +104,16 @@ class Panel(Vertical):
     can_focus = False
     filter_text: str = ""
     DEPENDS: tuple[str, ...] = ()
+    #: True when the panel shows times relative to the clock ("12 min ago"): while it is shown,
+    #: the app calls :meth:`retime` once a minute (``MemdeckApp.RETIME_S``), and never while it is hidden
+    RELATIVE_TIMES: bool = False
     _drawn: tuple[Any, ...] | None = None
+
+    def retime(self, snap: DeckSnapshot) -> None:
+        """Draw ``snap`` again for the clock's new time: only the cells and lines whose words
+        changed are repainted (:class:`DeckTable` updates cells in place, :class:`Readout` skips
+        unchanged text), the cursor and the scroll stay."""
+        self.show_snapshot(snap)
 
     def drawn_from(self, snap: DeckSnapshot) -> tuple[Any, ...] | None:
         """What this panel draws from ``snap`` (compared with ``==`` to skip a redraw)."""
