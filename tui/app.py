@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -37,7 +36,7 @@ from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
-from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
+from .keymap import PANEL_IDS, PANELS, app_bindings, quit_anywhere_binding, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
@@ -114,7 +113,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "memdeck"
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")] + app_bindings()
+    BINDINGS = [quit_anywhere_binding()] + app_bindings()
     COMMANDS = App.COMMANDS | {DeckCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -171,6 +170,9 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
+        #: the person's settings file as read at start (None: not read, ``user_settings=False``);
+        #: the help screen shows its path, its problems and the binding ids a keymap takes
+        self.settings: Any = None
         #: the once-a-minute timer of the shown panel's relative times (None while the panel has none)
         self.retime_timer: Any = None
 
@@ -270,13 +272,17 @@ class MemdeckApp(DeckActions, App[None]):
         self.ansi_theme_light = LIGHT_ANSI  # status colours at 3:1 or better on the light theme
         self.theme = "textual-dark"
         if self.use_settings:
-            settings = load_settings(all_binding_ids(type(self)), self.available_themes)
+            from .keymap import main_screen_keys
+
+            settings = load_settings(all_binding_ids(type(self)), self.available_themes,
+                                     default_keys=main_screen_keys())
+            self.settings = settings
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
             if settings.theme:
                 self.theme = settings.theme
             for w in settings.warnings:
-                self.notify(w, title="settings", severity="warning", timeout=10)
+                self.notify(w, title="settings (? shows them again)", severity="warning", timeout=10)
         self.request_refresh()
         if self.watch_enabled:
             self.start_watchers()
@@ -413,7 +419,10 @@ class MemdeckApp(DeckActions, App[None]):
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
-        self.push_screen(HelpScreen())
+        from .settings import all_binding_ids
+
+        self.push_screen(HelpScreen(settings=self.settings, demo_home=self.home.path if self.demo else None,
+                                    binding_ids=all_binding_ids(type(self))))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -34,13 +34,29 @@ if TYPE_CHECKING:
 
 
 class SteadyInput(Input):
-    """An ``Input`` whose cursor does not blink.
+    """An ``Input`` whose cursor does not blink, and whose footer says how to leave it.
 
     Textual's blinking cursor is a 0.5 s timer that wakes the app twice a second for as long as
     the box has focus: a dashboard left on its Recall panel would never be idle. The panels'
-    query and filter boxes use this one."""
+    query and filter boxes use this one.
+
+    While a box has focus, every printable key types into it, so the footer hides ``q Quit`` and
+    the other one-letter keys: it shows ``esc`` (leave the box; a filter box is cleared) and
+    ``ctrl+q`` (quit) instead, so a newcomer on Recall is never stuck (issue 22 #13)."""
+
+    BINDINGS = [
+        Binding("escape", "leave", "Leave box", id="memdeck.leave_box"),
+        Binding("ctrl+q", "app.quit", "Quit", id="memdeck.quit_in_box", priority=True),
+    ]
 
     cursor_blink = reactive(False, init=False)
+
+    def action_leave(self) -> None:
+        """Leave the box: the panel around it clears its filter or focuses its results."""
+        for node in self.ancestors:
+            if isinstance(node, Panel):
+                node.clear_filter()
+                return
 
 
 @dataclass(frozen=True)
