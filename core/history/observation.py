@@ -72,8 +72,9 @@ class _Recorder:
 
 
 def _journal_attribution(r: sqlite3.Row, **extra: Any) -> dict[str, Any]:
-    """The attribution of a change memdeck's journal row ``r`` explains: its id and op, and the
-    archive row it names (an archive or a restore), so History can say "archived (archive #3)"."""
+    """The attribution of a change memdeck's journal row ``r`` explains: its id and op, the archive
+    row it names (an archive or a restore) and the pending write an approval applied, so History
+    can say "archived (archive #3)" or "added (approved 1a2b3c4d)"."""
     out: dict[str, Any] = {**extra, "journal_id": r["journal_id"], "op": r["op"]}
     try:
         detail = json.loads(r["detail"] or "{}")
@@ -81,6 +82,8 @@ def _journal_attribution(r: sqlite3.Row, **extra: Any) -> dict[str, Any]:
         detail = {}
     if isinstance(detail, dict) and isinstance(detail.get("archive_id"), int):
         out["archive_id"] = detail["archive_id"]
+    if isinstance(detail, dict) and isinstance(detail.get("pending_id"), str):  # an approval (memory/pending.py)
+        out["pending_id"] = detail["pending_id"]
     return out
 
 

@@ -64,8 +64,10 @@ def test_archive_and_restore_are_said_as_such() -> None:
     restored = Change(2, op="added", before=None, after="Old rule.", actor="cli",
                       attribution={"journal_id": 5, "op": "restore", "archive_id": 3}, **base)
     removed = Change(3, op="removed", before="Old rule.", after=None, actor="external", **base)
-    assert [hv.op_words(c) for c in (archived, restored, removed)] == [
-        "archived (archive #3)", "restored (archive #3)", "removed"]
+    approved = Change(4, op="added", before=None, after="New rule.", actor="cli",
+                      attribution={"journal_id": 6, "op": "add", "pending_id": "1a2b3c4d"}, **base)
+    assert [hv.op_words(c) for c in (archived, restored, removed, approved)] == [
+        "archived (archive #3)", "restored (archive #3)", "removed", "added (approved 1a2b3c4d)"]
 
 
 def test_a_toast_never_shows_the_stored_json() -> None:

@@ -96,13 +96,16 @@ def change_text(c: Change) -> str:
 def op_words(c: Change) -> str:
     """The change in a few words: ``added``/``removed``/``replaced`` (memory), ``anchor added``/
     ``anchor removed``/``anchor changed``, or, for memdeck's archive and restore (journal op
-    ``archive``/``restore``), ``archived (archive #N)`` / ``restored (archive #N)``."""
+    ``archive``/``restore``), ``archived (archive #N)`` / ``restored (archive #N)``; an approval
+    through memdeck, ``added (approved <pending id>)``."""
     a = c.attribution or {}
     op = a.get("op") if c.by_memdeck else None
     num = a.get("archive_id")
     if op in ("archive", "restore"):
         word = "archived" if op == "archive" else "restored"
         return f"{word} (archive #{num})" if num is not None else word
+    if c.by_memdeck and a.get("pending_id"):  # memdeck applied a pending write (its journal row names it)
+        return f"{c.op} (approved {a['pending_id']})"
     return c.op.replace("_", " ")
 
 
