@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -109,8 +110,17 @@ def run_dashboard(args: argparse.Namespace) -> int:
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:
-        _say(f"the demo home is {home.path} (rebuilt fresh on every --demo run)")
+        for line in demo_farewell(home.path):
+            _say(line)
     return int(code)
+
+
+def demo_farewell(path: Any) -> list[str]:
+    """What ``memdeck --demo`` prints on exit: where the demo home is, and how to run the command
+    line on it (the help screen ``?`` says the same while the dashboard is open; issue 22 #13)."""
+    q = shlex.quote(str(path))
+    return [f"the demo home is {path} (rebuilt fresh on every --demo run)",
+            f"try the command line on it: memdeck --home {q} status   (or: history, recall deploy, anchors)"]
 
 
 def main(argv: list[str] | None = None) -> int:
