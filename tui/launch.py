@@ -110,17 +110,18 @@ def run_dashboard(args: argparse.Namespace) -> int:
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:
-        for line in demo_farewell(home.path):
-            _say(line)
+        print("\n".join(demo_farewell(home.path)), file=sys.stderr)
     return int(code)
 
 
 def demo_farewell(path: Any) -> list[str]:
-    """What ``memdeck --demo`` prints on exit: where the demo home is, and how to run the command
-    line on it (the help screen ``?`` says the same while the dashboard is open; issue 22 #13)."""
+    """What ``memdeck --demo`` prints on exit (stderr): where the demo home is, and a command line
+    to paste that runs the CLI on it (the help screen ``?`` says the same while the dashboard is
+    open; issue 22 #13)."""
     q = shlex.quote(str(path))
-    return [f"the demo home is {path} (rebuilt fresh on every --demo run)",
-            f"try the command line on it: memdeck --home {q} status   (or: history, recall deploy, anchors)"]
+    return [f"memdeck: the demo home is {path} (rebuilt fresh on every --demo run).",
+            "memdeck: try the command line on it (history, recall deploy, anchors ... work too):",
+            f"  memdeck --home {q} status"]
 
 
 def main(argv: list[str] | None = None) -> int:

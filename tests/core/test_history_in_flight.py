@@ -138,3 +138,25 @@ def test_an_edit_after_memdecks_write_is_not_memdecks(hermes_home: HermesHome) -
     got = history.observe(hermes_home)
     assert _ops(got) == [("anchor_added", "external", "session")]
 
+
+
+def test_the_cli_says_an_anchor_change_in_words(hermes_home: HermesHome, capsys) -> None:
+    """``memdeck history`` printed the stored JSON of an anchor change (issue 22 #12)."""
+    from memdeck.core.cli import main
+
+    store = AnchorStore(hermes_home, actor="cli")
+    a = store.pin("Run the tests before pushing.", session_id="s1", priority=80, probes=["tests", "pushing"])
+    history.observe(hermes_home)
+    path = hermes_home.memlock_dir / "s1.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["anchors"][a.id].update(text="Never push to main without the full test suite.", priority=90,
+                                 probes=["push", "main", "test suite"])
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["--home", str(hermes_home.path), "history"]) == 0
+    out = capsys.readouterr().out
+    assert "{" not in out and "[" not in out, out
+    assert ('    text: "Run the tests before pushing." -> "Never push to main without the full test suite."' in out)
+    assert "    priority: 80 -> 90" in out
+    assert '    probes: added "push", "main", "test suite"; removed "tests", "pushing"' in out
+    assert "    unchanged: reminder" in out and '    text: "Run the tests before pushing."' in out  # the pin too

@@ -44,8 +44,22 @@ def test_an_anchor_change_reads_field_by_field() -> None:
     assert "priority  80 → 90" in t
     assert "probes    added “push”, “main”, “test suite”; removed “tests”, “pushing”" in t
     assert "unchanged: reminder" in t
-    assert "scope     session · session s1" in t
-    assert "Never" in t and "Run" in t  # the text's word diff holds both sides
+    assert "scope     session · s1" in t
+    # two different sentences are not interleaved word by word: the old one, then the new one
+    assert ("text      Run the tests before pushing.\n"
+            "          → Never push to main without running the full test suite first.") in t
+
+
+def test_the_table_says_who_and_where_in_a_few_words() -> None:
+    c = _anchor_change("anchor_removed", NEW, None, scope="global", session_id=None,
+                       attribution={"anchor_id": "pin_1", "journal_id": 3, "op": "unpin"}, actor="tui")
+    assert (hv.who_short(c), hv.where_short(c)) == ("memdeck tui", "global pin pin_1")
+    base = dict(kind="memory", target="user", path="memories/USER.md", op="added", before=None, after="x",
+                since=NOW - 60, until=NOW)
+    assert hv.who_short(Change(1, actor="pending", attribution={"pending_id": "ab", "origin": "background_review"},
+                               **base)) == "background review"
+    assert hv.who_short(Change(2, actor="hermes", attribution={"source": "telegram", "session_id": "s9"},
+                               **base)) == "hermes telegram"
 
 
 def test_an_added_or_removed_anchor_lists_its_fields_and_its_scope() -> None:

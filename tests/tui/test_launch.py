@@ -60,8 +60,9 @@ def test_demo_says_on_exit_how_to_run_the_command_line_on_its_home(fake_tui, tmp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache with space"))
     assert main(["--demo"]) == 0
     err = capsys.readouterr().err
-    (line,) = [ln for ln in err.splitlines() if "try the command line on it:" in ln]
-    argv = shlex.split(line.split("try the command line on it:", 1)[1].split("(or:", 1)[0])
+    lines = err.splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if "try the command line on it" in ln]
+    argv = shlex.split(lines[i + 1])
     assert argv[:2] == ["memdeck", "--home"] and argv[-1] == "status" and argv[2] == str(demo_home_dir(7))
     assert main(argv[1:]) == 0
     assert "MEMORY.md" in capsys.readouterr().out

@@ -13,7 +13,6 @@ Pure functions of a :class:`memdeck.core.overview.snapshot.DeckSnapshot` and a c
 from __future__ import annotations
 
 import difflib
-import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from memdeck.core.history.changes import Change
+from memdeck.core.history.diff import SHOWN_FIELDS, anchor_fields_of, probe_list
 
 from ..safe_text import safe_plain, safe_text
 from .common import ago
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 _OP_STYLE = {"added": "green", "removed": "red", "replaced": "yellow", "anchor_added": "green",
              "anchor_removed": "red", "anchor_changed": "yellow"}
 
-#: The anchor fields shown, in this order, with their labels (``core/history/watched.py`` ANCHOR_FIELDS).
-ANCHOR_FIELD_LABELS = (("text", "text"), ("priority", "priority"), ("probes", "probes"), ("reminder", "reminder"))
+#: Below this similarity (difflib ratio, 0-1) a changed text is shown as the old line struck over
+#: the new one: a word-by-word interleaving of two different sentences cannot be read.
+WORD_DIFF_MIN_RATIO = 0.5
 
 
 @dataclass
@@ -60,6 +61,24 @@ def who(c: Change) -> str:
         return f"pending {a.get('pending_id') or ''}{origin}".replace("  ", " ").strip()
     if c.by_memdeck:
         return f"memdeck {c.actor}"
+    if c.actor in ("external", ""):
+        return ("external: not memdeck (MemLock, the agent's own tools or a hand edit)" if c.kind == "anchor" else
+                "external: not memdeck, no Hermes memory tool call or pending write explains it (a hand edit, "
+                "the background review, cron...)")
+    return c.actor
+
+
+def who_short(c: Change) -> str:
+    """Who, in the few characters the table has: ``memdeck cli``, ``hermes telegram``,
+    ``background review`` (a pending write of Hermes' background review, applied), ``pending
+    write``, ``external``. The detail pane says the rest (:func:`who`)."""
+    a = c.attribution or {}
+    if c.actor == "hermes":
+        return f"hermes {a.get('source') or ''}".strip()
+    if c.actor == "pending":
+        return "background review" if a.get("origin") == "background_review" else "pending write"
+    if c.by_memdeck:
+        return f"memdeck {c.actor}"
     return c.actor or "external"
 
 
@@ -69,16 +88,11 @@ def _where(c: Change) -> str:
     return f"anchor {c.anchor_id or ''} ({c.where})".strip()
 
 
-def anchor_fields(value: str | None) -> dict[str, Any] | None:
-    """The anchor fields a history row stores as JSON text (``before``/``after``), or None for
-    the side that does not exist or cannot be read."""
-    if value is None:
-        return None
-    try:
-        d = json.loads(value)
-    except (ValueError, TypeError):
-        return None
-    return d if isinstance(d, dict) else None
+def where_short(c: Change) -> str:
+    """Where, for the table: the file, or the anchor id (``global`` pin: its durable copy)."""
+    if c.kind == "memory":
+        return _where(c)
+    return f"{'global pin' if c.scope == 'global' else 'anchor'} {c.anchor_id or ''}".strip()
 
 
 def change_text(c: Change) -> str:
@@ -86,7 +100,7 @@ def change_text(c: Change) -> str:
     the new side of an addition, else the old side. Raw data: escape it before showing."""
     if c.kind != "memory":
         for side in ((c.after, c.before) if c.op == "anchor_added" else (c.before, c.after)):
-            d = anchor_fields(side)
+            d = anchor_fields_of(side)
             if d is not None and d.get("text"):
                 return str(d["text"])
         return ""
@@ -121,8 +135,8 @@ def history_rows(snap: DeckSnapshot, now: float | None = None) -> list[HistoryRo
         cells = (
             Text(str(c.change_id), justify="right"),
             Text(ago(c.until, now)),
-            safe_text(who(c), single_line=True, max_chars=40),
-            safe_text(_where(c), single_line=True, max_chars=40),
+            safe_text(who_short(c), single_line=True, max_chars=24),
+            safe_text(where_short(c), single_line=True, max_chars=32),
             op,
             safe_text(change_text(c), single_line=True, max_chars=200),
         )
@@ -130,11 +144,24 @@ def history_rows(snap: DeckSnapshot, now: float | None = None) -> list[HistoryRo
     return rows
 
 
-def word_diff(before: str, after: str) -> Text:
-    """Before -> after, word by word: removed words red and struck, added words green."""
+def word_diff(before: str, after: str, indent: int = 0) -> Text:
+    """Before -> after, word by word: removed words red and struck, added words green. Texts that
+    share little (word similarity below :data:`WORD_DIFF_MIN_RATIO`) are shown whole: the old one
+    struck, then ``→`` and the new one on the next line (indented by ``indent``); so is a side
+    that is empty (an entry added or removed)."""
     a, b = before.split(" "), after.split(" ")
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    if not before or not after or sm.ratio() < WORD_DIFF_MIN_RATIO:
+        t = Text()
+        if before:
+            t.append_text(safe_text(before, style="red strike"))
+        if before and after:
+            t.append("\n" + " " * indent + "→ ")
+        if after:
+            t.append_text(safe_text(after, style="green"))
+        return t
     t = Text()
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             t.append_text(safe_text(" ".join(a[i1:i2]) + " "))
             continue
@@ -148,10 +175,6 @@ def word_diff(before: str, after: str) -> Text:
     return t
 
 
-def _probes(v: Any) -> list[str]:
-    return [str(p) for p in v] if isinstance(v, list) else ([] if v in (None, "") else [str(v)])
-
-
 def _probe_list(probes: list[str]) -> Text:
     """Probes as a readable list: ``"uv add", "uv run"`` (quoted: a probe may hold a comma)."""
     if not probes:
@@ -159,9 +182,13 @@ def _probe_list(probes: list[str]) -> Text:
     return safe_text(", ".join(f"“{p}”" for p in probes), single_line=True)
 
 
+#: the width of an anchor field's label column ("priority" and two spaces)
+_LABEL_WIDTH = max(len(k) for k in SHOWN_FIELDS) + 2
+
+
 def _field_value(key: str, v: Any) -> Text:
     if key == "probes":
-        return _probe_list(_probes(v))
+        return _probe_list(probe_list(v))
     if v is None or v == "":
         return Text("none", style="dim")
     return safe_text(str(v), single_line=key != "text")
@@ -170,7 +197,7 @@ def _field_value(key: str, v: Any) -> Text:
 def _field_change(key: str, old: Any, new: Any) -> Text:
     """One anchor field from ``old`` to ``new``, in words."""
     if key == "probes":
-        o, n = _probes(old), _probes(new)
+        o, n = probe_list(old), probe_list(new)
         gone, came = [p for p in o if p not in n], [p for p in n if p not in o]
         t = Text()
         if came:
@@ -186,7 +213,7 @@ def _field_change(key: str, old: Any, new: Any) -> Text:
             t.append_text(_probe_list(n))
         return t
     if key in ("text", "reminder"):
-        return word_diff(str(old or ""), str(new or ""))
+        return word_diff(str(old or ""), str(new or ""), indent=_LABEL_WIDTH)
     o, n = _field_value(key, old), _field_value(key, new)
     o.stylize("red")
     n.stylize("green")
@@ -197,8 +224,8 @@ def anchor_change_text(c: Change) -> Text:
     """An anchor change field by field: for a change, each field that changed (from -> to) and
     the ones that did not (one dim line); for an addition or a removal, every field; the scope
     (``session`` + its session id, or ``global``: the pin in ``memlock/persist/``) last."""
-    before, after = anchor_fields(c.before), anchor_fields(c.after)
-    width = max(len(label) for _k, label in ANCHOR_FIELD_LABELS) + 2
+    before, after = anchor_fields_of(c.before), anchor_fields_of(c.after)
+    width = _LABEL_WIDTH
     t = Text()
 
     def line(label: str, value: Text) -> None:
@@ -208,11 +235,11 @@ def anchor_change_text(c: Change) -> Text:
 
     if before is not None and after is not None:
         same = []
-        for key, label in ANCHOR_FIELD_LABELS:
+        for key in SHOWN_FIELDS:
             if before.get(key) == after.get(key):
-                same.append(label)
+                same.append(key)
             else:
-                line(label, _field_change(key, before.get(key), after.get(key)))
+                line(key, _field_change(key, before.get(key), after.get(key)))
         if same:
             t.append(f"unchanged: {', '.join(same)}\n", "dim")
     else:
@@ -222,13 +249,13 @@ def anchor_change_text(c: Change) -> Text:
             t.append("\n")
         else:
             t.append("pinned with\n" if after is not None else "it was\n", "dim")
-            for key, label in ANCHOR_FIELD_LABELS:
-                line(label, _field_value(key, fields.get(key)))
+            for key in SHOWN_FIELDS:
+                line(key, _field_value(key, fields.get(key)))
     scope = Text(c.scope or "?")
     if c.scope == "global":
         scope.append(" (the durable copy in memlock/persist/, seeded into new sessions)", "dim")
     elif c.session_id:
-        scope.append(" · session ", "dim")
+        scope.append(" · ", "dim")
         scope.append_text(safe_text(c.session_id, single_line=True))
     line("scope", scope)
     t.rstrip()

@@ -28,7 +28,8 @@ class HistoryPanel(TableDetailPanel):
         return history.history_rows(snap, self.now)
 
     def haystack(self, r: HistoryRow) -> Iterable[Any]:
-        return (r.text, history.who(r.change), r.change.op, r.change.where)
+        c = r.change
+        return (r.text, history.who(c), history.who_short(c), history.op_words(c), history.where_short(c), c.where)
 
     def detail_for(self, r: HistoryRow | None, snap: DeckSnapshot) -> Any:
         return history.history_detail(snap, r, self.now)
