@@ -104,7 +104,7 @@ def settings_renderable(settings: Any, other_ids: Sequence[str] = ()) -> Text:
         t.append_text(safe_text(" then ".join(str(p) for p in settings.candidates), single_line=True, style="bold"))
         t.append(".\n")
     else:
-        t.append("read ")
+        t.append("the settings file is ")
         t.append_text(safe_text(str(settings.path), single_line=True, style="bold"))
         t.append(" (keys marked * come from its keymap)\n" if settings.keymap else "\n")
     if settings.warnings:
