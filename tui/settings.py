@@ -27,6 +27,7 @@ action had is given over, with a warning that names the action that lost it (iss
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -148,12 +149,45 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
         elif known is None:
             keymap[str(bid)] = keys.strip()  # the launcher reads only default_profile: no Textual import
         else:
-            keymap[str(bid)] = ",".join(normalized_keys(keys))
+            good = []
+            for k in normalized_keys(keys):
+                if is_key_name(k):
+                    good.append(k)
+                else:
+                    shown = k if len(k) <= 40 else k[:40] + "…"
+                    warnings.append(f"{path}: keymap {bid!r}: {shown!r} is not a key name Textual knows "
+                                    "(e.g. ctrl+k, f2, question_mark); ignored")
+            if good:
+                keymap[str(bid)] = ",".join(good)
     if default_keys is not None:
         keymap, more = check_collisions(keymap, default_keys)
         warnings.extend(f"{path}: {w}" for w in more)
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
                         candidates=candidates)
+
+
+#: Modifiers Textual puts before a key name (``ctrl+shift+f2``).
+_MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+@functools.lru_cache(maxsize=1)
+def _key_names() -> frozenset[str]:
+    """The key names Textual can report (without modifiers): its ``Keys`` enum, ``f1``-``f24``,
+    ``space``, and the name of every printable ASCII character (``a``, ``A``, ``question_mark``)."""
+    from textual.keys import Keys
+
+    names = {k.value.rsplit("+", 1)[-1] for k in Keys} | {f"f{n}" for n in range(1, 25)} | {"space", "enter"}
+    names |= set(normalized_keys(",".join(chr(c) for c in range(33, 127) if chr(c) != ",")))
+    names.add("comma")
+    return frozenset(names)
+
+
+def is_key_name(key: str) -> bool:
+    """Whether ``key`` (normalised, :func:`normalized_keys`) is one Textual can bind: modifiers
+    joined by ``+`` then a key name (:func:`_key_names`). ``ctrl+``, an escape sequence or a word
+    would be bound silently and never fire."""
+    *mods, name = key.split("+")
+    return bool(name) and all(m in _MODIFIERS for m in mods) and name in _key_names()
 
 
 def normalized_keys(keys: str) -> list[str]:

@@ -154,6 +154,14 @@ def test_a_reserved_key_is_refused_with_a_warning(tmp_path: Path) -> None:
         assert needle in text, text
 
 
+def test_a_key_textual_cannot_bind_is_named_not_bound_silently(tmp_path: Path) -> None:
+    s = _keymap(tmp_path, '"memdeck.pin" = "ctrl+, f2"\n"memdeck.edit" = "\\u001b[31m"\n"memdeck.move" = "' + "x" * 500 + '"\n')
+    assert s.keymap == {"memdeck.pin": "f2"}
+    text = "\n".join(s.warnings)
+    assert "'ctrl+' is not a key name Textual knows" in text and "'\\x1b[31m' is not a key name" in text
+    assert "'" + "x" * 40 + "…' is not a key name" in text and "x" * 41 not in text
+
+
 def test_moving_quit_itself_is_allowed_and_frees_its_key(tmp_path: Path) -> None:
     s = _keymap(tmp_path, '"memdeck.quit" = "ctrl+w"\n"memdeck.pin" = "q"\n')
     assert s.keymap == {"memdeck.quit": "ctrl+w", "memdeck.pin": "q"}
