@@ -42,6 +42,7 @@ from ..history.observation import observe
 from ..home import HermesHome
 from ..memory.pending import approve
 from ..memory.store import MemoryStore
+from ..sessions.statedb import StateDB
 from .plan import DemoPlan, live_schedule
 from .story import (ARCHIVED_MEMORY_ENTRY, ARCHIVED_REASON, ENTRY_SEP, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A,
                     PINS_AFTER, USER_FIXED, USER_NAME_BEFORE)
@@ -197,51 +198,67 @@ def replay(home: HermesHome, plan: DemoPlan, live_file: Path, live_before: dict[
         MemdeckError, OSError: the home could not be written (the build fails as a whole).
     """
     ch = demo_changes(plan)
+    # One memdeck.db connection and one state.db reader for every observation (a generated home:
+    # no fsync per commit, as state.db is written); memdeck's own writes open theirs, as always.
+    conn = deckdb.connect(home)
+    conn.execute("PRAGMA synchronous=OFF")
+    statedb = StateDB(home.state_db)
+    try:
+        _replay(home, plan, ch, live_file, live_before, live_after,
+                lambda t: observe(home, conn=conn, statedb=statedb, now=t))
+    finally:
+        statedb.close()
+        conn.close()
+
+
+def _replay(home: HermesHome, plan: DemoPlan, ch: DemoChanges, live_file: Path, live_before: dict[str, Any],
+            live_after: dict[str, Any], look: Any) -> None:
+    """The body of :func:`replay`; ``look(t)`` is memdeck's observation at epoch ``t``."""
     for target in ("memory", "user"):
         _write_entries(home, target, memory_at(plan, target, ch.hermes_review_at - 1))
-    observe(home, now=ch.hermes_review_at - 6.0)  # memdeck's first look: the baseline
+    look(ch.hermes_review_at - 6.0)  # memdeck's first look: the baseline
 
     # Hermes' memory tool (the review session's call) adds the Postgres entry.
     _write_entries(home, "memory", memory_at(plan, "memory", ch.hermes_review_at))
-    observe(home, now=ch.hermes_review_at + 4.0)
+    look(ch.hermes_review_at + 4.0)
 
     # The user corrects USER.md by hand.
     _write_entries(home, "user", memory_at(plan, "user", ch.manual_edit_at))
-    observe(home, now=ch.manual_edit_at + 40.0)
+    look(ch.manual_edit_at + 40.0)
 
     # The background review stages a USER.md entry; Hermes applies it (the record is removed).
     bg_pid, approve_pid = plan.applied_pending_ids
     staged = _stage(home, pending_record(bg_pid, "add", "user", ch.background_entry, None, "background_review",
                                          ch.background_staged_at))
-    observe(home, now=ch.background_staged_at + 30.0)
+    look(ch.background_staged_at + 30.0)
     _write_entries(home, "user", memory_at(plan, "user", ch.background_applied_at))
     staged.unlink()
-    observe(home, now=ch.background_applied_at + 20.0)
+    look(ch.background_applied_at + 20.0)
 
     # MemLock rewords the push pin in the live session (memdeck saw the file just before).
     live_file.parent.mkdir(parents=True, exist_ok=True)
     live_file.write_bytes(dump_json(live_before).encode("utf-8"))
-    observe(home, now=ch.memlock_edit_at - 100.0)
+    look(ch.memlock_edit_at - 100.0)
     live_file.write_bytes(dump_json(live_after).encode("utf-8"))
-    observe(home, now=ch.memlock_edit_at + 10.0)
+    look(ch.memlock_edit_at + 10.0)
 
     # Hermes' memory tool (the live session's call) adds the rate-limit entry.
     _write_entries(home, "memory", memory_at(plan, "memory", ch.hermes_live_at))
-    observe(home, now=ch.hermes_live_at + 5.0)
+    look(ch.hermes_live_at + 5.0)
 
     # A write staged for approval, approved through memdeck (`memdeck pending approve`).
     _stage(home, pending_record(approve_pid, "add", "memory", ch.approved_entry, None, "foreground",
                                 ch.approve_staged_at))
-    observe(home, now=ch.approve_staged_at + 30.0)
+    look(ch.approve_staged_at + 30.0)
     config = load_config(home)
     approve(home, config, approve_pid, actor="cli")
     _stamp_last_journal_row(home, ch.approved_at)
-    observe(home, now=ch.approved_at + 5.0)
+    look(ch.approved_at + 5.0)
 
     # memdeck archives the stale deploy entry (`memdeck archive`): archive #1.
     MemoryStore(home, config, actor="cli").archive("memory", ARCHIVED_MEMORY_ENTRY, reason=ARCHIVED_REASON)
     _stamp_last_journal_row(home, ch.archived_at)
-    observe(home, now=ch.archived_at + 5.0)
+    look(ch.archived_at + 5.0)
 
 
 __all__ = ["DemoChanges", "REVIEW_CALL_OFFSET", "demo_changes", "memory_at", "memory_call_offset", "pending_record",
