@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .fsio import read_regular_bytes
+from .fsio import FileTooLarge, read_regular_bytes
 from .home import HermesHome
 
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
@@ -214,28 +214,82 @@ def _session_store(data: dict[str, Any]) -> tuple[str, str]:
 def load_config(home: HermesHome | Path) -> Config:
     """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`.
 
+    The file is bounded as every config memdeck reads (:func:`read_config_text`,
+    :func:`load_yaml_document`): at most :data:`MAX_CONFIG_BYTES` on disk, :data:`MAX_CONFIG_NODES`
+    values after alias expansion, 200 levels deep; past a bound the defaults apply, with a warning.
+
     Args:
         home: a :class:`HermesHome` or the home directory.
     """
     path = home.config_path if isinstance(home, HermesHome) else Path(home) / "config.yaml"
     warnings: list[str] = []
     try:
-        text = read_regular_bytes(path).decode("utf-8-sig")
+        text = read_config_text(path)
     except FileNotFoundError:
         return Config()
+    except ConfigTooLarge as exc:
+        return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except (OSError, UnicodeDecodeError) as exc:
         return Config(warnings=(f"config: {path} could not be read ({exc}); using defaults",))
     try:
-        data = yaml_safe_load(text)
-        _check_expanded_size(data)
+        data = load_yaml_document(text)
     except ImportError:
         return Config(warnings=("config: neither PyYAML nor ruamel.yaml is installed; using defaults",))
-    except _TooLarge as exc:
+    except ConfigTooLarge as exc:
         return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
     return parse_config(data, warnings)
+
+
+#: The largest config file memdeck parses, in bytes. PyYAML's pure-Python safe loader reads
+#: about 200 KB a second (measured on this project's machine), so a 13 MB file kept the dashboard
+#: blank for minutes (issue 22 #6); Hermes' own config.yaml is a few KB.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class ConfigTooLarge(ValueError):
+    """A config document over one of memdeck's bounds: its bytes on disk, its values after alias
+    expansion, or its depth. The message says which ("is 13,000,000 bytes, over ...")."""
+
+
+def read_config_text(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a config file (UTF-8, a leading BOM dropped), read without following it into a
+    FIFO or a device (``core/fsio.py`` ``read_regular_bytes``) and only when it is at most
+    ``max_bytes`` bytes (one ``fstat`` decides; nothing is read past the bound).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ConfigTooLarge: larger than ``max_bytes``.
+        UnicodeDecodeError: not UTF-8.
+        OSError: not a regular file, or any other read error.
+    """
+    try:
+        return read_regular_bytes(path, max_bytes=max_bytes).decode("utf-8-sig")
+    except FileTooLarge as exc:
+        raise ConfigTooLarge(f"is {exc.size:,} bytes, over memdeck's {max_bytes:,}-byte bound for a config file") from exc
+
+
+def load_yaml_document(text: str) -> Any:
+    """Parse a YAML config document (:func:`yaml_safe_load`) and bound what it expands to
+    (:func:`check_expanded_size`): the one parse path of every YAML config memdeck reads (a Hermes
+    home's ``config.yaml``, the dashboard's settings file).
+
+    Returns the document (``None`` for an empty one).
+
+    Raises:
+        ImportError: neither YAML library is importable.
+        ConfigTooLarge: more than :data:`MAX_CONFIG_NODES` values after alias expansion, or deeper
+            than 200 levels (also when the parser itself recurses too deep on nested brackets).
+        ValueError: not valid YAML (the parser's message).
+    """
+    try:
+        data = yaml_safe_load(text)
+    except RecursionError as exc:  # "[[[[..." thousands deep: the parser's own recursion gives up
+        raise ConfigTooLarge("nests too deeply for the YAML parser") from exc
+    check_expanded_size(data)
+    return data
 
 
 def yaml_safe_load(text: str) -> Any:
@@ -277,11 +331,7 @@ def yaml_safe_load(text: str) -> Any:
 MAX_CONFIG_NODES = 100_000
 
 
-class _TooLarge(Exception):
-    pass
-
-
-def _check_expanded_size(data: Any) -> None:
+def check_expanded_size(data: Any) -> None:
     """Refuse a parsed config that expands to more than :data:`MAX_CONFIG_NODES` values or nests
     deeper than 200 levels (issue 13 #12).
 
@@ -291,13 +341,13 @@ def _check_expanded_size(data: Any) -> None:
     is computed with memoisation on shared objects, in time linear in the file.
 
     Raises:
-        _TooLarge: the bound is exceeded (the message says which).
+        ConfigTooLarge: the bound is exceeded (the message says which).
     """
     sizes: dict[int, int] = {}
 
     def size(v: Any, depth: int) -> int:
         if depth > 200:
-            raise _TooLarge("nests deeper than 200 levels")
+            raise ConfigTooLarge("nests deeper than 200 levels")
         if not isinstance(v, (dict, list)):
             return 1
         got = sizes.get(id(v))
@@ -314,4 +364,4 @@ def _check_expanded_size(data: Any) -> None:
         return total
 
     if size(data, 0) > MAX_CONFIG_NODES:
-        raise _TooLarge(f"expands to more than {MAX_CONFIG_NODES:,} values (an alias bomb?)")
+        raise ConfigTooLarge(f"expands to more than {MAX_CONFIG_NODES:,} values (an alias bomb?)")

@@ -303,7 +303,8 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
     Raises:
         FileNotFoundError: the file does not exist.
         IsADirectoryError: it is a directory.
-        NotRegularFile: it is a FIFO, socket or device, or larger than ``max_bytes``.
+        NotRegularFile: it is a FIFO, socket or device; :class:`FileTooLarge` (a subclass):
+            larger than ``max_bytes`` (nothing more than one ``fstat`` is done).
         OSError: any other open/read error.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -315,7 +316,7 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(f"{path} is not a regular file (a FIFO, socket or device); refusing to read it")
         if max_bytes is not None and st.st_size > max_bytes:
-            raise NotRegularFile(f"{path} is {st.st_size:,} bytes, over the {max_bytes:,}-byte bound")
+            raise FileTooLarge(f"{path} is {st.st_size:,} bytes, over the {max_bytes:,}-byte bound", st.st_size)
         chunks: list[bytes] = []
         while True:
             b = os.read(fd, 1 << 20)
@@ -329,6 +330,14 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
 
 class NotRegularFile(OSError):
     """A data file is a FIFO, socket or device (or over its size bound): refused, never read."""
+
+
+class FileTooLarge(NotRegularFile):
+    """A data file is larger than its reader's bound (``size``: its bytes): refused, never read."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 def read_text_strict(path: Path) -> str | None:

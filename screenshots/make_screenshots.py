@@ -53,7 +53,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("anchors", "anchors"),
     Shot("drift", "drift"),
     Shot("capacity", "capacity"),
-    Shot("recall", "recall", query="rate limit"),
+    Shot("recall", "recall", query="deploy"),
     Shot("review", "review"),
     Shot("history", "history"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),

@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -37,7 +36,7 @@ from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
-from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, screen_bindings
+from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
 from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
@@ -114,7 +113,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "memdeck"
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")] + app_bindings()
+    BINDINGS = [quit_anywhere_binding()] + app_bindings()
     COMMANDS = App.COMMANDS | {DeckCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -176,6 +175,11 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
+        #: the person's settings file as read at start (None: not read, ``user_settings=False``);
+        #: the help screen shows its path, its problems and the binding ids a keymap takes
+        self.settings: Any = None
+        #: the once-a-minute timer of the shown panel's relative times (None while the panel has none)
+        self.retime_timer: Any = None
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -273,7 +277,11 @@ class MemdeckApp(DeckActions, App[None]):
         self.ansi_theme_light = LIGHT_ANSI  # status colours at 3:1 or better on the light theme
         self.theme = "textual-dark"
         if self.use_settings:
-            settings = load_settings(all_binding_ids(type(self)), self.available_themes)
+            from .keymap import main_screen_keys
+
+            settings = load_settings(all_binding_ids(type(self)), self.available_themes,
+                                     default_keys=main_screen_keys())
+            self.settings = settings
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
                 if self.read_only:
@@ -281,11 +289,12 @@ class MemdeckApp(DeckActions, App[None]):
             if settings.theme:
                 self.theme = settings.theme
             for w in settings.warnings:
-                self.notify(w, title="settings", severity="warning", timeout=10)
+                self.notify(w, title="settings (? shows them again)", severity="warning", timeout=10)
         self.request_refresh()
         if self.watch_enabled:
             self.start_watchers()
         self.call_after_refresh(self._focus_panel)
+        self.call_after_refresh(self._arm_retime)
 
     # ── panels ──────────────────────────────────────────────────────────
 
@@ -321,7 +330,45 @@ class MemdeckApp(DeckActions, App[None]):
         if pid in self._stale_panels and self.snapshot is not None:
             self._stale_panels.discard(pid)
             self._show_panel_snapshot(pid, self.snapshot)
+        elif self.snapshot is not None and self._panel_has_relative_times(pid):
+            self._retime()  # its "12 min ago" went stale while it was hidden
+        self._arm_retime(pid)
         self.call_after_refresh(self._focus_panel)
+
+    # ── relative times ("12 min ago"): drawn again once a minute, only while such a panel shows ──
+
+    #: seconds between two redraws of the shown panel's relative times
+    RETIME_S = 60.0
+
+    def _panel_has_relative_times(self, pid: str) -> bool:
+        try:
+            return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
+        except Exception:  # not mounted (start-up, shutdown)
+            return False
+
+    def _arm_retime(self, pid: str | None = None) -> None:
+        """Run the once-a-minute timer while the shown panel has relative times; stop it otherwise,
+        so a panel without them (or a hidden one) costs no wake-up at all."""
+        wanted = self._panel_has_relative_times(pid or self.current_panel_id)
+        if wanted and self.retime_timer is None:
+            self.retime_timer = self.set_interval(self.RETIME_S, self._retime, name="relative-times")
+        elif not wanted and self.retime_timer is not None:
+            self.retime_timer.stop()
+            self.retime_timer = None
+
+    def _retime(self) -> None:
+        """Draw the shown panel's relative times for the clock's new time (cells in place); not
+        while refresh is paused or a dialog is open (the screen is meant to hold still then)."""
+        snap = self.snapshot
+        if snap is None or self._refresh_blocked():
+            return
+        pid = self.current_panel_id
+        if not self._panel_has_relative_times(pid) or pid in self._stale_panels:
+            return
+        try:
+            self.panel(pid).retime(snap)
+        except Exception as exc:  # a panel bug must not kill the app
+            self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
         """Draw ``snap`` in panel ``pid`` unless it holds nothing new for it; a panel that fails
@@ -379,7 +426,10 @@ class MemdeckApp(DeckActions, App[None]):
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
-        self.push_screen(HelpScreen())
+        from .settings import all_binding_ids
+
+        self.push_screen(HelpScreen(settings=self.settings, demo_home=self.home.path if self.demo else None,
+                                    binding_ids=all_binding_ids(type(self))))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
@@ -732,18 +782,16 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown = dict(counts)
 
     def _toast_changes(self, changes: Any) -> None:
-        """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""
-        from .safe_text import safe_plain
+        """A warning toast for each entry or anchor removed or replaced by a writer other than
+        memdeck, in words (:func:`.views.history.toast_text`: the entry or the anchor's text, never
+        the JSON the history stores)."""
+        from .views.history import toast_text
 
         for c in changes or ():
             if c.by_memdeck or c.op not in ("removed", "replaced", "anchor_removed", "anchor_changed"):
                 continue
-            who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
-                   "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
-            what = (c.before or "")[:80]
-            self.notify(safe_plain(f"{c.op} in {c.where} by {who}: {what} (memdeck revert {c.change_id})",
-                                   single_line=True), title="memory changed", severity="warning", markup=False,
-                        timeout=8)
+            title = "anchor changed" if c.kind == "anchor" else "memory changed"
+            self.notify(toast_text(c), title=title, severity="warning", markup=False, timeout=8)
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -121,7 +122,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:
-        _say(f"the demo home is {home.path} (rebuilt fresh on every --demo run)")
+        print("\n".join(demo_farewell(home.path)), file=sys.stderr)
     return int(code)
 
 
@@ -157,6 +158,16 @@ def run_serve(args: argparse.Namespace) -> int:
         read_only=bool(getattr(args, "read_only", False)), allowed_hosts=tuple(args.allowed_host or ()),
         allow_remote=args.allow_remote, check=args.check, label=home.profile,
     ))
+
+
+def demo_farewell(path: Any) -> list[str]:
+    """What ``memdeck --demo`` prints on exit (stderr): where the demo home is, and a command line
+    to paste that runs the CLI on it (the help screen ``?`` says the same while the dashboard is
+    open; issue 22 #13)."""
+    q = shlex.quote(str(path))
+    return [f"memdeck: the demo home is {path} (rebuilt fresh on every --demo run).",
+            "memdeck: try the command line on it (history, recall deploy, anchors ... work too):",
+            f"  memdeck --home {q} status"]
 
 
 def main(argv: list[str] | None = None) -> int:

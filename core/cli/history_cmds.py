@@ -70,6 +70,10 @@ def _show(c: _history.Change) -> None:
     since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
     rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
     print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
+    if c.kind == "anchor":  # field by field, in words: never the JSON the history stores (issue 22 #12)
+        for line in _history.anchor_field_lines(c.before, c.after):
+            print(f"    {safe(line, one_line=True, width=160)}")
+        return
     if c.before is not None:
         print(f"    - {safe(c.before, one_line=True, width=100)}")
     if c.after is not None:

@@ -24,11 +24,11 @@ The public names are re-exported here (``from ..history import observe``).
 from __future__ import annotations
 
 from .changes import ANCHOR_OPS, MEMORY_OPS, Change, get_change, list_changes
-from .diff import diff_anchors, diff_entries
+from .diff import anchor_field_lines, diff_anchors, diff_entries
 from .observation import MAX_CHANGES, observe, reattribute
 from .reverting import revert
 from .watched import canonical_anchors, canonical_memory, watched_files
 
-__all__ = ["ANCHOR_OPS", "Change", "MAX_CHANGES", "MEMORY_OPS", "canonical_anchors", "canonical_memory",
+__all__ = ["ANCHOR_OPS", "Change", "MAX_CHANGES", "MEMORY_OPS", "anchor_field_lines", "canonical_anchors", "canonical_memory",
            "diff_anchors", "diff_entries", "get_change", "list_changes", "observe", "reattribute", "revert",
            "watched_files"]

@@ -52,6 +52,22 @@ def test_demo_builds_a_fresh_home_in_the_cache_and_opens_it(fake_tui, tmp_path: 
     assert "demo home is" in capsys.readouterr().err
 
 
+def test_demo_says_on_exit_how_to_run_the_command_line_on_its_home(fake_tui, tmp_path: Path, monkeypatch,
+                                                                     capsys) -> None:
+    """Issue 22 #13: the printed command is one a newcomer can paste, and it works on the demo home."""
+    import shlex
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache with space"))
+    assert main(["--demo"]) == 0
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if "try the command line on it" in ln]
+    argv = shlex.split(lines[i + 1])
+    assert argv[:2] == ["memdeck", "--home"] and argv[-1] == "status" and argv[2] == str(demo_home_dir(7))
+    assert main(argv[1:]) == 0
+    assert "MEMORY.md" in capsys.readouterr().out
+
+
 def test_real_home_is_resolved_like_the_commands(fake_tui, tmp_path: Path, monkeypatch) -> None:
     _mod, calls = fake_tui
     home = tmp_path / "h"
