@@ -20,13 +20,14 @@ from .. import history as _history
 from ..errors import MemdeckError, Refused
 from ..text import visible
 from . import anchor_cmds
+from . import fleet_cmds
 from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
+COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds, fleet_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *,
-         dashboard: Callable[[argparse.Namespace], int] | None = None) -> int:
+         dashboard: Callable[[argparse.Namespace], int] | None = None,
+         fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
+         fleet_settings: Callable[[], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -56,6 +59,12 @@ def main(argv: Sequence[str] | None = None, *,
         dashboard: what runs when no command is given. The ``memdeck`` console script
             (:func:`memdeck.tui.launch.main`) passes the dashboard; core never imports the TUI,
             so without it a missing command is a usage error.
+        fleet: what ``memdeck fleet`` runs on a terminal (the fleet screen,
+            :func:`memdeck.tui.fleet.run_fleet`), passed the same way; without it the fleet is
+            printed as a table.
+        fleet_settings: returns the ``fleet`` table of the person's settings file
+            (:class:`memdeck.core.fleet.homes.FleetSettings`: ``fleet.homes``, the ssh command),
+            which the TUI owns; without it ``fleet`` and ``metrics`` see the profiles only.
     """
     parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -65,6 +74,7 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"memdeck: error: {bad}", file=sys.stderr)
         return 2
     args = parser.parse_args(raw)
+    args.fleet_screen, args.load_fleet_settings = fleet, fleet_settings
     try:
         if args.command is None:
             if dashboard is None:

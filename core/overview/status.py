@@ -32,6 +32,10 @@ Shape (keys are only ever added, never renamed or removed)::
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
+      "memory_provider": str,            # memory.provider of config.yaml ("" = the built-in stores only)
+      "alert_floor": int,                # MemLock's memlock.alert_floor (percent 0-100): a lower score alerts
+      "changes": {"total": int, "by_actor": {actor: int},             # memdeck.db's change history
+                  "last": {"id", "time", "actor", "kind", "target", "where", "op"} | null},
       "session_store": {"name": str, "source": str, "message": str},  # only when config.yaml names a
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
@@ -62,6 +66,7 @@ from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
+from ..history.changes import history_summary
 from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
@@ -196,11 +201,17 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "pending": pending_section(home),
         "archived": archived,
         "config_warnings": list(config.warnings),
+        "memory_provider": config.memory_provider,
+        "alert_floor": int(config.memlock.alert_floor),
     }
+    errors: dict[str, str] = {}
+    try:
+        out["changes"] = history_summary(home).to_dict()
+    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
+        errors["changes"] = f"{type(exc).__name__}: {exc}"
     note = session_store_note(config)
     if note:
         out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
-    errors: dict[str, str] = {}
     try:
         out["memlock_location"] = locate_memlock(home).to_dict()
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
