@@ -7,8 +7,10 @@ Only what belongs to the person, not to a Hermes home::
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
     "memdeck.pin" = "ctrl+p"
     "memdeck.quit" = "q,ctrl+c"
+    [fleet]                          # memdeck fleet / memdeck metrics: homes beside the profiles
+    homes = ["/srv/gateway/.hermes", "ssh://ops@box-2/home/ops/.hermes"]
 
-The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
 one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
@@ -25,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.config import yaml_safe_load
+from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap"})
+KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class UserSettings:
         default_profile: a profile name, or None.
         keymap: binding id -> keys, only ids that exist.
         warnings: one line per problem met (the file, a key, an id, a value).
+        fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
+            warnings are in ``fleet.warnings``, also listed in ``warnings``).
     """
 
     path: Path | None = None
@@ -47,6 +52,7 @@ class UserSettings:
     default_profile: str | None = None
     keymap: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
 
 def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
@@ -103,7 +109,10 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
             warnings.append(f"{path}: keymap {bid!r} needs keys as a string such as \"ctrl+p\"")
         else:
             keymap[bid] = keys.strip()
-    return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings))
+    fleet = parse_fleet_settings(data.get("fleet"), str(path))
+    warnings.extend(fleet.warnings)
+    return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
+                        fleet=fleet)
 
 
 def all_binding_ids(app_class: Any) -> list[str]:

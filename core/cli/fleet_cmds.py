@@ -56,13 +56,16 @@ def _fleet(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.json:
         print_json([r.to_json() for r in rows])
         return 0
-    from ..fleet.columns import COLUMNS, row_cells
+    from ..fleet.columns import COLUMNS, row_cells, row_detail
 
     now = time.time()
     table = [[h for _k, h in COLUMNS]] + [[row_cells(r, now)[k] for k, _h in COLUMNS] for r in rows]
     widths = [min(48, max(len(line[i]) for line in table)) for i in range(len(COLUMNS))]
     for line in table:
         print("  ".join(cell[:w].ljust(w) for cell, w in zip(line, widths)).rstrip())
+    print()
+    for r in rows:
+        print(row_detail(r, now))
     return 0
 
 

@@ -15,6 +15,7 @@ from .stale_sessions import NOT_AVAILABLE
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("attention", "!"),
     ("home", "home"),
+    ("state", "state"),
     ("memory", "MEMORY"),
     ("user", "USER"),
     ("pending", "pending (oldest)"),
@@ -23,10 +24,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("last_change", "last change"),
     ("provider", "provider"),
     ("memlock", "MemLock state"),
-    ("state", "state"),
 )
 
 ATTENTION_MARKS = {0: "", 1: "·", 2: "!", 3: "!!"}
+#: The state column's word for a row read now, by attention level.
+LEVEL_WORDS = {0: "ok", 1: "notice", 2: "look soon", 3: "act now"}
 
 
 def span(seconds: float) -> str:
@@ -48,7 +50,7 @@ def row_cells(row: FleetRow, now: float) -> dict[str, str]:
     out = {"attention": ATTENTION_MARKS.get(row.attention.level, "!!"), "home": home}
     if f is None:
         out.update({k: "" for k, _ in COLUMNS if k not in out})
-        out["state"] = f"error: {row.error or 'not read'}"
+        out["state"] = "error"
         return out
     for target in ("memory", "user"):
         st = f.memory.get(target)
@@ -69,10 +71,20 @@ def row_cells(row: FleetRow, now: float) -> dict[str, str]:
         out["provider"] += " · sessions elsewhere"
     out["memlock"] = "" if not f.memlock_elsewhere else (f.memlock_path or "?")
     if row.stale:
-        out["state"] = f"stale {span(now - (row.fetched_at or now))}: {row.error or 'not answering'}"
-    elif row.error:
-        out["state"] = f"error: {row.error}"
+        out["state"] = f"stale {span(now - (row.fetched_at or now))}"
     else:
-        reasons = [r.text for r in row.attention.reasons]
-        out["state"] = "; ".join(reasons) if reasons else "ok"
+        out["state"] = LEVEL_WORDS.get(row.attention.level, "act now")
     return out
+
+
+def row_detail(row: FleetRow, now: float) -> str:
+    """Why the row is where it is, in one line: its address, the error (a stale row: since when
+    its data is), then every reason of :attr:`FleetRow.attention`, most urgent first."""
+    parts = [row.home.address]
+    if row.stale and row.fetched_at is not None:
+        parts.append(f"data from {span(now - row.fetched_at)} ago: {row.error or 'the host did not answer'}")
+    elif row.error:
+        parts.append(f"error: {row.error}")
+    reasons = [r.text for r in row.attention.reasons if not (row.error and r.text.endswith(row.error))]
+    parts.append("; ".join(reasons) if reasons else "nothing needs attention")
+    return " · ".join(parts)

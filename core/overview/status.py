@@ -96,8 +96,9 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
-      None; history oldest first, see :func:`integrity_history`);
+    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100, or
+      None without anchors or without a readable state.db; history oldest first, see
+      :func:`integrity_history`);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
     * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
@@ -131,7 +132,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         report = store.load_pins_report()
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
         with StateDB.shared(home.state_db) as db:
-            live = db.live_session() if db.status().ok else None
+            db_ok = db.status().ok
+            live = db.live_session() if db_ok else None
             sid = default_session_id(store, live.id if live else None)
             if sid is None:
                 out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
@@ -142,7 +144,9 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
                            "session_id": sid, "state": r.state} for r in sa.anchors]
         held = {r.anchor.id for r in sa.anchors}
         out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        out["integrity"] = {"session_id": sid, "score": sa.score,
+        # without a readable state.db there is no conversation to audit: the score is unknown (None),
+        # as the dashboard shows it, not the 0 of an empty region
+        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
                             "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"anchors: {type(exc).__name__}: {exc}")
