@@ -86,7 +86,7 @@ def start_sshd(tmp: Path) -> Sshd:
         f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {tmp / 'host_key'}", f"PidFile {tmp / 'sshd.pid'}",
         f"AuthorizedKeysFile {auth}", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
         "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no",
-        "AllowTcpForwarding no", "X11Forwarding no", "PrintMotd no", "LogLevel ERROR", "MaxSessions 50",
+        "AllowTcpForwarding no", "X11Forwarding no", "PrintMotd no", "MaxSessions 50", "LogLevel VERBOSE",
         "MaxStartups 50", "",
     ]))
     known = tmp / "known_hosts"
