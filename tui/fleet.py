@@ -95,6 +95,8 @@ class FleetApp(App[None]):
         self._dirty: set[str] | None = set()  # None: every local home
         self._stop = threading.Event()
         self._updated_at: float | None = None
+        #: the local homes whose watcher is armed (a change after it is seen)
+        self.watching: set[str] = set()
 
     # ── layout ──────────────────────────────────────────────────────────
 
@@ -198,7 +200,7 @@ class FleetApp(App[None]):
     async def _watch_home(self, home: FleetHome) -> None:
         from memdeck.core.watcher import watch_home
 
-        async for kinds in watch_home(home.local_home()):
+        async for kinds in watch_home(home.local_home(), on_ready=lambda: self.watching.add(home.address)):
             self.post_message(FleetHomeChanged(home.address, kinds))
 
     def on_fleet_home_changed(self, message: FleetHomeChanged) -> None:
