@@ -86,5 +86,8 @@ def row_detail(row: FleetRow, now: float) -> str:
     elif row.error:
         parts.append(f"error: {row.error}")
     reasons = [r.text for r in row.attention.reasons if not (row.error and r.text.endswith(row.error))]
-    parts.append("; ".join(reasons) if reasons else "nothing needs attention")
+    if reasons:
+        parts.append("; ".join(reasons))
+    elif not (row.stale or row.error):
+        parts.append("nothing needs attention")
     return " · ".join(parts)

@@ -163,7 +163,8 @@ def parse_status_output(returncode: int, out: bytes, err: bytes, *, now: float) 
         RemoteError: as :meth:`SshClient.read_status`.
     """
     if returncode == 255:
-        raise RemoteError(f"ssh: {_last_line(err) or 'connection failed'}")
+        said = _last_line(err) or "connection failed"
+        raise RemoteError(said if said.startswith("ssh:") else f"ssh: {said}")
     if returncode != 0:
         why = _last_line(err) or f"exit status {returncode}"
         if returncode == 127:
