@@ -65,6 +65,15 @@ def test_remote_rows_over_one_shared_connection(local_sshd, demo_home_template: 
         assert saved is not None and saved.figures == row.figures
         assert stat.S_IMODE(os.stat(store._file(h.address)).st_mode) == 0o600
     assert {r.home.address for r in rows2 if r.error is None} == {h.address for h in homes}
+    # the metrics of the remote homes: labelled by their ssh:// address, the remote status' numbers
+    from memdeck.core.fleet.exposition import families
+
+    fams = {f.name: f for f in families(rows2, now=0.0)}
+    chars = {(x.labels["home"], x.labels["target"]): x.value for x in fams["memdeck_memory_chars"].samples}
+    up = {x.labels["home"]: x.value for x in fams["memdeck_home_up"].samples}
+    for h in homes:
+        assert up[h.address] == 1.0
+        assert chars[(h.address, "memory")] == rows[h.address].figures.memory["memory"].chars
 
 
 def test_a_host_that_stops_answering_shows_its_last_data_stale(local_sshd, demo_home_template: HermesHome,  # noqa: F811
