@@ -63,6 +63,10 @@ class Config:
             ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
             ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
         session_store_source: the config key that named a non-SQLite store ('' for SQLite).
+        memory_provider: ``memory.provider``, the external memory provider plugin Hermes loads
+            beside the built-in stores (stripped; ``""`` = built-in only). Matches Hermes 0.19
+            ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
+            non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
     """
 
@@ -75,6 +79,7 @@ class Config:
     plugins_enabled: tuple[str, ...] = ()
     session_store: str = "sqlite"
     session_store_source: str = ""
+    memory_provider: str = ""
     warnings: tuple[str, ...] = ()
 
     def char_limit(self, target: str) -> int:
@@ -180,7 +185,12 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
     store, store_source = _session_store(data)
+    provider = mem.get("provider")
+    if provider is not None and not isinstance(provider, str):
+        warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
+        provider = None
     return Config(
+        memory_provider=(provider or "").strip(),
         session_store=store,
         session_store_source=store_source,
         memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),

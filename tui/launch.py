@@ -170,8 +170,22 @@ def demo_farewell(path: Any) -> list[str]:
             f"  memdeck --home {q} status"]
 
 
+def run_fleet(args: argparse.Namespace, ctx: Any) -> int:
+    """``memdeck fleet`` on a terminal: the fleet screen (:mod:`memdeck.tui.fleet`, imported only here)."""
+    from .fleet import run_fleet as run
+
+    return run(args, ctx)
+
+
+def fleet_settings() -> Any:
+    """The ``fleet`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.fleet`)."""
+    from .settings import load_settings
+
+    return load_settings().fleet
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard, serve=run_serve)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, fleet=run_fleet, fleet_settings=fleet_settings)

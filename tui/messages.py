@@ -96,3 +96,30 @@ class RowActionsRequested(Message):
     def __init__(self, selection: Any) -> None:
         super().__init__()
         self.selection = selection
+
+
+class FleetRowsReady(Message):
+    """The fleet screen's refresh worker read the fleet: ``rows`` (:class:`memdeck.core.fleet.rows.FleetRow`,
+    sorted by what needs attention); ``local`` the addresses it read again (None: all)."""
+
+    def __init__(self, rows: Any, local: Any = None) -> None:
+        super().__init__()
+        self.rows = rows
+        self.local = local
+
+
+class FleetHomeChanged(Message):
+    """A watched source of the local fleet home at ``address`` changed (``kinds`` as :class:`SourcesChanged`)."""
+
+    def __init__(self, address: str, kinds: frozenset[str]) -> None:
+        super().__init__()
+        self.address = address
+        self.kinds = kinds
+
+
+class FleetRemoteRead(Message):
+    """The remote worker read ``count`` remote homes (their rows are rebuilt from the new data)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count

@@ -7,8 +7,10 @@ Only what belongs to the person, not to a Hermes home::
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
     "memdeck.pin" = "ctrl+k"
     "memdeck.quit" = "q,ctrl+w"
+    [fleet]                          # memdeck fleet / memdeck metrics: homes beside the profiles
+    homes = ["/srv/gateway/.hermes", "ssh://ops@box-2/home/ops/.hermes"]
 
-The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
 one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
@@ -36,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.config import ConfigTooLarge, check_expanded_size, load_yaml_document, read_config_text
+from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap"})
+KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
 
 #: The largest settings file read, in bytes: a theme, a profile and a keymap of every binding id
 #: are under 4 KB; 64 KiB parses in a fraction of a second even with the pure-Python YAML loader.
@@ -57,6 +60,8 @@ class UserSettings:
             keys that take nothing reserved.
         warnings: one line per problem met (the file, a key, an id, a value, a key collision).
         candidates: the files looked for, first found wins (:func:`settings_paths`).
+        fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
+            warnings are in ``fleet.warnings``, also listed in ``warnings``).
     """
 
     path: Path | None = None
@@ -65,6 +70,7 @@ class UserSettings:
     keymap: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     candidates: tuple[Path, ...] = ()
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
 
 def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
@@ -162,8 +168,10 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     if default_keys is not None:
         keymap, more = check_collisions(keymap, default_keys)
         warnings.extend(f"{path}: {w}" for w in more)
+    fleet = parse_fleet_settings(data.get("fleet"), str(path))
+    warnings.extend(fleet.warnings)
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
-                        candidates=candidates)
+                        candidates=candidates, fleet=fleet)
 
 
 #: Modifiers Textual puts before a key name (``ctrl+shift+f2``).

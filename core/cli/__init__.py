@@ -21,6 +21,7 @@ from ..errors import MemdeckError, Refused
 from ..text import visible
 from . import anchor_cmds
 from . import completion_cmds
+from . import fleet_cmds
 from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
@@ -28,7 +29,8 @@ from . import serve_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds, serve_cmds, completion_cmds)
+COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds, serve_cmds, completion_cmds,
+                   fleet_cmds)
 
 #: Commands that open the dashboard (``--demo`` may go with them).
 DASHBOARD_COMMANDS = frozenset({"serve"})
@@ -56,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *,
          dashboard: Callable[[argparse.Namespace], int] | None = None,
-         serve: Callable[[argparse.Namespace], int] | None = None) -> int:
+         serve: Callable[[argparse.Namespace], int] | None = None,
+         fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
+         fleet_settings: Callable[[], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -67,6 +71,12 @@ def main(argv: Sequence[str] | None = None, *,
         serve: what ``memdeck serve`` runs (the dashboard's web server,
             :func:`memdeck.tui.serve.run_serve`), passed the same way; without it ``serve`` is
             a usage error.
+        fleet: what ``memdeck fleet`` runs on a terminal (the fleet screen,
+            :func:`memdeck.tui.fleet.run_fleet`), passed the same way; without it the fleet is
+            printed as a table.
+        fleet_settings: returns the ``fleet`` table of the person's settings file
+            (:class:`memdeck.core.fleet.homes.FleetSettings`: ``fleet.homes``, the ssh command),
+            which the TUI owns; without it ``fleet`` and ``metrics`` see the profiles only.
     """
     parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -77,6 +87,7 @@ def main(argv: Sequence[str] | None = None, *,
         return 2
     args = parser.parse_args(raw)
     args.root_parser = parser  # `completion` prints the whole parser's script
+    args.fleet_screen, args.load_fleet_settings = fleet, fleet_settings
     try:
         if args.command is None:
             if dashboard is None:

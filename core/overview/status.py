@@ -32,6 +32,10 @@ Shape (keys are only ever added, never renamed or removed)::
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
+      "memory_provider": str,            # memory.provider of config.yaml ("" = the built-in stores only)
+      "alert_floor": int,                # MemLock's memlock.alert_floor (percent 0-100): a lower score alerts
+      "changes": {"total": int, "by_actor": {actor: int},             # memdeck.db's change history
+                  "last": {"id", "time", "actor", "kind", "target", "where", "op"} | null},
       "session_store": {"name": str, "source": str, "message": str},  # only when config.yaml names a
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
@@ -62,6 +66,7 @@ from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
+from ..history.changes import history_summary
 from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
@@ -91,8 +96,9 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
-      None; history oldest first, see :func:`integrity_history`);
+    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100, or
+      None without anchors or without a readable state.db; history oldest first, see
+      :func:`integrity_history`);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
     * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
@@ -126,7 +132,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         report = store.load_pins_report()
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
         with StateDB.shared(home.state_db) as db:
-            live = db.live_session() if db.status().ok else None
+            db_ok = db.status().ok
+            live = db.live_session() if db_ok else None
             sid = default_session_id(store, live.id if live else None)
             if sid is None:
                 out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
@@ -137,7 +144,9 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
                            "session_id": sid, "state": r.state} for r in sa.anchors]
         held = {r.anchor.id for r in sa.anchors}
         out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        out["integrity"] = {"session_id": sid, "score": sa.score,
+        # without a readable state.db there is no conversation to audit: the score is unknown (None),
+        # as the dashboard shows it, not the 0 of an empty region
+        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
                             "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"anchors: {type(exc).__name__}: {exc}")
@@ -196,11 +205,17 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "pending": pending_section(home),
         "archived": archived,
         "config_warnings": list(config.warnings),
+        "memory_provider": config.memory_provider,
+        "alert_floor": int(config.memlock.alert_floor),
     }
+    errors: dict[str, str] = {}
+    try:
+        out["changes"] = history_summary(home).to_dict()
+    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
+        errors["changes"] = f"{type(exc).__name__}: {exc}"
     note = session_store_note(config)
     if note:
         out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
-    errors: dict[str, str] = {}
     try:
         out["memlock_location"] = locate_memlock(home).to_dict()
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
