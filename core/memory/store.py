@@ -287,7 +287,8 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
                     stack.enter_context(file_lock(self.path(t), 0))
                 cleanup_stale_temps(directory, older_than=0.0)
                 cleanup_stale_temps(directory, prefix=".bak_", older_than=0.0)
-                self._drop_orphan_staged(directory)
+                for d in dict.fromkeys([directory, *(self.path(t).resolve().parent for t in TARGETS)]):
+                    self._drop_orphan_staged(d)  # a symlinked file's staged names sit beside its real file
         except (LockTimeout, UnreadableFile):
             cleanup_stale_temps(directory, older_than=STALE_TEMP_AGE)
 
