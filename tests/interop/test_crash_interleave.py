@@ -269,21 +269,23 @@ def _fresh(root: Path, name: str) -> HermesHome:
     return HermesHome(home)
 
 
-def _kill(sc: Scenario, home: HermesHome, step: int, out: "Outcome", setup: bool = True) -> set[int]:
-    """Set up ``home`` (unless done), kill the operation before ``step``; returns the ids of the
-    rows the killed operation wrote (intent or done)."""
+def _kill(sc: Scenario, home: HermesHome, step: int, out: "Outcome", setup: bool = True) -> dict[int, Row]:
+    """Set up ``home`` (unless done), kill the operation before ``step``; returns the rows the
+    killed operation wrote (intent or done), by id."""
     if setup:
         sc.setup(home)
     first = max((r.journal_id for r in rows(home)), default=0)
     status, _, log = run_in_child(lambda: sc.op(home), step)
     if status != CRASH_STATUS:
         out.problems.append(f"the child did not reach step {step} (status {status}, {log[-1:]})")
-    return {r.journal_id for r in rows(home) if r.journal_id > first}
+    return {r.journal_id: r for r in rows(home) if r.journal_id > first}
 
 
-def _check_rows(home: HermesHome, op_ids: set[int], out: Outcome) -> list[Row]:
+def _check_rows(home: HermesHome, op_ids: dict[int, Row], out: Outcome, settled_last: bool = True) -> list[Row]:
     """(c): nothing left intent/unknown; the operation's rows done exactly when their effect is
-    there. Returns the operation's rows still in the journal (none: it never happened)."""
+    there (a row deleted as "never happened" while its effect is in the file is a loss of
+    history; checked when the settling was the last change, ``settled_last``). Returns the
+    operation's rows still in the journal (none: it never happened)."""
     all_rows = rows(home)
     left = [f"#{r.journal_id} {r.op} {r.state}: {(r.detail.get('recovery') or {}).get('reason')}"
             for r in all_rows if r.kind == "memory" and r.state in ("intent", "unknown")]
@@ -294,6 +296,10 @@ def _check_rows(home: HermesHome, op_ids: set[int], out: Outcome) -> list[Row]:
     for r in (r for r in ops if r.undone_by is None):
         if r.state == "done" and status(r, now[str(r.target)]) not in ("present", "form"):
             out.problems.append(f"#{r.journal_id} {r.op} is done but its effect is not in {r.target}")
+    kept = {r.journal_id for r in ops}
+    for jid, r in op_ids.items():
+        if settled_last and jid not in kept and status(r, now[str(r.target)]) == "present":
+            out.problems.append(f"#{jid} {r.op} was deleted as never applied, but its effect is in {r.target}")
     out.applied = bool(ops) and all(r.state == "done" for r in ops)
     return ops
 
@@ -371,7 +377,7 @@ def run_b(sc: Scenario, root: Path, step: int, what: str, how: str) -> Outcome:
         refused = None
     except Refused as exc:
         refused = exc
-    ops = _check_rows(home, op_ids, out)
+    ops = _check_rows(home, op_ids, out, settled_last=False)  # the undo changed files after settling
     after = entries(home)
     hermes_kept = all((HERMES_ADDS in after[t]) if how == "add" else (KEEP[t] not in after[t]) for t in sc.targets)
     if not hermes_kept:
