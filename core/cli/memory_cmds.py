@@ -320,8 +320,13 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _show_journal(r: Any) -> None:
     undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
+    note = r.detail.get("recovery") if isinstance(r.detail.get("recovery"), dict) else None
     if getattr(r, "state", "done") == "unknown":  # a killed write recovery could not place: never undone automatically
-        undone += "  (unknown: the file held neither its before nor its after; not undoable)"
+        why = safe(str((note or {}).get("reason") or "the file held neither its before nor its after"), one_line=True,
+                   width=100)
+        undone += f"  (unknown: {why}; not undoable)"
+    elif note is not None:  # settled by recovery after an interrupted write (core/memory/recovery.py)
+        undone += "  (recovered)"
     what = r.detail.get("text") or r.detail.get("pending_id") or ""
     print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.where:8} "
           f"{safe(str(what), one_line=True, width=60)}{undone}")

@@ -6,7 +6,9 @@ memdeck), so the same file drives hermes-agent 0.17 ... 0.22 (and the iot 0.21 b
     <venv>/bin/python driver.py HERMES_HOME < commands.json > results.json
 
 ``commands.json`` is a JSON list of command objects (``{"op": ..., ...}``); the output is a
-JSON object ``{"results": [...]}`` with one result per command, in order. A command that
+JSON object ``{"results": [...]}`` with one result per command, in order. A command with a
+``home`` field runs on that Hermes home instead (it stays the home of the commands after it),
+so one process can serve many homes. A command that
 this Hermes cannot do reports ``{"unsupported": "<reason>"}``; one that raised reports
 ``{"error": "<type>: <message>"}``. Nothing else is printed on stdout (Hermes' own logging
 goes to stderr).
@@ -394,9 +396,23 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
 OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}
 
 
+def _switch_home(path: str) -> None:
+    """Point this process at another Hermes home (Hermes resolves HERMES_HOME on every call)."""
+    global HOME, _DB
+    if _DB is not None:
+        with contextlib.suppress(Exception):
+            _DB.close()
+        _DB = None
+    HOME = Path(path).resolve()
+    HOME.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(HOME)
+
+
 def run(commands: list[dict[str, Any]]) -> list[Any]:
     results = []
     for cmd in commands:
+        if cmd.get("home") and Path(cmd["home"]).resolve() != HOME:
+            _switch_home(cmd["home"])
         fn = OPS.get(cmd.get("op", ""))
         if fn is None:
             results.append({"unsupported": f"unknown op {cmd.get('op')!r}"})
