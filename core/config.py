@@ -10,8 +10,10 @@ never raises.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .fsio import read_regular_bytes
@@ -58,6 +60,9 @@ class Config:
         memlock: the ``memlock:`` section.
         plugins_enabled: ``plugins.enabled`` list.
         warnings: human-readable problems met while loading (empty when all was fine).
+        raw: the whole document as parsed (a read-only mapping; empty without a file), for the
+            readers of keys this class does not model (``model:``, ``compression:``: the next
+            compaction, ``core/context/budget.py``).
     """
 
     memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
@@ -68,6 +73,7 @@ class Config:
     memlock: MemlockConfig = field(default_factory=MemlockConfig)
     plugins_enabled: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def char_limit(self, target: str) -> int:
         """The char limit of ``target`` (``"memory"`` or ``"user"``)."""
@@ -180,6 +186,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),
+        raw=MappingProxyType(dict(data)),
     )
 
 

@@ -20,13 +20,14 @@ from .. import history as _history
 from ..errors import MemdeckError, Refused
 from ..text import visible
 from . import anchor_cmds
+from . import context_cmds
 from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
+COMMAND_MODULES = (memory_cmds, session_cmds, context_cmds, anchor_cmds, plugin_cmds, history_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,7 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .agent_view import AgentView
 from .banners import describe_failure
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
-PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history")
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
 HISTORY_ROWS = 200
 
@@ -165,6 +166,9 @@ class DeckSnapshot:
             version, schema, degradations in plain words), or None when it could not be detected.
         threat_differences: every entry / pending write whose memdeck verdict differs from the
             verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
+        agent_view: what the open sessions see: each one's frozen memory against the files and
+            the followed session's prompt by section, next turn and next compaction
+            (:class:`core.overview.agent_view.AgentView`; None in the memory-only first paint).
     """
 
     taken_at: float
@@ -198,6 +202,7 @@ class DeckSnapshot:
     history: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
+    agent_view: AgentView | None = None
 
     @property
     def archive_count(self) -> int:
@@ -588,6 +593,22 @@ def build_snapshot(
     else:
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
+    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
+    version = profile.version if profile is not None else None
+    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version)
+    prev_view = previous.agent_view if previous is not None else None
+
+    followed = session_id if session_id is not None else (live.id if live is not None else None)
+
+    def _view() -> AgentView:
+        from .agent_view import build_agent_view
+
+        return build_agent_view(home, config, db, session_id=followed, version=version,
+                                reminder_block=reminder, basis=basis, previous=prev_view)
+
+    agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
+
     return DeckSnapshot(
         taken_at=taken_at,
         home=home,
@@ -619,4 +640,5 @@ def build_snapshot(
         hermes_profile=profile,
         schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
+        agent_view=agent_view,
     )

@@ -26,6 +26,9 @@ Ops (all optional fields have defaults):
   approve``; the record is discarded only when the apply succeeded.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
   tool_calls}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+* ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
+  system prompt this Hermes' own builder makes (``AIAgent._build_system_prompt``), stored with
+  ``update_system_prompt`` as on a session's first turn.
 * ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
   Hermes has it, else rotation (end the session with ``compression`` and continue in
   ``child``), the summary row built with this Hermes' own ``SUMMARY_PREFIX``.
@@ -218,6 +221,43 @@ def op_session(cmd: dict[str, Any]) -> dict[str, Any]:
 def op_system_prompt(cmd: dict[str, Any]) -> dict[str, Any]:
     _sessiondb().update_system_prompt(cmd["sid"], cmd["prompt"])
     return {"ok": True}
+
+
+def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Build a session's system prompt with this Hermes' own prompt builder and store it as Hermes
+    does on a session's first turn (``AIAgent._build_system_prompt`` then
+    ``SessionDB.update_system_prompt``, 0.19 ``agent/conversation_loop.py:304-425``).
+
+    Fields: ``sid``, ``platform`` (``cli``, ``telegram``, ...), ``model``, ``system_message``,
+    ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
+    ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
+    ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    """
+    sid = cmd.get("sid", "S1")
+    if cmd.get("soul") is not None:
+        (HOME / "SOUL.md").write_text(cmd["soul"], encoding="utf-8")
+    if cmd.get("agents_md") is not None:
+        Path("AGENTS.md").write_text(cmd["agents_md"], encoding="utf-8")
+    for sk in cmd.get("skills") or ():  # PyPI wheels ship no bundled skills: a user's own, as SKILL.md
+        d = HOME / "skills" / sk.get("category", "general") / sk["name"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "SKILL.md").write_text(f"---\nname: {sk['name']}\ndescription: {sk.get('description', '')}\n---\n\n"
+                                    f"# {sk['name']}\n\n{sk.get('body', 'Steps.')}\n", encoding="utf-8")
+    from run_agent import AIAgent
+
+    db = _sessiondb()
+    if db.get_session(sid) is None:
+        db.create_session(sid, source=cmd.get("platform", "cli"))
+    wanted = dict(model=cmd.get("model", "test-model"), api_key="sk-test", base_url="http://127.0.0.1:9/v1",
+                  provider="custom", quiet_mode=True, session_id=sid, session_db=db,
+                  platform=cmd.get("platform", "cli"))
+    params = inspect.signature(AIAgent.__init__).parameters
+    agent = AIAgent(**{k: v for k, v in wanted.items() if k in params})
+    prompt = agent._build_system_prompt(cmd.get("system_message"))
+    if cmd.get("store", True):
+        db.update_system_prompt(sid, prompt)
+    return {"prompt": prompt, "chars": len(prompt)}
 
 
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:

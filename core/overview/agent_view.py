@@ -1,0 +1,81 @@
+"""The dashboard's view of what the running agents see: the snapshot's ``agent_view`` part.
+
+Built off the UI thread with the rest of the snapshot (:func:`build_agent_view`), and reused
+whole when nothing it reads changed: state.db (its ``PRAGMA data_version``), the memory files,
+config.yaml, the followed session and MemLock's reminder block. Each open session's stored
+prompt is read once per prompt (:class:`memdeck.core.context.prompts.PromptCache`, carried from
+one view to the next), so a refresh after appended messages reads no prompt, and the followed
+session's report re-reads only its rows since the last compaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context.prompts import PromptCache
+from ..context.report import ContextReport, SessionDiff, build_report, disk_entries, session_diff, verdict_for
+
+#: Open sessions compared (a gateway home keeps one per chat; the newest started first).
+MAX_SESSIONS = 200
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What the open sessions see.
+
+    Attributes:
+        diffs: every open session's frozen memory against the files (newest start first, at most
+            :data:`MAX_SESSIONS`).
+        report: the followed session's :class:`~memdeck.core.context.report.ContextReport`
+            (None without one).
+        basis: what it was built from (a rebuild with the same basis reuses this view).
+        cache: the parsed prompts, carried to the next view.
+        error: why it could not be built (shown as the Context panel's banner), else None.
+    """
+
+    diffs: tuple[SessionDiff, ...] = ()
+    report: ContextReport | None = None
+    basis: tuple[Any, ...] = ()
+    cache: PromptCache = field(default_factory=PromptCache, compare=False, repr=False)
+    error: str | None = None
+
+    def diff_of(self, session_id: str | None) -> SessionDiff | None:
+        return next((d for d in self.diffs if d.session_id == session_id), None)
+
+    @property
+    def stale(self) -> tuple[SessionDiff, ...]:
+        """The open sessions whose frozen memory differs from the files."""
+        return tuple(d for d in self.diffs if d.frozen.in_prompt and d.differences)
+
+
+def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None, version: str | None,
+                     reminder_block: str, basis: tuple[Any, ...], previous: AgentView | None = None,
+                     disk: Mapping[str, Sequence[str]] | None = None) -> AgentView:
+    """The view for the followed ``session_id`` (None: the live one). Raises whatever the readers
+    raise (the snapshot turns it into a banner)."""
+    if previous is not None and previous.basis == basis and previous.error is None:
+        return previous
+    cache = previous.cache if previous is not None else PromptCache()
+    if db is None:
+        return AgentView(basis=basis, cache=cache)
+    entries = dict(disk) if disk is not None else disk_entries(home)
+    verdict = verdict_for(version)
+    stamps = db.prompt_stamps(limit=MAX_SESSIONS)
+    diffs = tuple(session_diff(s, cache.get(s.prompt_key, s.session_id, db), entries, config, verdict) for s in stamps)
+    want = session_id
+    if want is None and stamps:
+        want = max(stamps, key=lambda s: (s.activity, s.session_id)).session_id
+    stamp = next((s for s in stamps if s.session_id == want), None)
+    if stamp is None and want is not None:
+        found = db.prompt_stamps([want])
+        stamp = found[0] if found else None
+    report = None
+    if stamp is not None:
+        report = build_report(db, home, config, stamp, cache=cache, disk=entries, version=version,
+                              reminder_block=reminder_block)
+    return AgentView(diffs, report, basis, cache)
+
+
+__all__ = ["AgentView", "MAX_SESSIONS", "build_agent_view"]
