@@ -38,7 +38,8 @@ from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady,
+                       SourcesChanged, WriteDone, WriteOutcome)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -171,6 +172,11 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
+        #: exact token counts of prompts by ``(sha256, tokenizer)`` (the Context panel asks for them)
+        self.exact_counts: dict[tuple[str, str], Any] = {}
+        self._exact_pending: set[tuple[str, str]] = set()
+        #: the tokenizer of the Context panel's exact counts (None: estimates only)
+        self.exact_tokenizer: str | None = "o200k_base"
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -237,6 +243,7 @@ class MemdeckApp(DeckActions, App[None]):
     def compose(self) -> ComposeResult:
         from .widgets.panels.anchors import AnchorsPanel
         from .widgets.panels.capacity import CapacityPanel
+        from .widgets.panels.context import ContextPanel
         from .widgets.panels.drift import DriftPanel
         from .widgets.panels.history import HistoryPanel
         from .widgets.panels.integrity import IntegrityPanel
@@ -251,6 +258,7 @@ class MemdeckApp(DeckActions, App[None]):
             "recall": RecallPanel,
             "review": ReviewPanel,
             "history": HistoryPanel,
+            "context": ContextPanel,
         }
         yield Readout(self._status_line(), id="statusline", fits_width=True)
         with DeckTabs(initial="integrity", id="panels"):
@@ -404,6 +412,10 @@ class MemdeckApp(DeckActions, App[None]):
             if not self.watch_enabled or self.paused:
                 t.append(" · ", "dim")
             t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
+        badge = self._frozen_badge(snap)
+        if badge:
+            t.append(" · ")
+            t.append(badge, "bold reverse yellow")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -425,6 +437,18 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(" · ")
             t.append_text(shown)
         return t
+
+    @staticmethod
+    def _frozen_badge(snap: Any) -> str | None:
+        """``frozen 19 d ago: 5 entries differ`` for the followed session, when it differs."""
+        if snap is None or getattr(snap, "agent_view", None) is None:
+            return None
+        from .views.context import frozen_badge
+
+        try:
+            return frozen_badge(snap)
+        except Exception:  # a badge never breaks the status line
+            return None
 
     def on_resize(self) -> None:
         self.update_status_line()  # the path is shortened to the width
@@ -700,6 +724,43 @@ class MemdeckApp(DeckActions, App[None]):
                                    single_line=True), title="memory changed", severity="warning", markup=False,
                         timeout=8)
 
+    # ── exact token counts (the Context panel asks; a worker loads the vocabulary once) ──
+
+    def request_exact_counts(self, report: Any) -> None:
+        """Count the report's prompt exactly with :attr:`exact_tokenizer` in a worker, once per prompt."""
+        prompt = getattr(report, "prompt", None)
+        if prompt is None or not self.exact_tokenizer:
+            return
+        key = (prompt.sha256, self.exact_tokenizer)
+        if key in self.exact_counts or key in self._exact_pending:
+            return
+        self._exact_pending.add(key)
+        self._exact_worker(report, key)
+
+    @work(thread=True, exit_on_error=False, group="exact")
+    def _exact_worker(self, report: Any, key: tuple[str, str]) -> None:
+        from memdeck.core.context.report import exact_counts
+
+        try:
+            counts, reason = exact_counts(report, key[1])
+        except Exception as exc:  # never a traceback: the panel says estimates only
+            counts, reason = None, f"{type(exc).__name__}: {exc}"
+        self.post_message(ExactCountsReady(key, counts, reason))
+
+    def on_exact_counts_ready(self, message: ExactCountsReady) -> None:
+        self._exact_pending.discard(message.key)
+        if message.counts is None:
+            self.exact_tokenizer = None  # unavailable: do not ask again; the header says estimates only
+            return
+        self.exact_counts[message.key] = message.counts
+        if self.snapshot is not None and self.current_panel_id == "context":
+            try:
+                self.panel("context").show_snapshot(self.snapshot)
+            except Exception as exc:
+                self.log.error(f"context panel failed to render: {exc!r}")
+        else:
+            self._stale_panels.add("context")
+
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 
     def start_watchers(self) -> None:
@@ -744,6 +805,13 @@ class MemdeckApp(DeckActions, App[None]):
             result = op()
             text = success(result) if callable(success) else success
             outcome = success_outcome(result, text)
+            target = getattr(result, "target", None) or (result.get("target") if isinstance(result, dict) else None)
+            if outcome.ok and outcome.code != "noop" and target in ("memory", "user"):
+                from .views.context import write_note
+
+                note = write_note(self.snapshot, target)
+                if note:
+                    outcome.detail.append(note)
         except Refused as exc:
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:

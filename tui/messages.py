@@ -96,3 +96,18 @@ class RowActionsRequested(Message):
     def __init__(self, selection: Any) -> None:
         super().__init__()
         self.selection = selection
+
+
+class ExactCountsReady(Message):
+    """Exact token counts of a session's prompt are ready (the Context panel's worker).
+
+    Attributes:
+        key: ``(prompt sha256, tokenizer)``; counts: ``{"sections": {name: n}, ...}`` or None;
+        reason: why there are none (no offline tokenizer), else None.
+    """
+
+    def __init__(self, key: tuple[str, str], counts: Any, reason: str | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.counts = counts
+        self.reason = reason
