@@ -33,6 +33,8 @@ Ops (all optional fields have defaults):
   Hermes has it, else rotation (end the session with ``compression`` and continue in
   ``child``), the summary row built with this Hermes' own ``SUMMARY_PREFIX``.
 * ``get_session`` {sid}: the session row as ``SessionDB.get_session`` returns it.
+* ``estimates`` {texts, messages, thresholds}: this Hermes' ``estimate_tokens_rough``,
+  ``estimate_messages_tokens_rough`` and the ``threshold_tokens`` of a real ``ContextCompressor``.
 * ``search`` {query, current_session_id}: this Hermes' ``session_search`` tool output and
   the raw ``SessionDB.search_messages`` rows (id, session_id, snippet).
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
@@ -296,6 +298,31 @@ def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
     db.replace_messages(child, new)
     return {"mode": "rotation", "child": child,
             "note": None if hasattr(db, "archive_and_compact") else "no archive_and_compact in this Hermes"}
+
+
+def op_estimates(cmd: dict[str, Any]) -> dict[str, Any]:
+    """This Hermes' own token estimates and compaction thresholds: ``estimate_tokens_rough`` of each
+    of ``texts``, ``estimate_messages_tokens_rough`` of ``messages`` (one list of message dicts), and
+    for each ``[context_length, threshold_percent, max_tokens, threshold_tokens_cap]`` of
+    ``thresholds`` the ``threshold_tokens`` a real ``ContextCompressor`` installs (built with that
+    ``config_context_length``, so nothing is probed)."""
+    from agent import model_metadata as mm
+    from agent.context_compressor import ContextCompressor
+
+    out: dict[str, Any] = {"texts": [mm.estimate_tokens_rough(t) for t in cmd.get("texts", [])]}
+    if cmd.get("messages") is not None:
+        out["messages"] = mm.estimate_messages_tokens_rough(cmd["messages"])
+    params = inspect.signature(ContextCompressor.__init__).parameters
+    th = []
+    for length, pct, max_tokens, cap in cmd.get("thresholds", []):
+        kwargs = dict(model="test-model", threshold_percent=pct, quiet_mode=True, config_context_length=length,
+                      base_url="http://127.0.0.1:9/v1", provider="custom", max_tokens=max_tokens,
+                      threshold_tokens_cap=cap)
+        cc = ContextCompressor(**{k: v for k, v in kwargs.items() if k in params})
+        th.append({"threshold_tokens": cc.threshold_tokens, "context_length": cc.context_length,
+                   "cap_supported": "threshold_tokens_cap" in params, "max_tokens_supported": "max_tokens" in params})
+    out["thresholds"] = th
+    return out
 
 
 def op_get_session(cmd: dict[str, Any]) -> dict[str, Any]:
