@@ -414,8 +414,21 @@ class MemdeckApp(DeckActions, App[None]):
             t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
         badge = self._frozen_badge(snap)
         if badge:
-            t.append(" · ")
-            t.append(badge, "bold reverse yellow")
+            try:
+                room = self.query_one("#statusline", Static).size.width or self.size.width or 80
+            except Exception:
+                room = self.size.width or 80
+            # the badge never pushes out the time or the path's last 8 columns; the full words when
+            # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
+            label = self.home_label if self.home_label is not None else str(self.home.path)
+            n = badge.split(": ", 1)[-1].split(" ", 1)[0]
+            short = f"≠{n} frozen"
+            base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
+            options = [(badge, len(label)), (short, len(label)), (badge, 8), (short, 8)]
+            badge = next((b for b, path in options if base + len(b) + path <= room), "")
+            if badge:
+                t.append(" · ")
+                t.append(badge, "bold reverse yellow")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""

@@ -1,0 +1,124 @@
+"""What the Context panel costs (issue 24): ``memdeck context --json``, and the dashboard's refresh
+with and without the agent view, on a big home.
+
+    python bench/bench_context.py --home /work/benchhomes/context-core/perf9-1000000 [--runs 20]
+
+The home must have an open session with a stored prompt (``bench/bighome_core.py`` homes: the
+demo's live session with 1M rows appended). Nothing is written to the home. Printed (median and
+p95 of ``--runs`` in-process runs, after one warm-up):
+
+* ``context --json``: the whole command (``memdeck.core.cli.main``, output to /dev/null: config,
+  history stat, state.db open, the open sessions' prompt stamps, the prompt read and parsed, the
+  report, the audit for the reminder block) and ``build_report`` alone on an open reader;
+* the refresh after state.db changed: ``build_snapshot`` given a previous snapshot whose state.db
+  stamp differs (so the state.db part is re-read, as after Hermes appends a message), with the
+  agent view rebuilt (now) and with it reused (what the refresh cost before issue 24), and their
+  ratio; and how many prompts were read across all the refreshes (1: read once per prompt);
+* an unchanged refresh (every stamp equal: the previous snapshot is returned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _ms(samples: list[float]) -> str:
+    s = sorted(samples)
+    p95 = s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+    return f"{statistics.median(s) * 1000:.1f} / {p95 * 1000:.1f} ms"
+
+
+def _time(fn, runs: int) -> list[float]:
+    fn()  # warm-up
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--runs", type=int, default=20)
+    args = ap.parse_args()
+
+    from memdeck.core.cli import main as cli_main
+    from memdeck.core.config import load_config
+    from memdeck.core.context.prompts import PromptCache
+    from memdeck.core.context.report import build_report, disk_entries
+    from memdeck.core.home import HermesHome
+    from memdeck.core.overview import agent_view as av
+    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.sessions.profile import detect_profile
+
+    home = HermesHome(args.home)
+    config = load_config(home)
+    print(f"home {home.path}  load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+    def command() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = cli_main(["--home", str(home.path), "context", "--json"])
+        assert rc == 0
+
+    cmd = _time(command, args.runs)
+    db = open_statedb(home)
+    version = detect_profile(home).version
+    stamp = max(db.prompt_stamps(), key=lambda s: (s.activity, s.session_id))
+    cache = PromptCache()
+    disk = disk_entries(home)
+    rep_t = _time(lambda: build_report(db, home, config, stamp, cache=cache, disk=disk, version=version), args.runs)
+    rows = stamp.last_active and db.message_count()
+    print(f"live session {stamp.session_id}: prompt {stamp.prompt_chars:,} chars, state.db {rows:,} rows")
+    print(f"context --json (whole command)       {_ms(cmd)}")
+    print(f"build_report alone                   {_ms(rep_t)}")
+
+    # the refresh after a state.db change, with and without the agent view
+    stamps = take_stamps(home, db)
+    first = build_snapshot(home, config, db, stamps=stamps)
+    assert first.agent_view is not None and first.agent_view.report is not None, first.errors
+    changed = dataclasses.replace(stamps, statedb=("changed",))
+    reads0 = first.agent_view.cache.reads
+    state = {"prev": first}
+
+    def refresh(view_on: bool):
+        def run() -> None:
+            prev = dataclasses.replace(state["prev"], stamps=changed, data_version=-1)
+            if not view_on:  # the refresh before issue 24: the view is not rebuilt
+                prev = dataclasses.replace(prev, agent_view=dataclasses.replace(prev.agent_view, basis=("reuse",)))
+                real = av.build_agent_view
+                av.build_agent_view = lambda *a, previous=None, **k: previous  # type: ignore[assignment]
+            try:
+                state["prev"] = build_snapshot(home, config, db, previous=prev, stamps=stamps)
+            finally:
+                if not view_on:
+                    av.build_agent_view = real  # type: ignore[assignment]
+        return run
+
+    before = _time(refresh(False), args.runs)
+    after = _time(refresh(True), args.runs)
+    reads = state["prev"].agent_view.cache.reads - reads0
+    same = _time(lambda: build_snapshot(home, config, db, previous=state["prev"], stamps=state["prev"].stamps), args.runs)
+    ratio = statistics.median(after) / statistics.median(before)
+    print(f"refresh after a state.db change, agent view reused (before)   {_ms(before)}")
+    print(f"refresh after a state.db change, agent view rebuilt (now)     {_ms(after)}   ratio {ratio:.2f}")
+    print(f"prompts read over {2 * args.runs + 2} refreshes: {reads}")
+    print(f"refresh with every source unchanged                          {_ms(same)}")
+    db.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
