@@ -66,7 +66,8 @@ def _print_text(rep: ContextReport) -> None:
     elif not mem["changes"]:
         print("memory: the session sees exactly what the files hold")
     else:
-        print(f"memory: {len(mem['changes'])} entries differ; {mem['new_session']} to see them")
+        n = len(mem["changes"])
+        print(f"memory: {n} {'entry differs' if n == 1 else 'entries differ'}; {mem['new_session']} to see them")
         for c in mem["changes"]:
             where = "MEMORY" if c["target"] == "memory" else "USER"
             print(f"  {c['change']:8} {where}")
@@ -79,9 +80,9 @@ def _print_text(rep: ContextReport) -> None:
     print("sections (chars, Hermes' estimate in tokens" + (", exact" if rep.exact_tokenizer else "") + "):")
     for s in d["sections"]:
         exact = f"  {s['exact_tokens']:>7,}" if "exact_tokens" in s else ""
-        print(f"  {s['title']:28} {s['chars']:>8,} {s['tokens']:>7,}{exact}")
-    print(f"  {'unattributed':28} {d['unattributed_chars']:>8,}")
-    print("  tool schemas                 not recorded")
+        print(f"  {s['title']:34} {s['chars']:>8,} {s['tokens']:>7,}{exact}")
+    print(f"  {'unattributed':34} {d['unattributed_chars']:>8,}")
+    print(f"  {'tool schemas':34}   not recorded")
     print("the next turn adds:")
     for p in d["next_turn"]:
         if p["chars"] is None:

@@ -277,8 +277,8 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     if compactions is None:  # a summary row among the active rows: the session was compacted
         compactions = sum(1 for m in rows if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
     if compactions:
-        cal, why = None, (f"the session was compacted {compactions} time(s): its recorded input tokens count "
-                          "prompts its rows no longer hold")
+        cal, why = None, ("the session was compacted: its recorded input tokens count prompts its rows no longer "
+                          "hold, so they cannot be compared")
     else:
         cal, why = calibration(stamp.input_tokens, stamp.cache_tokens, stamp.api_calls,
                                _prompt_estimates(prompt_text, rows, line))

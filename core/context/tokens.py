@@ -84,21 +84,50 @@ def _images(msg: Mapping[str, Any]) -> int:
     return sum(1 for p in content if isinstance(p, dict) and p.get("type") in {"image", "image_url", "input_image"})
 
 
+#: Keys Hermes leaves out of a message's size from 0.20 (``PERSISTENCE_ONLY_MESSAGE_FIELDS`` and the
+#: replay-only fields of ``_wire_message_shadow``: 0.20 ``agent/model_metadata.py:3325-3385``, 0.22
+#: :2584-2636 with ``agent/message_metadata.py:42-56``).
+_NOT_SENT = {
+    "0.20": frozenset({"timestamp", "reasoning_details", "_anthropic_content_blocks"}),
+    "0.22": frozenset({"timestamp", "display_kind", "display_metadata", "_row_id", "_submit_row_session_id",
+                       "message_uid", "absorbed_message_uids", "tool_call_uids", "tool_call_uid",
+                       "reasoning_details", "_anthropic_content_blocks", "extra_content", "reasoning_opaque",
+                       "reasoning_text", "bedrock_content_blocks"}),
+}
+
+
+def _stub_images(v: Any) -> Any:
+    if not isinstance(v, list):
+        return v
+    return [{"type": p.get("type"), "image": "[stripped]"} if isinstance(p, dict)
+            and p.get("type") in {"image", "image_url", "input_image"} else p for p in v]
+
+
 def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
-    """The message as Hermes sizes it: image parts stubbed; from 0.20 ``api_content`` (a string, on
-    a user or assistant row) replaces ``content`` instead of riding beside it."""
-    out: dict[str, Any] = {}
-    wire = line in ("0.20", "0.22")
+    """The message as Hermes sizes it: image parts stubbed; from 0.20 only what is sent (Hermes'
+    ``_wire_message_shadow``): ``api_content`` (a non-empty string on a user or assistant row)
+    takes ``content``'s place, persistence-only keys are left out, and 0.22 leaves out
+    ``reasoning`` when ``reasoning_content`` holds text."""
+    drop = _NOT_SENT.get(line)
+    if drop is None:
+        return {k: (_stub_images(v) if k == "content" else v) for k, v in msg.items()}
     api = msg.get("api_content")
+    wins = isinstance(api, str) and bool(api) and msg.get("role") in ("user", "assistant")
+    rc = msg.get("reasoning_content")
+    drop_reasoning = line == "0.22" and isinstance(rc, str) and bool(rc.strip())
+    out: dict[str, Any] = {}
     for k, v in msg.items():
-        if k == "api_content" and wire:
+        if k in drop or (k == "reasoning" and drop_reasoning):
+            continue
+        if k == "api_content":
+            if wins:
+                out["content"] = v
             continue
         if k == "content":
-            if wire and isinstance(api, str) and api and msg.get("role") in ("user", "assistant"):
-                v = api
-            elif isinstance(v, list):
-                v = [{"type": p.get("type"), "image": "[stripped]"} if isinstance(p, dict)
-                     and p.get("type") in {"image", "image_url", "input_image"} else p for p in v]
+            if wins:
+                continue
+            out[k] = _stub_images(v)
+            continue
         out[k] = v
     return out
 
