@@ -59,7 +59,8 @@ SHOTS: tuple[Shot, ...] = (
     Shot("context", "context"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
-    Shot("toast", "capacity", external_replace=True),  # last: it changes the home
+    Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
+    Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
 )
 
 

@@ -160,48 +160,49 @@ def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[C
     return rows
 
 
-def header(snap: DeckSnapshot, exact: ExactCounts | None = None) -> Text:
+def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0) -> Text:
     """Three lines over the table: the followed session and its frozen memory; the next
-    compaction; which token counts are shown."""
-    t = Text(no_wrap=True, overflow="ellipsis")
+    compaction; which token counts are shown. Each line is cut to ``width`` columns (0: uncut)."""
     view = snap.agent_view
     if view is None:
-        t.append("reading state.db…", "dim")
-        return t
+        return Text("reading state.db…", style="dim")
     if view.report is None:
-        t.append("no running session: no open session in state.db (s picks one)", "dim")
-        return t
+        return Text("no running session: no open session in state.db (s picks one)", style="dim")
     rep = view.report
     s = rep.diff.stamp
-    t.append("session ", "bold")
-    t.append_text(safe_text(s.session_id, single_line=True, style="bold"))
-    t.append(f" ({s.source})", "dim")
-    t.append(f" · prompt {rep.prompt_chars:,} chars")
+    one = Text()
+    one.append("session ", "bold")
+    one.append_text(safe_text(s.session_id, single_line=True, style="bold"))
+    one.append(f" ({s.source})", "dim")
     if rep.prompt is not None:
-        t.append(f" · frozen {ago(s.frozen_at, snap.taken_at)}")
-    badge = frozen_badge(snap)
-    if badge:
-        t.append(" · ")
-        t.append(f"{rep.diff.differences} {'entry differs' if rep.diff.differences == 1 else 'entries differ'}",
-                 "bold reverse yellow")
-    t.append("\n")
+        one.append(f" · frozen {ago(s.frozen_at, snap.taken_at)}")
+    if frozen_badge(snap):
+        one.append(" · ")
+        one.append(f"{rep.diff.differences} {'entry differs' if rep.diff.differences == 1 else 'entries differ'}",
+                   "bold reverse yellow")
+    one.append(f" · prompt {rep.prompt_chars:,} chars", "dim")
+    two = Text()
+    two.append("next compaction: ", "bold")
     nc, why = rep.next_compaction()
     if nc is None:
-        t.append("next compaction: ", "bold")
-        t.append_text(safe_text(f"unknown ({why})", single_line=True, style="dim"))
+        two.append_text(safe_text(f"unknown ({why})", single_line=True, style="dim"))
     else:
         pct = nc["percent_of_threshold"] or 0
-        t.append("next compaction: ", "bold")
-        t.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
-                 "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
-        t.append(f" · {int(round(nc['threshold_percent'] * 100))}% of {nc['context_length']:,}", "dim")
-        t.append(" · Hermes' estimate, tool schemas not recorded", "dim")
+        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
+                   "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
+        two.append(f" · {int(round(nc['threshold_percent'] * 100))}% of {nc['context_length']:,}", "dim")
+        two.append(" · Hermes' estimate, tool schemas not recorded", "dim")
+    three = Text()
     tok, _c = _exact_for(rep, exact)
-    t.append("\ntokens: ", "bold")
-    t.append(f"Hermes {rep.line} estimate", "dim")
+    three.append("tokens: ", "bold")
+    three.append(f"Hermes {rep.line} estimate", "dim")
     if tok:
-        t.append(f" · exact: {tok}", "dim")
-    return t
+        three.append(f" · exact: {tok}", "dim")
+    lines = [one, two, three]
+    if width > 0:
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines)
 
 
 def _diff_text(d: SessionDiff, target: str | None = None) -> Text:

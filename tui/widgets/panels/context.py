@@ -34,11 +34,18 @@ class ContextPanel(TableDetailPanel):
         return getattr(self.app, "exact_counts", None)
 
     def show_header(self, snap: DeckSnapshot) -> None:
-        self.query_one("#context-head", Readout).show(context.header(snap, self._exact()))
+        width = max(20, (self.size.width or 78) - 2)
+        self.query_one("#context-head", Readout).show(context.header(snap, self._exact(), width))
         request = getattr(self.app, "request_exact_counts", None)
         view = snap.agent_view
         if callable(request) and view is not None and view.report is not None:
             request(view.report)
+
+    def on_resize(self) -> None:
+        """The header is cut to the width: redraw it when the terminal grows or shrinks."""
+        if self._snap is not None:
+            self.query_one("#context-head", Readout).show(
+                context.header(self._snap, self._exact(), max(20, (self.size.width or 78) - 2)))
 
     def rows_for(self, snap: DeckSnapshot) -> list[ContextRow]:
         return context.context_rows(snap, self._exact())
