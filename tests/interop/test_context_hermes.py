@@ -182,3 +182,25 @@ def test_token_estimate_and_threshold_equal_hermes(version: str, tmp_path: Path)
 def test_section_names_are_the_documented_ones() -> None:
     assert SECTION_NAMES == ("identity", "guidance", "skills", "environment", "platform", "context_files", "memory",
                              "user", "provider", "session")
+
+
+@pytest.mark.parametrize("version", DIFF_VERSIONS)
+def test_a_memory_providers_block_is_its_own_section(version: str, tmp_path: Path) -> None:
+    """config.yaml names a memory provider (holographic: local, no account): Hermes appends its
+    system-prompt block after the USER block; memdeck counts it as the provider section."""
+    py = hermes(version)
+    probe = subprocess.run([str(py), "-c", "import plugins.memory.holographic"], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, HERMES_HOME=str(tmp_path / "probe")))
+    if probe.returncode != 0:
+        pytest.skip(f"Hermes {version} ships no local memory provider (plugins/memory/holographic is absent; its "
+                    "others need an account)")
+    home = new_home(tmp_path, "prov")
+    with (home / "config.yaml").open("a", encoding="utf-8") as f:
+        f.write("memory:\n  provider: holographic\n")
+    res = drive(py, home, [{"op": "mem", "action": "add", "target": "user", "content": USER[0]},
+                           {"op": "prompt_build", "sid": "S1", "platform": "cli"}], home.parent)
+    prompt = res[-1]["prompt"]
+    assert "# Holographic Memory" in prompt, prompt[-800:]
+    rep = report_of(home, "S1")
+    assert rep.section_text("provider").startswith("# Holographic Memory")
+    assert rep.unattributed_chars <= len(prompt) * 0.01
