@@ -14,7 +14,12 @@ p95 of ``--runs`` in-process runs, after one warm-up):
   stamp differs (so the state.db part is re-read, as after Hermes appends a message), with the
   agent view rebuilt (now) and with it reused (what the refresh cost before issue 24), and their
   ratio; and how many prompts were read across all the refreshes (1: read once per prompt);
-* an unchanged refresh (every stamp equal: the previous snapshot is returned).
+* an unchanged refresh (every stamp equal: the previous snapshot is returned);
+* with ``--live SCRATCH``: the home is copied to SCRATCH and, before each refresh, one message is
+  appended to the live session the way Hermes writes it (``core/sessions/hermes_schema.py``), so
+  the refresh re-reads what a live home changes (state.db's new rows, the audit, the agent view);
+  refreshes alternate between the view rebuilt (now) and reused (before), and their medians and
+  ratio are printed.
 """
 
 from __future__ import annotations
@@ -53,6 +58,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--home", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--live", type=Path, default=None, metavar="SCRATCH",
+                    help="copy the home here and append a message before each refresh")
     args = ap.parse_args()
 
     from memdeck.core.cli import main as cli_main
@@ -117,7 +124,57 @@ def main() -> int:
     print(f"prompts read over {2 * args.runs + 2} refreshes: {reads}")
     print(f"refresh with every source unchanged                          {_ms(same)}")
     db.close()
+    if args.live is not None:
+        live_refreshes(home.path, args.live, stamp.session_id, args.runs)
     return 0
+
+
+def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
+    """Refreshes after a real append to state.db (a copy of the home), view rebuilt vs reused."""
+    import shutil
+    import sqlite3
+
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
+    from memdeck.core.overview import agent_view as av
+    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.sessions import hermes_schema as hs
+
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    t = time.perf_counter()
+    shutil.copytree(src, scratch, symlinks=True, ignore=shutil.ignore_patterns("memdeck"))
+    print(f"copied the home to {scratch} in {time.perf_counter() - t:.0f} s")
+    home = HermesHome(scratch)
+    config = load_config(home)
+    db = open_statedb(home)
+    snap = build_snapshot(home, config, db, stamps=take_stamps(home, db))  # the first (long) build
+    reads0 = snap.agent_view.cache.reads
+    writer = sqlite3.connect(home.state_db, isolation_level=None, timeout=30)
+    real = av.build_agent_view
+    times: dict[bool, list[float]] = {True: [], False: []}
+    clock = time.time()
+    for i in range(2 * runs + 2):
+        view_on = i % 2 == 0
+        clock += 1.0
+        hs.append_message(writer, sid, "user" if i % 2 else "assistant", f"bench turn {i}: deploy the service",
+                          timestamp=clock)
+        if not view_on:  # before issue 24: no agent view to rebuild
+            av.build_agent_view = lambda *a, previous=None, **k: previous  # type: ignore[assignment]
+        try:
+            t = time.perf_counter()
+            snap = build_snapshot(home, config, db, previous=snap, stamps=take_stamps(home, db))
+            dt = time.perf_counter() - t
+        finally:
+            av.build_agent_view = real  # type: ignore[assignment]
+        if i >= 2:  # the first of each kind warms up
+            times[view_on].append(dt)
+    writer.close()
+    db.close()
+    ratio = statistics.median(times[True]) / statistics.median(times[False])
+    print(f"live refresh after one appended message, agent view reused (before) {_ms(times[False])}")
+    print(f"live refresh after one appended message, agent view rebuilt (now)   {_ms(times[True])}   ratio {ratio:.2f}")
+    print(f"prompts read over {2 * runs + 2} live refreshes: {snap.agent_view.cache.reads - reads0}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tokens import hermes_estimate, hermes_message_estimate
+from .tokens import hermes_estimate, hermes_message_estimate, message_size
 
 _FENCE_RE = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
 #: What a stored row cannot tell.
@@ -108,7 +108,7 @@ def next_turn(conversation: Sequence[Mapping[str, Any]], reminder_block: str, li
         reminder_block: the block MemLock would inject now (``""``: none).
         line: the Hermes line whose estimator counts (:func:`.tokens.hermes_line`).
     """
-    chars = sum(len(str(m)) for m in conversation)
+    chars = sum(message_size(m, line)[0] for m in conversation)
     msgs = TurnPart("messages", "messages since the last compaction", None, chars,
                     hermes_message_estimate(conversation, line), count=len(conversation),
                     note=None if conversation else "no message since the last compaction")

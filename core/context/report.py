@@ -24,7 +24,7 @@ from .new_session import new_session_hint
 from .next_turn import NOT_RECORDED, NextTurn, next_turn
 from .prompts import ParsedPrompt, PromptCache
 from .sections import SECTION_NAMES, SECTION_TITLES, PromptLayout
-from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, hermes_line, hermes_message_estimate
+from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, hermes_line, message_size
 
 Verdict = Callable[[str], Sequence[str]]
 
@@ -229,17 +229,19 @@ def _prompt_estimates(system_prompt: str, conversation: Sequence[Mapping[str, An
     for m in conversation:
         if m.get("role") == "assistant":
             out.append(sys_tokens + ((chars + 3) // 4 if chars4 else running))
+        size, tokens = message_size(m, line)
         if chars4:
-            chars += len(str(m))
+            chars += size
         else:
-            running += hermes_message_estimate([m], line)
+            running += tokens
     return out
 
 
 def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cache: PromptCache,
                  disk: Mapping[str, Sequence[str]], version: str | None, reminder_block: str = "",
                  compactions: int | None = None, exact: str | None = None,
-                 conversation: Sequence[Mapping[str, Any]] | None = None) -> ContextReport:
+                 conversation: Sequence[Mapping[str, Any]] | None = None,
+                 diff: SessionDiff | None = None) -> ContextReport:
     """The report of one session.
 
     Args:
@@ -253,12 +255,14 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         compactions: the session's compaction count when known (calibration needs none).
         exact: a tokenizer of :data:`.tokens.TOKENIZERS` for exact counts (None: estimates only).
         conversation: the session's rows as Hermes loads them (read from ``db`` when None).
+        diff: the session's :class:`SessionDiff` when already computed for the same prompt and files.
 
     Raises nothing: a source that cannot be read leaves its part empty and says why.
     """
     line = hermes_line(version)
     parsed = cache.get(stamp.prompt_key, stamp.session_id, db)
-    diff = session_diff(stamp, parsed, disk, config, verdict_for(version))
+    if diff is None or diff.stamp.prompt_key != stamp.prompt_key:
+        diff = session_diff(stamp, parsed, disk, config, verdict_for(version))
     rows = list(conversation) if conversation is not None else db.conversation(stamp.session_id)
     turn = next_turn(rows, reminder_block, line)
     sections: list[SectionCount] = []
@@ -275,7 +279,8 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     prompt_text = parsed.text if parsed else ""
     estimated = hermes_estimate(prompt_text, line) + (turn.messages.tokens or 0)
     if compactions is None:  # a summary row among the active rows: the session was compacted
-        compactions = sum(1 for m in rows if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
+        # the summary row is in the compacted head (protect_first_n) or opens a continuation
+        compactions = sum(1 for m in rows[:8] if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
     if compactions:
         cal, why = None, ("the session was compacted: its recorded input tokens count prompts its rows no longer "
                           "hold, so they cannot be compared")

@@ -132,14 +132,35 @@ def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
     return out
 
 
+#: ``id(message) -> (message, line, str length, tokens)``: the size of a conversation dict the
+#: session reader keeps between refreshes (the same object: a refresh after appended messages
+#: sizes only the new rows). Bounded; cleared when full.
+_SIZES: dict[int, tuple[Any, str, int, int]] = {}
+_SIZES_MAX = 50_000
+
+
+def message_size(msg: Mapping[str, Any], line: str = "0.19") -> tuple[int, int]:
+    """``(len(str(shadow)), tokens)`` of one message as Hermes line ``line`` sizes it (tokens: the
+    0.20/0.22 per-message estimate; for 0.17-0.19 the message's share before the final ``// 4``)."""
+    hit = _SIZES.get(id(msg))
+    if hit is not None and hit[0] is msg and hit[1] == line:
+        return hit[2], hit[3]
+    text = str(_shadow(msg, line))
+    tokens = hermes_estimate(text, line) if line in ("0.20", "0.22") else len(text)
+    if len(_SIZES) >= _SIZES_MAX:
+        _SIZES.clear()
+    _SIZES[id(msg)] = (msg, line, len(text), tokens)
+    return len(text), tokens
+
+
 def hermes_message_estimate(messages: Iterable[Mapping[str, Any]], line: str = "0.19") -> int:
     """Hermes' ``estimate_messages_tokens_rough`` of conversation dicts (the shape of
     ``SessionDB.get_messages_as_conversation``), in tokens (see the module docstring)."""
     if line in ("0.20", "0.22"):
-        return sum(hermes_estimate(str(_shadow(m, line)), line) + IMAGE_TOKENS * _images(m) for m in messages)
+        return sum(message_size(m, line)[1] + IMAGE_TOKENS * _images(m) for m in messages)
     chars = images = 0
     for m in messages:
-        chars += len(str(_shadow(m, line)))
+        chars += message_size(m, line)[0]
         images += _images(m)
     return (chars + 3) // 4 + IMAGE_TOKENS * images
 

@@ -40,6 +40,11 @@ class AgentView:
     basis: tuple[Any, ...] = ()
     cache: PromptCache = field(default_factory=PromptCache, compare=False, repr=False)
     error: str | None = None
+    #: the files' entries it compared with, and what they were read under (``memory_key``)
+    disk: Mapping[str, Sequence[str]] = field(default_factory=dict, compare=False, repr=False)
+    memory_key: Any = field(default=None, compare=False, repr=False)
+    #: ``(prompt key, memory key) -> FrozenMemory``: a session's comparison, kept while neither changed
+    frozen_cache: Mapping[tuple[Any, Any], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def diff_of(self, session_id: str | None) -> SessionDiff | None:
         return next((d for d in self.diffs if d.session_id == session_id), None)
@@ -52,18 +57,33 @@ class AgentView:
 
 def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None, version: str | None,
                      reminder_block: str, basis: tuple[Any, ...], previous: AgentView | None = None,
-                     disk: Mapping[str, Sequence[str]] | None = None) -> AgentView:
-    """The view for the followed ``session_id`` (None: the live one). Raises whatever the readers
+                     memory_key: Any = None) -> AgentView:
+    """The view for the followed ``session_id`` (None: the live one). ``memory_key`` says what the
+    memory files looked like (the snapshot's memory stamps; None: unknown, read them again): while
+    it and a session's prompt are unchanged, its comparison is reused. Raises whatever the readers
     raise (the snapshot turns it into a banner)."""
     if previous is not None and previous.basis == basis and previous.error is None:
         return previous
     cache = previous.cache if previous is not None else PromptCache()
     if db is None:
         return AgentView(basis=basis, cache=cache)
-    entries = dict(disk) if disk is not None else disk_entries(home)
+    same_files = previous is not None and memory_key is not None and previous.memory_key == memory_key
+    entries = dict(previous.disk) if same_files and previous is not None else disk_entries(home)
+    kept = dict(previous.frozen_cache) if same_files and previous is not None else {}
     verdict = verdict_for(version)
     stamps = db.prompt_stamps(limit=MAX_SESSIONS)
-    diffs = tuple(session_diff(s, cache.get(s.prompt_key, s.session_id, db), entries, config, verdict) for s in stamps)
+    frozen_cache: dict[tuple[Any, Any], Any] = {}
+    diffs_l = []
+    for s in stamps:
+        k = (s.prompt_key, (id(config), version))
+        hit = kept.get(k)
+        if hit is not None:
+            d = SessionDiff(s, hit[0], hit[1])
+        else:
+            d = session_diff(s, cache.get(s.prompt_key, s.session_id, db), entries, config, verdict)
+        frozen_cache[k] = (d.frozen, d.prompt_sha256)
+        diffs_l.append(d)
+    diffs = tuple(diffs_l)
     want = session_id
     if want is None and stamps:
         want = max(stamps, key=lambda s: (s.activity, s.session_id)).session_id
@@ -74,8 +94,9 @@ def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None,
     report = None
     if stamp is not None:
         report = build_report(db, home, config, stamp, cache=cache, disk=entries, version=version,
-                              reminder_block=reminder_block)
-    return AgentView(diffs, report, basis, cache)
+                              reminder_block=reminder_block,
+                              diff=next((d for d in diffs if d.session_id == stamp.session_id), None))
+    return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache)
 
 
 __all__ = ["AgentView", "MAX_SESSIONS", "build_agent_view"]

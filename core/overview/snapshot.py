@@ -605,7 +605,8 @@ def build_snapshot(
         from .agent_view import build_agent_view
 
         return build_agent_view(home, config, db, session_id=followed, version=version,
-                                reminder_block=reminder, basis=basis, previous=prev_view)
+                                reminder_block=reminder, basis=basis, previous=prev_view,
+                                memory_key=stamps.memory if stamps is not None else None)
 
     agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
 

@@ -171,48 +171,74 @@ class SessionReader(CompactionEventReader):
         ``tool_call_id``, ``tool_name``, ``tool_calls`` (decoded JSON), and on assistant rows
         ``finish_reason``, ``reasoning``, ``reasoning_content``. Columns missing from the schema are
         left out. ``[]`` when unavailable.
+
+        Kept per session between calls like :meth:`active_region` (the same signature of the rows
+        read before): a refresh after appended messages decodes only the new rows.
         """
         wanted = ("content", "api_content", "timestamp", "tool_call_id", "tool_name", "tool_calls",
                   "finish_reason", "reasoning", "reasoning_content")
 
         def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             cols = [c for c in wanted if c in self._mcols]
-            active = " AND active = 1" if self.has_active else ""
-            rows = conn.execute(f"SELECT role, {', '.join(cols)} FROM messages WHERE session_id = ?{active} ORDER BY id",
-                                (session_id,))
-            out: list[dict[str, Any]] = []
-            for row in rows:
-                d = dict(zip(("role", *cols), row))
-                role = d.get("role")
-                content = d.get("content")
-                if isinstance(content, bytes):
-                    content = content.decode("utf-8", "replace")
-                content = decode_content(content)
-                if role in ("user", "assistant") and isinstance(content, str):
-                    content = sanitize_context(content).strip()
-                msg: dict[str, Any] = {"role": role, "content": content}
-                if d.get("api_content"):
-                    msg["api_content"] = d["api_content"]
-                if d.get("timestamp"):
-                    msg["timestamp"] = d["timestamp"]
-                for k in ("tool_call_id", "tool_name"):
-                    if d.get(k):
-                        msg[k] = d[k]
-                if d.get("tool_calls"):
-                    try:
-                        msg["tool_calls"] = json.loads(d["tool_calls"])
-                    except (TypeError, ValueError):
-                        msg["tool_calls"] = []
-                if role == "assistant":
-                    for k in ("finish_reason", "reasoning"):
-                        if d.get(k):
-                            msg[k] = d[k]
-                    if d.get("reasoning_content") is not None and "reasoning_content" in cols:
-                        msg["reasoning_content"] = d["reasoning_content"]
-                out.append(msg)
-            return out
+            if not self.has_active:
+                return [self._conversation_row(cols, r) for r in conn.execute(
+                    f"SELECT role, {', '.join(cols)} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+            began = not conn.in_transaction
+            if began:
+                conn.execute("BEGIN")  # one snapshot for the check, the new rows and the new signature
+            try:
+                kept = self._conversations.get(session_id)
+                sql = f"SELECT id, role, {', '.join(cols)} FROM messages WHERE session_id = ? AND active = 1"
+                if kept is not None and kept[0] is conn and self._active_sig(conn, session_id, kept[1]) == kept[2]:
+                    fresh = conn.execute(sql + " AND id > ? ORDER BY id", (session_id, kept[1])).fetchall()
+                    rows = kept[3] + [self._conversation_row(cols, r[1:]) for r in fresh]
+                    last = fresh[-1][0] if fresh else kept[1]
+                else:
+                    fresh = conn.execute(sql + " ORDER BY id", (session_id,)).fetchall()
+                    rows = [self._conversation_row(cols, r[1:]) for r in fresh]
+                    last = fresh[-1][0] if fresh else 0
+                self._conversations.pop(session_id, None)
+                while len(self._conversations) >= 4:
+                    self._conversations.pop(next(iter(self._conversations)))
+                self._conversations[session_id] = (conn, last, self._active_sig(conn, session_id, last), rows)
+                return list(rows)
+            finally:
+                if began and conn.in_transaction:
+                    conn.execute("COMMIT")
 
         return self._run(q, [])
+
+    @staticmethod
+    def _conversation_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+        """One row as Hermes 0.19 ``_rows_to_conversation`` builds its dict (see :meth:`conversation`)."""
+        d = dict(zip(("role", *cols), row))
+        role = d.get("role")
+        content = d.get("content")
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", "replace")
+        content = decode_content(content)
+        if role in ("user", "assistant") and isinstance(content, str):
+            content = sanitize_context(content).strip()
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if d.get("api_content"):
+            msg["api_content"] = d["api_content"]
+        if d.get("timestamp"):
+            msg["timestamp"] = d["timestamp"]
+        for k in ("tool_call_id", "tool_name"):
+            if d.get(k):
+                msg[k] = d[k]
+        if d.get("tool_calls"):
+            try:
+                msg["tool_calls"] = json.loads(d["tool_calls"])
+            except (TypeError, ValueError):
+                msg["tool_calls"] = []
+        if role == "assistant":
+            for k in ("finish_reason", "reasoning"):
+                if d.get(k):
+                    msg[k] = d[k]
+            if d.get("reasoning_content") is not None and "reasoning_content" in cols:
+                msg["reasoning_content"] = d["reasoning_content"]
+        return msg
 
     def live_session(self) -> SessionInfo | None:
         """The open session (``ended_at`` NULL) with the newest message (else newest start), or None."""

@@ -406,3 +406,31 @@ def test_watch_reports_a_running_session_whose_frozen_memory_diverges(home: Herm
         assert [e for e in w.events(frozenset({"memory"})) if e["event"] == "frozen"] == []  # no growth: quiet
     finally:
         w.close()
+
+
+def test_the_dashboard_view_reuses_each_comparison_until_the_prompt_or_the_files_change(home: HermesHome) -> None:
+    import sqlite3
+
+    from memdeck.core.memory.store import MemoryStore
+    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+
+    cfg = load_config(home)
+    db = open_statedb(home)
+    try:
+        first = build_snapshot(home, cfg, db, stamps=take_stamps(home, db))
+        view = first.agent_view
+        assert view is not None and view.report is not None and view.report.diff.differences == 1
+        conn = sqlite3.connect(home.state_db)
+        hs.append_message(conn, "S1", "user", "one more turn", timestamp=1030.0)
+        conn.close()
+        second = build_snapshot(home, cfg, db, previous=first, stamps=take_stamps(home, db))
+        assert second.agent_view is not view  # state.db changed: rebuilt...
+        assert second.agent_view.diffs[0].frozen is view.diffs[0].frozen  # ...the comparison reused
+        assert second.agent_view.report.next_turn.messages.count == 3  # the new row is counted
+        assert second.agent_view.cache.reads == 1  # the prompt was read once
+        MemoryStore(home, cfg).add("memory", "fact three")
+        third = build_snapshot(home, cfg, db, previous=second, stamps=take_stamps(home, db))
+        assert third.agent_view.report.diff.differences == 2
+        assert build_snapshot(home, cfg, db, previous=third, stamps=take_stamps(home, db)) is third
+    finally:
+        db.close()
