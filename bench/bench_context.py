@@ -7,9 +7,10 @@ The home must have an open session with a stored prompt (``bench/bighome_core.py
 demo's live session with 1M rows appended). Nothing is written to the home. Printed (median and
 p95 of ``--runs`` in-process runs, after one warm-up):
 
-* ``context --json``: the whole command (``memdeck.core.cli.main``, output to /dev/null: config,
-  history stat, state.db open, the open sessions' prompt stamps, the prompt read and parsed, the
-  report, the audit for the reminder block) and ``build_report`` alone on an open reader;
+* ``context --json``: the whole command (``memdeck.core.cli.main``, output to /dev/null: the
+  parser, config.yaml, the history's stat, then the handler), the handler alone (state.db open,
+  the open sessions' prompt stamps, the prompt read and parsed, the Hermes version, the audit for
+  the reminder block, the report, the JSON), and ``build_report`` alone on an open reader;
 * the refresh after state.db changed: ``build_snapshot`` given a previous snapshot whose state.db
   stamp differs (so the state.db part is re-read, as after Hermes appends a message), with the
   agent view rebuilt (now) and with it reused (what the refresh cost before issue 24), and their
@@ -18,8 +19,8 @@ p95 of ``--runs`` in-process runs, after one warm-up):
 * with ``--live SCRATCH``: the home is copied to SCRATCH and, before each refresh, one message is
   appended to the live session the way Hermes writes it (``core/sessions/hermes_schema.py``), so
   the refresh re-reads what a live home changes (state.db's new rows, the audit, the agent view);
-  refreshes alternate between the view rebuilt (now) and reused (before), and their medians and
-  ratio are printed.
+  refreshes rotate between the view reused (before issue 24), rebuilt without the followed
+  session's report (the Context panel not shown) and with it (shown); medians and ratios printed.
 """
 
 from __future__ import annotations
@@ -81,6 +82,17 @@ def main() -> int:
         assert rc == 0
 
     cmd = _time(command, args.runs)
+    from memdeck.core.cli import context_cmds
+    from memdeck.core.cli.common import CliContext
+
+    ns = argparse.Namespace(session=None, json=True, exact=None)
+    ctx = CliContext(home=home, config=config)
+
+    def handler() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert context_cmds._context(ns, ctx) == 0
+
+    hnd = _time(handler, args.runs)
     db = open_statedb(home)
     version = detect_profile(home).version
     stamp = max(db.prompt_stamps(), key=lambda s: (s.activity, s.session_id))
@@ -90,6 +102,7 @@ def main() -> int:
     rows = stamp.last_active and db.message_count()
     print(f"live session {stamp.session_id}: prompt {stamp.prompt_chars:,} chars, state.db {rows:,} rows")
     print(f"context --json (whole command)       {_ms(cmd)}")
+    print(f"context --json (its handler: state.db, prompt, report, audit, JSON)  {_ms(hnd)}")
     print(f"build_report alone                   {_ms(rep_t)}")
 
     # the refresh after a state.db change, with and without the agent view
@@ -152,30 +165,36 @@ def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
     reads0 = snap.agent_view.cache.reads
     writer = sqlite3.connect(home.state_db, isolation_level=None, timeout=30)
     real = av.build_agent_view
-    times: dict[bool, list[float]] = {True: [], False: []}
+    modes = ("before", "hidden", "shown")
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
     clock = time.time()
-    for i in range(2 * runs + 2):
-        view_on = i % 2 == 0
+    for i in range(3 * runs + 3):
+        mode = modes[i % 3]
         clock += 1.0
         hs.append_message(writer, sid, "user" if i % 2 else "assistant", f"bench turn {i}: deploy the service",
                           timestamp=clock)
-        if not view_on:  # before issue 24: no agent view to rebuild
+        if mode == "before":  # before issue 24: no agent view to rebuild
             av.build_agent_view = lambda *a, previous=None, **k: previous  # type: ignore[assignment]
         try:
-            t = time.perf_counter()
-            snap = build_snapshot(home, config, db, previous=snap, stamps=take_stamps(home, db))
-            dt = time.perf_counter() - t
+            t, c = time.perf_counter(), time.process_time()
+            snap = build_snapshot(home, config, db, previous=snap, stamps=take_stamps(home, db),
+                                  context_report=mode == "shown")
+            dt, dc = time.perf_counter() - t, time.process_time() - c
         finally:
             av.build_agent_view = real  # type: ignore[assignment]
-        if i >= 2:  # the first of each kind warms up
-            times[view_on].append(dt)
+        if i >= 3:  # the first of each kind warms up
+            times[mode].append(dt)
+            cpu[mode].append(dc)
     writer.close()
     db.close()
-    ratio = statistics.median(times[True]) / statistics.median(times[False])
-    print(f"live refresh after one appended message, agent view reused (before) {_ms(times[False])}")
-    print(f"live refresh after one appended message, agent view rebuilt (now)   {_ms(times[True])}   ratio {ratio:.2f}")
-    print(f"prompts read over {2 * runs + 2} live refreshes: {snap.agent_view.cache.reads - reads0}")
-
+    base_w, base_c = statistics.median(times["before"]), statistics.median(cpu["before"])
+    print("live refresh after one appended message (wall | CPU of this process, median / p95; ratio to before):")
+    for m, what in (("before", "before issue 24 (no agent view)"), ("hidden", "now, Context panel not shown"),
+                    ("shown", "now, Context panel shown")):
+        print(f"  {what:34} {_ms(times[m])} | {_ms(cpu[m])}   "
+              f"{statistics.median(times[m]) / base_w:.2f} | {statistics.median(cpu[m]) / base_c:.2f}")
+    print(f"prompts read over {3 * runs + 3} live refreshes: {snap.agent_view.cache.reads - reads0}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -177,6 +177,9 @@ class MemdeckApp(DeckActions, App[None]):
         self._exact_pending: set[tuple[str, str]] = set()
         #: the tokenizer of the Context panel's exact counts (None: estimates only)
         self.exact_tokenizer: str | None = "o200k_base"
+        #: the Context panel is on screen: refreshes build the followed session's report (its rows,
+        #: sections and budget); while it is not, they build only the frozen-memory comparisons
+        self.context_shown = False
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -319,6 +322,11 @@ class MemdeckApp(DeckActions, App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = self.current_panel_id
+        shown = pid == "context"
+        if shown != self.context_shown:
+            self.context_shown = shown
+            if shown:  # its report is built only while it is shown: build it now
+                self.request_refresh(force=True)
         if pid in self._stale_panels and self.snapshot is not None:
             self._stale_panels.discard(pid)
             self._show_panel_snapshot(pid, self.snapshot)
@@ -600,6 +608,7 @@ class MemdeckApp(DeckActions, App[None]):
                     session_id=self.session_id,
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
+                    context_report=self.context_shown,
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))

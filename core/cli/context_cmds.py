@@ -28,12 +28,12 @@ def pick_session(stamps: list[PromptStamp]) -> PromptStamp | None:
 
 
 def _reminder(ctx: CliContext, db: StateDB, sid: str) -> str:
-    """The reminder block MemLock would inject now for ``sid`` (the audit without its history)."""
-    from ..anchors.lifecycle import audit_session
+    """The reminder block MemLock would inject now for ``sid`` (the current audit, no history)."""
+    from ..anchors.lifecycle import reminder_now
     from ..anchors.store import AnchorStore
 
     try:
-        return audit_session(db, AnchorStore(ctx.home, ctx.config), sid, ctx.config, with_history=False).reminder_block
+        return reminder_now(db, AnchorStore(ctx.home, ctx.config), sid, ctx.config)
     except Exception:  # noqa: BLE001 - an unreadable MemLock file: no reminder, said by the report
         return ""
 

@@ -29,7 +29,8 @@ class AgentView:
         diffs: every open session's frozen memory against the files (newest start first, at most
             :data:`MAX_SESSIONS`).
         report: the followed session's :class:`~memdeck.core.context.report.ContextReport`
-            (None without one).
+            (None without one, or when it was not asked for: the Context panel is not shown).
+        followed: the followed session's id (None without an open session).
         basis: what it was built from (a rebuild with the same basis reuses this view).
         cache: the parsed prompts, carried to the next view.
         error: why it could not be built (shown as the Context panel's banner), else None.
@@ -45,6 +46,14 @@ class AgentView:
     memory_key: Any = field(default=None, compare=False, repr=False)
     #: ``(prompt key, memory key) -> FrozenMemory``: a session's comparison, kept while neither changed
     frozen_cache: Mapping[tuple[Any, Any], Any] = field(default_factory=dict, compare=False, repr=False)
+    followed: str | None = None
+
+    @property
+    def followed_diff(self) -> SessionDiff | None:
+        """The followed session's comparison (from the report when there is one)."""
+        if self.report is not None:
+            return self.report.diff
+        return self.diff_of(self.followed)
 
     def diff_of(self, session_id: str | None) -> SessionDiff | None:
         return next((d for d in self.diffs if d.session_id == session_id), None)
@@ -57,11 +66,13 @@ class AgentView:
 
 def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None, version: str | None,
                      reminder_block: str, basis: tuple[Any, ...], previous: AgentView | None = None,
-                     memory_key: Any = None) -> AgentView:
+                     memory_key: Any = None, with_report: bool = True) -> AgentView:
     """The view for the followed ``session_id`` (None: the live one). ``memory_key`` says what the
     memory files looked like (the snapshot's memory stamps; None: unknown, read them again): while
-    it and a session's prompt are unchanged, its comparison is reused. Raises whatever the readers
-    raise (the snapshot turns it into a banner)."""
+    it and a session's prompt are unchanged, its comparison is reused. ``with_report`` False leaves
+    out the followed session's report (its rows, sections and budget: the Context panel's), so a
+    refresh while that panel is not shown reads no rows for it. Raises whatever the readers raise
+    (the snapshot turns it into a banner)."""
     if previous is not None and previous.basis == basis and previous.error is None:
         return previous
     cache = previous.cache if previous is not None else PromptCache()
@@ -92,11 +103,12 @@ def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None,
         found = db.prompt_stamps([want])
         stamp = found[0] if found else None
     report = None
-    if stamp is not None:
+    if stamp is not None and with_report:
         report = build_report(db, home, config, stamp, cache=cache, disk=entries, version=version,
                               reminder_block=reminder_block,
                               diff=next((d for d in diffs if d.session_id == stamp.session_id), None))
-    return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache)
+    return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache,
+                     stamp.session_id if stamp is not None else want)
 
 
 __all__ = ["AgentView", "MAX_SESSIONS", "build_agent_view"]

@@ -357,6 +357,7 @@ def build_snapshot(
     session_id: str | None = None,
     now: float | None = None,
     stamps: SourceStamps | None = None,
+    context_report: bool = True,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -373,6 +374,9 @@ def build_snapshot(
             findings, the audit), pending writes, MemLock files, state.db; when every source is
             unchanged and the same session is asked for, ``previous`` itself is returned (the
             caller repaints nothing).
+        context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
+            (the dashboard asks for it while the Context panel is shown; every open session's
+            frozen-memory comparison is built either way).
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -381,7 +385,8 @@ def build_snapshot(
     if stamps is not None and prev_stamps is not None and previous is not None and not previous.errors:
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
-        if stamps == prev_stamps and same_session and previous.config is config:
+        had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
+        if stamps == prev_stamps and same_session and previous.config is config and had_report:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -596,7 +601,8 @@ def build_snapshot(
     # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
     version = profile.version if profile is not None else None
     basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
-    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version)
+    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
+              context_report)
     prev_view = previous.agent_view if previous is not None else None
 
     followed = session_id if session_id is not None else (live.id if live is not None else None)
@@ -606,7 +612,7 @@ def build_snapshot(
 
         return build_agent_view(home, config, db, session_id=followed, version=version,
                                 reminder_block=reminder, basis=basis, previous=prev_view,
-                                memory_key=stamps.memory if stamps is not None else None)
+                                memory_key=stamps.memory if stamps is not None else None, with_report=context_report)
 
     agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
 

@@ -434,3 +434,17 @@ def test_the_dashboard_view_reuses_each_comparison_until_the_prompt_or_the_files
         assert build_snapshot(home, cfg, db, previous=third, stamps=take_stamps(home, db)) is third
     finally:
         db.close()
+
+
+def test_the_reminder_now_is_the_audits_reminder_block(tmp_path: Path) -> None:
+    from memdeck.core.anchors.lifecycle import audit_session, reminder_now
+    from memdeck.core.anchors.store import AnchorStore
+    from memdeck.core.demo import build_demo_home
+
+    h = build_demo_home(tmp_path / "demo")
+    cfg = load_config(h)
+    with StateDB(h.state_db) as db:
+        sid = db.live_session().id
+        store = AnchorStore(h, cfg)
+        block = reminder_now(db, store, sid, cfg)
+        assert block and block == audit_session(db, store, sid, cfg).reminder_block

@@ -60,7 +60,7 @@ async def test_a_change_the_session_does_not_see_is_marked_in_history_and_the_wr
         old = entries[1]
         _hermes_write(demo_home, [e if e != old else old + " Logs go to Loki." for e in entries])
         await wait_for(pilot, lambda: any(c.op == "replaced" for c in app.snapshot.history)
-                       and app.snapshot.agent_view is not None and app.snapshot.agent_view.report.diff.differences == 2)
+                       and app.snapshot.agent_view is not None and app.snapshot.agent_view.followed_diff.differences == 2)
         await pilot.press("7")
         await settle(pilot, app)
         row = next(r for r in app.panel("history").rows if r.change.op == "replaced")

@@ -133,7 +133,7 @@ def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
         if state is not None:
             flagged += sum(1 for e in state.entries if snap.findings.get(e.text))
     view = getattr(snap, "agent_view", None)
-    rep = view.report if view is not None else None
-    differ = rep.diff.differences if rep is not None and rep.diff.frozen.in_prompt else 0
+    fd = view.followed_diff if view is not None else None
+    differ = fd.differences if fd is not None and fd.frozen.in_prompt else 0
     out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": differ, "context": differ}
     return {k: v for k, v in out.items() if v}

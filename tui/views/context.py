@@ -34,9 +34,7 @@ ExactCounts = Mapping[tuple[str, str], Mapping[str, Any]]
 def followed_diff(snap: DeckSnapshot) -> SessionDiff | None:
     """The followed session's frozen-memory comparison, or None."""
     view = snap.agent_view
-    if view is None or view.report is None:
-        return None
-    return view.report.diff
+    return view.followed_diff if view is not None else None
 
 
 def frozen_badge(snap: DeckSnapshot) -> str | None:
@@ -60,13 +58,10 @@ def write_note(snap: Any, target: str | None) -> str | None:
     new session, and the command that starts one there (:func:`not_seen_until`). None when no
     running session holds that store in its prompt."""
     view = getattr(snap, "agent_view", None)
-    report = getattr(view, "report", None)
-    if report is None or target not in ("memory", "user"):
+    d = view.followed_diff if view is not None else None
+    if d is None or target not in ("memory", "user") or not d.frozen.in_prompt:
         return None
-    if not report.diff.frozen.in_prompt:
-        return None
-    s = report.diff.stamp
-    return not_seen_until(s.source, s.session_id)
+    return not_seen_until(d.stamp.source, d.stamp.session_id)
 
 
 def unseen_by(snap: DeckSnapshot, change: Change) -> list[str]:
@@ -167,6 +162,8 @@ def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0)
     if view is None:
         return Text("reading state.db…", style="dim")
     if view.report is None:
+        if view.followed is not None:
+            return Text("reading the session's prompt…", style="dim")
         return Text("no running session: no open session in state.db (s picks one)", style="dim")
     rep = view.report
     s = rep.diff.stamp
