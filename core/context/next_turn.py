@@ -21,14 +21,13 @@ Pure functions of values; nothing here reads the home.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..memory.context_fence import find_fences
 from .tokens import hermes_estimate, hermes_message_estimate, message_size
 
-_FENCE_RE = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
 #: What a stored row cannot tell.
 NOT_RECORDED = "not recorded"
 
@@ -93,7 +92,7 @@ def last_fence(conversation: Sequence[Mapping[str, Any]]) -> str:
     for msg in reversed(conversation):
         api = msg.get("api_content")
         if msg.get("role") == "user" and isinstance(api, str) and "memory-context" in api.lower():
-            found = _FENCE_RE.findall(api)
+            found = find_fences(api)
             if found:
                 return found[-1]
     return ""
