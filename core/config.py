@@ -10,8 +10,10 @@ never raises.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .fsio import FileTooLarge, read_regular_bytes
@@ -68,6 +70,9 @@ class Config:
             ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
             non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
+        raw: the whole document as parsed (a read-only mapping; empty without a file), for the
+            readers of keys this class does not model (``model:``, ``compression:``: the next
+            compaction, ``core/context/budget.py``).
     """
 
     memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
@@ -81,6 +86,7 @@ class Config:
     session_store_source: str = ""
     memory_provider: str = ""
     warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def char_limit(self, target: str) -> int:
         """The char limit of ``target`` (``"memory"`` or ``"user"``)."""
@@ -201,6 +207,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),
+        raw=MappingProxyType(dict(data)),
     )
 
 

@@ -56,9 +56,11 @@ SHOTS: tuple[Shot, ...] = (
     Shot("recall", "recall", query="deploy"),
     Shot("review", "review"),
     Shot("history", "history"),
+    Shot("context", "context"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
-    Shot("toast", "capacity", external_replace=True),  # last: it changes the home
+    Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
+    Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
 )
 
 
@@ -75,7 +77,7 @@ async def _settle(pilot, app, rounds: int = 200) -> None:
     """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
     for _ in range(rounds):
         await pilot.pause()
-        busy = [w for w in app.workers if w.group in ("refresh", "recall", "write") and not w.is_finished]
+        busy = [w for w in app.workers if w.group in ("refresh", "recall", "write", "exact") and not w.is_finished]
         for w in busy:
             await w.wait()
         await pilot.pause()

@@ -201,6 +201,7 @@ def action_archive(self: "MemdeckApp") -> None:
     target, text = sel.target, sel.text or ""
     body = Text(f"Archive this {_target_name(target)} entry ({len(text):,} chars)? R restores it.\n")
     body.append_text(safe_text(_preview(text, 300)))
+    body.append_text(_archive_what_if(self, target, text))
 
     selector = getattr(sel.obj, "id", None) or text
 
@@ -211,6 +212,20 @@ def action_archive(self: "MemdeckApp") -> None:
              lambda: self.run_write("archive", op_e, lambda r: f"archived a {_target_name(target)} entry "
                                     f"(archive #{getattr(r, 'archive_id', '?')}, {len(text):,} chars freed); R restores it"),
              "Archive")
+
+
+def _archive_what_if(app: "MemdeckApp", target: str | None, text: str) -> Text:
+    """How archiving ``text`` moves the next session's frozen block (``core/context/whatif.py``)."""
+    from memdeck.core.context.whatif import what_if
+
+    from .screens.editors import running_note, what_if_text
+
+    state = getattr(app.snapshot, "memory", {}).get(target) if app.snapshot is not None else None
+    entries = [e.text for e in getattr(state, "entries", ()) or ()]
+    if target not in ("memory", "user") or text not in entries:
+        return Text()
+    w = what_if(target, entries, int(app.config.char_limit(target)), remove=text)
+    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app), heading="if you archive it"))
 
 
 @toast_on_error

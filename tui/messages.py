@@ -123,3 +123,18 @@ class FleetRemoteRead(Message):
     def __init__(self, count: int) -> None:
         super().__init__()
         self.count = count
+
+
+class ExactCountsReady(Message):
+    """Exact token counts of a session's prompt are ready (the Context panel's worker).
+
+    Attributes:
+        key: ``(prompt sha256, tokenizer)``; counts: ``{"sections": {name: n}, ...}`` or None;
+        reason: why there are none (no offline tokenizer), else None.
+    """
+
+    def __init__(self, key: tuple[str, str], counts: Any, reason: str | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.counts = counts
+        self.reason = reason

@@ -121,6 +121,38 @@ def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> 
 
 
 
+def _audit_now(db: Any, store: Any, session_id: str, config: Any, encoder: Any) -> tuple[Any, ...]:
+    """``(cfg, session, global ids, anchors, system prompt, active rows, verdicts now)``: the audit of
+    the region MemLock would audit now (shared by :func:`audit_session` and :func:`reminder_now`)."""
+    cfg = memlock_cfg(config if config is not None else store.config)
+    session = store.load_session(session_id)
+    report = store.load_pins_report()
+    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
+    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(store.seeded_anchors(cfg, report.pins))
+    system_prompt = session_system_prompt(db, session_id)
+    rows = db.active_region(session_id)
+    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
+    return cfg, session, global_ids, anchors, system_prompt, rows, current
+
+
+def _reminder_of(anchors: Sequence[Any], current: Any, cfg: Any) -> str:
+    drifted_now = [a.id for a in anchors if not current[a.id].alive]
+    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
+    return plan_reminder(marked, drifted_now, cfg)[0]
+
+
+def reminder_now(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None) -> str:
+    """The reminder block MemLock would inject at its next audit (``""``: none): exactly
+    :attr:`SessionAudit.reminder_block` of :func:`audit_session`, without reading the session's
+    compaction history (which only the lifecycle states need).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    cfg, _session, _g, anchors, _sp, _rows, current = _audit_now(db, store, session_id, config, encoder)
+    return _reminder_of(anchors, current, cfg)
+
+
 def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
                   with_history: bool = True) -> SessionAudit:
     """Audit one session from state.db and its MemLock file.
@@ -145,14 +177,7 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     Raises:
         core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
     """
-    cfg = memlock_cfg(config if config is not None else store.config)
-    session = store.load_session(session_id)
-    report = store.load_pins_report()
-    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
-    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(store.seeded_anchors(cfg, report.pins))
-    system_prompt = session_system_prompt(db, session_id)
-    rows = db.active_region(session_id)
-    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
+    cfg, session, global_ids, anchors, system_prompt, rows, current = _audit_now(db, store, session_id, config, encoder)
     events = session_events(db, session_id)
     last = events[-1] if events else None
     at_last = verdicts_after(db, last, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
@@ -182,9 +207,7 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
             else:
                 state = "alive" if v.alive else "drifted"
         results.append(AnchorAudit(a, state, v, ev, rehyd, "global" if a.id in global_ids else "session"))
-    drifted_now = [a.id for a in anchors if not current[a.id].alive]
-    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
-    block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
+    block = _reminder_of(anchors, current, cfg)
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
                                 events=events, audited={last.index: at_last} if last is not None else None,
                                 home=getattr(store, "home", None)) if with_history else []

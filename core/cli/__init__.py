@@ -21,6 +21,7 @@ from ..errors import MemdeckError, Refused
 from ..text import visible
 from . import anchor_cmds
 from . import completion_cmds
+from . import context_cmds
 from . import fleet_cmds
 from . import history_cmds
 from . import memory_cmds
@@ -29,7 +30,7 @@ from . import serve_cmds
 from . import session_cmds
 from .common import CliContext, UsageError
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds, serve_cmds, completion_cmds,
+COMMAND_MODULES = (memory_cmds, session_cmds, context_cmds, anchor_cmds, plugin_cmds, history_cmds, serve_cmds, completion_cmds,
                    fleet_cmds)
 
 #: Commands that open the dashboard (``--demo`` may go with them).

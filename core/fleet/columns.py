@@ -3,7 +3,7 @@ terminal UI) and the fleet screen (which adds colour, ``memdeck.tui.views.fleet`
 
 Every cell is a plain ``str``; a figure memdeck does not know is ``?`` (an older remote memdeck,
 an unreadable store), never a guessed value. The stale live sessions column shows
-:data:`~.stale_sessions.NOT_AVAILABLE` until the agent's-view feature is wired.
+:data:`~.stale_sessions.NOT_AVAILABLE` (or the note) where it cannot be known.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ..config import Config, load_config
 from ..home import HOME_MARKERS, HermesHome
 from ..history.changes import HistorySummary, history_summary
 from .figures import HomeFigures, figures_from_snapshot
-from .stale_sessions import count_stale_sessions
+from .stale_sessions import count_stale_sessions, stale_sessions_from_view
 
 
 class NotAHome(Exception):
@@ -92,8 +92,11 @@ class LocalReader:
                         self._history = None
                     self._history_of = snap.history
             self.snapshot = snap
-            self._figures = figures_from_snapshot(snap, self._history,
-                                                  stale_sessions=count_stale_sessions(self.home, self._config, self._db))
+            ok = snap.db_status is not None and snap.db_status.ok  # else unknown, said by count_stale_sessions
+            stale = stale_sessions_from_view(getattr(snap, "agent_view", None)) if ok else None
+            if stale is None:
+                stale = count_stale_sessions(self.home, self._config, self._db)
+            self._figures = figures_from_snapshot(snap, self._history, stale_sessions=stale)
             return self._figures
 
     def close(self) -> None:

@@ -3,17 +3,14 @@ agent's-view feature (issue 24: ``memdeck sessions --stale --json``, ``core/cont
 
 Hermes freezes MEMORY.md and USER.md into a session's system prompt when the session starts
 (DESIGN.md "The files are not the prompt"); a session whose frozen memory differs from the files
-is *stale*. Until that feature is merged, memdeck cannot tell, and says so: the figure is
-:data:`NOT_AVAILABLE` on screen, ``null`` with the note in ``--json``, and no sample in the
-metrics (never a guessed 0).
+is *stale*. Where memdeck cannot tell (state.db unreadable, an older remote memdeck), it says
+so: a note on screen, ``null`` with the note in ``--json``, and no sample in the metrics (never a
+guessed 0).
 
-**Wiring it (the lead):** once ``core/context`` is on main, make :func:`count_stale_sessions`
-return ``StaleSessions(count=n)`` where ``n`` is the number of open sessions that
-``core.context.report.open_session_diffs(db, config, PromptCache(), disk_entries(home),
-verdict_for(version))`` reports with ``in_prompt`` and ``differences > 0`` (what
-``sessions --stale`` lists), and :func:`stale_sessions_from_status` read the same figure from
-the key ``status --json`` will carry for it. Nothing else changes: the fleet screen column, the
-``--json`` field and the ``memdeck_stale_live_sessions`` metric all go through these two functions.
+Local homes count through ``core/context/report.py`` :func:`stale_session_count` (what
+``sessions --stale`` lists); remote ones read the ``stale_sessions`` key of their ``status --json``.
+The fleet screen column, the ``--json`` field and the ``memdeck_stale_live_sessions`` metric all go
+through the two functions below.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: What the screen shows while the figure cannot be known.
-NOT_AVAILABLE = "n/a (needs the agent's-view feature)"
+NOT_AVAILABLE = "n/a (unknown)"
 
 
 @dataclass(frozen=True)
@@ -49,18 +46,42 @@ class StaleSessions:
         return cls(count=None, note=note or NOT_AVAILABLE)
 
 
-def count_stale_sessions(home: Any, config: Any, db: Any) -> StaleSessions:
-    """The stale live sessions of a local home (``home``: a HermesHome, ``config``: its Config,
-    ``db``: its open read-only StateDB or None). Never raises.
+def stale_sessions_from_view(view: Any) -> StaleSessions | None:
+    """The figure from a snapshot's ``agent_view`` (``core/overview/agent_view.py``: every open
+    session's comparison, already built by the refresh), or None when it holds none (the
+    memory-only first paint, or an error): then :func:`count_stale_sessions` reads it."""
+    if view is None or getattr(view, "error", None):
+        return None
+    return StaleSessions(count=sum(1 for d in view.diffs if d.frozen.in_prompt and d.differences > 0), note="")
 
-    Returns :data:`NOT_AVAILABLE` until the agent's-view feature is wired (module docstring).
-    """
-    return StaleSessions()
+
+def count_stale_sessions(home: Any, config: Any, db: Any, cache: Any = None) -> StaleSessions:
+    """The stale live sessions of a local home (``home``: a HermesHome, ``config``: its Config,
+    ``db``: its open read-only StateDB or None; ``cache``: the reader's
+    ``core.context.prompts.PromptCache``, kept between reads). Never raises: what cannot be read
+    is a note."""
+    if db is None:
+        return StaleSessions(note="state.db: missing")
+    try:
+        st = db.status()
+        if not st.ok:
+            return StaleSessions(note=f"state.db: {st.state}")
+        from ..context.report import stale_session_count
+        from ..sessions.profile import detect_profile
+
+        try:
+            version = detect_profile(home).version
+        except Exception:  # noqa: BLE001 - unknown version: memdeck's own threat rules
+            version = None
+        return StaleSessions(count=stale_session_count(db, home, config, version, cache=cache), note="")
+    except Exception as exc:  # noqa: BLE001 - a figure that cannot be read is said, never guessed
+        return StaleSessions(note=f"{type(exc).__name__}: {exc}")
 
 
 def stale_sessions_from_status(status: Mapping[str, Any]) -> StaleSessions:
-    """The same figure from a ``status --json`` dict (a remote home). Never raises.
-
-    Returns :data:`NOT_AVAILABLE` until the agent's-view feature is wired (module docstring).
-    """
-    return StaleSessions()
+    """The same figure from a ``status --json`` dict (a remote home: its ``stale_sessions`` key;
+    an older remote memdeck has none: :data:`NOT_AVAILABLE`). Never raises."""
+    part = status.get("stale_sessions") if isinstance(status, Mapping) else None
+    if part is None:
+        return StaleSessions(note="n/a (the remote memdeck does not report it)")
+    return StaleSessions.from_dict(part)

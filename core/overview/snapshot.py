@@ -36,6 +36,7 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .agent_view import AgentView
 from .banners import describe_failure
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
-PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history")
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
 HISTORY_ROWS = 200
 
@@ -169,6 +170,9 @@ class DeckSnapshot:
             verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
         memlock_location: where MemLock keeps this home's state and why
             (:class:`core.memlock_home.MemlockLocation`; None before the anchors are read).
+        agent_view: what the open sessions see: each one's frozen memory against the files and
+            the followed session's prompt by section, next turn and next compaction
+            (:class:`core.overview.agent_view.AgentView`; None in the memory-only first paint).
     """
 
     taken_at: float
@@ -203,6 +207,7 @@ class DeckSnapshot:
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
     memlock_location: MemlockLocation | None = None
+    agent_view: AgentView | None = None
 
     @property
     def archive_count(self) -> int:
@@ -357,6 +362,7 @@ def build_snapshot(
     session_id: str | None = None,
     now: float | None = None,
     stamps: SourceStamps | None = None,
+    context_report: bool = True,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -373,6 +379,9 @@ def build_snapshot(
             findings, the audit), pending writes, MemLock files, state.db; when every source is
             unchanged and the same session is asked for, ``previous`` itself is returned (the
             caller repaints nothing).
+        context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
+            (the dashboard asks for it while the Context panel is shown; every open session's
+            frozen-memory comparison is built either way).
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -381,7 +390,8 @@ def build_snapshot(
     if stamps is not None and prev_stamps is not None and previous is not None and not previous.errors:
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
-        if stamps == prev_stamps and same_session and previous.config is config:
+        had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
+        if stamps == prev_stamps and same_session and previous.config is config and had_report:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -596,6 +606,24 @@ def build_snapshot(
     else:
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
+    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
+    version = profile.version if profile is not None else None
+    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
+              context_report)
+    prev_view = previous.agent_view if previous is not None else None
+
+    followed = session_id if session_id is not None else (live.id if live is not None else None)
+
+    def _view() -> AgentView:
+        from .agent_view import build_agent_view
+
+        return build_agent_view(home, config, db, session_id=followed, version=version,
+                                reminder_block=reminder, basis=basis, previous=prev_view,
+                                memory_key=stamps.memory if stamps is not None else None, with_report=context_report)
+
+    agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
+
     return DeckSnapshot(
         taken_at=taken_at,
         home=home,
@@ -628,4 +656,5 @@ def build_snapshot(
         schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
         memlock_location=store.location,
+        agent_view=agent_view,
     )

@@ -191,6 +191,22 @@ def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
     return {**profile.to_dict(), "threat_differences": threat_differences(profile, texts)}
 
 
+def stale_sessions_section(home: HermesHome, config: Config, version: str | None) -> dict[str, Any]:
+    """``{"count": int, "note": None}``: the open sessions whose frozen memory differs from the
+    files (``core/context/report.py`` :func:`stale_session_count`), or ``{"count": None, "note":
+    why}`` when state.db cannot be read. Never raises."""
+    from ..context.report import stale_session_count
+
+    try:
+        with StateDB.shared(home.state_db) as db:
+            st = db.status()
+            if not st.ok:
+                return {"count": None, "note": f"state.db: {st.state}"}
+            return {"count": stale_session_count(db, home, config, version), "note": None}
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        return {"count": None, "note": f"{type(exc).__name__}: {exc}"}
+
+
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
     """Build the status dict described in the module docstring. Never raises on bad data."""
     config = config or load_config(home)
@@ -226,6 +242,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["profile"] = f"{type(exc).__name__}: {exc}"
         _merge_sections(home, config, out, errors)
+        out["stale_sessions"] = stale_sessions_section(home, config, (out.get("hermes") or {}).get("version"))
     out["section_errors"] = errors
     return out
 

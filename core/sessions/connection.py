@@ -128,6 +128,8 @@ class StateDBConnection:
         self._events_cache: tuple[int | None, int, list[CompactionEvent]] | None = None
         # per-session active regions (SessionReader.active_region): (conn, last id, signature, rows)
         self._regions: dict[str, tuple[Any, ...]] = {}
+        # per-session conversations (SessionReader.conversation): (conn, last id, signature, dicts)
+        self._conversations: dict[str, tuple[Any, ...]] = {}
         # incremental per-session compaction tracks (kept across reconnects to the same file)
         self._tracks: dict[str, _Track] = {}
         self._tracks_conn: sqlite3.Connection | None = None

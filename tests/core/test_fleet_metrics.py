@@ -82,8 +82,8 @@ def test_the_exposition_has_status_json_s_numbers(demo_home: HermesHome, tmp_pat
     # the unreachable host: down, no figures exported as if current
     assert _value(samples, "memdeck_home_up", home=unreachable.address) == 0
     assert not [k for k in samples if dict(k[1]).get("home") == unreachable.address and k[0] != "memdeck_home_up"]
-    # not known until the agent's-view feature: no sample, never a made-up 0
-    assert not [k for k in samples if k[0] == "memdeck_stale_live_sessions"]
+    # the live sessions whose frozen memory differs from the files, as status --json counts them
+    assert _value(samples, "memdeck_stale_live_sessions", home=home) == status["stale_sessions"]["count"] >= 1
     assert {n for n, _ in samples} <= set(METRICS)
 
 

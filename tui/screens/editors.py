@@ -39,6 +39,28 @@ def finding_ids(findings: list[Any]) -> list[str]:
     return list(dict.fromkeys(str(getattr(f, "pattern_id", f)) for f in findings))
 
 
+def what_if_text(lines: list[str], note: str | None = None, heading: str = "if you save") -> Text:
+    """The what-if lines (``core/context/whatif.py``) after ``heading``, then ``note`` (the running
+    session keeps its frozen copy until a new session)."""
+    t = Text(f"{heading}: ", style="bold")
+    for i, line in enumerate(lines):
+        t.append(("\n  " if i else "") + line, "bold red" if "refused" in line else "")
+    if note:
+        t.append("\n  ")
+        t.append_text(safe_text(note, style="dim"))
+    return t
+
+
+def running_note(app: Any) -> str | None:
+    """The running session's note for a memory write (``tui/views/context.py`` ``write_note``)."""
+    from ..views.context import write_note
+
+    try:
+        return write_note(getattr(app, "snapshot", None), "memory")
+    except Exception:  # the note is a courtesy
+        return None
+
+
 def findings_text(text: str, findings: list[Any]) -> Text:
     if not findings:
         return Text("✓ threat scan: clean", style="green")
@@ -134,6 +156,7 @@ class EntryEditScreen(FormScreen):
                              allow_blank=False, id="editor-target", compact=True)
             yield TextArea(self.original, id="editor-text", soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
             yield Static(id="editor-budget")
+            yield Static(id="editor-whatif")
             yield Static(id="editor-findings")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
@@ -155,6 +178,18 @@ class EntryEditScreen(FormScreen):
         elif new not in entries:
             entries = entries + [new]
         return usage_chars([e for e in entries if e]), int(self.config.char_limit(target))
+
+    def _what_if(self, target: str, text: str) -> Text:
+        """How this save moves the next session's frozen block (``core/context/whatif.py``)."""
+        from memdeck.core.context.whatif import what_if
+
+        entries = [e for e in self._entries(target) if e]
+        limit = int(self.config.char_limit(target))
+        if self.choose_target or self.original not in entries:
+            w = what_if(target, entries, limit, add=text)
+        else:
+            w = what_if(target, entries, limit, remove=self.original, replace_with=text or None)
+        return what_if_text(w.lines(), running_note(self.app))
 
     def _current_target(self) -> str:
         if self.choose_target:
@@ -193,6 +228,7 @@ class EntryEditScreen(FormScreen):
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self.query_one("#editor-budget", Static).update(budget)
+        self.query_one("#editor-whatif", Static).update(self._what_if(target, text))
         self.query_one("#editor-findings", Static).update(findings_text(text, findings))
         self._set_problems(problems)
 
@@ -239,6 +275,7 @@ class PinScreen(FormScreen):
                 yield Label("reminder")
                 yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
             yield Static(id="pin-check")
+            yield Static(id="pin-whatif")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="pin-save", compact=True)
                 yield Button("Cancel (esc)", id="pin-cancel", compact=True)
@@ -285,6 +322,15 @@ class PinScreen(FormScreen):
             except Exception:
                 pass
         self.query_one("#pin-check", Static).update(t)
+        try:
+            from memdeck.core.anchors.rules import auto_reminder
+            from memdeck.core.context.whatif import pin_what_if
+
+            reminder = v["reminder"] or auto_reminder(v["text"])
+            self.query_one("#pin-whatif", Static).update(
+                what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
+        except Exception:  # the preview is a courtesy; the core checks the pin
+            pass
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self._set_problems(problems)
