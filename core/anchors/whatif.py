@@ -48,6 +48,8 @@ class WhatIfPoint:
         verdict: the anchor's :class:`AnchorVerdict` on the region after it.
         score: the session's integrity score (percent 0-100) with this anchor among its anchors.
         reminder_block: what MemLock would have injected on that turn (``""``: nothing).
+        in_reminder_block: whether this anchor's reminder is in that block (a drifted anchor
+            left out by ``max_slots``/``max_reminder_chars`` is not).
         summary_words: the words of the text found in that compaction's summary.
     """
 
@@ -57,6 +59,7 @@ class WhatIfPoint:
     score: int | None
     reminder_block: str
     summary_words: tuple[str, ...]
+    in_reminder_block: bool = False
 
     @property
     def alive(self) -> bool:
@@ -64,12 +67,12 @@ class WhatIfPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """``{compaction_id, at, verdict: "alive"|"drifted", score, method, similarity, hits,
-        probes, missing, reminder_block, summary_words}``."""
+        probes, missing, reminder_block, in_reminder_block, summary_words}``."""
         v = self.verdict
         return {"compaction_id": self.compaction_id, "at": self.at, "verdict": "alive" if v.alive else "drifted",
                 "score": self.score, "method": v.method, "similarity": v.similarity, "hits": v.hits,
                 "probes": list(v.probes), "missing": list(v.missing), "reminder_block": self.reminder_block,
-                "summary_words": list(self.summary_words)}
+                "in_reminder_block": self.in_reminder_block, "summary_words": list(self.summary_words)}
 
 
 @dataclass(frozen=True)
@@ -184,12 +187,13 @@ def what_if(db: Any, store: Any, session_id: str, text: str, *, probes: Sequence
         mine = verdicts[WHAT_IF_ID]
         methods.add(mine.method)
         drifted = [k for k, v in verdicts.items() if not v.alive]
-        block, _sel, _rem = plan_reminder(marked, drifted, cfg)
+        block, selected, _rem = plan_reminder(marked, drifted, cfg)
         summary = _summary_body(rows, ev)
         found = tuple(w for w in words if w in summary)
         for w in found:
             survived[w] += 1
-        points[ev.index] = WhatIfPoint(ev.index, float(ev.time), mine, integrity_score(verdicts.values()), block, found)
+        points[ev.index] = WhatIfPoint(ev.index, float(ev.time), mine, integrity_score(verdicts.values()), block, found,
+                                     WHAT_IF_ID in selected)
     suggested = sorted(((w, n) for w, n in survived.items() if n), key=lambda x: (-x[1], words.index(x[0])))
     shown_new = dict(new, id=anchor_id_of(same)) if same is not None else new
     return WhatIf(session_id=session_id, anchor=shown_new, replaces=anchor_id_of(same) if same is not None else None,

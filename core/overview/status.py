@@ -24,6 +24,9 @@ Shape (keys are only ever added, never renamed or removed)::
       "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
       "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
       "anchors_warnings": [str],
+      "detection": {"configured": "keyword"|"semantic", "active": "keyword"|"semantic",
+                    "model": str | null, "weights_sha256_ok": bool | null, "reason": str | null,
+                    "model_path": str | null},
       "hermes": {"version", "version_source", "schema_version", "config_version", "threat_rules",
                  "tables", "columns", "fts", "fts_trigram", "system_prompt_in", "in_place_compaction",
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
@@ -67,7 +70,7 @@ SectionFn = Callable[[HermesHome, Config], Any]
 #: ``section_errors[module]`` says why.
 MERGED_PROVIDERS: list[tuple[str, SectionFn]] = [
     ("statedb", statedb_status_section),  # "sessions", "state_db"
-    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings"
+    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings", "detection"
 ]
 
 _REGISTERED: dict[str, SectionFn] = {}
@@ -88,13 +91,22 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
       None; history oldest first, see :func:`integrity_history`);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
+    * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
+      (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
+      when it is not the configured one, why (docs/STATUS_JSON.md).
     """
     warnings: list[str] = []
     home = home if isinstance(home, HermesHome) else HermesHome(home)
     config = config if config is not None else load_config(home)
     out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
-                           "drift_log": [], "anchors_warnings": warnings}
+                           "drift_log": [], "anchors_warnings": warnings, "detection": None}
+    try:
+        from ..anchors.encoder import semantic_encoder
+
+        out["detection"] = semantic_encoder(config, home)[1].to_dict()
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"detection: {type(exc).__name__}: {exc}")
     try:
         store = AnchorStore(home, config, actor="status")
         infos = store.list_sessions()
@@ -130,6 +142,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
         out["integrity"] = {"session_id": sid, "score": sa.score,
                             "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+        if sa.detection is not None:
+            out["detection"] = sa.detection.to_dict()
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"anchors: {type(exc).__name__}: {exc}")
     return out
