@@ -20,7 +20,7 @@ threshold 0.5) and retries the load at every audit. memdeck:
   hidden, 12 heads, exact-erf GELU), mean pooling over the tokens, L2 normalisation, the
   tokenizer.json of the folder through the ``tokenizers`` library with truncation at the model's
   ``max_seq_length`` 256 (sentence_bert_config.json; the tokenizer.json itself says 128, which
-  sentence-transformers overrides), no padding. The vectors equal sentence-transformers' to
+  sentence-transformers overrides), batches padded with the padding masked. The vectors equal sentence-transformers' to
   cosine >= 0.99999 (tests/core/test_semantic_model.py). Chosen over torch (754 MB installed,
   ~2 s import, +300 MB RSS in the dashboard) and onnxruntime (no ONNX graph ships) for its size:
   numpy is already a dependency; the cost is about 2x torch's per window, paid once per window
@@ -283,9 +283,9 @@ class MiniLMEncoder:
     """all-MiniLM-L6-v2 (``sentence-transformers`` modules Transformer -> mean Pooling ->
     Normalize) as a numpy forward pass over a verified folder.
 
-    ``encode(texts) -> float32 array (len(texts), 384)``, each row L2-normalised. Each text is
-    tokenised alone (no padding), truncated to :data:`MAX_SEQ_LENGTH` tokens. Thread-safe
-    (read-only weights).
+    ``encode(texts) -> float32 array (len(texts), 384)``, each row L2-normalised. Texts are
+    tokenised, truncated to :data:`MAX_SEQ_LENGTH` tokens, sorted by length and run in padded
+    batches (padding masked, as sentence-transformers batches). Thread-safe (read-only weights).
 
     Raises (constructor):
         ImportError: ``tokenizers`` or ``safetensors`` is not installed (the ``semantic`` extra).
@@ -337,38 +337,93 @@ class MiniLMEncoder:
         return list(self._tok.encode(str(text)).ids)
 
     def _forward(self, ids: Sequence[int]) -> Any:
+        """The normalised vector of one token sequence (float32, 384)."""
+        return self._forward_batch([ids])[0]
+
+    def _forward_batch(self, batch: Sequence[Sequence[int]]) -> Any:
+        """Normalised vectors of token sequences padded to the longest: padded keys are masked
+        out of attention and padded tokens out of the mean, as sentence-transformers batches."""
         import numpy as np
 
-        n = len(ids)
+        b = len(batch)
+        n = max(len(ids) for ids in batch)
         dh = _HIDDEN // _HEADS
         scale = np.float32(1.0 / np.sqrt(dh))
-        x = self._word[np.asarray(ids, dtype=np.int64)] + self._pos[:n] + self._type0
+        ids_arr = np.zeros((b, n), dtype=np.int64)
+        mask = np.zeros((b, n), dtype=np.float32)
+        for i, ids in enumerate(batch):
+            ids_arr[i, :len(ids)] = ids
+            mask[i, :len(ids)] = 1.0
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]  # (b, 1, 1, n): masked keys
+        x = self._word[ids_arr] + self._pos[:n] + self._type0
         x = _layer_norm(x, *self._ln)
         for (qkv_w, qkv_b, o_w, o_b, ln1w, ln1b, i_w, i_b, f_w, f_b, ln2w, ln2b) in self._layers:
             qkv = x @ qkv_w + qkv_b
-            q = qkv[:, :_HIDDEN].reshape(n, _HEADS, dh).transpose(1, 0, 2)
-            k = qkv[:, _HIDDEN:2 * _HIDDEN].reshape(n, _HEADS, dh).transpose(1, 2, 0)
-            v = qkv[:, 2 * _HIDDEN:].reshape(n, _HEADS, dh).transpose(1, 0, 2)
-            s = (q @ k) * scale
+            q = qkv[..., :_HIDDEN].reshape(b, n, _HEADS, dh).transpose(0, 2, 1, 3)
+            k = qkv[..., _HIDDEN:2 * _HIDDEN].reshape(b, n, _HEADS, dh).transpose(0, 2, 3, 1)
+            v = qkv[..., 2 * _HIDDEN:].reshape(b, n, _HEADS, dh).transpose(0, 2, 1, 3)
+            s = (q @ k) * scale + bias
             s = np.exp(s - s.max(-1, keepdims=True))
             s /= s.sum(-1, keepdims=True)
-            a = (s @ v).transpose(1, 0, 2).reshape(n, _HIDDEN)
+            a = (s @ v).transpose(0, 2, 1, 3).reshape(b, n, _HIDDEN)
             x = _layer_norm(a @ o_w + o_b + x, ln1w, ln1b)
             h = x @ i_w + i_b
             h = np.float32(0.5) * h * (np.float32(1.0) + _erf(h * np.float32(0.7071067811865476)))
             x = _layer_norm(h @ f_w + f_b + x, ln2w, ln2b)
-        e = x.mean(0)
-        norm = float(np.linalg.norm(e))
-        return e / max(norm, 1e-12)
+        e = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), np.float32(1e-9))
+        norm = np.linalg.norm(e, axis=1, keepdims=True)
+        return e / np.maximum(norm, np.float32(1e-12))
+
+    #: Texts per forward pass, and the padded tokens one may hold (texts are sorted by length
+    #: first, as sentence-transformers does, so padding stays small).
+    BATCH = 32
+    BATCH_TOKENS = 4096
 
     def encode(self, texts: Sequence[str]) -> Any:
+        with _one_blas_thread():
+            return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
         texts = [str(t) for t in texts]
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, enc in enumerate(self._tok.encode_batch(texts) if texts else ()):
-            out[i] = self._forward(enc.ids)
+        if not texts:
+            return out
+        encs = [e.ids for e in self._tok.encode_batch(texts)]
+        order = sorted(range(len(texts)), key=lambda i: len(encs[i]))
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while (end < len(order) and end - start < self.BATCH
+                   and len(encs[order[end]]) * (end - start + 1) <= self.BATCH_TOKENS):
+                end += 1
+            idx = order[start:end]
+            out[idx] = self._forward_batch([encs[i] for i in idx])
+            start = end
         return out
+
+
+_BLAS: Any = None
+
+
+def _one_blas_thread() -> Any:
+    """A context in which numpy's BLAS runs one thread (``threadpoolctl``; a no-op without it).
+
+    Measured on the 2-core machine with other work running: OpenBLAS' second thread spins while
+    it waits, so a window cost 838 ms of CPU with 2 threads against 116 ms with one; one thread
+    also leaves the other core to the dashboard's UI and to Hermes.
+    """
+    global _BLAS
+    import contextlib
+
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return contextlib.nullcontext()
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 # ── the vector cache ───────────────────────────────────────────────────────
