@@ -147,7 +147,8 @@ def session_anchor_set(store: Any, session_id: str, config: Any = None) -> tuple
 
 
 def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
-                  with_history: bool = True, budget_s: float | None = None) -> SessionAudit:
+                  with_history: bool = True, budget_s: float | None = None,
+                  progress: Any = None) -> SessionAudit:
     """Audit one session from state.db and its MemLock file.
 
     Anchors: the session file's (or, when there is no file, what MemLock would seed: static
@@ -170,6 +171,8 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
             semantic``, :func:`core.anchors.encoder.semantic_encoder`).
         budget_s: seconds the history may spend auditing compactions not audited before
             (semantic detection: newest first; the rest are ``pending``); None: no bound.
+        progress: ``progress(done, total)`` while compactions are audited for the history
+            (default: ``db.progress``); it may raise to stop (what was audited is kept).
 
     Raises:
         core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
@@ -221,7 +224,7 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
                                 events=events, audited={last.index: at_last} if last is not None else None,
-                                home=home, budget_s=budget_s) if with_history else []
+                                home=home, budget_s=budget_s, progress=progress) if with_history else []
     methods = {v.method for v in current.values()} or {"keyword"}
     # MemLock scores at its first audit (a compaction or the safety net); before any, it has no
     # score (``integrity_score: null``), and neither does memdeck: the anchors wait for one.

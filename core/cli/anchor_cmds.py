@@ -54,7 +54,8 @@ def _audit_with_status(args: argparse.Namespace, ctx: CliContext, *, warn: bool 
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         sid = _session(args, ctx, store, db)
-        sa = audit_session(db, store, sid, ctx.config)
+        progress = _stderr_progress("auditing compaction") if sys.stderr.isatty() else None
+        sa = audit_session(db, store, sid, ctx.config, progress=progress)
     if warn and not st.ok:
         print(f"memdeck: warning: state.db {st.state}: {st.message}; the verdicts below audit no conversation",
               file=sys.stderr)
@@ -126,7 +127,7 @@ def _what_if_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         sid = _session(args, ctx, store, db)
-        progress = _stderr_progress() if not args.json and sys.stderr.isatty() else None
+        progress = _stderr_progress("replaying compaction") if sys.stderr.isatty() else None
         wi = what_if(db, store, sid, args.what_if, probes=args.probe or None,
                      priority=50 if args.priority is None else args.priority, config=ctx.config, progress=progress)
     if not st.ok:
@@ -172,10 +173,12 @@ def _block_word(p: Any) -> str:
     return "re-injected" if p.in_reminder_block else "left out of the reminder block (budget)" if not p.alive else "reminder block without it"
 
 
-def _stderr_progress() -> Any:
+def _stderr_progress(what: str) -> Any:
+    """``progress(done, total)`` writing ``what N of M`` on one stderr line (a terminal only):
+    a first semantic history can take minutes; Ctrl-C stops it and keeps what was done."""
     def progress(done: int, total: int) -> None:
-        print(f"\rreplaying compaction {done + 1} of {total}…", end="" if done + 1 < total else "\n",
-              file=sys.stderr, flush=True)
+        print(f"\r{what} {done + 1} of {total} (newest first; ctrl+c stops, what is done is kept)…",
+              end="" if done + 1 < total else "\n", file=sys.stderr, flush=True)
 
     return progress
 

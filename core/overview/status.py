@@ -81,14 +81,22 @@ def register_section(key: str, fn: SectionFn) -> None:
     _REGISTERED[key] = fn
 
 
-def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
+#: Seconds ``status`` may spend embedding compactions of a first semantic history (newest first);
+#: the points left carry ``pending: true`` and a later call continues (each window is embedded once).
+STATUS_SEMANTIC_BUDGET_S = 10.0
+
+
+def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100,
+                    budget_s: float | None = STATUS_SEMANTIC_BUDGET_S) -> dict[str, Any]:
     """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
 
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
-      None; history oldest first, see :func:`integrity_history`);
+    * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
+      percent 0-100 or None; history oldest first, see :func:`integrity_history`; ``pending``
+      counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
+      spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
     * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
@@ -134,14 +142,15 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
             if sid is None:
                 out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
                 return out
-            sa = audit_session(db, store, sid, config, encoder=encoder)
+            sa = audit_session(db, store, sid, config, encoder=encoder, budget_s=budget_s)
         out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
                            "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
                            "session_id": sid, "state": r.state} for r in sa.anchors]
         held = {r.anchor.id for r in sa.anchors}
         out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
         out["integrity"] = {"session_id": sid, "score": sa.score,
-                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
+                                        for h in sa.history], "pending": sa.pending}
         if sa.detection is not None:
             out["detection"] = sa.detection.to_dict()
     except Exception as exc:  # noqa: BLE001 - status never raises
