@@ -162,3 +162,42 @@ def test_a_first_semantic_history_is_bounded_newest_first_and_resumes(hermes_hom
         again = integrity_history(db, session, anchors, cfg, encoder=enc_mod.CachedEncoder(inner2, hermes_home),
                                   home=hermes_home)
     assert again == full and inner2.calls == 0 and inner.calls > 0
+
+
+def test_embedding_model_resolves_as_sentence_transformers_resolves_it(tmp_path: Path, monkeypatch) -> None:
+    """The rules of ``SentenceTransformer(name)`` (sentence-transformers 2.2-6.x), no network."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert enc_mod.resolve_model(str(folder), {}).folder == folder  # a folder is that folder
+    assert enc_mod.resolve_model("m", {}).folder == folder  # relative to the working directory, as for MemLock
+    (tmp_path / "f").write_text("x")
+    assert "a file, not a model folder" in enc_mod.resolve_model("f", {}).reason
+    assert "not found" in enc_mod.resolve_model("a/b/c", {}).reason  # more than one "/": a path that is absent
+    assert enc_mod.resolve_model("~/models/x", {}).folder is None  # no ~ expansion (sentence-transformers has none)
+    # a name is a hub id in the cache: sentence-transformers/<name>, or org/name as given
+    for env, cache in (({"SENTENCE_TRANSFORMERS_HOME": str(tmp_path / "st")}, tmp_path / "st"),
+                       ({"HF_HUB_CACHE": str(tmp_path / "hc")}, tmp_path / "hc"),
+                       ({"HF_HOME": str(tmp_path / "hh")}, tmp_path / "hh" / "hub"),
+                       ({"XDG_CACHE_HOME": str(tmp_path / "x")}, tmp_path / "x" / "huggingface" / "hub")):
+        miss = enc_mod.resolve_model("all-MiniLM-L6-v2", env)
+        assert miss.folder is None and miss.hub_id == "sentence-transformers/all-MiniLM-L6-v2"
+        assert str(cache / "models--sentence-transformers--all-MiniLM-L6-v2") in miss.reason
+        snap = cache / "models--sentence-transformers--all-MiniLM-L6-v2" / "snapshots" / "r1"
+        snap.mkdir(parents=True)
+        assert enc_mod.resolve_model("all-MiniLM-L6-v2", env).folder == snap  # the only snapshot
+        other = snap.parent / "r2"
+        other.mkdir()
+        assert enc_mod.resolve_model("all-MiniLM-L6-v2", env).folder is None  # two, and no refs/main: ambiguous
+        (snap.parent.parent / "refs").mkdir()
+        (snap.parent.parent / "refs" / "main").write_text("r2\n")
+        assert enc_mod.resolve_model("all-MiniLM-L6-v2", env).folder == other
+    assert enc_mod.resolve_model("org/model", {"HF_HOME": str(tmp_path / "hh")}).hub_id == "org/model"
+
+
+def test_weights_of_another_size_are_refused_without_hashing(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"\x00" * 10)
+    chk = enc_mod.verify_weights(tmp_path)
+    assert chk.ok is False and not chk.hashed and "not all-MiniLM-L6-v2's 90,868,376 B" in chk.reason
+    missing = enc_mod.verify_weights(tmp_path / "nope")
+    assert missing.ok is None and "cannot be read" in missing.reason
