@@ -534,6 +534,7 @@ class DetectionStatus:
 
 
 _LOADED: dict[tuple[str, int, int], MiniLMEncoder] = {}
+_CACHED: dict[tuple[str, tuple[str, int, int]], CachedEncoder] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -550,8 +551,9 @@ def semantic_encoder(config: Any, home: Any = None, env: Mapping[str, str] | Non
 
     ``detection: keyword`` gives ``(None, keyword/keyword)``. ``semantic``: the model is resolved
     (:func:`resolve_model`), its weights verified (:func:`verify_weights`) and loaded once per
-    process per ``(path, size, mtime_ns)``; the encoder returned caches vectors in the home's
-    memdeck.db. When any step fails the encoder is None, ``active`` is ``keyword`` and
+    process per ``(path, size, mtime_ns)``; the encoder returned (one per home for the process,
+    so its in-memory vectors survive from one refresh to the next even without a memdeck.db)
+    caches vectors in the home's memdeck.db. When any step fails the encoder is None, ``active`` is ``keyword`` and
     ``reason`` says what failed and what MemLock does then. Resolving is a few ``stat`` calls,
     so a dashboard calls this at every refresh and sees a model installed or a config changed.
     Never raises.
@@ -582,7 +584,14 @@ def semantic_encoder(config: Any, home: Any = None, env: Mapping[str, str] | Non
             if enc is None:
                 enc = MiniLMEncoder(loc.folder, PINNED_SHA256)
                 _LOADED.clear()  # one model in memory
+                _CACHED.clear()
                 _LOADED[key] = enc
+            home_key = (str(getattr(home, "path", home)) if home is not None else "", key)
+            cached = _CACHED.get(home_key)
+            if cached is None:  # one vector cache per home and model for the process (its memo survives refreshes)
+                while len(_CACHED) >= 8:
+                    _CACHED.pop(next(iter(_CACHED)))
+                cached = _CACHED[home_key] = CachedEncoder(enc, home)
     except ImportError as exc:
         return None, DetectionStatus("semantic", "keyword", name, str(loc.folder), True,
                                      f"memdeck's semantic extra is not installed ({exc.name or exc}): "
@@ -592,7 +601,7 @@ def semantic_encoder(config: Any, home: Any = None, env: Mapping[str, str] | Non
         return None, DetectionStatus("semantic", "keyword", name, str(loc.folder), True,
                                      f"the model in {loc.folder} cannot be loaded: {type(exc).__name__}: {exc}. "
                                      f"{MEMLOCK_FALLBACK}; memdeck audits by keyword too")
-    return CachedEncoder(enc, home), DetectionStatus("semantic", "semantic", name, str(loc.folder), True, None)
+    return cached, DetectionStatus("semantic", "semantic", name, str(loc.folder), True, None)
 
 
 def _hint(name: str) -> str:
@@ -609,6 +618,7 @@ def clear_process_cache() -> None:
     """Forget loaded models and remembered verifications (what a new process starts with)."""
     with _LOAD_LOCK:
         _LOADED.clear()
+        _CACHED.clear()
     with _CHECKS_LOCK:
         _CHECKS.clear()
 

@@ -197,6 +197,9 @@ def test_a_window_is_embedded_once_per_home(folder: Path, hermes_home) -> None:
     first = semantic_audit(anchors, msgs, encoder=enc)
     n = len(set(memlock_windows(msgs))) + len(anchors)
     assert enc.computed == n and enc.reused == 0
+    # the next refresh of the same home gets the same encoder: its vectors are in memory (no memdeck.db needed)
+    assert enc_mod.semantic_encoder(cfg, hermes_home)[0] is enc
+    assert enc_mod.semantic_encoder(cfg, None)[0] is not enc
     enc_mod.clear_process_cache()  # a later launch: every vector comes from memdeck.db
     enc2, _ = enc_mod.semantic_encoder(cfg, hermes_home)
     second = semantic_audit(anchors, msgs, encoder=enc2)
