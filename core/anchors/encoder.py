@@ -407,6 +407,42 @@ class MiniLMEncoder:
         return out
 
 
+class LazyMiniLM:
+    """A :class:`MiniLMEncoder` loaded on its first ``encode`` (or any other use): a launch whose
+    windows are all cached in memdeck.db never reads the 90 MB of weights. ``identity`` and
+    ``dim`` are known without loading. Thread-safe.
+
+    Raises (on first use): what :class:`MiniLMEncoder` raises.
+    """
+
+    dim = DIM
+
+    def __init__(self, folder: Path, sha256: str) -> None:
+        self.folder = Path(folder)
+        self.sha256 = sha256
+        self.identity = f"minilm-l6-v2:{sha256}:maxseq{MAX_SEQ_LENGTH}"
+        self._model: MiniLMEncoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def model(self) -> MiniLMEncoder:
+        with self._lock:
+            if self._model is None:
+                self._model = MiniLMEncoder(self.folder, self.sha256)
+            return self._model
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return self.model().encode(texts)
+
+    def __getattr__(self, name: str) -> Any:  # token_ids, _forward, ...: the loaded model's
+        if name.startswith("__") or name in ("_model", "_lock"):
+            raise AttributeError(name)
+        return getattr(self.model(), name)
+
+
 _BLAS: Any = None
 
 
@@ -536,7 +572,7 @@ class DetectionStatus:
                 "weights_sha256_ok": self.weights_sha256_ok, "reason": self.reason, "model_path": self.model_path}
 
 
-_LOADED: dict[tuple[str, int, int], MiniLMEncoder] = {}
+_LOADED: dict[tuple[str, int, int], LazyMiniLM] = {}
 _CACHED: dict[tuple[str, tuple[str, int, int]], CachedEncoder] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -554,7 +590,8 @@ def semantic_encoder(config: Any, home: Any = None, env: Mapping[str, str] | Non
 
     ``detection: keyword`` gives ``(None, keyword/keyword)``. ``semantic``: the model is resolved
     (:func:`resolve_model`), its weights verified (:func:`verify_weights`) and loaded once per
-    process per ``(path, size, mtime_ns)``; the encoder returned (one per home for the process,
+    process per ``(path, size, mtime_ns)``, on the first vector that is not cached
+    (:class:`LazyMiniLM`); the encoder returned (one per home for the process,
     so its in-memory vectors survive from one refresh to the next even without a memdeck.db)
     caches vectors in the home's memdeck.db. When any step fails the encoder is None, ``active`` is ``keyword`` and
     ``reason`` says what failed and what MemLock does then. Resolving is a few ``stat`` calls,
@@ -582,10 +619,15 @@ def semantic_encoder(config: Any, home: Any = None, env: Mapping[str, str] | Non
     try:
         st = check.path.stat()
         key = (str(check.path), int(st.st_size), int(st.st_mtime_ns))
+        import importlib.util
+
+        for dep in ("numpy", "tokenizers", "safetensors"):  # found without importing them (a launch may never load the model)
+            if importlib.util.find_spec(dep) is None:
+                raise ImportError(f"No module named {dep!r}", name=dep)
         with _LOAD_LOCK:
             enc = _LOADED.get(key)
             if enc is None:
-                enc = MiniLMEncoder(loc.folder, PINNED_SHA256)
+                enc = LazyMiniLM(loc.folder, PINNED_SHA256)
                 _LOADED.clear()  # one model in memory
                 _CACHED.clear()
                 _LOADED[key] = enc
