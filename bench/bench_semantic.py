@@ -266,7 +266,7 @@ def part_home(home: Path) -> None:
           f"{first_screen[1]} of {first_screen[2]} compactions on screen, newest first |")
     print(f"| dashboard: refreshes until the history is complete | {total:.0f} s in all | {refreshes} refreshes, "
           f"{n_vec:,} windows embedded once, {n_ver:,} verdict rows |")
-    print(f"| a later launch, semantic (fresh process: imports, model load, audit) | {later['total']:.2f} s "
+    print(f"| a later launch, semantic (fresh process: imports, weights check and vectors read from memdeck.db, audit; the model is not loaded) | {later['total']:.2f} s "
           f"(audit {later['audit']:.2f} s) | {later['points']} history points, pending {later['pending']}, {later['method']} |")
     print(f"| the peer: a later launch, keyword (fresh process) | {kw['total']:.2f} s (audit {kw['audit']:.2f} s) | "
           f"{kw['points']} history points |")
