@@ -1,6 +1,6 @@
 """A big Hermes home of the real long-lived shape, written by Hermes' OWN code (issue 9).
 
-    python bench/bighome.py [N]        # N live-session rows (default 200,000); prints the home's path
+    python bench/bighome.py [N] [--root DIR]   # N live-session rows (default 200,000); prints the home's path
 
 Unlike bench/bighome_core.py (memdeck's Hermes-shaped writer), every row here goes through
 hermes-agent 0.19.0's ``hermes_state.SessionDB`` (``create_session``, ``append_message``,
@@ -248,9 +248,14 @@ def main() -> int:
               f"1M would take ~{1_000_000 / (20_000 / secs) / 60:.0f} min")
         shutil.rmtree(tmp)
         return 0
+    root = None
+    if "--root" in args:  # build (or reuse) the home in DIR instead of the cache, e.g. /work/benchhomes/...
+        i = args.index("--root")
+        root = Path(args[i + 1])
+        del args[i:i + 2]
     n = int(args[0]) if args else 200_000
     t = time.perf_counter()
-    path = build(n, progress=True)
+    path = build(n, root=root, progress=True)
     print(path, f"({time.perf_counter() - t:.1f} s)", (path / ".built").read_text().strip())
     return 0
 

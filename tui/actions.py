@@ -133,6 +133,10 @@ def _question(lead: str, name: str, rest: str, text: str | None, n: int = 200) -
     return body
 
 
+#: Seconds the pin dialog's what-if may spend replaying compactions (newest first).
+WHAT_IF_BUDGET_S = 3.0
+
+
 # ── p / u ──────────────────────────────────────────────────────────────────
 
 
@@ -159,7 +163,20 @@ def action_pin(self: "MemdeckApp") -> None:
 
         self.run_write("pin", op, lambda a: f"pinned {a.id} (priority {a.priority}, {values['scope']}) in {sid}")
 
-    self.push_screen(PinScreen(text, self.config), done)
+    home, config = self.home, self.config
+
+    def replay(text: str, probes: list[str] | None, priority: int) -> Any:
+        """The what-if of the text being typed (core/anchors/whatif.py), on the dialog's worker:
+        its own read-only state.db reader, the newest compactions first within a few seconds."""
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.anchors.whatif import what_if
+        from memdeck.core.sessions.statedb import StateDB
+
+        with StateDB(home.state_db) as db:
+            return what_if(db, AnchorStore(home, config), sid, text, probes=probes, priority=priority,
+                           config=config, budget_s=WHAT_IF_BUDGET_S)
+
+    self.push_screen(PinScreen(text, self.config, what_if=replay), done)
 
 
 @toast_on_error

@@ -770,6 +770,9 @@ class MemdeckApp(DeckActions, App[None]):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
         elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
+        audit = getattr(snap, "audit", None) if not isinstance(snap, BaseException) else None
+        if audit is not None and getattr(audit, "pending", 0):
+            self._dirty = True  # a first semantic history is bounded per refresh: continue it (newest first)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
 

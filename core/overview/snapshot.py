@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Seconds one refresh may spend embedding compactions of a first semantic history (newest
+#: first); the rest are ``pending`` and the dashboard refreshes again to continue
+#: (:attr:`core.anchors.lifecycle.SessionAudit.pending`). Keyword audits are not bounded.
+SEMANTIC_BUDGET_S = 2.0
+
 #: Panels that can carry an error banner (the dashboard's panel ids).
 PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
@@ -515,7 +520,7 @@ def build_snapshot(
         def _audit() -> Any:
             from ..anchors.lifecycle import audit_session
 
-            return audit_session(db, store, shown, config)
+            return audit_session(db, store, shown, config, budget_s=SEMANTIC_BUDGET_S)
 
         reuse_audit = (
             previous is not None
@@ -525,6 +530,7 @@ def build_snapshot(
             and previous.session_anchors is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
+            and not previous.audit.pending  # a semantic history still being filled in: continue it
         )
         audit = previous.audit if reuse_audit and previous is not None else _read_or_banner(
             errors, ("integrity", "anchors", "drift"), "audit", _audit, None

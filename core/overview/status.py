@@ -27,6 +27,9 @@ Shape (keys are only ever added, never renamed or removed)::
       "memlock_location": {"path": str, "rule": "hermes_home"|"memlock_home"|"user_home",
                            "reason": str, "warning": str | null, "installed": str | null,
                            "places": [{"path", "rule", "sessions", "pins", "newest"}]},
+      "detection": {"configured": "keyword"|"semantic", "active": "keyword"|"semantic",
+                    "model": str | null, "weights_sha256_ok": bool | null, "reason": str | null,
+                    "model_path": str | null},
       "hermes": {"version", "version_source", "schema_version", "config_version", "threat_rules",
                  "tables", "columns", "fts", "fts_trigram", "system_prompt_in", "in_place_compaction",
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
@@ -79,7 +82,7 @@ SectionFn = Callable[[HermesHome, Config], Any]
 #: ``section_errors[module]`` says why.
 MERGED_PROVIDERS: list[tuple[str, SectionFn]] = [
     ("statedb", statedb_status_section),  # "sessions", "state_db"
-    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings"
+    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings", "detection"
 ]
 
 _REGISTERED: dict[str, SectionFn] = {}
@@ -90,24 +93,40 @@ def register_section(key: str, fn: SectionFn) -> None:
     _REGISTERED[key] = fn
 
 
-def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
+#: Seconds ``status`` may spend embedding compactions of a first semantic history (newest first);
+#: the points left carry ``pending: true`` and a later call continues (each window is embedded once).
+STATUS_SEMANTIC_BUDGET_S = 10.0
+
+
+def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100,
+                    budget_s: float | None = STATUS_SEMANTIC_BUDGET_S) -> dict[str, Any]:
     """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
 
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100, or
-      None without anchors or without a readable state.db; history oldest first, see
-      :func:`integrity_history`);
+    * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
+      percent 0-100, or None without anchors or without a readable state.db; history oldest first, see :func:`integrity_history`; ``pending``
+      counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
+      spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
+    * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
+      (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
+      when it is not the configured one, why (docs/STATUS_JSON.md).
     """
     warnings: list[str] = []
     home = home if isinstance(home, HermesHome) else HermesHome(home)
     config = config if config is not None else load_config(home)
     out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
-                           "drift_log": [], "anchors_warnings": warnings}
+                           "drift_log": [], "anchors_warnings": warnings, "detection": None}
+    try:
+        from ..anchors.encoder import semantic_encoder
+
+        out["detection"] = semantic_encoder(config, home)[1].to_dict()
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"detection: {type(exc).__name__}: {exc}")
     try:
         store = AnchorStore(home, config, actor="status")
         if store.location.warning:
@@ -138,7 +157,7 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
             if sid is None:
                 out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
                 return out
-            sa = audit_session(db, store, sid, config, encoder=encoder)
+            sa = audit_session(db, store, sid, config, encoder=encoder, budget_s=budget_s)
         out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
                            "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
                            "session_id": sid, "state": r.state} for r in sa.anchors]
@@ -147,7 +166,10 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         # without a readable state.db there is no conversation to audit: the score is unknown (None),
         # as the dashboard shows it, not the 0 of an empty region
         out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
-                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
+                                        for h in sa.history], "pending": sa.pending}
+        if sa.detection is not None:
+            out["detection"] = sa.detection.to_dict()
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"anchors: {type(exc).__name__}: {exc}")
     return out

@@ -45,7 +45,9 @@ SAMPLES: dict[str, list[list[str]]] = {
     "anchor edit": [["anchor", "edit", "{anchor}", "--priority", "5", "--json"]],
     "anchor archive": [["anchor", "archive", "{anchor}", "--json"]],
     "anchor restore": [["anchor", "restore", "1", "--json"]],
-    "audit": [["audit"], ["audit", "--json"]],
+    "audit": [["audit"], ["audit", "--json"],
+              ["audit", "--what-if", "Always reply in bullet points.", "--probe", "bullet", "--priority", "70", "--json"],
+              ["audit", "--what-if", "Use British English spelling everywhere."]],
     "preview": [["preview"], ["preview", "--json"]],
     "plugin install": [["plugin", "status", "--json"]],  # installing is covered by its own tests; status is read-only
     "plugin uninstall": [["plugin", "status"]],

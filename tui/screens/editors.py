@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
@@ -236,6 +237,15 @@ class EntryEditScreen(FormScreen):
         return {"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()}
 
 
+class WhatIfReady(Message):
+    """The pin dialog's what-if finished: ``result`` is a ``WhatIf`` or the exception."""
+
+    def __init__(self, key: Any, result: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.result = result
+
+
 class PinScreen(FormScreen):
     """Pin text as an anchor: text, priority (1-100), probes (comma separated; empty = derived),
     scope (session / global). Dismisses with the values or ``None``."""
@@ -247,8 +257,12 @@ class PinScreen(FormScreen):
 
     FORM = "pin"
 
+    #: Seconds after the last keystroke before the what-if replays the text.
+    WHAT_IF_DELAY_S = 0.4
+
     def __init__(self, text: str, config: Any, *, title: str = "Pin an anchor", priority: int = 50,
-                 probes: list[str] | None = None, reminder: str = "", show_scope: bool = True) -> None:
+                 probes: list[str] | None = None, reminder: str = "", show_scope: bool = True,
+                 what_if: Any = None) -> None:
         super().__init__()
         self.text = text
         self.config = config
@@ -257,6 +271,12 @@ class PinScreen(FormScreen):
         self.probes = probes or []
         self.reminder = reminder
         self.show_scope = show_scope
+        #: ``what_if(text, probes, priority) -> WhatIf`` (core/anchors/whatif.py), run on a
+        #: thread worker; None: no what-if line.
+        self.what_if_fn = what_if
+        self.what_if_result: Any = None
+        self._what_if_key: Any = None
+        self._what_if_timer: Any = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pin-box", classes="dialog"):
@@ -275,7 +295,9 @@ class PinScreen(FormScreen):
                 yield Label("reminder")
                 yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
             yield Static(id="pin-check")
-            yield Static(id="pin-whatif")
+            yield Static(id="pin-budget")
+            if self.what_if_fn is not None:
+                yield Static(Text("what if: replaying the past compactions…", style="dim"), id="pin-whatif")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="pin-save", compact=True)
                 yield Button("Cancel (esc)", id="pin-cancel", compact=True)
@@ -327,13 +349,53 @@ class PinScreen(FormScreen):
             from memdeck.core.context.whatif import pin_what_if
 
             reminder = v["reminder"] or auto_reminder(v["text"])
-            self.query_one("#pin-whatif", Static).update(
+            self.query_one("#pin-budget", Static).update(
                 what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
         except Exception:  # the preview is a courtesy; the core checks the pin
             pass
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self._set_problems(problems)
+        self._schedule_what_if(v)
+
+    # ── the what-if (issue 28): replayed off the UI thread, after typing pauses ──
+
+    def _schedule_what_if(self, v: dict[str, Any]) -> None:
+        if self.what_if_fn is None or not self.is_mounted:
+            return
+        key = (v["text"], tuple(v["probes"] or ()), v["priority"] if isinstance(v["priority"], int) else 50)
+        if key == self._what_if_key:
+            return
+        self._what_if_key = key
+        if self._what_if_timer is not None:
+            self._what_if_timer.stop()
+        if not key[0]:
+            self.query_one("#pin-whatif", Static).update(Text("what if: type the anchor's text", style="dim"))
+            return
+        self._what_if_timer = self.set_timer(self.WHAT_IF_DELAY_S, lambda: self._run_what_if(key))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="what-if")
+    def _run_what_if(self, key: Any) -> None:
+        text, probes, priority = key
+        try:
+            result: Any = self.what_if_fn(text, list(probes) or None, priority if 1 <= priority <= 100 else 50)
+        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is a line, never a crash
+            result = exc
+        self.post_message(WhatIfReady(key, result))
+
+    def on_what_if_ready(self, message: "WhatIfReady") -> None:
+        if message.key != self._what_if_key:
+            return  # superseded by later typing
+        self.what_if_result = message.result
+        if isinstance(message.result, BaseException):
+            body = Text("what if: ", style="bold")
+            body.append_text(safe_text(f"cannot replay: {message.result}", single_line=True, max_chars=160,
+                                       style="yellow"))
+        else:
+            from ..views.whatif import whatif_text
+
+            body = whatif_text(message.result)
+        self.query_one("#pin-whatif", Static).update(body)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:
