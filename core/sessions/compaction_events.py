@@ -261,6 +261,20 @@ class CompactionEventReader(StateDBConnection):
                     progress(min(hi, top + 1) - int(from_id), total)
                 lo = hi
 
+    #: A walk of more ids than this asks first where the session's rows end (:meth:`_session_end`).
+    LONG_WALK_IDS = 50_000
+
+    def _session_end(self, conn: sqlite3.Connection, session_id: str, from_id: int, top: int) -> int:
+        """Where a read of the session's rows from ``from_id`` may stop: ``top`` for a short walk,
+        else the session's highest row id (``MAX(id)`` through Hermes' ``idx_messages_session``:
+        the session's own index entries, no table row). A later process resuming an older
+        session's stored track at its checkpoint walked every id above it to the top of the
+        table (at 1M rows, each older session read the table's upper part again)."""
+        if top - from_id <= self.LONG_WALK_IDS:
+            return top
+        row = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
+        return min(top, int(row[0])) if row is not None and row[0] is not None else from_id - 1
+
     @staticmethod
     def _top_id(conn: sqlite3.Connection) -> int:
         """state.db's highest row id now (0 when empty): one primary-key probe."""
@@ -368,23 +382,34 @@ class CompactionEventReader(StateDBConnection):
         return int(row[0]) if row is not None and row[0] is not None else None
 
     def _window_sig(self, conn: sqlite3.Connection, session_id: str, first_id: int, last_id: int) -> tuple[int, int, int, int]:
-        """:func:`_rows_sig` of the session's rows with ``first_id <= id <= last_id``, computed by
-        SQLite through the primary key (nothing is decoded in Python)."""
-        active = "active" if "active" in self._mcols else "1"
+        """:func:`_rows_sig` of the session's active rows with ``first_id <= id <= last_id``,
+        computed by SQLite (nothing is decoded in Python): through Hermes'
+        ``idx_messages_session_active(session_id, active, timestamp)`` (every Hermes 0.17-0.22),
+        so only the active rows are looked up, the pages :meth:`SessionReader.active_region`
+        reads in the same refresh; without that index, through the primary key over the range."""
         compacted = "compacted" if "compacted" in self._mcols else "0"
-        row = conn.execute(f"SELECT COUNT(*), TOTAL({active}), TOTAL({compacted}), TOTAL(length(CAST(content AS BLOB)))"
-                           " FROM messages WHERE id >= ? AND id <= ? AND +session_id = ?",
-                           (first_id, last_id, session_id)).fetchone()
+        cols = f"COUNT(*), TOTAL(id), TOTAL({compacted}), TOTAL(length(CAST(content AS BLOB)))"
+        if "active" not in self._mcols:  # every row is live
+            sql = f"SELECT {cols} FROM messages WHERE id >= ? AND id <= ? AND +session_id = ?"
+        elif self._session_active_index:
+            sql = f"SELECT {cols} FROM messages WHERE session_id = ? AND active = 1 AND id >= ? AND id <= ?"
+            row = conn.execute(sql, (session_id, first_id, last_id)).fetchone()
+            return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+        else:
+            sql = f"SELECT {cols} FROM messages WHERE id >= ? AND id <= ? AND +session_id = ? AND active = 1"
+        row = conn.execute(sql, (first_id, last_id, session_id)).fetchone()
         return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def _appended_only(self, conn: sqlite3.Connection, session_id: str, track: _Track) -> bool:
         """Advance ``track`` without re-reading its window when the session only gained rows
         that cannot change any event; False (``track`` untouched) when the window must be re-read.
 
-        The events depend on the window's rows, their flags, order and content. When the
-        window's row count, active and compacted counts and content bytes are unchanged (no
-        compaction, rewind, deletion or rewrite touched it: Hermes 0.22's
-        ``set_user_message_content`` and ``clean-markers`` rewrite content in place) and every new
+        The events depend on the window's rows, their flags, order and content. Hermes changes
+        only live rows in place (a compaction or a rewind flips them, 0.22's
+        ``set_user_message_content`` and ``clean-markers`` rewrite their content,
+        ``deactivate_message`` clears one, ``replace_messages`` deletes them), never an archived
+        one. When the window's active rows are the same (their count, the sum of their ids, their
+        compacted flags and content bytes: :meth:`_window_sig`) and every new
         row is an active, uncompacted row that cannot be a summary and does not continue the
         newest event's tail (the rule of :func:`_tail_end`: it would need the next consecutive
         id), the window run would find the same events: only ``last_id`` moves. Not seen: a
@@ -397,7 +422,8 @@ class CompactionEventReader(StateDBConnection):
             return False
         top = self._top_id(conn)
         # rows of the session between last_id and seen_top do not exist (seen_top: see _Track)
-        new = [r for batch in self._stream_batches(conn, session_id, max(track.last_id, track.seen_top) + 1, top=top)
+        lo = max(track.last_id, track.seen_top) + 1
+        new = [r for batch in self._stream_batches(conn, session_id, lo, top=self._session_end(conn, session_id, lo, top))
                for r in batch]
         if not new:
             track.seen_top = top
@@ -422,8 +448,8 @@ class CompactionEventReader(StateDBConnection):
         trim_at = 4096
         top = self._top_id(conn)
         start = track.window_start_id or self._first_row_id(conn, session_id)
-        batches = (self._stream_batches(conn, session_id, start, progress, top=top, first_scan=first_scan)
-                   if start is not None else ())
+        batches = (self._stream_batches(conn, session_id, start, progress, top=self._session_end(conn, session_id, start, top),
+                                        first_scan=first_scan) if start is not None else ())
         for batch in batches:
             if not track.first_id and not track.ckpt_start_id:
                 track.first_id = int(batch[0][0])  # streamed from the start: the session's first row
@@ -717,10 +743,12 @@ def _same_stored(stored: dict[str, object] | None, rec: dict[str, object]) -> bo
 
 
 def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:
-    """``(rows, active rows, compacted rows, content bytes)`` of ``rows``: what
-    :meth:`CompactionEventReader._window_sig` computes in SQL (``length(CAST(content AS BLOB))``:
-    UTF-8 bytes of text, bytes of a blob, digits of an integer; NULL counts 0). A float content
-    (never written by Hermes) gives -1, so such a window is always read again."""
+    """``(active rows, sum of their ids, compacted ones among them, their content bytes)`` of
+    ``rows``: what :meth:`CompactionEventReader._window_sig` computes in SQL
+    (``length(CAST(content AS BLOB))``: UTF-8 bytes of text, bytes of a blob, digits of an
+    integer; NULL counts 0). A float content (never written by Hermes) gives -1, so such a
+    window is always read again."""
+    rows = [r for r in rows if r[3]]
     n_bytes = 0
     for r in rows:
         c = r[2]
@@ -734,7 +762,7 @@ def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:
             n_bytes += len(str(c))
         else:
             return (len(rows), 0, 0, -1)
-    return (len(rows), sum(1 for r in rows if r[3]), sum(1 for r in rows if r[4]), n_bytes)
+    return (len(rows), sum(int(r[0]) for r in rows), sum(1 for r in rows if r[4]), n_bytes)
 
 
 def _lazy_set(build: Callable[[], set[Any]]) -> Callable[[], set[Any]]:

@@ -89,3 +89,15 @@ def test_ascii_text_is_escaped_as_by_the_whole_unicode_pattern() -> None:
         expected = full.sub(lambda m: marker_for(m.group()) or m.group(), ch)
         assert visible(ch, single_line=False) == expected, cp
     assert visible("a\x1b]52;c;x\x07b\r\n", single_line=False) == "a⟨ESC⟩]52;c;x⟨BEL⟩b⟨CR⟩\n"
+
+
+def test_the_json_escape_pattern_is_marker_for_s_rule() -> None:
+    """``_needs_escape`` is built from Unicode categories in bulk: it must hide exactly the BMP
+    characters from DEL up that ``marker_for`` hides."""
+    from memdeck.core.text import _needs_escape
+
+    pattern = _needs_escape()
+    for cp in range(0x7F, 0x10000):
+        ch = chr(cp)
+        assert (pattern.fullmatch(ch) is not None) == (marker_for(ch) is not None), hex(cp)
+    assert pattern.fullmatch("\U0001F600") is not None  # above the BMP: judged one by one
