@@ -312,7 +312,10 @@ class CompactionEventReader(StateDBConnection):
             t = _Track(sig=sig) if fresh else track
             n_final = len(t.final)
             try:
-                self._advance(conn, session_id, t, progress=self.progress if fresh else None, first_scan=fresh)
+                # read ahead only on the session's first scan in this process (a rebuild after a
+                # rewind reads pages this process has read before)
+                self._advance(conn, session_id, t, progress=self.progress if fresh else None,
+                              first_scan=fresh and session_id not in self._tracks)
             except _Rebuild:
                 track = None
                 continue
