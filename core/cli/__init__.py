@@ -21,11 +21,15 @@ from typing import Any
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..errors import MemdeckError, Refused
 from ..text import visible
 from .common import CliContext, UsageError
+
+if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
+    from . import anchor_cmds, history_cmds, memory_cmds, plugin_cmds, session_cmds  # noqa: F401
 
 #: The modules that register commands, in ``--help`` order (names under ``memdeck.core.cli``).
 COMMAND_MODULE_NAMES = ("memory_cmds", "session_cmds", "anchor_cmds", "plugin_cmds", "history_cmds")
