@@ -96,8 +96,10 @@ def command_name(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
     """The ``memdeck`` parser. ``only=True`` (default): every command registered by its module
-    (all imported); a command name: that command's module registers its commands, every other
-    command is a bare placeholder with its help line (no import); None: placeholders only."""
+    (all imported); a known command name: only that command's module registers its commands
+    (each subparser costs argparse's gettext look-ups: twenty placeholders were ~10 % of a
+    ``recall`` process); None or an unknown word: every command as a bare placeholder with its
+    help line (``--help``, and argparse's "invalid choice" message, list them all; no import)."""
     parser = argparse.ArgumentParser(
         prog="memdeck",
         description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
@@ -115,14 +117,11 @@ def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
             command_module(m).register(sub)
         return parser
     wanted = COMMANDS[only][0] if isinstance(only, str) and only in COMMANDS else None
-    registered: set[str] = set()
-    for name, (mod, help_line) in COMMANDS.items():
-        if mod == wanted:
-            if mod not in registered:  # its commands, in the module's own order
-                registered.add(mod)
-                command_module(mod).register(sub)
-        else:
-            sub.add_parser(name, help=help_line, add_help=False)
+    if wanted is not None:
+        command_module(wanted).register(sub)
+        return parser
+    for name, (_mod, help_line) in COMMANDS.items():
+        sub.add_parser(name, help=help_line, add_help=False)
     return parser
 
 
