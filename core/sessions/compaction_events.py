@@ -253,7 +253,7 @@ class CompactionEventReader(StateDBConnection):
             progress(0, total)
         with read_ahead(self.path, total if first_scan else 0):  # a long first scan: warm the page cache
             while lo <= top:
-                hi = lo + self.STREAM_CHUNK_IDS
+                hi = min(lo + self.STREAM_CHUNK_IDS, top + 1)  # never past top: the rows above are not asked for
                 cur = conn.execute(sql, (lo, hi, session_id))
                 while batch := cur.fetchmany(self.STREAM_BATCH_ROWS):
                     yield batch

@@ -261,3 +261,40 @@ def monkeypatch_session():
     mp = pytest.MonkeyPatch()
     yield mp
     mp.undo()
+
+
+def test_a_later_process_reads_an_older_session_only_up_to_its_last_row(tmp_path: Path) -> None:
+    """A later process resuming an older session's stored track reads from its checkpoint to the
+    session's last row: not to the top of the table, and no chunk of ids past that row (each
+    chunk asked for 20,000 ids: 8 MB of other sessions' rows per older session at 200k rows)."""
+    import re
+
+    from memdeck.core.deck import db as deckdb
+
+    home = tmp_path / "home"
+    home.mkdir()
+    p = home / "state.db"
+    conn, live, t = _long_lived(p, older=2, rows=30)
+    for i in range(3000):  # the live session goes on far above the older ones
+        t += 1.0
+        hs.append_message(conn, live, "user" if i % 2 else "assistant", f"more {i}", timestamp=t)
+    deckdb.connect(home).close()
+    first = StateDB(p)
+    assert first.compactions() == reference_compactions(p)  # stores the tracks
+    first.close()
+    last_of = {sid: int(conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (sid,)).fetchone()[0])
+               for sid in ("old0", "old1")}
+    later = StateDB(p)
+    later.LONG_WALK_IDS = 100  # the test home is small: walks of more ids ask where a session ends
+    asked: list[str] = []
+    later.status()
+    later._conn.set_trace_callback(asked.append)
+    assert later.compactions() == reference_compactions(p)
+    spans = [(int(m.group(1)), int(m.group(2)), m.group(3)) for s in asked
+             if (m := re.search(r"WHERE id >= (\d+) AND id < (\d+) AND \+session_id = '([^']+)'", s))]
+    for sid, last in last_of.items():
+        mine = [(lo, hi) for lo, hi, s in spans if s == sid]
+        assert mine, (sid, spans)
+        assert all(hi <= last + 1 for _lo, hi in mine), (sid, last, mine)
+    later.close()
+    conn.close()
