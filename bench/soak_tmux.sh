@@ -3,12 +3,12 @@
 # (issue 23). Samples CPU, RSS and rchar every 30 s, keeps screen captures, py-spy profiles the
 # dashboard for the first --profile seconds of the agent's run.
 #
-#   bench/soak_tmux.sh HOME MINUTES OUT_PREFIX [PROFILE_SECONDS]
+#   bench/soak_tmux.sh HOME MINUTES OUT_PREFIX [PROFILE_SECONDS [COMPACT_AT]]
 #
 # Writes OUT_PREFIX.log (samples, the agent's events, load averages), OUT_PREFIX.screen.txt
 # (screen captures), OUT_PREFIX.pyspy.svg and OUT_PREFIX.pyspy.txt (py-spy raw stacks).
 set -u
-SRC=$1; MIN=$2; OUT=$3; PROF=${4:-120}
+SRC=$1; MIN=$2; OUT=$3; PROF=${4:-120}; AT=${5:-800}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 H=$(mktemp -d /tmp/memdeck-soak-XXXXXX)/home
 cp -r "$SRC" "$H"; rm -rf "$H/memdeck"
@@ -26,7 +26,7 @@ done
 for i in $(seq 1 600); do tmux capture-pane -p -t $S | grep -q "updated" && break; sleep 0.5; done
 echo "launch -> full history on screen: $(python3 -c "import time;print(round(time.time()-$T0,2))") s (load $(cut -d' ' -f1 /proc/loadavg))" > "$OUT.log"
 { echo "== after launch"; tmux capture-pane -p -t $S; } > "$OUT.screen.txt"
-python "$ROOT/bench/play_hermes.py" --minutes "$MIN" --memory-every 20 > "$OUT.agent.jsonl" 2>&1 &
+python "$ROOT/bench/play_hermes.py" --minutes "$MIN" --memory-every 20 --compact-at "$AT" > "$OUT.agent.jsonl" 2>&1 &
 PLAY=$!
 sleep 3
 py-spy record -p $PID -d "$PROF" -r 50 -o "$OUT.pyspy.svg" > /dev/null 2>&1 &
