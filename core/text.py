@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
 
 _C0_NAMES = {
     0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x09: "TAB", 0x0B: "VT", 0x0C: "FF", 0x0D: "CR",
@@ -56,13 +57,21 @@ def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
         return ""
 
     s = str(text)
-    # ASCII text can hide only C0 controls and DEL: the small pattern, not the whole-Unicode one
-    # (built on first use from 65k code points: ~0.1 s of every CLI process that prints)
-    pattern = _ASCII_HIDDEN if s.isascii() else hidden_pattern("", False)
-    s = pattern.sub(lambda m: marker_for(m.group()) or m.group(), s)
+    # ASCII text can hide only C0 controls and DEL; other text is looked at once per distinct
+    # character (``set`` runs in C), not through the whole-Unicode pattern (built on first use
+    # from 65k code points: tens of ms of every CLI process that prints)
+    pattern = _ASCII_HIDDEN if s.isascii() else _pattern_of(c for c in set(s) if marker_for(c) is not None)
+    if pattern is not None:
+        s = pattern.sub(lambda m: marker_for(m.group()) or m.group(), s)
     if single_line:
         s = s.replace("\n", "⏎")  # no marker holds a newline
     return s if not width or len(s) <= width else s[: width - 1] + "…"
+
+
+def _pattern_of(chars: "Iterable[str]") -> "re.Pattern[str] | None":
+    """A character class of ``chars`` (None when there are none)."""
+    body = "".join(re.escape(c) for c in sorted(chars))
+    return re.compile("[" + body + "]") if body else None
 
 
 #: What :func:`marker_for` may hide in ASCII text (C0 controls but the newline, DEL).
@@ -124,4 +133,7 @@ def json_safe(dumped: str) -> str:
     """
     if dumped.isascii() and "\x7f" not in dumped:
         return dumped
-    return _needs_escape().sub(lambda m: _json_escape_char(m.group()), dumped)
+    # the distinct characters at DEL and above that marker_for hides (``set`` runs in C): the
+    # same escapes as the whole-Unicode pattern (:func:`_needs_escape`), without building it
+    pattern = _pattern_of(c for c in set(dumped) if ord(c) >= 0x7F and marker_for(c) is not None)
+    return dumped if pattern is None else pattern.sub(lambda m: _json_escape_char(m.group()), dumped)

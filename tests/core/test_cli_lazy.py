@@ -101,3 +101,22 @@ def test_the_json_escape_pattern_is_marker_for_s_rule() -> None:
         ch = chr(cp)
         assert (pattern.fullmatch(ch) is not None) == (marker_for(ch) is not None), hex(cp)
     assert pattern.fullmatch("\U0001F600") is not None  # above the BMP: judged one by one
+
+
+def test_non_ascii_text_is_escaped_as_by_the_whole_unicode_pattern() -> None:
+    """``visible`` and ``json_safe`` look at each distinct character: the same result as the
+    whole-Unicode pattern they used to build."""
+    import json
+
+    from memdeck.core.text import _json_escape_char, _needs_escape, json_safe
+
+    samples = ["é \u202e bidi \u200b zero \x85 nel \u2028 ls § → 東京 \U0001F600 \U000E0041 \ud800 \x1b[31m \x7f",
+               "plain ascii \x07", "ünïcödé only", "\u00ad soft hyphen \ufeff bom \ue000 private"]
+    full = hidden_pattern("", False)
+    for text in samples:
+        assert visible(text, single_line=False) == full.sub(lambda m: marker_for(m.group()) or m.group(), text)
+        dumped = json.dumps({"t": text}, ensure_ascii=False)
+        expected = dumped if dumped.isascii() and "\x7f" not in dumped else \
+            _needs_escape().sub(lambda m: _json_escape_char(m.group()), dumped)
+        assert json_safe(dumped) == expected
+        assert json.loads(json_safe(dumped)) == {"t": text}
