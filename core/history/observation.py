@@ -262,6 +262,10 @@ def _mark_now(conn: sqlite3.Connection, f: WatchedFile) -> int:
 
 
 def _trim(conn: sqlite3.Connection, keep: int) -> None:
+    """Drop the oldest changes past the newest ``keep`` (at least the newest one is kept: without
+    ``AUTOINCREMENT``, memdeck.db migration 9, a new change's id is the highest id plus one, so
+    the newest row is what keeps ids from being used twice)."""
+    keep = max(1, int(keep))
     top = conn.execute("SELECT MAX(change_id) FROM history").fetchone()[0]
     if top is not None and top > keep:
         conn.execute("DELETE FROM history WHERE change_id <= ?", (top - keep,))
@@ -369,8 +373,14 @@ def _observe_one(rec: _Recorder, f: WatchedFile, now: float) -> None:
     if raw is None and f.kind == "anchor":
         c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))
         return
-    c.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at,"
-              " journal_mark) VALUES (?,?,?,?,?,?,?,?,?)",
+    # an upsert updates the row where it is (one leaf page); INSERT OR REPLACE deleted it and inserted
+    # it anew under a new rowid: its old page, its new page, its path index entry and the freelist
+    # (page 1) were all written on every change (issue 23: 11 pages per external memory change)
+    c.execute("INSERT INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at, journal_mark)"
+              " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET kind = excluded.kind,"
+              " target = excluded.target, scope = excluded.scope, session_id = excluded.session_id,"
+              " stamp = excluded.stamp, content = excluded.content, seen_at = excluded.seen_at,"
+              " journal_mark = excluded.journal_mark",
               (f.rel, f.kind, f.target, f.scope, session_id, stamp, content, now, mark))
 
 
