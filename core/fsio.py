@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import threading
 import time
@@ -159,6 +158,8 @@ def fsync_dir(directory: Path) -> None:
 
 
 def _create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, Path]:
+    import secrets  # here: a process that never writes a file does not import it (nor hmac, random)
+
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = directory / f"{prefix}{secrets.token_hex(4)}{suffix}"

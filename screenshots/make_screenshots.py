@@ -96,7 +96,7 @@ async def take(shot: Shot, home, out: Path) -> Path:
     async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
         app.theme = shot.theme
-        app.action_show_panel(shot.panel)
+        await app.action_show_panel(shot.panel)
         await _settle(pilot, app)
         if shot.query:
             app.query_one("#recall-query").value = shot.query

@@ -101,6 +101,31 @@ def _quiet_driver_class() -> Any:
     return driver_class()
 
 
+def panel_class(pid: str) -> type[Any]:
+    """The panel widget class of ``pid`` (``keymap.PANEL_IDS``), its module imported now: a
+    launch imports only the panel it shows first (each panel's module and views cost the first
+    paint import time before)."""
+    if pid == "integrity":
+        from .widgets.panels.integrity import IntegrityPanel as cls
+    elif pid == "anchors":
+        from .widgets.panels.anchors import AnchorsPanel as cls
+    elif pid == "drift":
+        from .widgets.panels.drift import DriftPanel as cls
+    elif pid == "capacity":
+        from .widgets.panels.capacity import CapacityPanel as cls
+    elif pid == "recall":
+        from .widgets.panels.recall import RecallPanel as cls
+    elif pid == "review":
+        from .widgets.panels.review import ReviewPanel as cls
+    elif pid == "history":
+        from .widgets.panels.history import HistoryPanel as cls
+    elif pid == "context":
+        from .widgets.panels.context import ContextPanel as cls
+    else:
+        raise KeyError(pid)
+    return cls
+
+
 class MemdeckApp(DeckActions, App[None]):
     """The dashboard. Build it with :func:`make_app`.
 
@@ -155,6 +180,14 @@ class MemdeckApp(DeckActions, App[None]):
         self.refresh_count = 0
         #: panels not drawn since the last snapshot (drawn when shown)
         self._stale_panels: set[str] = set()
+        #: panels mounted (composed) and being mounted; the others are mounted after the first paint
+        self._panels_ready: set[str] = set(self.EAGER_PANELS)
+        self._panels_mounting: set[str] = set()
+        self._mounting_rest = False  # the panels not shown are being mounted, one after the other
+        self._mount_waits: dict[str, Any] = {}  # pid -> its AwaitMount while it is being mounted
+        #: the last recall query and its last RecallReady (None before the first): a Recall panel
+        #: mounted after them shows them
+        self._recall_shown: tuple[str, Any] | None = None
         #: ``(done, total)`` while the first full build reads a long history, else None
         self.build_progress: tuple[int, int] | None = None
         #: the last 100 toasts as ``(epoch s, severity, title, message)``, oldest first (``N`` shows them)
@@ -252,34 +285,93 @@ class MemdeckApp(DeckActions, App[None]):
     def get_default_screen(self) -> Screen:
         return DeckScreen(id="deck")
 
-    def compose(self) -> ComposeResult:
-        from .widgets.panels.anchors import AnchorsPanel
-        from .widgets.panels.capacity import CapacityPanel
-        from .widgets.panels.context import ContextPanel
-        from .widgets.panels.drift import DriftPanel
-        from .widgets.panels.history import HistoryPanel
-        from .widgets.panels.integrity import IntegrityPanel
-        from .widgets.panels.recall import RecallPanel
-        from .widgets.panels.review import ReviewPanel
+    #: The panel shown at launch.
+    INITIAL_PANEL = "integrity"
+    #: The panels composed before the first paint: the one shown at launch and Capacity, where the
+    #: memory usage is (what a launch is opened for: the launch measure is "memory on screen").
+    #: The other six are mounted one per frame after the first paint (:meth:`_mount_next_panel`),
+    #: or at once when a key shows one before its turn (:meth:`action_show_panel`: mounted, then
+    #: shown; that costs ~70 ms of CPU more than composing it at launch, measured on Capacity).
+    EAGER_PANELS = ("integrity", "capacity")
 
-        classes = {
-            "integrity": IntegrityPanel,
-            "anchors": AnchorsPanel,
-            "drift": DriftPanel,
-            "capacity": CapacityPanel,
-            "recall": RecallPanel,
-            "review": ReviewPanel,
-            "history": HistoryPanel,
-            "context": ContextPanel,
-        }
+    def compose(self) -> ComposeResult:
         yield Readout(self._status_line(), id="statusline", fits_width=True)
-        with DeckTabs(initial="integrity", id="panels"):
+        with DeckTabs(initial=self.INITIAL_PANEL, id="panels"):
             for i, (pid, title) in enumerate(PANELS, 1):
                 with TabPane(f"{i} {title}", id=pid):
-                    yield classes[pid](id=f"panel-{pid}")
+                    if pid in self.EAGER_PANELS:
+                        yield panel_class(pid)(id=f"panel-{pid}")
         with ToastRack(id="toast-rack"):
             yield ToastStack(id="toasts")
         yield DeckFooter(compact=True, show_command_palette=False, read_only=self.read_only)
+
+    # ── panels mounted after the first paint (issue 23: eight panels composed before it) ──
+
+    def _panels_unmounted(self) -> list[str]:
+        return [pid for pid in PANEL_IDS if pid not in self._panels_ready and pid not in self._panels_mounting]
+
+    def _mount_panel(self, pid: str) -> None:
+        """Mount panel ``pid`` into its (empty) tab pane, importing its module now; once mounted it
+        is drawn if it is the one shown (:meth:`_panel_mounted`). Nothing when it is mounted or
+        being mounted."""
+        if pid in self._panels_ready or pid in self._panels_mounting:
+            return
+        try:
+            pane = self.query_one(f"#panels TabPane#{pid}", TabPane)
+        except Exception:  # shutting down
+            return
+        try:
+            mounting = pane.mount(panel_class(pid)(id=f"panel-{pid}"))
+        except Exception:  # the screen is going away (quit): nothing to show it in
+            return
+        self._panels_mounting.add(pid)
+        self._mount_waits[pid] = mounting
+        self.call_next(self._panel_mounted, pid, mounting)
+
+    async def _panel_mounted(self, pid: str, mounting: Any) -> None:
+        try:
+            await mounting
+        except Exception as exc:  # closing, or a panel that failed to compose: the app goes on
+            self.log.error(f"panel {pid} failed to mount: {exc!r}")
+            return
+        finally:
+            self._panels_mounting.discard(pid)
+            self._mount_waits.pop(pid, None)
+        self._panels_ready.add(pid)
+        if not self.is_running or self._exit:  # quitting: nothing more to show
+            return
+        if self._mounting_rest:
+            self.call_after_refresh(self._mount_next_panel)
+        if pid == "recall" and self._recall_shown is not None:  # a recall asked for before it was mounted
+            query, ready = self._recall_shown
+            try:
+                panel = self.query_one("#panel-recall")
+                panel.query_text = query
+                if ready is not None:
+                    panel.show_recall(ready.query, ready.result, ready.error)
+            except Exception as exc:
+                self.log.error(f"recall render failed: {exc!r}")
+        try:
+            shown = self.current_panel_id == pid
+        except Exception:  # the main screen is not up (a test app's other screen, or shutdown)
+            return
+        if shown:
+            if self.snapshot is not None:
+                self._stale_panels.discard(pid)
+                self._show_panel_snapshot(pid, self.snapshot)
+            self._arm_retime(pid)
+            self._focus_panel()
+
+    def _mount_next_panel(self) -> None:
+        """Mount the first panel not mounted yet; when it is, the next one a frame later, until all
+        are (started once the first snapshot is on screen: they cost that paint nothing). Waits
+        while a panel is being mounted (one shown by a key comes first)."""
+        self._mounting_rest = True
+        if self._panels_mounting:
+            return  # _panel_mounted calls again
+        rest = self._panels_unmounted()
+        if rest:
+            self._mount_panel(rest[0])
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
@@ -322,22 +414,32 @@ class MemdeckApp(DeckActions, App[None]):
         except Exception:  # the panel may not be mounted yet during shutdown
             pass
 
-    def action_show_panel(self, pid: str) -> None:
+    async def action_show_panel(self, pid: str) -> None:
         if pid in PANEL_IDS:
+            if pid not in self._panels_ready:  # mounted (hidden) first, then shown: one layout, not two
+                self._mount_panel(pid)
+                waiting = self._mount_waits.get(pid)
+                if waiting is not None:
+                    try:
+                        await waiting
+                    except Exception:  # closing: nothing to show
+                        return
             self.query_one("#panels", TabbedContent).active = pid
             self.call_after_refresh(self._focus_panel)
 
-    def action_next_panel(self) -> None:
+    async def action_next_panel(self) -> None:
         i = PANEL_IDS.index(self.current_panel_id)
-        self.action_show_panel(PANEL_IDS[(i + 1) % len(PANEL_IDS)])
+        await self.action_show_panel(PANEL_IDS[(i + 1) % len(PANEL_IDS)])
 
-    def action_prev_panel(self) -> None:
+    async def action_prev_panel(self) -> None:
         i = PANEL_IDS.index(self.current_panel_id)
-        self.action_show_panel(PANEL_IDS[(i - 1) % len(PANEL_IDS)])
+        await self.action_show_panel(PANEL_IDS[(i - 1) % len(PANEL_IDS)])
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = self.current_panel_id
+        if pid not in self._panels_ready:  # shown before its turn came: mounted now, drawn once mounted
+            self._mount_panel(pid)
         shown = pid == "context"
         if shown != self.context_shown:
             self.context_shown = shown
@@ -388,7 +490,10 @@ class MemdeckApp(DeckActions, App[None]):
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
         """Draw ``snap`` in panel ``pid`` unless it holds nothing new for it; a panel that fails
-        shows a banner, the app goes on."""
+        shows a banner, the app goes on. A panel not mounted yet is drawn when it is."""
+        if pid not in self._panels_ready:
+            self._stale_panels.add(pid)
+            return
         try:
             panel = self.panel(pid)
             if panel.needs_drawing(snap):
@@ -613,8 +718,10 @@ class MemdeckApp(DeckActions, App[None]):
 
     @property
     def idle(self) -> bool:
-        """True when no refresh runs and none can start now (tests settle on this)."""
-        return not self._refreshing and not (self._dirty and not self._refresh_blocked())
+        """True when no refresh runs and none can start now, and every panel is mounted (tests
+        settle on this)."""
+        return (not self._refreshing and not (self._dirty and not self._refresh_blocked())
+                and len(self._panels_ready) == len(PANEL_IDS))
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
@@ -760,9 +867,11 @@ class MemdeckApp(DeckActions, App[None]):
                 return
             self.apply_snapshot(message.snapshot)
             self.call_after_refresh(self._first_paint_shown.set)
+            self.call_after_refresh(self._mount_next_panel)
             return
         if not self._first_paint_shown.is_set():  # the first paint was the full one
             self.call_after_refresh(self._first_paint_shown.set)
+            self.call_after_refresh(self._mount_next_panel)
         self._refreshing = False
         self.build_progress = None
         snap = message.snapshot
@@ -962,10 +1071,14 @@ class MemdeckApp(DeckActions, App[None]):
         A newer query supersedes the running one: the generation moves on (under the lock the
         worker posts under, so the old query posts nothing after this), then the old query's
         statement is interrupted inside SQLite."""
-        try:
-            self.query_one("#panel-recall").query_text = query
-        except Exception:
-            pass
+        self._recall_shown = (query, None)  # the Recall panel shows it when it is mounted later
+        if "recall" in self._panels_ready:
+            try:
+                self.query_one("#panel-recall").query_text = query
+            except Exception:
+                pass
+        else:
+            self._mount_panel("recall")
         with self._recall_lock:
             self._recall_generation += 1
             generation = self._recall_generation
@@ -1011,6 +1124,9 @@ class MemdeckApp(DeckActions, App[None]):
         self.run_recall(message.query)
 
     def on_recall_ready(self, message: RecallReady) -> None:
+        self._recall_shown = (message.query, message)
+        if "recall" not in self._panels_ready:
+            return  # shown when the panel is mounted (_panel_mounted)
         try:
             self.query_one("#panel-recall").show_recall(message.query, message.result, message.error)
         except Exception as exc:

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memdeck.core.config import load_config
 from memdeck.core.errors import MemdeckError
 from memdeck.core.home import HermesHome, HomeError, resolve_home
 
@@ -102,6 +101,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return resolved
     home, demo = resolved
     try:
+        from memdeck.core.config import load_config  # here, not at the top: a command's process needs none
+
         config = load_config(home)  # never raises: problems are the config's warnings
         from .head_start import HeadStart  # no Textual: the first refresh runs while Textual loads
 

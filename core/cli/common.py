@@ -5,26 +5,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Config, load_config
 from ..errors import MemdeckError
 from ..home import HermesHome, HomeError, resolve_home
 from ..text import json_safe
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 class UsageError(MemdeckError):
     """Bad command-line usage (exit code 2)."""
 
 
-@dataclass
 class CliContext:
-    """What every command handler gets: the resolved home and its config."""
+    """What every command handler gets: the resolved home and its config.
 
-    home: HermesHome
-    config: Config
-    actor: str = "cli"
+    ``config`` is read on first use (:func:`memdeck.core.config.load_config`, its warnings printed
+    to stderr then): a command that never looks at config.yaml (``recall``, ``sessions`` without a
+    session store note, ``history``) neither reads nor parses it, nor imports a YAML library
+    (issue 23: PyYAML was a tenth of a ``recall`` process). Passing ``config=`` sets it up front.
+    """
+
+    def __init__(self, home: HermesHome, config: Config | None = None, actor: str = "cli") -> None:
+        self.home: HermesHome = home
+        self._config: Config | None = config
+        self.actor = actor
+
+    def __repr__(self) -> str:
+        return f"CliContext(home={self.home!r}, actor={self.actor!r})"
+
+    @property
+    def config(self) -> Config:
+        """The home's config.yaml as :func:`memdeck.core.config.load_config` reads it (never raises;
+        its warnings go to stderr once, when it is first read)."""
+        if self._config is None:
+            from ..config import load_config
+
+            self._config = load_config(self.home)
+            for w in self._config.warnings:
+                print(f"memdeck: warning: {w}", file=sys.stderr)
+        return self._config
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "CliContext":
@@ -32,10 +54,7 @@ class CliContext:
             home = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
         except HomeError as exc:
             raise UsageError(str(exc)) from exc
-        config = load_config(home)
-        for w in config.warnings:
-            print(f"memdeck: warning: {w}", file=sys.stderr)
-        return cls(home=home, config=config)
+        return cls(home=home)
 
 
 def print_json(data: Any) -> None:

@@ -353,6 +353,45 @@ CREATE TABLE IF NOT EXISTS weights_checks (
 )
 """
 
+#: 9: fewer pages written per recorded change (issue 23: an external memory change wrote 11
+#: pages into the WAL, then again at the checkpoint). ``history`` is rebuilt with every row and
+#: id kept, its ``change_id`` a plain ``INTEGER PRIMARY KEY``: ``AUTOINCREMENT`` wrote
+#: ``sqlite_sequence`` on every insert, and ids stay increasing without it because the newest row
+#: is never deleted (``core/history/observation.py`` ``_trim`` keeps it; SQLite gives a new row
+#: the highest id plus one). Its per-target and per-session indexes become partial (``WHERE ...
+#: IS NOT NULL``): a memory change has no ``session_id`` and an anchor change no ``target``, so
+#: each change writes only the index it is found by (``target = ?`` and ``session_id = ?``
+#: imply the index's condition, so the same queries use them).
+_HISTORY_PAGES_SCHEMA = """
+CREATE TABLE history_v9 (
+    change_id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    target TEXT,
+    scope TEXT CHECK (scope IN ('session', 'global')),
+    session_id TEXT,
+    path TEXT NOT NULL,
+    op TEXT NOT NULL,
+    before TEXT,
+    after TEXT,
+    since REAL,
+    until REAL NOT NULL,
+    actor TEXT NOT NULL,
+    attribution TEXT NOT NULL DEFAULT '{}',
+    reverted_by INTEGER
+);
+INSERT INTO history_v9 (change_id, kind, target, scope, session_id, path, op, before, after, since, until, actor,
+                        attribution, reverted_by)
+    SELECT change_id, kind, target, scope, session_id, path, op, before, after, since, until, actor, attribution,
+           reverted_by
+    FROM history ORDER BY change_id;
+DROP TABLE history;
+ALTER TABLE history_v9 RENAME TO history;
+DELETE FROM sqlite_sequence WHERE name IN ('history', 'history_v9');
+CREATE INDEX history_target_idx ON history(target, change_id) WHERE target IS NOT NULL;
+CREATE INDEX history_session_idx ON history(session_id, change_id) WHERE session_id IS NOT NULL;
+CREATE INDEX history_until_idx ON history(until)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -362,6 +401,7 @@ MIGRATIONS: tuple[str, ...] = (
     _ANCHOR_SCOPE_SCHEMA,  # 6: target = memory/user only; anchor rows get scope/session_id (archive: anchor_id)
     _ROTATION_CACHE_SCHEMA,  # 7: rotation_events (the state.db reader's final rotation events)
     _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
+    _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

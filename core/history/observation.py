@@ -27,17 +27,20 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..deck import db as deckdb
 from ..home import HOME_MARKERS, HermesHome
-from ..memory.effects import EntryEffect
-from ..memory.entries import parse_entries
 from ..sessions.statedb import StateDB
 from .attribution import hermes_attribution, pending_attribution, remember_pending
-from .changes import Change, change_from_row
-from .diff import diff_anchors, diff_entries
 from .watched import WatchedFile, anchor_fields, canonical_anchors, canonical_memory, read_text, stamp_of, watched_files
+
+if TYPE_CHECKING:
+    from .changes import Change
+
+# The entry parser, the diff and the Change record are imported where a file changed (issue 23:
+# every CLI command observes first, and with nothing changed that is a stat per file and one
+# SELECT: a ``recall`` process paid ~25 ms importing the diff machinery it never ran).
 
 #: at most this many change rows are kept (the oldest are dropped first)
 MAX_CHANGES = 100_000
@@ -66,6 +69,9 @@ class _Recorder:
         refresh in that instant, or a write killed there and settled later by recovery,
         ``core/memory/recovery.py``). Matched per entry: the newest unclaimed change of that
         target with the same op and texts, seen no earlier than the row was written."""
+        from ..memory.entries import parse_entries
+        from .diff import diff_entries
+
         attr = _journal_attribution(row)
         for op, b, a in diff_entries(parse_entries(before), parse_entries(after)):
             hit = self.conn.execute(
@@ -77,6 +83,9 @@ class _Recorder:
                                   (row["actor"], json.dumps(attr, ensure_ascii=False), hit[0]))
 
     def external_memory(self, target: str, rel: str, old: str, new: str, since: float | None, until: float) -> None:
+        from ..memory.entries import parse_entries
+        from .diff import diff_entries
+
         for op, b, a in diff_entries(parse_entries(old), parse_entries(new)):
             attr = pending_attribution(self.conn, self.home, target, op, b, a)
             actor = "pending"
@@ -120,6 +129,10 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
     before/after chain from there to the file's content explain it (:func:`_chain_in_flight`).
     The mark stays below them, so when they are ``done`` they are claimed as already seen.
     """
+    from ..memory.effects import EntryEffect
+    from ..memory.entries import parse_entries
+    from .diff import diff_entries
+
     cur = seen["content"] or ""
     since = seen["seen_at"]
     mark = seen["journal_mark"]
@@ -151,6 +164,9 @@ def _chain_in_flight(rec: _Recorder, f: WatchedFile, cur: str, content: str, sin
     """Record the steps of the ``intent`` rows of ``f.target`` that lead from ``cur`` to
     ``content`` (memdeck writes whose ``done`` commit has not landed yet); returns the content
     and time reached: ``(content, ts)`` when they explain it, else ``(cur, since)`` unchanged."""
+    from ..memory.entries import parse_entries
+    from .diff import diff_entries
+
     rows = rec.conn.execute("SELECT * FROM journal WHERE kind = 'memory' AND target = ? AND journal_id > ? "
                             "AND state = 'intent' ORDER BY journal_id", (f.target, mark)).fetchall()
     steps: list[tuple[sqlite3.Row, str, str]] = []
@@ -210,6 +226,8 @@ def _observe_anchor(rec: _Recorder, f: WatchedFile, session_id: str | None, seen
     for this file (its session, or ``persist/``) and this anchor whose result is what the file
     holds now (matched by place and content, never by clock: the dashboard's clock may be fixed);
     else ``external``. Returns the new journal mark (:func:`_mark_now`)."""
+    from .diff import diff_anchors
+
     since = seen["seen_at"]
     mark = seen["journal_mark"]
     persist = f.scope == "global"
@@ -244,6 +262,10 @@ def _mark_now(conn: sqlite3.Connection, f: WatchedFile) -> int:
 
 
 def _trim(conn: sqlite3.Connection, keep: int) -> None:
+    """Drop the oldest changes past the newest ``keep`` (at least the newest one is kept: without
+    ``AUTOINCREMENT``, memdeck.db migration 9, a new change's id is the highest id plus one, so
+    the newest row is what keeps ids from being used twice)."""
+    keep = max(1, int(keep))
     top = conn.execute("SELECT MAX(change_id) FROM history").fetchone()[0]
     if top is not None and top > keep:
         conn.execute("DELETE FROM history WHERE change_id <= ?", (top - keep,))
@@ -303,6 +325,8 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
                     _trim(c, keep)
             if not rec.ids:
                 return []
+            from .changes import change_from_row
+
             q = f"SELECT * FROM history WHERE change_id IN ({','.join('?' * len(rec.ids))}) ORDER BY change_id"
             return [change_from_row(r) for r in c.execute(q, rec.ids)]
         finally:
@@ -349,8 +373,14 @@ def _observe_one(rec: _Recorder, f: WatchedFile, now: float) -> None:
     if raw is None and f.kind == "anchor":
         c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))
         return
-    c.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at,"
-              " journal_mark) VALUES (?,?,?,?,?,?,?,?,?)",
+    # an upsert updates the row where it is (one leaf page); INSERT OR REPLACE deleted it and inserted
+    # it anew under a new rowid: its old page, its new page, its path index entry and the freelist
+    # (page 1) were all written on every change (issue 23: 11 pages per external memory change)
+    c.execute("INSERT INTO history_seen (path, kind, target, scope, session_id, stamp, content, seen_at, journal_mark)"
+              " VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET kind = excluded.kind,"
+              " target = excluded.target, scope = excluded.scope, session_id = excluded.session_id,"
+              " stamp = excluded.stamp, content = excluded.content, seen_at = excluded.seen_at,"
+              " journal_mark = excluded.journal_mark",
               (f.rel, f.kind, f.target, f.scope, session_id, stamp, content, now, mark))
 
 
@@ -365,6 +395,8 @@ def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, sta
         if not rows or (statedb is None and not home.state_db.exists()):
             return 0
         db = statedb or StateDB(home.state_db)
+        from .changes import change_from_row
+
         try:
             done = 0
             for r in rows:

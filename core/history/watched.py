@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..anchors.model import Anchor, SessionAnchors
 from ..fsio import read_regular_bytes
 from ..home import TARGET_FILES, TARGETS, HermesHome
-from ..memory.entries import parse_entries, serialize_entries
+
+# The entry format and MemLock's anchor model are imported by the functions that read a file's
+# content: an observation that finds every stamp unchanged reads none (issue 23).
 
 #: anchor fields whose change is a change (the audit's bookkeeping is not)
 ANCHOR_FIELDS = ("text", "reminder", "priority", "probes")
@@ -90,6 +91,8 @@ def read_text(path: Path) -> str | None:
 
 def canonical_memory(raw: str | None) -> str:
     """The canonical text of a memory file (Hermes' parse then join; BOM/CRLF tolerated)."""
+    from ..memory.entries import parse_entries, serialize_entries
+
     if raw is None:
         return ""
     return serialize_entries(parse_entries(raw.lstrip("\ufeff").replace("\r\n", "\n")))
@@ -97,6 +100,8 @@ def canonical_memory(raw: str | None) -> str:
 
 def anchor_fields(rec: dict[str, Any]) -> dict[str, Any]:
     """The fields of a MemLock anchor dict whose change is a change (:data:`ANCHOR_FIELDS`)."""
+    from ..anchors.model import Anchor
+
     a = Anchor.from_dict(rec)
     return {"text": a.text, "reminder": a.reminder, "priority": a.priority, "probes": list(a.probes)}
 
@@ -107,6 +112,8 @@ def canonical_anchors(raw: str | None, rel: str, fallback: str | None) -> tuple[
     the file stem; unused for ``persist/``). Raises ValueError if not JSON.
     The content's ``"session_id"`` is ``"global"`` for ``persist/`` (the stored content format,
     unchanged since migration 2)."""
+    from ..anchors.model import SessionAnchors
+
     persist = rel.startswith("memlock/persist/")
     fallback = fallback or Path(rel).stem
     if raw is None:

@@ -264,16 +264,64 @@ class CompactionEventReader(StateDBConnection):
     #: A walk of more ids than this asks first where the session's rows end (:meth:`_session_end`).
     LONG_WALK_IDS = 50_000
 
-    def _session_end(self, conn: sqlite3.Connection, session_id: str, from_id: int, top: int) -> int:
+    def _session_end(self, conn: sqlite3.Connection, session_id: str, from_id: int, top: int,
+                     track: _Track | None = None) -> int:
         """Where a read of the session's rows from ``from_id`` may stop: ``top`` for a short walk,
         else the session's highest row id (``MAX(id)`` through Hermes' ``idx_messages_session``:
         the session's own index entries, no table row). A later process resuming an older
         session's stored track at its checkpoint walked every id above it to the top of the
-        table (at 1M rows, each older session read the table's upper part again)."""
+        table (at 1M rows, each older session read the table's upper part again). A stored
+        ``track`` that had to ask is stored again after its run (with the end found: see
+        :meth:`_stored_end`)."""
         if top - from_id <= self.LONG_WALK_IDS:
             return top
+        if track is not None and track.loaded:
+            track.resave = True  # a later process asked the long way: store where the session ends now
         row = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
         return min(top, int(row[0])) if row is not None and row[0] is not None else from_id - 1
+
+    def _stored_end(self, conn: sqlite3.Connection, session_id: str, track: _Track, top: int) -> int | None:
+        """The session's highest row id as a stored track recorded it (``last_id``), when it
+        still holds; None when it may not (the caller asks :meth:`_session_end`).
+
+        Only for a track loaded from memdeck.db and not yet read in this process. It holds when
+        the session's ``message_count`` is what it was when the track was stored and no active
+        row of the session lies above ``last_id``: every Hermes 0.17-0.22 writer of a row inserts
+        an active row (``append_message``, ``_insert_message_rows`` for ``archive_and_compact``
+        and ``replace_messages``) and sets ``message_count``; a row leaves the active set only
+        by a compaction (which inserts the active rows after it) or a rewind (``rewind_count``,
+        part of the track's signature: such a track is not loaded). Two index probes: the
+        ``sessions`` row by its key and ``MAX(id)`` of the session's *active* rows through
+        ``idx_messages_session_active`` (an ended compacted session's last region, tens of
+        entries). Hermes 0.19 has no ``(session_id, id)`` index, so ``MAX(id)`` over all the
+        session's rows walks all its index entries (~3 MB per older session at 1M rows)."""
+        if (track.stored_count is None or not track.loaded or not track.last_id or "message_count" not in self._scols
+                or not self._session_active_index or "active" not in self._mcols):
+            return None
+        row = conn.execute("SELECT message_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None or row[0] != track.stored_count:
+            return None
+        live_top = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ? AND active = 1", (session_id,)).fetchone()
+        if live_top is not None and live_top[0] is not None and int(live_top[0]) > track.last_id:
+            return None
+        return min(top, track.last_id)
+
+    def _stored_window_holds(self, conn: sqlite3.Connection, session_id: str, track: _Track) -> bool:
+        """Whether a stored track's window is as it was stored (its signature, :meth:`_window_sig`,
+        the test :meth:`_appended_only` makes in a running process), so its stored ``pending``
+        events stand without reading the window. Only after :meth:`_stored_end` said the session
+        has no row above ``last_id``; not seen, as there: a live row rewritten in place to content
+        of exactly the same byte length."""
+        if track.stored_pending is None or track.window is None:
+            return False
+        return self._window_sig(conn, session_id, track.window_start_id, track.last_id) == track.window
+
+    def _message_count(self, conn: sqlite3.Connection, session_id: str) -> int | None:
+        """``sessions.message_count`` of ``session_id`` (None without the column or the row)."""
+        if "message_count" not in self._scols:
+            return None
+        row = conn.execute("SELECT message_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return int(row[0]) if row is not None and isinstance(row[0], int) else None
 
     @staticmethod
     def _top_id(conn: sqlite3.Connection) -> int:
@@ -320,9 +368,11 @@ class CompactionEventReader(StateDBConnection):
                 track = None
                 continue
             t.data_version = dv
+            t.loaded = False
             self._tracks[session_id] = t
             self._tracks_conn = conn
-            if len(t.final) > n_final:
+            if len(t.final) > n_final or t.resave or (fresh and t.ckpt is not None):  # new, or newly final
+                t.resave = False
                 self._save_track(conn, session_id, t)
             return t.events
         return []
@@ -370,9 +420,13 @@ class CompactionEventReader(StateDBConnection):
             return
         if row is None:
             return
+        try:  # read after the rows: a row appended in between leaves an active row above last_id (see _stored_end)
+            count = self._message_count(conn, session_id)
+        except sqlite3.Error:
+            count = None
         store_session_track(self.track_home, session_id, version=TRACK_VERSION, first_id=track.first_id,
                             ckpt_id=int(ck.summary_message_id), ckpt_hash=_row_hash(row[0], row[1]),
-                            sig=json.dumps(_jsonable(track.sig)), track=_track_to_json(track), saved_at=time.time())
+                            sig=json.dumps(_jsonable(track.sig)), track=_track_to_json(track, count), saved_at=time.time())
 
     @staticmethod
     def _first_row_id(conn: sqlite3.Connection, session_id: str) -> int | None:
@@ -426,7 +480,7 @@ class CompactionEventReader(StateDBConnection):
         top = self._top_id(conn)
         # rows of the session between last_id and seen_top do not exist (seen_top: see _Track)
         lo = max(track.last_id, track.seen_top) + 1
-        new = [r for batch in self._stream_batches(conn, session_id, lo, top=self._session_end(conn, session_id, lo, top))
+        new = [r for batch in self._stream_batches(conn, session_id, lo, top=self._session_end(conn, session_id, lo, top, track))
                for r in batch]
         if not new:
             track.seen_top = top
@@ -445,13 +499,23 @@ class CompactionEventReader(StateDBConnection):
 
     def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
                  progress: Callable[[int, int], None] | None = None, *, first_scan: bool = False) -> None:
+        top = self._top_id(conn)
+        if track.loaded:  # a later process
+            if track.stored_count is None or track.stored_pending is None:
+                track.resave = True  # stored before these facts were kept: store them after this run
+            else:
+                track.pending = list(track.stored_pending)
+                end = self._stored_end(conn, session_id, track, top)
+                if end == track.last_id and self._stored_window_holds(conn, session_id, track):
+                    track.seen_top = top
+                    return  # the session is as its stored track left it: no row read
         if self._appended_only(conn, session_id, track):
             return
         buf: list[_Row] = []
         trim_at = 4096
-        top = self._top_id(conn)
         start = track.window_start_id or self._first_row_id(conn, session_id)
-        batches = (self._stream_batches(conn, session_id, start, progress, top=self._session_end(conn, session_id, start, top),
+        end = self._session_end(conn, session_id, start, top, track) if start is not None else None
+        batches = (self._stream_batches(conn, session_id, start, progress, top=end,
                                         first_scan=first_scan) if start is not None else ())
         for batch in batches:
             if not track.first_id and not track.ckpt_start_id:
@@ -830,24 +894,37 @@ def _event_to_json(e: CompactionEvent) -> dict[str, Any]:
     return d
 
 
+#: The fields of a stored event besides ``region_ids`` (computed once: ``fields()`` per event was a
+#: third of reading a stored track).
+_EVENT_FIELDS = frozenset(f.name for f in fields(CompactionEvent)) - {"region_ids"}
+
+
 def _event_from_json(d: dict[str, Any]) -> CompactionEvent:
     d = dict(d)
     ids = d.pop("region_ids", [])
     region: Sequence[int] = range(int(ids["range"][0]), int(ids["range"][1])) if isinstance(ids, dict) else tuple(int(i) for i in ids)
-    names = {f.name for f in fields(CompactionEvent)} - {"region_ids"}
-    if set(d) != names:
+    if d.keys() != _EVENT_FIELDS:
         raise ValueError("stored compaction event has other fields")
     return CompactionEvent(**d, region_ids=region)  # type: ignore[arg-type]
 
 
-def _track_to_json(t: _Track) -> str:
-    """A track as JSON (``pending`` and ``data_version`` left out: recomputed on every run)."""
-    return json.dumps({
+def _track_to_json(t: _Track, message_count: int | None = None) -> str:
+    """A track as JSON (``pending`` and ``data_version`` left out: recomputed on every run).
+    ``message_count``: the session's ``sessions.message_count`` read after its rows up to
+    ``last_id`` (``"count"``: what :meth:`CompactionEventReader._stored_end` checks; absent in
+    tracks stored before it, which then ask where the session ends)."""
+    d: dict[str, Any] = {
         "final": [_event_to_json(e) for e in t.final],
         "ckpt": _event_to_json(t.ckpt) if t.ckpt is not None else None,
         "ckpt_start_id": t.ckpt_start_id, "ckpt_copies": sorted(t.copy_hashes()),
         "seen": {d.hex(): rid for d, rid in t.seen.items()}, "last_id": t.last_id, "first_id": t.first_id,
-    }, separators=(",", ":"))
+    }
+    if message_count is not None:
+        d["count"] = int(message_count)
+        if t.window is not None:  # the events after the checkpoint as of last_id, and the window they came from
+            d["pending"] = [_event_to_json(e) for e in t.pending]
+            d["window"] = list(t.window)
+    return json.dumps(d, separators=(",", ":"))
 
 
 def _track_from_json(text: str, sig: tuple[Any, ...]) -> _Track:
@@ -859,6 +936,9 @@ def _track_from_json(text: str, sig: tuple[Any, ...]) -> _Track:
         ckpt_start_id=int(d["ckpt_start_id"]), ckpt_copies=frozenset(int(h) for h in d["ckpt_copies"]),
         seen={bytes.fromhex(k): int(v) for k, v in d["seen"].items()}, sig=sig,
         last_id=int(d["last_id"]), first_id=int(d["first_id"]),
+        stored_count=int(d["count"]) if isinstance(d.get("count"), int) else None, loaded=True,
+        stored_pending=[_event_from_json(e) for e in d["pending"]] if isinstance(d.get("pending"), list) else None,
+        window=tuple(int(x) for x in d["window"]) if isinstance(d.get("window"), list) and len(d["window"]) == 4 else None,  # type: ignore[arg-type]
     )
 
 
@@ -908,6 +988,15 @@ class _Track:
     #: state.db's highest row id when the session's rows were last read (not stored): the
     #: session has no row with ``last_id < id <= seen_top``, so the next read starts above both
     seen_top: int = 0
+    #: the session's ``message_count`` stored with the track (None: not stored, or a track built
+    #: in this process): with it a later process knows where the session ends (``_stored_end``)
+    stored_count: int | None = None
+    #: the events after the checkpoint as stored with ``window`` (None: not stored)
+    stored_pending: list[CompactionEvent] | None = None
+    #: loaded from memdeck.db and not read yet in this process (cleared by the first run)
+    loaded: bool = False
+    #: store the track again after this run (its stored end was missing or no longer held)
+    resave: bool = False
 
     @property
     def events(self) -> list[CompactionEvent]:

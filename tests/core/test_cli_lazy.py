@@ -120,3 +120,67 @@ def test_non_ascii_text_is_escaped_as_by_the_whole_unicode_pattern() -> None:
             _needs_escape().sub(lambda m: _json_escape_char(m.group()), dumped)
         assert json_safe(dumped) == expected
         assert json.loads(json_safe(dumped)) == {"t": text}
+
+
+_ENTRY_PROBE = r'''
+import io, json, sys, contextlib
+from memdeck.tui.launch import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    rc = main(json.loads(sys.argv[1]))
+print(json.dumps({"rc": rc, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+'''
+
+
+def _entry_modules(argv: list[str]) -> tuple[int, str, set[str]]:
+    """Run the ``memdeck`` console script's ``main`` in a fresh interpreter; its exit code, its
+    stdout and every module it imported."""
+    r = subprocess.run([sys.executable, "-c", _ENTRY_PROBE, json.dumps(argv)], capture_output=True, text=True,
+                       timeout=120)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    return out["rc"], out["out"], set(out["modules"])
+
+
+def test_a_recall_process_imports_no_yaml_no_textual_and_no_diff_machinery(tmp_path: Path) -> None:
+    """issue 23: a ``recall`` process imported PyYAML (config.yaml, which recall never reads), the
+    history's entry parser and diff (with nothing changed), and more: 1.35-1.61x Hermes' own
+    one-shot ``session_search`` process on a small home. It still observes (the history is kept
+    by every command) and still answers."""
+    home = build_demo_home(tmp_path / "home")
+    (home.path / "config.yaml").write_text("memory:\n  memory_char_limit: 2200\n", encoding="utf-8")
+    cli.main(["--home", str(home.path), "status", "--json"])  # memdeck.db and the history's baseline
+    rc, out, mods = _entry_modules(["--home", str(home.path), "recall", "deploy", "--json"])
+    assert rc == 0
+    assert json.loads(out)["count"] >= 1
+    heavy = {"yaml", "ruamel", "textual", "rich", "memdeck.core.config", "memdeck.core.memory.entries",
+             "memdeck.core.memory.threats", "memdeck.core.history.diff", "memdeck.core.history.changes",
+             "memdeck.core.anchors.model", "difflib", "secrets"}
+    assert not {m for m in mods if m.split(".")[0] in heavy or m in heavy}
+    assert "memdeck.core.history.observation" in mods  # it observed
+
+
+def test_a_changed_memory_file_is_still_recorded_by_a_recall_process(tmp_path: Path) -> None:
+    """The lazy imports load the diff machinery when a watched file did change."""
+    from memdeck.core.history import list_changes
+
+    home = build_demo_home(tmp_path / "home")
+    cli.main(["--home", str(home.path), "status", "--json"])
+    before = len(list_changes(home))
+    mem = home.memory_file("memory")
+    mem.write_text(mem.read_text(encoding="utf-8") + "\n§\nA hand-written entry seen by recall", encoding="utf-8")
+    rc, _out, mods = _entry_modules(["--home", str(home.path), "recall", "deploy", "--json"])
+    assert rc == 0
+    assert "memdeck.core.history.diff" in mods
+    changes = list_changes(home)
+    assert len(changes) == before + 1
+    assert changes[0].after == "A hand-written entry seen by recall"
+
+
+def test_a_command_that_reads_the_config_still_warns_about_a_bad_one(tmp_path: Path, capsys) -> None:
+    """Reading config.yaml on first use keeps its warnings on stderr for the commands that use it."""
+    home = build_demo_home(tmp_path / "home")
+    (home.path / "config.yaml").write_text("memory: [unclosed\n", encoding="utf-8")
+    assert cli.main(["--home", str(home.path), "status", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "memdeck: warning: config:" in err and "is not valid YAML" in err
+    assert err.count("is not valid YAML") == 1  # once, however often the command looks at the config

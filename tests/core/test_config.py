@@ -155,3 +155,48 @@ def test_a_config_nested_too_deep_is_a_warning_never_an_exception(hermes_home: H
     cfg = load_config(hermes_home)
     assert cfg.memory_char_limit == 2200 and len(cfg.warnings) == 1
     assert "nests" in cfg.warnings[0] and "using defaults" in cfg.warnings[0]
+
+
+def test_config_yaml_is_read_as_hermes_0_19_reads_it_with_libyaml(monkeypatch) -> None:
+    """Hermes 0.19 reads config.yaml with libyaml (``utils.fast_safe_load``: ``CSafeLoader``); so
+    does memdeck when the text cannot nest deep enough to crash libyaml (issue 23: a 15 KB
+    config, Hermes' own defaults dumped, took 83 ms with the pure-Python loader, 9 ms with it).
+    Same result as ``yaml.safe_load``; a deep text goes to the pure-Python loader."""
+    import yaml
+
+    from memdeck.core import config as cfgmod
+
+    pytest.importorskip("hermes_cli.config")
+    from hermes_cli.config import DEFAULT_CONFIG
+
+    text = yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False)
+    assert len(text) > 10_000
+    used: list[str] = []
+    real_load = yaml.load
+
+    def recording(stream, Loader):  # noqa: N803 - PyYAML's own keyword
+        used.append(Loader.__name__)
+        return real_load(stream, Loader=Loader)
+
+    monkeypatch.setattr(yaml, "load", recording)
+    assert cfgmod.yaml_safe_load(text) == yaml.safe_load(text) == DEFAULT_CONFIG
+    assert used[0] == "CSafeLoader"
+    used.clear()
+    deep = "a:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(cfgmod.MAX_C_NESTING + 1)) + " " * 500 + "x: 1\n"
+    assert not cfgmod._shallow(deep) and not cfgmod._shallow("[" * (cfgmod.MAX_C_NESTING + 1))
+    assert cfgmod._shallow(text)
+    with pytest.raises((ValueError, cfgmod.ConfigTooLarge)):
+        cfgmod.load_yaml_document("[" * 100_000)  # libyaml would crash the process: never handed to it
+    assert "CSafeLoader" not in used
+
+
+def test_a_document_libyaml_refuses_gets_the_pure_python_loaders_verdict() -> None:
+    from memdeck.core import config as cfgmod
+
+    with pytest.raises(ValueError) as caught:
+        cfgmod.yaml_safe_load("memory: [unclosed\n")
+    import yaml
+
+    with pytest.raises(yaml.YAMLError) as pure:
+        yaml.safe_load("memory: [unclosed\n")
+    assert str(caught.value) == str(pure.value)

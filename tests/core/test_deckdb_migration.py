@@ -61,7 +61,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 8
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 9
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -134,7 +134,7 @@ def test_a_current_database_is_left_alone(hermes_home: HermesHome) -> None:
     c.close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
         assert _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
         assert _all(c, "SELECT journal_id, target, scope, session_id FROM journal") == [(jid, None, "session", "s1")]
     finally:
@@ -145,11 +145,11 @@ def test_a_newer_schema_version_is_still_refused(hermes_home: HermesHome) -> Non
     c = deckdb.connect(hermes_home)
     c.execute(f"PRAGMA user_version = {deckdb.SCHEMA_VERSION + 1}")
     c.close()
-    with pytest.raises(deckdb.DeckDBError, match="schema version 9"):
+    with pytest.raises(deckdb.DeckDBError, match="schema version 10"):
         deckdb.connect(hermes_home)
     c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 10
     finally:
         c.close()
 
@@ -168,7 +168,7 @@ def test_migration_8_adds_the_semantic_caches_and_keeps_every_v7_row(hermes_home
         c.close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION >= 8
         assert {"embeddings", "weights_checks"} <= {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
         assert _all(c, "SELECT journal_id, scope, session_id FROM journal") == [(jid, "session", "s1")]
     finally:
@@ -181,7 +181,7 @@ def test_migration_8_adds_the_semantic_caches_and_keeps_every_v7_row(hermes_home
     with monkeypatch.context() as m:  # an older memdeck refuses the newer file, and leaves it as it is
         m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:7])
         m.setattr(deckdb, "SCHEMA_VERSION", 7)
-        with pytest.raises(deckdb.DeckDBError, match="schema version 8; this memdeck understands 7"):
+        with pytest.raises(deckdb.DeckDBError, match=r"schema version (8|9); this memdeck understands 7"):
             deckdb.connect(hermes_home)
         assert deckdb.load_embeddings(hermes_home, ["k1"]) == {"k1": b"\x00" * 8}  # the reader's mode=ro open still works
 
@@ -193,3 +193,100 @@ def test_the_semantic_cache_writers_never_create_or_raise(tmp_path: Path) -> Non
     assert deckdb.store_weights_check(home, "/p", 1, 2, "x") is False
     assert not deckdb.db_path(home).exists()
     assert deckdb.load_embeddings(home, ["k"]) == {} and deckdb.load_weights_check(home, "/p", 1, 2) is None
+
+
+def _v8_with_history(home: HermesHome, n: int = 300) -> list[tuple]:
+    """A memdeck.db at schema 8 (the real steps 1-8) holding ``n`` history rows of every kind, the
+    oldest trimmed away (ids start past 1, with gaps), as a home used for a while has them."""
+    path = deckdb.db_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    c = sqlite3.connect(str(path), isolation_level=None)
+    for step in deckdb.MIGRATIONS[:8]:
+        for stmt in step.split(";"):
+            if stmt.strip():
+                c.execute(stmt)
+    c.execute("PRAGMA user_version = 8")
+    ins = ("INSERT INTO history (kind, target, scope, session_id, path, op, before, after, since, until, actor,"
+           " attribution, reverted_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
+    for i in range(n):
+        if i % 3 == 2:
+            row = ("anchor", None, "session" if i % 2 else "global", f"s{i % 5}" if i % 2 else None,
+                   f"memlock/s{i % 5}.json", "anchor_changed", json.dumps({"text": f"before {i}"}),
+                   json.dumps({"text": f"after {i} ✓"}), float(i), float(i) + 0.5, "external", json.dumps({"anchor_id": f"a{i}"}), None)
+        else:
+            row = ("memory", "memory" if i % 2 else "user", None, None, "memories/MEMORY.md", "replaced",
+                   f"entry {i}\nsecond line", f"entry {i} edited §", None if i == 0 else float(i), float(i) + 0.5,
+                   ("hermes", "cli", "external", "pending")[i % 4], json.dumps({"journal_id": i}), i - 1 if i % 7 == 0 else None)
+        c.execute(ins, row)
+    c.execute("DELETE FROM history WHERE change_id <= 40 OR change_id % 50 = 0")  # trimmed, and a few gone
+    rows = _all(c, "SELECT * FROM history ORDER BY change_id")
+    c.close()
+    return rows
+
+
+def test_migration_9_keeps_every_history_row_and_id(hermes_home: HermesHome) -> None:
+    """Migration 9 (issue 23, gap 4) rebuilds ``history`` without AUTOINCREMENT and with partial
+    per-target and per-session indexes: every row and id is kept, the queries still use the
+    indexes, new ids continue past the highest, and an older memdeck refuses the file."""
+    rows = _v8_with_history(hermes_home)
+    assert len(rows) > 200
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        sql = c.execute("SELECT sql FROM sqlite_master WHERE name = 'history'").fetchone()[0]
+        assert "AUTOINCREMENT" not in sql.upper()
+        assert not _all(c, "SELECT * FROM sqlite_sequence WHERE name LIKE 'history%'")
+        assert not {r[0] for r in c.execute("SELECT name FROM sqlite_master")} & {"history_v9"}
+        for q, index in (("SELECT * FROM history WHERE target = ? ORDER BY change_id DESC LIMIT 5", "history_target_idx"),
+                         ("SELECT * FROM history WHERE session_id = ? ORDER BY change_id DESC LIMIT 5", "history_session_idx"),
+                         ("SELECT change_id FROM history WHERE kind = 'memory' AND target = ? AND op = ? "
+                          "ORDER BY change_id DESC LIMIT 1", "history_target_idx")):
+            plan = " ".join(str(r[3]) for r in c.execute("EXPLAIN QUERY PLAN " + q, ("memory",) * q.count("?")))
+            assert index in plan, (q, plan)
+    finally:
+        c.close()
+    top = rows[-1][0]
+    assert [ch.change_id for ch in history.list_changes(hermes_home, session_id="s1", limit=1000)] == [
+        r[0] for r in reversed(rows) if r[4] == "s1"]
+    assert [ch.change_id for ch in history.list_changes(hermes_home, target="user", limit=1000)] == [
+        r[0] for r in reversed(rows) if r[2] == "user"]
+    # a new change gets the next id; trimming to one row keeps the newest, so ids never repeat
+    (hermes_home.path / "memories").mkdir(exist_ok=True)
+    mem = hermes_home.memory_file("memory")
+    mem.write_text("first entry", encoding="utf-8")
+    history.observe(hermes_home)
+    mem.write_text("first entry\n§\nsecond entry", encoding="utf-8")
+    (new,) = history.observe(hermes_home, keep=0)
+    assert new.change_id == top + 1
+    mem.write_text("second entry", encoding="utf-8")
+    (newer,) = history.observe(hermes_home, keep=0)
+    assert newer.change_id == top + 2
+    c = deckdb.connect(hermes_home)
+    assert _all(c, "SELECT change_id FROM history") == [(top + 2,)]
+    c.close()
+
+
+def test_an_older_memdeck_refuses_a_v9_file(hermes_home: HermesHome, monkeypatch) -> None:
+    _v8_with_history(hermes_home, 10)
+    deckdb.connect(hermes_home).close()
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:8])
+        m.setattr(deckdb, "SCHEMA_VERSION", 8)
+        with pytest.raises(deckdb.DeckDBError, match="schema version 9; this memdeck understands 8"):
+            deckdb.connect(hermes_home)
+
+
+def test_a_failed_migration_9_leaves_the_v8_database_as_it_was(hermes_home: HermesHome, monkeypatch) -> None:
+    rows = _v8_with_history(hermes_home, 50)
+    broken = deckdb.MIGRATIONS[:8] + (deckdb.MIGRATIONS[8] + ";\nSELECT no_such_column FROM history",)
+    monkeypatch.setattr(deckdb, "MIGRATIONS", broken)
+    with pytest.raises(deckdb.DeckDBError):
+        deckdb.connect(hermes_home)
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        assert "AUTOINCREMENT" in c.execute("SELECT sql FROM sqlite_master WHERE name = 'history'").fetchone()[0]
+    finally:
+        c.close()

@@ -212,3 +212,49 @@ def _hermes_prompt_blocks(home: Path, memory_limit: int, user_limit: int) -> tup
     assert proc.returncode == 0, proc.stderr[-2000:]
     mem, user = json.loads(proc.stdout.strip().splitlines()[-1])
     return mem, user
+
+
+def test_a_later_process_knows_where_an_older_session_ends_on_hermes_0_19(tmp_path: Path, monkeypatch) -> None:
+    """issue 23 gap 1, on rows written by Hermes 0.19's own ``SessionDB``: a later reader takes an
+    older compacted session's end from its stored track (no ``MAX(id) WHERE session_id = ?``, which
+    walks every index entry of the session on 0.19) and reads none of its rows; after Hermes
+    appends to that session again, the next reader sees the new row and the events stay Hermes'."""
+    from memdeck.core.deck import db as deckdb
+    from tests.helpers.statedb import reference_compactions
+
+    home = tmp_path / "home"
+    plan: list[list[object]] = [["session", "O", "cli"]] + _conv(8, "O", "older")
+    plan += [["compact", "O", 1, 2, "summary of the older session"]] + _conv(4, "O", "after")
+    plan += [["compact", "O", 1, 1, "second summary of the older session"], ["end", "O", "new_session"]]
+    plan += [["session", "L", "cli"]] + _conv(30, "L", "live")
+    run_hermes_plan(home, plan)
+    deckdb.connect(home).close()
+    statements: list[str] = []
+    opened = StateDB._open
+
+    def tracing(self):
+        fresh = self._conn is None
+        conn = opened(self)
+        if fresh:
+            conn.set_trace_callback(lambda s: statements.append(" ".join(s.split())))
+        return conn
+
+    monkeypatch.setattr(StateDB, "_open", tracing)
+    monkeypatch.setattr(StateDB, "LONG_WALK_IDS", 0)  # every read past the top would ask where it ends
+    p = home / "state.db"
+    ref = reference_compactions(p)
+    assert [e.session_id for e in ref] == ["O", "O"]
+    assert StateDB(p).compactions() == ref
+    full_end = "SELECT MAX(id) FROM messages WHERE session_id = 'O'"
+    statements.clear()
+    assert StateDB(p).compactions() == ref
+    assert full_end not in statements
+    assert not [s for s in statements if "FROM messages WHERE id >= " in s and "'O'" in s]  # no row of O read
+    run_hermes_plan(home, [["msg", "O", "user", "Hermes writes to the older session again"]])
+    statements.clear()
+    db = StateDB(p)
+    assert db.compactions() == reference_compactions(p)
+    assert full_end in statements  # its stored end no longer holds: asked the long way, once
+    statements.clear()
+    assert StateDB(p).compactions() == reference_compactions(p)
+    assert full_end not in statements

@@ -82,10 +82,10 @@ async def test_a_stale_focus_of_the_old_panel_does_not_switch_back(demo_home) ->
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
-        app.action_show_panel("anchors")
+        await app.action_show_panel("anchors")
         await pilot.pause()
         app.query_one("#anchors-table").focus()  # the pending focus of the switch just made
-        app.action_prev_panel()  # the next key arrives before that focus is processed
+        await app.action_prev_panel()  # the next key arrives before that focus is processed
         for _ in range(10):
             await pilot.pause(0.02)
         assert app.current_panel_id == "integrity"
