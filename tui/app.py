@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -433,6 +433,40 @@ class MemdeckApp(DeckActions, App[None]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    # ── the command palette's system commands ───────────────────────────
+
+    #: Textual's system commands memdeck leaves out of the palette, so that each title appears
+    #: once and each works: Quit, Theme and Keys duplicate memdeck's Quit (q), Theme (t) and Help
+    #: (?); Textual's Screenshot saves only into ~/Downloads (an error where it does not exist) and
+    #: its toast is markup, which memdeck's toasts show as text: :meth:`action_save_screenshot`
+    #: replaces it.
+    TEXTUAL_COMMANDS_LEFT_OUT = frozenset({"Quit", "Theme", "Keys", "Screenshot"})
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        """Textual's system commands but :data:`TEXTUAL_COMMANDS_LEFT_OUT` (Maximize / Minimize
+        stay), then memdeck's Screenshot, except in a browser tab (``memdeck serve`` delivers no
+        files). memdeck's own actions come from :class:`.commands.DeckCommands`."""
+        for command in super().get_system_commands(screen):
+            if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
+                yield command
+        if not self.is_web:
+            yield SystemCommand("Screenshot", "save an SVG picture of the screen (in Downloads, else the "
+                                "current directory)", lambda: self.call_after_refresh(self.action_save_screenshot))
+
+    def action_save_screenshot(self) -> None:
+        """Save the screen as SVG in the user's Downloads directory (platformdirs), or the current
+        directory when there is none, and say where in a toast (or why not)."""
+        from platformdirs import user_downloads_path
+
+        try:
+            downloads = user_downloads_path()
+            folder = downloads if downloads.is_dir() else Path.cwd()
+            saved = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(f"the screenshot was not saved: {exc}", title="Screenshot", severity="error", markup=False)
+            return
+        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=6)
 
     # ── read-only ───────────────────────────────────────────────────────
 
