@@ -135,8 +135,11 @@ class MemdeckApp(DeckActions, App[None]):
         user_settings: bool = False,
         head_start: HeadStart | None = None,
         read_only: bool = False,
+        settings_file: Path | None = None,
     ) -> None:
         super().__init__(driver_class=_quiet_driver_class())
+        #: the settings file ``--config`` named (None: ``MEMDECK_CONFIG`` or the default places)
+        self.settings_file = settings_file
         #: every write action is refused with a toast (``memdeck --read-only``, ``serve --read-only``)
         self.read_only = read_only
         if read_only:
@@ -280,7 +283,7 @@ class MemdeckApp(DeckActions, App[None]):
             from .keymap import main_screen_keys
 
             settings = load_settings(all_binding_ids(type(self)), self.available_themes,
-                                     default_keys=main_screen_keys())
+                                     default_keys=main_screen_keys(), explicit=self.settings_file)
             self.settings = settings
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
@@ -1013,6 +1016,7 @@ def make_app(
     user_settings: bool = False,
     head_start: HeadStart | None = None,
     read_only: bool = False,
+    settings_file: Path | None = None,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -1033,6 +1037,8 @@ def make_app(
             first refresh adopts what it built.
         read_only: refuse every write action with a toast, and say so in the footer and the
             status line (``memdeck --read-only``, ``memdeck serve --read-only``).
+        settings_file: the settings file to read with ``user_settings`` (``memdeck --config``);
+            None: ``MEMDECK_CONFIG``, else the default places (:mod:`memdeck.tui.settings`).
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -1041,4 +1047,4 @@ def make_app(
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
                       home_label=home_label, user_settings=user_settings, head_start=head_start,
-                      read_only=read_only)
+                      read_only=read_only, settings_file=settings_file)

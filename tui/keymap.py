@@ -36,7 +36,7 @@ class KeyHelp:
 
 #: (key, action, footer label, id, help text, where it applies)
 _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
-    ("p", "pin", "Pin", "memdeck.pin", "pin the selected entry as an anchor, or new text (modal: priority, probes, scope)", "anywhere (Capacity: the selected entry)"),
+    ("p", "pin", "Pin", "memdeck.pin", "pin the selected entry as an anchor, or new text (modal: priority, probes, scope)", "anywhere"),
     ("u", "unpin", "Unpin", "memdeck.unpin", "unpin the selected anchor (asks first)", "Anchors"),
     ("a", "archive", "Archive", "memdeck.archive", "archive the selected entry or anchor (asks first)", "Capacity, Anchors, Review"),
     ("R", "restore", "Restore", "memdeck.restore", "restore an archived entry or anchor (picker)", "anywhere"),

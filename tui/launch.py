@@ -50,7 +50,8 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
     if profile is None and getattr(args, "home", None) is None and not os.environ.get("HERMES_HOME", "").strip():
         from .settings import load_settings
 
-        profile = load_settings().default_profile  # memdeck's own default, before Hermes' active_profile
+        # memdeck's own default, before Hermes' active_profile
+        profile = load_settings(explicit=getattr(args, "config", None)).default_profile
     home = resolve_home(getattr(args, "home", None), profile)
     if not home.path.is_dir():
         raise MemdeckError(
@@ -86,17 +87,51 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
         return 130
 
 
+def _config_or_exit(args: argparse.Namespace) -> Path | None | int:
+    """The absolute path of the settings file ``--config`` names (None without the option), or
+    exit code 2 with the reason printed when it is not a file: a file asked for by name must be
+    there (``MEMDECK_CONFIG`` naming a missing file is only a warning, :mod:`.settings`)."""
+    named = getattr(args, "config", None)
+    if named is None:
+        return None
+    path = Path(named).expanduser()
+    if not path.is_file():
+        _say(f"error: --config {named}: {'not a file' if path.exists() else 'no such file'} "
+             "(the dashboard's settings file; README 'Settings')")
+        return 2
+    return path.resolve()
+
+
+def help_epilog(argv: list[str] | tuple[str, ...]) -> str:
+    """The end of ``memdeck --help``: which settings file the dashboard uses and how it was chosen
+    (``--config`` as given in ``argv``, else ``MEMDECK_CONFIG``, else the default place;
+    :func:`memdeck.tui.settings.settings_note`). Never raises."""
+    from .settings import settings_note
+
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--config")
+    try:
+        known, _rest = pre.parse_known_args(list(argv))
+        named = known.config
+    except (argparse.ArgumentError, SystemExit):  # `--config` without a value: the real parser says so
+        named = None
+    return settings_note(explicit=named)
+
+
 def run_dashboard(args: argparse.Namespace) -> int:
     """Open the dashboard for the home ``args`` select; returns the process exit code.
 
     Args:
         args: the parsed ``memdeck`` arguments (``home``, ``profile``, ``demo``, ``seed``,
-            ``read_only``).
+            ``read_only``, ``config``: the settings file, :mod:`memdeck.tui.settings`).
 
     Returns:
         0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
-        error, 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
+        error (bad ``--profile``/``--home``, a ``--config`` file that does not exist), 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
     """
+    settings_file = _config_or_exit(args)
+    if isinstance(settings_file, int):
+        return settings_file
     resolved = _home_or_exit(args)
     if isinstance(resolved, int):
         return resolved
@@ -113,7 +148,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     try:
         app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start,
-                       read_only=bool(getattr(args, "read_only", False)))
+                       read_only=bool(getattr(args, "read_only", False)), settings_file=settings_file)
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:
@@ -149,6 +184,9 @@ def run_serve(args: argparse.Namespace) -> int:
         _say(f"error: memdeck serve is not available ({missing} could not be imported); "
              "reinstall memdeck with its dependencies (pip install memdeck)")
         return 1
+    settings_file = _config_or_exit(args)
+    if isinstance(settings_file, int):
+        return settings_file
     resolved = _home_or_exit(args)
     if isinstance(resolved, int):
         return resolved
@@ -156,7 +194,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(ServeOptions(
         home=Path(home.path).resolve(), host=args.host, port=args.port,
         read_only=bool(getattr(args, "read_only", False)), allowed_hosts=tuple(args.allowed_host or ()),
-        allow_remote=args.allow_remote, check=args.check, label=home.profile,
+        allow_remote=args.allow_remote, check=args.check, label=home.profile, settings_file=settings_file,
     ))
 
 
@@ -174,4 +212,4 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard, serve=run_serve)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, help_epilog=help_epilog)

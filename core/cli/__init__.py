@@ -34,11 +34,15 @@ COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_
 DASHBOARD_COMMANDS = frozenset({"serve"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
+    """The ``memdeck`` parser; ``epilog`` ends ``memdeck --help`` (the launcher says there which
+    settings file the dashboard uses: core does not know the TUI's settings)."""
     parser = argparse.ArgumentParser(
         prog="memdeck",
-        description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
+        description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors.\n"
         "Without a command, opens the dashboard.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's paths are never broken
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     where = parser.add_mutually_exclusive_group()
@@ -48,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     parser.add_argument("--read-only", action="store_true",
                         help="open the dashboard read-only: every write key is refused (see also serve --read-only)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the dashboard's settings file (theme, default profile, keymap; TOML if *.toml, else "
+                        "YAML), instead of $MEMDECK_CONFIG or the default place; the dashboard and serve read it, "
+                        "the other commands do not")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in COMMAND_MODULES:
         mod.register(sub)
@@ -56,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, *,
          dashboard: Callable[[argparse.Namespace], int] | None = None,
-         serve: Callable[[argparse.Namespace], int] | None = None) -> int:
+         serve: Callable[[argparse.Namespace], int] | None = None,
+         help_epilog: Callable[[Sequence[str]], str] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -67,9 +76,13 @@ def main(argv: Sequence[str] | None = None, *,
         serve: what ``memdeck serve`` runs (the dashboard's web server,
             :func:`memdeck.tui.serve.run_serve`), passed the same way; without it ``serve`` is
             a usage error.
+        help_epilog: the text that ends ``memdeck --help``, from the arguments (the launcher's
+            :func:`memdeck.tui.launch.help_epilog`: which settings file the dashboard uses, with
+            ``--config`` as given); asked for only when ``-h``/``--help`` is among them.
     """
-    parser = build_parser()
     raw = list(sys.argv[1:] if argv is None else argv)
+    wants_help = help_epilog is not None and ("-h" in raw or "--help" in raw)
+    parser = build_parser(help_epilog(raw) if help_epilog is not None and wants_help else None)
     bad = _non_utf8(raw)
     if bad is not None:
         parser.print_usage(sys.stderr)
