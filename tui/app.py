@@ -437,6 +437,17 @@ class MemdeckApp(DeckActions, App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
+    def action_toggle_usage_chart(self) -> None:
+        """``g`` in Capacity: show or hide the usage charts (from the palette on another panel,
+        Capacity is shown with them)."""
+        if self.current_panel_id != "capacity":
+            self.action_show_panel("capacity")
+            panel = self.panel("capacity")
+            if not panel.charts_shown:
+                panel.toggle_charts()
+            return
+        self.panel("capacity").toggle_charts()
+
     # ── the command palette's system commands ───────────────────────────
 
     #: Textual's system commands memdeck leaves out of the palette, so that each title appears

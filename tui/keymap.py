@@ -52,6 +52,7 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("f", "follow_live", "Follow", "memdeck.follow", "follow the live session again (after s pinned one)", "anywhere"),
     ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
     ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
+    ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
     ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
     ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
@@ -85,6 +86,19 @@ _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "
 #: focus_next, and the screen is consulted before the app.
 SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
 
+#: Keys bound on one panel (action -> panel id): in its footer only while it is shown; the action
+#: itself is the app's (the palette runs it from anywhere).
+PANEL_ACTIONS = {"toggle_usage_chart": "capacity"}
+
+
+def panel_bindings(pid: str) -> list[Binding]:
+    """The keys of panel ``pid`` (:data:`PANEL_ACTIONS`), running the app's action."""
+    return [
+        Binding(key, f"app.{action}", label, id=bid, key_display=_DISPLAY.get(key))
+        for key, action, label, bid, _h, _w in _SPEC
+        if PANEL_ACTIONS.get(action) == pid
+    ]
+
 
 def screen_bindings() -> list[Binding]:
     """tab / shift+tab between panels, bound on the main screen (actions run on the app)."""
@@ -105,7 +119,7 @@ def app_bindings() -> list[Binding]:
     out: list[Binding] = []
     spec = sorted(_SPEC, key=lambda row: _FOOTER_FIRST.get(row[1], len(_FOOTER_FIRST)))
     for key, action, label, bid, _help, _where in spec:
-        if action in SCREEN_ACTIONS:
+        if action in SCREEN_ACTIONS or action in PANEL_ACTIONS:
             continue
         out.append(
             Binding(
@@ -127,10 +141,12 @@ def app_bindings() -> list[Binding]:
 
 def main_screen_keys() -> dict[str, tuple[str, ...]]:
     """Binding id -> its default keys (Textual's key names: ``question_mark``, ``ctrl+p``) for
-    every binding of the dashboard's main screen: the app's (:func:`app_bindings`, ``ctrl+q``)
-    and the screen's (:func:`screen_bindings`). What a user keymap is checked against."""
+    every binding of the dashboard's main screen: the app's (:func:`app_bindings`, ``ctrl+q``),
+    the screen's (:func:`screen_bindings`) and the panels' (:func:`panel_bindings`). What a user
+    keymap is checked against."""
     out: dict[str, list[str]] = {}
-    for b in Binding.make_bindings([quit_anywhere_binding(), *app_bindings(), *screen_bindings()]):
+    panels = [b for pid in set(PANEL_ACTIONS.values()) for b in panel_bindings(pid)]
+    for b in Binding.make_bindings([quit_anywhere_binding(), *app_bindings(), *screen_bindings(), *panels]):
         if b.id:
             out.setdefault(b.id, []).append(b.key)
     return {bid: tuple(keys) for bid, keys in out.items()}

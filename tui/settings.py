@@ -349,7 +349,7 @@ def all_binding_ids(app_class: Any) -> list[str]:
     """Every Binding id of the app class, its screens and the panels (what a keymap may name)."""
     from textual.binding import Binding
 
-    from .keymap import app_bindings, screen_bindings
+    from .keymap import PANEL_ACTIONS, app_bindings, panel_bindings, screen_bindings
     from .screens.confirm import ConfirmScreen
     from .screens.editors import EntryEditScreen, PinScreen
     from .screens.help import HelpScreen
@@ -358,7 +358,8 @@ def all_binding_ids(app_class: Any) -> list[str]:
     from .widgets.panels.base import Panel, SteadyInput
 
     out: list[str] = []
-    sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS]
+    sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS,
+                          *(b for pid in set(PANEL_ACTIONS.values()) for b in panel_bindings(pid))]
     for cls in (ConfirmScreen, EntryEditScreen, PinScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel,
                 SteadyInput):
         sources.extend(getattr(cls, "BINDINGS", ()))

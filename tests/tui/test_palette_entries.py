@@ -72,7 +72,8 @@ ALWAYS = ("Screenshot", "Pin", "Restore", "New", "Undo", "Session", "Follow", "P
 
 def _state(app) -> tuple:
     return (len(app.screen_stack), type(app.screen).__name__, len(app.notification_log), app.current_panel_id,
-            app.theme, app.paused, app.screen.maximized, type(app.focused).__name__, id(app.focused))
+            app.theme, app.paused, app.screen.maximized, type(app.focused).__name__, id(app.focused),
+            app.query_one("#usage-charts").display)
 
 
 def test_where_names_only_panels_and_every_action_is_somewhere() -> None:
