@@ -140,7 +140,7 @@ async def test_the_chart_follows_the_theme(demo_home) -> None:
         await settle(pilot, app)
         chart = _chart(app, "integrity-chart")
         await wait_for(pilot, lambda: chart.plotted)
-        drawn = chart.draws
+        drawn, built = chart.draws, chart.builds
         light_red = "#%02x%02x%02x" % tuple(LIGHT_ANSI.ansi_colors[1])
         assert light_red not in app.export_screenshot().lower()
         await pilot.press("t")
@@ -148,6 +148,7 @@ async def test_the_chart_follows_the_theme(demo_home) -> None:
         await pilot.pause()
         assert app.theme == "textual-light"
         assert light_red in app.export_screenshot().lower()  # the floor and the score under it, in the light palette's red
+        assert chart.builds == built  # painted again in the new theme; plotext did not run
 
 
 async def test_the_usage_charts_plot_each_file_s_recorded_usage(demo_home) -> None:

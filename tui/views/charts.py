@@ -99,11 +99,15 @@ def steps(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def beyond(points: Sequence[tuple[float, float]], y: float, *, below: bool) -> list[list[tuple[float, float]]]:
-    """The runs of the polyline through ``points`` that lie under ``y`` (``below``) or over it,
-    each cut where the line crosses ``y`` (the crossing interpolated), oldest first: what is
-    drawn red under the alert floor or over the char limit."""
+def beyond(points: Sequence[tuple[float, float]], y: float, *, below: bool,
+           inclusive: bool = False) -> list[list[tuple[float, float]]]:
+    """The runs of the polyline through ``points`` that lie under ``y`` (``below``) or over it
+    (on it too with ``inclusive``), each cut where the line crosses ``y`` (the crossing
+    interpolated), oldest first: what is drawn red under the alert floor or over the char limit,
+    and (the other side, inclusive) what is drawn in the line's colour."""
     def out(v: float) -> bool:
+        if inclusive:
+            return v <= y if below else v >= y
         return v < y if below else v > y
 
     runs: list[list[tuple[float, float]]] = []
@@ -124,6 +128,23 @@ def beyond(points: Sequence[tuple[float, float]], y: float, *, below: bool) -> l
     if cur:
         runs.append(cur)
     return runs
+
+
+def dots(runs: Sequence[Sequence[tuple[float, float]]], dx: float, dy: float) -> list[tuple[float, float]]:
+    """The polylines ``runs`` as points ``dx`` apart in time and ``dy`` apart in value at most
+    (one braille dot each way), in one list: plotext draws one series of thousands of dots in the
+    time it takes to draw three separate lines, and a long session has a hundred runs under the
+    floor. A run of one point stays one point."""
+    import math
+
+    out: list[tuple[float, float]] = []
+    for run in runs:
+        if len(run) == 1:
+            out.append(run[0])
+        for a, b in zip(run, run[1:]):
+            k = max(1, math.ceil(max(abs(b[0] - a[0]) / (dx or 1.0), abs(b[1] - a[1]) / (dy or 1.0))))
+            out.extend((a[0] + (b[0] - a[0]) * i / k, a[1] + (b[1] - a[1]) * i / k) for i in range(k + 1))
+    return out
 
 
 def time_ticks(t0: float, t1: float, columns: int) -> tuple[list[float], list[str]]:
