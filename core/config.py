@@ -10,8 +10,10 @@ never raises.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .fsio import FileTooLarge, read_regular_bytes
@@ -63,7 +65,14 @@ class Config:
             ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
             ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
         session_store_source: the config key that named a non-SQLite store ('' for SQLite).
+        memory_provider: ``memory.provider``, the external memory provider plugin Hermes loads
+            beside the built-in stores (stripped; ``""`` = built-in only). Matches Hermes 0.19
+            ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
+            non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
+        raw: the whole document as parsed (a read-only mapping; empty without a file), for the
+            readers of keys this class does not model (``model:``, ``compression:``: the next
+            compaction, ``core/context/budget.py``).
     """
 
     memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
@@ -75,7 +84,9 @@ class Config:
     plugins_enabled: tuple[str, ...] = ()
     session_store: str = "sqlite"
     session_store_source: str = ""
+    memory_provider: str = ""
     warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def char_limit(self, target: str) -> int:
         """The char limit of ``target`` (``"memory"`` or ``"user"``)."""
@@ -180,7 +191,12 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
     store, store_source = _session_store(data)
+    provider = mem.get("provider")
+    if provider is not None and not isinstance(provider, str):
+        warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
+        provider = None
     return Config(
+        memory_provider=(provider or "").strip(),
         session_store=store,
         session_store_source=store_source,
         memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
@@ -191,6 +207,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),
+        raw=MappingProxyType(dict(data)),
     )
 
 

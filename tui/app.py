@@ -37,7 +37,8 @@ from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
-from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady,
+                       SourcesChanged, WriteDone, WriteOutcome)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -183,6 +184,14 @@ class MemdeckApp(DeckActions, App[None]):
         self.settings: Any = None
         #: the once-a-minute timer of the shown panel's relative times (None while the panel has none)
         self.retime_timer: Any = None
+        #: exact token counts of prompts by ``(sha256, tokenizer)`` (the Context panel asks for them)
+        self.exact_counts: dict[tuple[str, str], Any] = {}
+        self._exact_pending: set[tuple[str, str]] = set()
+        #: the tokenizer of the Context panel's exact counts (None: estimates only)
+        self.exact_tokenizer: str | None = "o200k_base"
+        #: the Context panel is on screen: refreshes build the followed session's report (its rows,
+        #: sections and budget); while it is not, they build only the frozen-memory comparisons
+        self.context_shown = False
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -249,6 +258,7 @@ class MemdeckApp(DeckActions, App[None]):
     def compose(self) -> ComposeResult:
         from .widgets.panels.anchors import AnchorsPanel
         from .widgets.panels.capacity import CapacityPanel
+        from .widgets.panels.context import ContextPanel
         from .widgets.panels.drift import DriftPanel
         from .widgets.panels.history import HistoryPanel
         from .widgets.panels.integrity import IntegrityPanel
@@ -263,6 +273,7 @@ class MemdeckApp(DeckActions, App[None]):
             "recall": RecallPanel,
             "review": ReviewPanel,
             "history": HistoryPanel,
+            "context": ContextPanel,
         }
         yield Readout(self._status_line(), id="statusline", fits_width=True)
         with DeckTabs(initial="integrity", id="panels"):
@@ -330,6 +341,11 @@ class MemdeckApp(DeckActions, App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = self.current_panel_id
+        shown = pid == "context"
+        if shown != self.context_shown:
+            self.context_shown = shown
+            if shown:  # its report is built only while it is shown: build it now
+                self.request_refresh(force=True)
         if pid in self._stale_panels and self.snapshot is not None:
             self._stale_panels.discard(pid)
             self._show_panel_snapshot(pid, self.snapshot)
@@ -547,6 +563,23 @@ class MemdeckApp(DeckActions, App[None]):
             if not self.watch_enabled or self.paused:
                 t.append(" · ", "dim")
             t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
+        badge = self._frozen_badge(snap)
+        if badge:
+            try:
+                room = self.query_one("#statusline", Static).size.width or self.size.width or 80
+            except Exception:
+                room = self.size.width or 80
+            # the badge never pushes out the time or the path's last 8 columns; the full words when
+            # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
+            label = self.home_label if self.home_label is not None else str(self.home.path)
+            n = badge.split(": ", 1)[-1].split(" ", 1)[0]
+            short = f"≠{n} frozen"
+            base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
+            options = [(badge, len(label)), (short, len(label)), (badge, 8), (short, 8)]
+            badge = next((b for b, path in options if base + len(b) + path <= room), "")
+            if badge:
+                t.append(" · ")
+                t.append(badge, "bold reverse yellow")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -568,6 +601,18 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(" · ")
             t.append_text(shown)
         return t
+
+    @staticmethod
+    def _frozen_badge(snap: Any) -> str | None:
+        """``frozen 19 d ago: 5 entries differ`` for the followed session, when it differs."""
+        if snap is None or getattr(snap, "agent_view", None) is None:
+            return None
+        from .views.context import frozen_badge
+
+        try:
+            return frozen_badge(snap)
+        except Exception:  # a badge never breaks the status line
+            return None
 
     def on_resize(self) -> None:
         self.update_status_line()  # the path is shortened to the width
@@ -706,6 +751,7 @@ class MemdeckApp(DeckActions, App[None]):
                     session_id=self.session_id,
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
+                    context_report=self.context_shown,
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
@@ -772,6 +818,9 @@ class MemdeckApp(DeckActions, App[None]):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
         elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
+        audit = getattr(snap, "audit", None) if not isinstance(snap, BaseException) else None
+        if audit is not None and getattr(audit, "pending", 0):
+            self._dirty = True  # a first semantic history is bounded per refresh: continue it (newest first)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
 
@@ -841,6 +890,43 @@ class MemdeckApp(DeckActions, App[None]):
             title = "anchor changed" if c.kind == "anchor" else "memory changed"
             self.notify(toast_text(c), title=title, severity="warning", markup=False, timeout=8)
 
+    # ── exact token counts (the Context panel asks; a worker loads the vocabulary once) ──
+
+    def request_exact_counts(self, report: Any) -> None:
+        """Count the report's prompt exactly with :attr:`exact_tokenizer` in a worker, once per prompt."""
+        prompt = getattr(report, "prompt", None)
+        if prompt is None or not self.exact_tokenizer:
+            return
+        key = (prompt.sha256, self.exact_tokenizer)
+        if key in self.exact_counts or key in self._exact_pending:
+            return
+        self._exact_pending.add(key)
+        self._exact_worker(report, key)
+
+    @work(thread=True, exit_on_error=False, group="exact")
+    def _exact_worker(self, report: Any, key: tuple[str, str]) -> None:
+        from memdeck.core.context.report import exact_counts
+
+        try:
+            counts, reason = exact_counts(report, key[1])
+        except Exception as exc:  # never a traceback: the panel says estimates only
+            counts, reason = None, f"{type(exc).__name__}: {exc}"
+        self.post_message(ExactCountsReady(key, counts, reason))
+
+    def on_exact_counts_ready(self, message: ExactCountsReady) -> None:
+        self._exact_pending.discard(message.key)
+        if message.counts is None:
+            self.exact_tokenizer = None  # unavailable: do not ask again; the header says estimates only
+            return
+        self.exact_counts[message.key] = message.counts
+        if self.snapshot is not None and self.current_panel_id == "context":
+            try:
+                self.panel("context").show_snapshot(self.snapshot)
+            except Exception as exc:
+                self.log.error(f"context panel failed to render: {exc!r}")
+        else:
+            self._stale_panels.add("context")
+
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 
     def start_watchers(self) -> None:
@@ -890,6 +976,13 @@ class MemdeckApp(DeckActions, App[None]):
             result = op()
             text = success(result) if callable(success) else success
             outcome = success_outcome(result, text)
+            target = getattr(result, "target", None) or (result.get("target") if isinstance(result, dict) else None)
+            if outcome.ok and outcome.code != "noop" and target in ("memory", "user"):
+                from .views.context import write_note
+
+                note = write_note(self.snapshot, target)
+                if note:
+                    outcome.detail.append(note)
         except Refused as exc:
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:

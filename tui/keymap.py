@@ -17,6 +17,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("recall", "Recall"),
     ("review", "Review"),
     ("history", "History"),
+    ("context", "Context"),
 )
 PANEL_IDS = tuple(p for p, _ in PANELS)
 

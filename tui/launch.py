@@ -88,18 +88,16 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
 
 
 def _config_or_exit(args: argparse.Namespace) -> Path | None | int:
-    """The absolute path of the settings file ``--config`` names (None without the option), or
-    exit code 2 with the reason printed when it is not a file: a file asked for by name must be
-    there (``MEMDECK_CONFIG`` naming a missing file is only a warning, :mod:`.settings`)."""
-    named = getattr(args, "config", None)
-    if named is None:
-        return None
-    path = Path(named).expanduser()
-    if not path.is_file():
-        _say(f"error: --config {named}: {'not a file' if path.exists() else 'no such file'} "
-             "(the dashboard's settings file; README 'Settings')")
+    """:func:`memdeck.tui.settings.config_path` of ``--config``, or exit code 2 with the reason printed."""
+    from memdeck.core.cli.common import UsageError
+
+    from .settings import config_path
+
+    try:
+        return config_path(getattr(args, "config", None))
+    except UsageError as exc:
+        _say(f"error: {exc}")
         return 2
-    return path.resolve()
 
 
 def help_epilog(argv: list[str] | tuple[str, ...]) -> str:
@@ -208,8 +206,29 @@ def demo_farewell(path: Any) -> list[str]:
             f"  memdeck --home {q} status"]
 
 
+def run_fleet(args: argparse.Namespace, ctx: Any) -> int:
+    """``memdeck fleet`` on a terminal: the fleet screen (:mod:`memdeck.tui.fleet`, imported only
+    here); each local home's dashboard it opens is given the same ``--config``."""
+    from .fleet import run_fleet as run
+
+    return run(args, ctx)
+
+
+def fleet_settings(config: str | None = None) -> Any:
+    """The ``fleet`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.fleet`):
+    the file ``config`` names (``--config``), else ``MEMDECK_CONFIG``, else the default place.
+
+    Raises:
+        UsageError: ``config`` names no file (exit 2, as the dashboard's ``--config``).
+    """
+    from .settings import config_path, load_settings
+
+    return load_settings(explicit=config_path(config)).fleet
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, help_epilog=help_epilog)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, help_epilog=help_epilog, fleet=run_fleet,
+                    fleet_settings=fleet_settings)

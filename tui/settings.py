@@ -22,8 +22,10 @@ Hermes home::
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
     "memdeck.pin" = "ctrl+k"
     "memdeck.quit" = "q,ctrl+w"
+    [fleet]                          # memdeck fleet / memdeck metrics: homes beside the profiles
+    homes = ["/srv/gateway/.hermes", "ssh://ops@box-2/home/ops/.hermes"]
 
-The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
 one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
@@ -51,9 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.config import ConfigTooLarge, check_expanded_size, load_yaml_document, read_config_text
+from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap"})
+KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
 
 #: The environment variable naming the settings file (``--config`` wins over it).
 CONFIG_ENV = "MEMDECK_CONFIG"
@@ -80,6 +83,8 @@ class UserSettings:
         warnings: one line per problem met (the file, a key, an id, a value, a key collision).
         candidates: the files looked for, first found wins (:func:`settings_paths`).
         source: how they were chosen, one of :data:`SOURCES`.
+        fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
+            warnings are in ``fleet.warnings``, also listed in ``warnings``).
     """
 
     path: Path | None = None
@@ -89,6 +94,7 @@ class UserSettings:
     warnings: tuple[str, ...] = ()
     candidates: tuple[Path, ...] = ()
     source: str = "default"
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
     @property
     def origin(self) -> str:
@@ -135,6 +141,26 @@ def settings_paths(env: Mapping[str, str] | None = None, explicit: str | os.Path
     if legacy != dirs[0]:
         dirs.append(legacy)
     return [d / name for d in dirs for name in ("config.toml", "config.yaml")], "default"
+
+
+def config_path(named: str | os.PathLike[str] | None) -> Path | None:
+    """The absolute path of the settings file ``--config`` names (None without the option): a
+    file asked for by name must be there (``MEMDECK_CONFIG`` naming a missing file is only a
+    warning, :func:`load_settings`). Every process that reads the settings checks ``--config``
+    with it: the dashboard, ``serve``, ``fleet`` and ``metrics``.
+
+    Raises:
+        UsageError: it is not a file (the message names it and says why; exit 2).
+    """
+    from memdeck.core.cli.common import UsageError
+
+    if named is None:
+        return None
+    path = Path(named).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--config {os.fspath(named)}: {'not a file' if path.exists() else 'no such file'} "
+                         "(the dashboard's settings file; README 'Settings')")
+    return path.resolve()
 
 
 def settings_note(env: Mapping[str, str] | None = None, explicit: str | os.PathLike[str] | None = None) -> str:
@@ -247,8 +273,10 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     if default_keys is not None:
         keymap, more = check_collisions(keymap, default_keys)
         warnings.extend(f"{path}: {w}" for w in more)
+    fleet = parse_fleet_settings(data.get("fleet"), str(path))
+    warnings.extend(fleet.warnings)
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
-                        candidates=candidates, source=source)
+                        candidates=candidates, source=source, fleet=fleet)
 
 
 #: Modifiers Textual puts before a key name (``ctrl+shift+f2``).

@@ -12,7 +12,11 @@ one JSON object per line for each event:
 * ``{"event": "usage", "target", "pct", "chars", "limit"}`` - a memory file crossed 90 % usage
   upward;
 * ``{"event": "audit", "session_id", "score", "alert_floor"}`` - the integrity score of a MemLock
-  session fell below ``memlock.alert_floor`` (percent 0-100).
+  session fell below ``memlock.alert_floor`` (percent 0-100);
+* ``{"event": "frozen", "session_id", "source", "differences", "frozen_at", "new_session", "changes"}``
+  - an open session's frozen memory now differs from the files by more entries than before
+  (it appeared, or grew): that running agent does not see them until a new session
+  (``core/context/``).
 """
 
 from __future__ import annotations
@@ -121,6 +125,37 @@ class _Watch:
         self.pending = {p.id for p in list_pending(ctx.home)}
         self.pct = self._pcts()
         self.low = self._low_sessions()
+        self._db: Any = None
+        self._prompts: Any = None
+        self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _frozen(self) -> list[dict[str, Any]]:
+        """Every open session's frozen memory against the files (``core/context``); ``[]`` without a
+        readable state.db."""
+        from ..context.prompts import PromptCache
+        from ..context.report import disk_entries, open_session_diffs, verdict_for
+        from ..sessions.profile import detect_profile
+        from ..sessions.statedb import StateDB
+
+        if not self.ctx.home.state_db.exists():
+            return []
+        if self._db is None:
+            self._db, self._prompts = StateDB(self.ctx.home.state_db), PromptCache()
+        self._db.reopen_if_replaced()
+        if not self._db.status().ok:
+            return []
+        try:
+            version = detect_profile(self.ctx.home).version
+        except Exception:  # noqa: BLE001 - unknown version: memdeck's threat rules
+            version = None
+        diffs = open_session_diffs(self._db, self.ctx.config, self._prompts, disk_entries(self.ctx.home),
+                                   verdict_for(version))
+        return [d.to_dict() for d in diffs if d.frozen.in_prompt]
 
     def _pcts(self) -> dict[str, int]:
         return {t: read_memory(self.ctx.home, self.ctx.config, t).pct for t in TARGETS}
@@ -161,6 +196,15 @@ class _Watch:
                     m = read_memory(self.ctx.home, self.ctx.config, t)
                     out.append({"event": "usage", "target": t, "pct": m.pct, "chars": m.chars, "limit": m.limit})
             self.pct = pct
+        if kinds & {"memory", "statedb", "config"}:
+            seen: dict[str, int] = {}
+            for d in self._frozen():
+                sid, n = d["session_id"], d["differences"]
+                seen[sid] = n
+                if n > self.frozen.get(sid, 0):
+                    out.append({"event": "frozen", **{k: d[k] for k in (
+                        "session_id", "source", "differences", "frozen_at", "new_session", "changes")}})
+            self.frozen = seen
         if "memlock" in kinds:
             low = self._low_sessions()
             for sid, score in low.items():
@@ -194,14 +238,17 @@ async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, 
             print(json.dumps({"event": "ready"}), flush=True)
 
     agen = watch_home(ctx.home, armed)
-    async for kinds in agen:
-        for ev in w.events(kinds):
-            _emit(ev, cmd)
-            sent += 1
-            if max_events is not None and sent >= max_events:
-                await agen.aclose()
-                return 0
-    return 0
+    try:
+        async for kinds in agen:
+            for ev in w.events(kinds):
+                _emit(ev, cmd)
+                sent += 1
+                if max_events is not None and sent >= max_events:
+                    await agen.aclose()
+                    return 0
+        return 0
+    finally:
+        w.close()
 
 
 def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -232,7 +279,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.set_defaults(handler=_revert)
 
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
-                       "90%% usage crossing and low integrity score")
+                       "90%% usage crossing, low integrity score and running session that no longer sees the files")
     p.add_argument("--exec", metavar="CMD", default=None, help="run CMD (shell) per event with the JSON line on stdin")
     p.add_argument("--max-events", type=int, default=None, help="stop after this many events")
     p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")

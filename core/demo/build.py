@@ -85,6 +85,7 @@ def _config_text(plan: DemoPlan) -> str:
         "model:",
         "  default: anthropic/claude-sonnet-4.5",
         "  provider: openrouter",
+        "  context_length: 200000",
         "memory:",
         "  memory_enabled: true",
         "  user_profile_enabled: true",
@@ -120,12 +121,22 @@ def _blocked(entry: str, filename: str) -> str:
             "Removed from system prompt; use memory(action=remove) to delete the original.]")
 
 
+#: The parts of a Hermes 0.19 prompt around the memory blocks (agent/system_prompt.py:147-524): the
+#: environment hints, the CLI platform hint, the session line (no anchor's probe words in them).
+_PROMPT_ENVIRONMENT = ("Host: macOS (15.5)\nUser home directory: /Users/priya\n"
+                       "Current working directory: /Users/priya/code/linkhop")
+_PROMPT_PLATFORM = ("You are a CLI AI Agent. Try not to use markdown but simple text renderable inside a terminal. "
+                    "When referring to a file you created or changed, state its absolute path in plain text.")
+_PROMPT_SESSION = "Conversation started: Thursday, July 23, 2026\nModel: anthropic/claude-sonnet-4.5\nProvider: openrouter"
+
+
 def _system_prompt(memory: list[str], user: list[str]) -> str:
     blocks = [
         render_block("memory", [_blocked(e, "MEMORY.md") for e in memory], DEMO_MEMORY_LIMIT),
         render_block("user", user, DEMO_USER_LIMIT),
     ]
-    return SYSTEM_PROMPT_HEAD + "\n\n" + "\n\n".join(b for b in blocks if b)
+    parts = [SYSTEM_PROMPT_HEAD, _PROMPT_ENVIRONMENT, _PROMPT_PLATFORM, *(b for b in blocks if b), _PROMPT_SESSION]
+    return "\n\n".join(parts)
 
 
 

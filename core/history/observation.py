@@ -31,6 +31,7 @@ from typing import Any
 
 from ..deck import db as deckdb
 from ..home import HOME_MARKERS, HermesHome
+from ..memory.effects import EntryEffect
 from ..memory.entries import parse_entries
 from ..sessions.statedb import StateDB
 from .attribution import hermes_attribution, pending_attribution, remember_pending
@@ -59,6 +60,22 @@ class _Recorder:
              json.dumps(attribution, ensure_ascii=False)))
         self.ids.append(int(cur.lastrowid))
 
+    def claim_memory(self, target: str, row: sqlite3.Row, before: str, after: str) -> None:
+        """Give memdeck's journal row the changes already recorded for it as another writer's:
+        its file was observed between the file write and the row's ``done`` (a dashboard
+        refresh in that instant, or a write killed there and settled later by recovery,
+        ``core/memory/recovery.py``). Matched per entry: the newest unclaimed change of that
+        target with the same op and texts, seen no earlier than the row was written."""
+        attr = _journal_attribution(row)
+        for op, b, a in diff_entries(parse_entries(before), parse_entries(after)):
+            hit = self.conn.execute(
+                "SELECT change_id FROM history WHERE kind = 'memory' AND target = ? AND op = ? AND before IS ? "
+                "AND after IS ? AND actor IN ('external', 'pending', 'hermes') AND until >= ? "
+                "ORDER BY change_id DESC LIMIT 1", (target, op, b, a, row["ts"] - 1.0)).fetchone()
+            if hit is not None:
+                self.conn.execute("UPDATE history SET actor = ?, attribution = ? WHERE change_id = ?",
+                                  (row["actor"], json.dumps(attr, ensure_ascii=False), hit[0]))
+
     def external_memory(self, target: str, rel: str, old: str, new: str, since: float | None, until: float) -> None:
         for op, b, a in diff_entries(parse_entries(old), parse_entries(new)):
             attr = pending_attribution(self.conn, self.home, target, op, b, a)
@@ -74,7 +91,8 @@ class _Recorder:
 def _journal_attribution(r: sqlite3.Row, **extra: Any) -> dict[str, Any]:
     """The attribution of a change memdeck's journal row ``r`` explains: its id and op, the archive
     row it names (an archive or a restore) and the pending write an approval applied, so History
-    can say "archived (archive #3)" or "added (approved 1a2b3c4d)"."""
+    can say "archived (archive #3)" or "added (approved 1a2b3c4d)"; ``recovered`` when the row was
+    settled by recovery after an interrupted write (``core/memory/recovery.py``)."""
     out: dict[str, Any] = {**extra, "journal_id": r["journal_id"], "op": r["op"]}
     try:
         detail = json.loads(r["detail"] or "{}")
@@ -84,17 +102,23 @@ def _journal_attribution(r: sqlite3.Row, **extra: Any) -> dict[str, Any]:
         out["archive_id"] = detail["archive_id"]
     if isinstance(detail, dict) and isinstance(detail.get("pending_id"), str):  # an approval (memory/pending.py)
         out["pending_id"] = detail["pending_id"]
+    if isinstance(detail, dict) and isinstance(detail.get("recovery"), dict):  # settled by core/memory/recovery.py
+        out["recovered"] = True
     return out
 
 
 def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: str, now: float) -> int:
     """Chain memdeck's journal rows from the last seen content; returns the new journal mark.
 
-    ``done`` rows are chained first. What they leave unexplained may be a memdeck write still in
-    flight (its row is ``intent`` until the file is replaced, the watcher can look in between):
-    ``intent`` rows whose before/after chain from there to the file's content explain it, as
-    recovery would decide (the file holds the row's after -> ``done``, ``core/deck/journal.py``).
-    The mark stays below them, so when they are ``done`` the chain skips them as already seen.
+    A row whose ``before`` is the content seen is memdeck's next change. A row whose effect is
+    already in the content seen (``core/memory/effects.py``: its entries are there, per entry,
+    whatever else changed) was seen before its row was ``done``: the changes recorded then are
+    given to it (:meth:`_Recorder.claim_memory`). Otherwise another writer changed the file
+    first: that difference is recorded as theirs, then the row's.
+    What the ``done`` rows leave unexplained may be a memdeck write still in flight (its row is
+    ``intent`` until the file is replaced, the watcher can look in between): ``intent`` rows whose
+    before/after chain from there to the file's content explain it (:func:`_chain_in_flight`).
+    The mark stays below them, so when they are ``done`` they are claimed as already seen.
     """
     cur = seen["content"] or ""
     since = seen["seen_at"]
@@ -106,9 +130,11 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
         if r["after"] is None:
             continue
         rb, ra = canonical_memory(r["before"]), canonical_memory(r["after"])
-        if cur == ra:
-            continue  # already seen (observed between the file write and the row's commit)
         if rb != cur:
+            eff = EntryEffect.of(rb, ra)
+            if cur == ra or (eff.entry_level and eff.status(parse_entries(cur)) == "present"):
+                rec.claim_memory(f.target, r, rb, ra)  # already seen, before its row was done
+                continue
             rec.external_memory(f.target, f.rel, cur, rb, since, r["ts"])
         for op, b, a in diff_entries(parse_entries(rb), parse_entries(ra)):
             rec.add("memory", f.target, f.rel, op, b, a, since, r["ts"], r["actor"], _journal_attribution(r))
@@ -250,10 +276,12 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
     if conn is None and not any((home.path / m).exists() for m in HOME_MARKERS):
         return []  # never create memdeck.db in a directory that is not a Hermes home (a mistyped --home)
     with deckdb.opened(home, conn) as c:
-        seen = {r["path"]: r for r in c.execute("SELECT * FROM history_seen WHERE kind != 'pending'")}
+        seen = {r["path"]: r for r in c.execute(_SEEN_SQL)}
         # files seen before that are gone now (a deleted session file) count as changed
         gone = [r for rel, r in seen.items() if rel not in stamps and r["kind"] in kinds and r["stamp"] is not None]
-        changed = [f for f in files if rel_changed(seen.get(f.rel), stamps[f.rel])]
+        # so do memory files with memdeck changes done since (e.g. settled by recovery after
+        # the file was seen): their history rows are claimed for memdeck
+        changed = [f for f in files if rel_changed(seen.get(f.rel), stamps[f.rel]) or _journal_ahead(seen.get(f.rel))]
         for r in gone:
             changed.append(WatchedFile(r["path"], r["kind"], r["target"], home.path / r["path"], r["session_id"]))
         pending_dir = home.pending_dir
@@ -282,15 +310,27 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
                 db.close()
 
 
+#: every seen file, and for memory files the newest ``done`` journal row of their target (one
+#: SELECT; the subquery walks ``journal_state_idx``)
+_SEEN_SQL = ("SELECT hs.*, CASE WHEN hs.kind = 'memory' THEN (SELECT MAX(j.journal_id) FROM journal j "
+             "WHERE j.state = 'done' AND j.kind = 'memory' AND j.target = hs.target) END AS top_done "
+             "FROM history_seen hs WHERE hs.kind != 'pending'")
+
+
 def rel_changed(seen: sqlite3.Row | None, stamp: str | None) -> bool:
     return seen is None or seen["stamp"] != stamp
 
 
+def _journal_ahead(seen: sqlite3.Row | None) -> bool:
+    """A seen memory file whose target has ``done`` journal rows past its mark."""
+    return seen is not None and seen["kind"] == "memory" and (seen["top_done"] or 0) > (seen["journal_mark"] or 0)
+
+
 def _observe_one(rec: _Recorder, f: WatchedFile, now: float) -> None:
     c = rec.conn
-    seen = c.execute("SELECT * FROM history_seen WHERE path = ?", (f.rel,)).fetchone()  # re-read under the lock
+    seen = c.execute(_SEEN_SQL + " AND hs.path = ?", (f.rel,)).fetchone()  # re-read under the lock
     stamp = stamp_of(f.path)
-    if seen is not None and seen["stamp"] == stamp:
+    if seen is not None and seen["stamp"] == stamp and not _journal_ahead(seen):
         return  # another observer recorded it meanwhile
     try:
         raw = read_text(f.path)
@@ -302,13 +342,10 @@ def _observe_one(rec: _Recorder, f: WatchedFile, now: float) -> None:
     except (OSError, UnicodeError, ValueError):
         return  # unreadable now: look again next time
     mark = seen["journal_mark"] if seen is not None else _mark_now(c, f)
-    if seen is not None and seen["content"] != content:
-        if f.kind == "memory":
-            mark = _observe_memory(rec, f, seen, content, now)
-        else:
-            mark = _observe_anchor(rec, f, session_id, seen, content, now)
-    elif seen is not None and f.kind == "memory":
-        mark = max(mark, _mark_now(c, f))
+    if seen is not None and f.kind == "memory":
+        mark = _observe_memory(rec, f, seen, content, now)  # also with the content unchanged: rows done since
+    elif seen is not None and seen["content"] != content:
+        mark = _observe_anchor(rec, f, session_id, seen, content, now)
     if raw is None and f.kind == "anchor":
         c.execute("DELETE FROM history_seen WHERE path = ?", (f.rel,))
         return

@@ -37,6 +37,7 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .agent_view import AgentView
 from .banners import describe_failure
 
 if TYPE_CHECKING:
@@ -44,8 +45,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Seconds one refresh may spend embedding compactions of a first semantic history (newest
+#: first); the rest are ``pending`` and the dashboard refreshes again to continue
+#: (:attr:`core.anchors.lifecycle.SessionAudit.pending`). Keyword audits are not bounded.
+SEMANTIC_BUDGET_S = 2.0
+
 #: Panels that can carry an error banner (the dashboard's panel ids).
-PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history")
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
 HISTORY_ROWS = 200
 
@@ -173,6 +179,9 @@ class DeckSnapshot:
             verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
         memlock_location: where MemLock keeps this home's state and why
             (:class:`core.memlock_home.MemlockLocation`; None before the anchors are read).
+        agent_view: what the open sessions see: each one's frozen memory against the files and
+            the followed session's prompt by section, next turn and next compaction
+            (:class:`core.overview.agent_view.AgentView`; None in the memory-only first paint).
     """
 
     taken_at: float
@@ -208,6 +217,7 @@ class DeckSnapshot:
     threat_differences: tuple[Mapping[str, Any], ...] = ()
     memlock_location: MemlockLocation | None = None
     usage_history: Mapping[str, UsageSeries] = field(default_factory=_frozen)
+    agent_view: AgentView | None = None
 
     @property
     def archive_count(self) -> int:
@@ -362,6 +372,7 @@ def build_snapshot(
     session_id: str | None = None,
     now: float | None = None,
     stamps: SourceStamps | None = None,
+    context_report: bool = True,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -378,6 +389,9 @@ def build_snapshot(
             findings, the audit), pending writes, MemLock files, state.db; when every source is
             unchanged and the same session is asked for, ``previous`` itself is returned (the
             caller repaints nothing).
+        context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
+            (the dashboard asks for it while the Context panel is shown; every open session's
+            frozen-memory comparison is built either way).
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -386,7 +400,8 @@ def build_snapshot(
     if stamps is not None and prev_stamps is not None and previous is not None and not previous.errors:
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
-        if stamps == prev_stamps and same_session and previous.config is config:
+        had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
+        if stamps == prev_stamps and same_session and previous.config is config and had_report:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -520,7 +535,7 @@ def build_snapshot(
         def _audit() -> Any:
             from ..anchors.lifecycle import audit_session
 
-            return audit_session(db, store, shown, config)
+            return audit_session(db, store, shown, config, budget_s=SEMANTIC_BUDGET_S)
 
         reuse_audit = (
             previous is not None
@@ -530,6 +545,7 @@ def build_snapshot(
             and previous.session_anchors is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
+            and not previous.audit.pending  # a semantic history still being filled in: continue it
         )
         audit = previous.audit if reuse_audit and previous is not None else _read_or_banner(
             errors, ("integrity", "anchors", "drift"), "audit", _audit, None
@@ -611,6 +627,24 @@ def build_snapshot(
     else:
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
+    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
+    version = profile.version if profile is not None else None
+    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
+              context_report)
+    prev_view = previous.agent_view if previous is not None else None
+
+    followed = session_id if session_id is not None else (live.id if live is not None else None)
+
+    def _view() -> AgentView:
+        from .agent_view import build_agent_view
+
+        return build_agent_view(home, config, db, session_id=followed, version=version,
+                                reminder_block=reminder, basis=basis, previous=prev_view,
+                                memory_key=stamps.memory if stamps is not None else None, with_report=context_report)
+
+    agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
+
     return DeckSnapshot(
         taken_at=taken_at,
         home=home,
@@ -644,4 +678,5 @@ def build_snapshot(
         threat_differences=differences,
         memlock_location=store.location,
         usage_history=usage_history,
+        agent_view=agent_view,
     )

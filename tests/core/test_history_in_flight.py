@@ -34,8 +34,8 @@ def _observe_before_done(monkeypatch: pytest.MonkeyPatch, home: HermesHome, seen
         seen.extend(history.observe(home))
         real_finish(self, conn, row)
 
-    def replacing(self: MemoryStore, target: str, text: str) -> Any:
-        cm = real_replacing(self, target, text)
+    def replacing(self: MemoryStore, *args: Any) -> Any:
+        cm = real_replacing(self, *args)
 
         class _Wrapped:
             def __enter__(self_inner) -> None:

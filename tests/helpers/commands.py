@@ -7,7 +7,8 @@ when a command of the parser has no sample here, so a command added later cannot
 
 A sample is an argv after ``memdeck --home H``; ``{entry}`` is replaced with the text of an
 existing MEMORY.md entry of the home (or a placeholder when it has none), ``{session}`` with a
-session id, ``{pending}`` with a pending write's id, ``{anchor}`` with an anchor id.
+session id, ``{pending}`` with a pending write's id, ``{anchor}`` with an anchor id,
+``{textfile_dir}`` with a directory beside the home (created) for ``metrics --textfile``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ SAMPLES: dict[str, list[list[str]]] = {
     "pending reject": [["pending", "reject", "{pending}", "--json"]],
     "scan": [["scan"], ["scan", "--json"]],
     "journal": [["journal"], ["journal", "--json"]],
-    "sessions": [["sessions"], ["sessions", "--json"]],
+    "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
+    "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
     "anchors": [["anchors"], ["anchors", "--json"]],
     "pin": [["pin", "Always run the tests before pushing.", "--json"]],
@@ -43,7 +45,9 @@ SAMPLES: dict[str, list[list[str]]] = {
     "anchor edit": [["anchor", "edit", "{anchor}", "--priority", "5", "--json"]],
     "anchor archive": [["anchor", "archive", "{anchor}", "--json"]],
     "anchor restore": [["anchor", "restore", "1", "--json"]],
-    "audit": [["audit"], ["audit", "--json"]],
+    "audit": [["audit"], ["audit", "--json"],
+              ["audit", "--what-if", "Always reply in bullet points.", "--probe", "bullet", "--priority", "70", "--json"],
+              ["audit", "--what-if", "Use British English spelling everywhere."]],
     "preview": [["preview"], ["preview", "--json"]],
     "plugin install": [["plugin", "status", "--json"]],  # installing is covered by its own tests; status is read-only
     "plugin uninstall": [["plugin", "status"]],
@@ -55,6 +59,10 @@ SAMPLES: dict[str, list[list[str]]] = {
     # tabs are tested in tests/tui/test_serve_http.py and test_serve_browser.py)
     "serve": [["serve", "--port", "0", "--check"], ["serve", "--port", "0", "--check", "--read-only"]],
     "completion": [["completion", "bash"], ["completion", "zsh"], ["completion", "tcsh"]],
+    # the fleet of `--home H` is H and its profiles (no settings file, no ssh); `metrics --serve`
+    # runs until stopped: its own test (tests/core/test_fleet_metrics.py) and the Prometheus one
+    "fleet": [["fleet"], ["fleet", "--json"]],
+    "metrics": [["metrics"], ["metrics", "--textfile", "{textfile_dir}"]],
 }
 
 
@@ -78,7 +86,7 @@ def _leaves(p: argparse.ArgumentParser, prefix: tuple[str, ...]) -> Iterator[str
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
-    """``argv`` with ``{entry}``, ``{entry_id}``, ``{session}``, ``{pending}``, ``{anchor}`` replaced."""
+    """``argv`` with ``{entry}``, ``{entry_id}``, ``{session}``, ``{pending}``, ``{anchor}``, ``{textfile_dir}`` replaced."""
     return [a.format(**values) if "{" in a else a for a in argv]
 
 
@@ -89,6 +97,12 @@ def home_values(home_path: str) -> dict[str, str]:
 
     values = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
               "pending": "no-such-pending", "anchor": "no-such-anchor"}
+    textfile_dir = Path(home_path).absolute().parent / (Path(home_path).name + "-textfile")
+    try:
+        textfile_dir.mkdir(exist_ok=True)
+    except OSError:  # a hostile place: the command then says it cannot write there
+        pass
+    values["textfile_dir"] = str(textfile_dir)
     try:
         from memdeck.core.config import load_config
         from memdeck.core.home import HermesHome

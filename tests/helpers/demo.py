@@ -7,6 +7,7 @@ its own copy, so a test that writes (pin, archive, approve ...) never leaks into
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -51,6 +52,11 @@ def db_rows(home: HermesHome) -> dict[str, list[tuple[Any, ...]]]:
                                    ("history_seen", "path, kind, target, scope, session_id, content, seen_at, journal_mark",
                                     "path")):
             out[f"memdeck.{table}"] = [tuple(r) for r in conn.execute(f"SELECT {cols} FROM {table} ORDER BY {order}")]
+        # a journal row's ``witness`` names the temp files of its write (random tokens,
+        # core/fsio.py stage_replace): crash-recovery data, like the stamps above
+        out["memdeck.journal"] = [tuple(json.dumps({k: v for k, v in json.loads(x).items() if k != "witness"})
+                                        if isinstance(x, str) and x.startswith("{") and '"witness"' in x else x
+                                        for x in row) for row in out["memdeck.journal"]]
     finally:
         conn.close()
     return out

@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from memdeck.core.context.new_session import new_session_hint
 from memdeck.core.history.changes import Change
 from memdeck.core.history.diff import SHOWN_FIELDS, anchor_fields_of, probe_list
 
 from ..safe_text import safe_plain, safe_text
 from .common import ago
+
+from .context import unseen_by
 
 if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot
@@ -132,6 +135,9 @@ def history_rows(snap: DeckSnapshot, now: float | None = None) -> list[HistoryRo
         op = Text(op_words(c), style=_OP_STYLE.get(c.op, ""))
         if c.reverted_by is not None:
             op.append(" (reverted)", "dim")
+        unseen = unseen_by(snap, c)
+        if unseen:
+            op.append(" · not yet seen", "bold yellow")
         cells = (
             Text(str(c.change_id), justify="right"),
             Text(ago(c.until, now)),
@@ -309,6 +315,13 @@ def history_detail(snap: DeckSnapshot, r: HistoryRow | None, now: float | None =
         t.append(f" · at or before {_stamp(c.until)}", "dim")
     if c.reverted_by is not None:
         t.append(f"\nreverted by journal #{c.reverted_by}", "yellow")
+    for sid in unseen_by(snap, c):
+        d = snap.agent_view.diff_of(sid) if snap.agent_view is not None else None
+        t.append("\nnot yet seen by session ", "bold yellow")
+        t.append_text(safe_text(sid, single_line=True, style="bold yellow"))
+        if d is not None:
+            t.append(f" ({d.stamp.source}): its prompt was frozen before this change; ", "yellow")
+            t.append_text(safe_text(new_session_hint(d.stamp.source), single_line=True, style="yellow"))
     t.append("\n\n")
     t.append_text(diff_text(c))
     t.append("\n\nr reverts it (asks first) · same as ", "dim")

@@ -6,7 +6,9 @@ memdeck), so the same file drives hermes-agent 0.17 ... 0.22 (and the iot 0.21 b
     <venv>/bin/python driver.py HERMES_HOME < commands.json > results.json
 
 ``commands.json`` is a JSON list of command objects (``{"op": ..., ...}``); the output is a
-JSON object ``{"results": [...]}`` with one result per command, in order. A command that
+JSON object ``{"results": [...]}`` with one result per command, in order. A command with a
+``home`` field runs on that Hermes home instead (it stays the home of the commands after it),
+so one process can serve many homes. A command that
 this Hermes cannot do reports ``{"unsupported": "<reason>"}``; one that raised reports
 ``{"error": "<type>: <message>"}``. Nothing else is printed on stdout (Hermes' own logging
 goes to stderr).
@@ -26,6 +28,9 @@ Ops (all optional fields have defaults):
   approve``; the record is discarded only when the apply succeeded.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
   tool_calls, timestamp}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+* ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
+  system prompt this Hermes' own builder makes (``AIAgent._build_system_prompt``), stored with
+  ``update_system_prompt`` as on a session's first turn.
 * ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
   Hermes has it (reporting how many rows it archived), else rotation (end the session with
   ``compression`` and continue in ``child``), the summary row built with this Hermes' own
@@ -34,6 +39,8 @@ Ops (all optional fields have defaults):
   (``ContextCompressor.prune_tool_results_only``, 0.20+; on by default in 0.23), committed
   through ``archive_and_compact`` with no summary row; reports how many rows it archived.
 * ``get_session`` {sid}: the session row as ``SessionDB.get_session`` returns it.
+* ``estimates`` {texts, messages, thresholds}: this Hermes' ``estimate_tokens_rough``,
+  ``estimate_messages_tokens_rough`` and the ``threshold_tokens`` of a real ``ContextCompressor``.
 * ``search`` {query, current_session_id}: this Hermes' ``session_search`` tool output and
   the raw ``SessionDB.search_messages`` rows (id, session_id, snippet).
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
@@ -226,6 +233,43 @@ def op_system_prompt(cmd: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Build a session's system prompt with this Hermes' own prompt builder and store it as Hermes
+    does on a session's first turn (``AIAgent._build_system_prompt`` then
+    ``SessionDB.update_system_prompt``, 0.19 ``agent/conversation_loop.py:304-425``).
+
+    Fields: ``sid``, ``platform`` (``cli``, ``telegram``, ...), ``model``, ``system_message``,
+    ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
+    ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
+    ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    """
+    sid = cmd.get("sid", "S1")
+    if cmd.get("soul") is not None:
+        (HOME / "SOUL.md").write_text(cmd["soul"], encoding="utf-8")
+    if cmd.get("agents_md") is not None:
+        Path("AGENTS.md").write_text(cmd["agents_md"], encoding="utf-8")
+    for sk in cmd.get("skills") or ():  # PyPI wheels ship no bundled skills: a user's own, as SKILL.md
+        d = HOME / "skills" / sk.get("category", "general") / sk["name"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "SKILL.md").write_text(f"---\nname: {sk['name']}\ndescription: {sk.get('description', '')}\n---\n\n"
+                                    f"# {sk['name']}\n\n{sk.get('body', 'Steps.')}\n", encoding="utf-8")
+    from run_agent import AIAgent
+
+    db = _sessiondb()
+    if db.get_session(sid) is None:
+        db.create_session(sid, source=cmd.get("platform", "cli"))
+    wanted = dict(model=cmd.get("model", "test-model"), api_key="sk-test", base_url="http://127.0.0.1:9/v1",
+                  provider="custom", quiet_mode=True, session_id=sid, session_db=db,
+                  platform=cmd.get("platform", "cli"))
+    params = inspect.signature(AIAgent.__init__).parameters
+    agent = AIAgent(**{k: v for k, v in wanted.items() if k in params})
+    prompt = agent._build_system_prompt(cmd.get("system_message"))
+    if cmd.get("store", True):
+        db.update_system_prompt(sid, prompt)
+    return {"prompt": prompt, "chars": len(prompt)}
+
+
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: cmd[k] for k in ("tool_name", "tool_calls", "tool_call_id") if cmd.get(k) is not None}
     if cmd.get("timestamp") is not None:
@@ -301,6 +345,31 @@ def op_prune(cmd: dict[str, Any]) -> dict[str, Any]:
     before = _compacted_rows(sid)
     _out, pruned = comp.prune_tool_results_only(msgs)
     return {"pruned": pruned, "active": len(db.get_messages(sid)), "archived": _compacted_rows(sid) - before}
+
+
+def op_estimates(cmd: dict[str, Any]) -> dict[str, Any]:
+    """This Hermes' own token estimates and compaction thresholds: ``estimate_tokens_rough`` of each
+    of ``texts``, ``estimate_messages_tokens_rough`` of ``messages`` (one list of message dicts), and
+    for each ``[context_length, threshold_percent, max_tokens, threshold_tokens_cap]`` of
+    ``thresholds`` the ``threshold_tokens`` a real ``ContextCompressor`` installs (built with that
+    ``config_context_length``, so nothing is probed)."""
+    from agent import model_metadata as mm
+    from agent.context_compressor import ContextCompressor
+
+    out: dict[str, Any] = {"texts": [mm.estimate_tokens_rough(t) for t in cmd.get("texts", [])]}
+    if cmd.get("messages") is not None:
+        out["messages"] = mm.estimate_messages_tokens_rough(cmd["messages"])
+    params = inspect.signature(ContextCompressor.__init__).parameters
+    th = []
+    for length, pct, max_tokens, cap in cmd.get("thresholds", []):
+        kwargs = dict(model="test-model", threshold_percent=pct, quiet_mode=True, config_context_length=length,
+                      base_url="http://127.0.0.1:9/v1", provider="custom", max_tokens=max_tokens,
+                      threshold_tokens_cap=cap)
+        cc = ContextCompressor(**{k: v for k, v in kwargs.items() if k in params})
+        th.append({"threshold_tokens": cc.threshold_tokens, "context_length": cc.context_length,
+                   "cap_supported": "threshold_tokens_cap" in params, "max_tokens_supported": "max_tokens" in params})
+    out["thresholds"] = th
+    return out
 
 
 def op_get_session(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -394,9 +463,23 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
 OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}
 
 
+def _switch_home(path: str) -> None:
+    """Point this process at another Hermes home (Hermes resolves HERMES_HOME on every call)."""
+    global HOME, _DB
+    if _DB is not None:
+        with contextlib.suppress(Exception):
+            _DB.close()
+        _DB = None
+    HOME = Path(path).resolve()
+    HOME.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(HOME)
+
+
 def run(commands: list[dict[str, Any]]) -> list[Any]:
     results = []
     for cmd in commands:
+        if cmd.get("home") and Path(cmd["home"]).resolve() != HOME:
+            _switch_home(cmd["home"])
         fn = OPS.get(cmd.get("op", ""))
         if fn is None:
             results.append({"unsupported": f"unknown op {cmd.get('op')!r}"})
