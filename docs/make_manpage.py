@@ -65,8 +65,8 @@ tcsh:  eval `memdeck completion tcsh`                    # in ~/.tcshrc
 .SH FILES
 .TP
 .I <user config directory>/config.toml, config.yaml
-The dashboard's settings (theme, default profile, keymap), in the platform's user config
-directory: $XDG_CONFIG_HOME/memdeck (else ~/.config/memdeck) on Linux, ~/Library/Application
+The settings of the dashboard, serve, fleet and metrics (theme, default profile, keymap,
+fleet homes), in the platform's user config directory: $XDG_CONFIG_HOME/memdeck (else ~/.config/memdeck) on Linux, ~/Library/Application
 Support/memdeck on macOS, %APPDATA%\\memdeck on Windows; then ~/.config/memdeck on every platform.
 \-\-config FILE, then MEMDECK_CONFIG, name another file.
 .TP

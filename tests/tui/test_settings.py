@@ -348,3 +348,79 @@ def test_each_served_tab_gets_the_settings_file_config_named(tmp_path: Path) -> 
     argv = dashboard_argv(tmp_path, read_only=True, settings_file=odd)
     assert argv[-1] == f"--config={odd}" and "--read-only" in argv
     assert not [a for a in dashboard_argv(tmp_path, read_only=False) if a.startswith("--config")]
+
+
+# ── issue 26 with issue 27: fleet and metrics read the same settings file ──────
+
+
+def test_config_is_a_value_option_for_the_lazy_parser() -> None:
+    """``memdeck --config FILE status``: FILE is not the command (the parser registers only the
+    command's module, so a wrong word there would be "invalid choice")."""
+    from memdeck.core.cli import command_name
+
+    assert command_name(["--config", "status.toml", "status"]) == "status"
+    assert command_name(["--config=fleet.toml", "metrics"]) == "metrics"
+    assert command_name(["--conf", "x.toml", "fleet", "--json"]) == "fleet"
+
+
+@pytest.mark.parametrize("how", ["--config", "MEMDECK_CONFIG"])
+@pytest.mark.parametrize("command", ["fleet", "metrics"])
+def test_fleet_and_metrics_read_the_fleet_table_of_the_named_file(demo_home, tmp_path: Path, monkeypatch, capsys,
+                                                                   how: str, command: str) -> None:
+    """The ``fleet.homes`` of the file ``--config`` (or ``MEMDECK_CONFIG``) names join the fleet;
+    the file in the default place (another home there) is not read."""
+    import json
+
+    from memdeck.tui.launch import main
+
+    named, default = tmp_path / "named home", tmp_path / "default home"
+    f = tmp_path / "odd; $(x) settings.toml"
+    f.write_text(f'[fleet]\nhomes = ["{named}"]\n', encoding="utf-8")
+    monkeypatch.setenv("XDG_CONFIG_HOME", _write(tmp_path, f'[fleet]\nhomes = ["{default}"]\n')["XDG_CONFIG_HOME"])
+    monkeypatch.setenv("HERMES_HOME", str(demo_home.path))
+    argv = [command, "--json"] if command == "fleet" else [command]
+    if how == "--config":
+        argv = ["--config", str(f), *argv]
+    else:
+        monkeypatch.setenv("MEMDECK_CONFIG", str(f))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    if command == "fleet":
+        homes = [row["home"] for row in json.loads(out)]
+        assert str(named) in homes and str(default) not in homes and str(demo_home.path) in homes
+    else:
+        assert str(named) in out and str(default) not in out
+
+
+@pytest.mark.parametrize("command", [["fleet", "--json"], ["metrics"]])
+def test_fleet_and_metrics_refuse_a_config_that_names_no_file(demo_home, tmp_path: Path, monkeypatch, capsys,
+                                                               command: list[str]) -> None:
+    from memdeck.tui.launch import main
+
+    monkeypatch.setenv("HERMES_HOME", str(demo_home.path))
+    assert main(["--config", str(tmp_path / "nope.toml"), *command]) == 2
+    err = capsys.readouterr().err
+    assert "--config" in err and "nope.toml: no such file" in err and "Traceback" not in err
+
+
+def test_the_fleet_screen_opens_each_local_dashboard_with_the_same_config(tmp_path: Path) -> None:
+    """``enter`` on the fleet screen runs a local home's dashboard with ``--config`` as given (one
+    argument, no shell); a remote home's keeps the remote host's own settings."""
+    from memdeck.core.fleet.homes import FleetSettings, fleet_homes, parse_home_spec
+    from memdeck.core.fleet.rows import Fleet
+    from memdeck.tui.fleet import FleetApp
+
+    (tmp_path / "h").mkdir()
+    remote = parse_home_spec("ssh://ops@box-2/home/ops/.hermes")
+    homes = fleet_homes(None, FleetSettings(), explicit=tmp_path / "h") + [remote]
+    odd = tmp_path / "a b; $(x) 'q'.toml"
+    fleet = Fleet(homes)
+    try:
+        local = FleetApp(fleet, watch=False, settings_file=odd).dashboard_argv(homes[0])
+        assert local[1:] == ["-m", "memdeck.tui", f"--config={odd}", "--home", homes[0].path]
+        plain = FleetApp(fleet, watch=False).dashboard_argv(homes[0])
+        assert not [a for a in plain if a.startswith("--config")]
+        ssh = FleetApp(fleet, watch=False, settings_file=odd).dashboard_argv(remote)
+        assert not [a for a in ssh if "--config" in a]
+    finally:
+        fleet.close()
