@@ -24,13 +24,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
 from memdeck.core.fleet.columns import COLUMNS
@@ -101,6 +102,17 @@ class FleetApp(App[None]):
         self._updated_at: float | None = None
         #: the local homes whose watcher is armed (a change after it is seen)
         self.watching: set[str] = set()
+
+    #: Textual's palette entries left out here: its Screenshot saves only into ~/Downloads (an
+    #: error toast where that does not exist; the dashboard has its own, :class:`.app.MemdeckApp`).
+    TEXTUAL_COMMANDS_LEFT_OUT = frozenset({"Screenshot"})
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's system commands (Quit, Theme, Keys, Maximize ...; the fleet screen has no
+        other palette entries, so none is listed twice) but :data:`TEXTUAL_COMMANDS_LEFT_OUT`."""
+        for command in super().get_system_commands(screen):
+            if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
+                yield command
 
     # ── layout ──────────────────────────────────────────────────────────
 
