@@ -27,6 +27,10 @@ EXTRA = r"""
 .B HERMES_HOME
 The Hermes home memdeck reads and writes when neither \-\-home nor \-\-profile is given
 (then Hermes' active profile, then ~/.hermes), as Hermes resolves it.
+.TP
+.B MEMDECK_CONFIG
+The dashboard's settings file when \-\-config is not given (a file that does not exist is a
+warning and the defaults). memdeck \-\-help says which file is in use.
 .SH EXIT STATUS
 .TP
 .B 0
@@ -59,6 +63,12 @@ zsh:   memdeck completion zsh > "${fpath[1]}/_memdeck"   # then restart zsh
 tcsh:  eval `memdeck completion tcsh`                    # in ~/.tcshrc
 .fi
 .SH FILES
+.TP
+.I <user config directory>/config.toml, config.yaml
+The settings of the dashboard, serve, fleet and metrics (theme, default profile, keymap,
+fleet homes), in the platform's user config directory: $XDG_CONFIG_HOME/memdeck (else ~/.config/memdeck) on Linux, ~/Library/Application
+Support/memdeck on macOS, %APPDATA%\\memdeck on Windows; then ~/.config/memdeck on every platform.
+\-\-config FILE, then MEMDECK_CONFIG, name another file.
 .TP
 .I $HERMES_HOME/memories/MEMORY.md, USER.md
 Hermes' memory files (entries separated by \(sc), written under Hermes' own sidecar locks.

@@ -35,10 +35,18 @@ from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home  # noqa: E402
 DEMO_PATH = Path(tempfile.gettempdir()) / "memdeck-demo"
 
 
+#: Where the long session's home is built (the demo home, then :data:`LONG_COMPACTIONS` more
+#: compactions of its live session: the Integrity chart of a session compacted for days).
+LONG_PATH = Path(tempfile.gettempdir()) / "memdeck-demo-long"
+LONG_COMPACTIONS = 400
+LONG_EVERY_S = 600.0  # ten minutes between two compactions: 400 of them span almost three days
+
+
 @dataclass(frozen=True)
 class Shot:
-    """One picture: file stem, panel id, terminal size (columns, rows), theme, recall query, and
-    whether another writer (as Hermes does) replaces an entry of MEMORY.md once the panel shows."""
+    """One picture: file stem, panel id, terminal size (columns, rows), theme, recall query,
+    whether another writer (as Hermes does) replaces an entry of MEMORY.md once the panel shows,
+    and whether it shows the long session's home (:func:`build_long_session_home`)."""
 
     name: str
     panel: str
@@ -46,6 +54,7 @@ class Shot:
     theme: str = "textual-dark"
     query: str = ""
     external_replace: bool = False
+    long_session: bool = False
     pin_text: str = ""  # open the pin dialog with this text and wait for its what-if
 
 
@@ -60,10 +69,50 @@ SHOTS: tuple[Shot, ...] = (
     Shot("context", "context"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
+    Shot("integrity-chart", "integrity", size=(160, 48), long_session=True),
+    Shot("integrity-chart-light", "integrity", size=(120, 40), theme="textual-light", long_session=True),
+    Shot("capacity-chart", "capacity", size=(160, 48)),
     Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
 )
+
+
+def build_long_session_home(path: Path, compactions: int = LONG_COMPACTIONS, seed: int = 26):
+    """The demo home, then ``compactions`` more in-place compactions of its live session, one every
+    :data:`LONG_EVERY_S` seconds after ``DEMO_NOW``, written with the Hermes-shaped writer
+    (``core.sessions.hermes_schema``: Hermes' ``archive_and_compact``). Each summary carries the
+    probe words of each anchor with a chance that wanders (a slow random walk, with a few sharp
+    drops), so memdeck's audit of each compaction gives a score that moves and sometimes falls
+    below the floor. Returns ``(home, the clock of the picture)``."""
+    import random
+
+    from memdeck.core.demo import demo_plan
+    from memdeck.core.demo.story import ANCHORS
+    from memdeck.core.sessions import hermes_schema as hs
+
+    home = build_demo_home(path, seed=DEMO_SEED, now=DEMO_NOW)
+    sid = demo_plan(DEMO_SEED, DEMO_NOW).live_session_id
+    rnd = random.Random(seed)
+    conn = hs.connect(home.state_db)
+    t, health = DEMO_NOW + 60.0, 0.9
+    try:
+        for k in range(compactions):
+            for i in range(6):  # a few turns between two compactions, free of every probe word
+                t += LONG_EVERY_S / 8
+                hs.append_message(conn, sid, "user" if i % 2 == 0 else "assistant",
+                                  f"turn {k}.{i}: the {rnd.choice(('redirect', 'billing', 'export', 'webhook'))} "
+                                  "job is slower on staging", timestamp=t)
+            health = min(1.0, max(0.6, health + rnd.uniform(-0.05, 0.05)))
+            chance = 0.1 if rnd.random() < 0.02 else health  # now and then most anchors drop out
+            kept = [p for spec in ANCHORS if rnd.random() < chance for p in spec.probes]
+            summary = (f"## Goal\nKeep the linkhop service healthy (pass {k + 1}).\n## Constraints\n"
+                       + "\n".join(f"- {w}" for w in kept))
+            t += LONG_EVERY_S / 4
+            hs.compact_in_place(conn, sid, summary, keep_head=3, keep_tail=4, now=t)
+    finally:
+        conn.close()
+    return home, t + 120.0
 
 
 def _replace_first_entry(memory_md: Path) -> None:
@@ -88,11 +137,11 @@ async def _settle(pilot, app, rounds: int = 200) -> None:
     raise RuntimeError("the app did not settle")
 
 
-async def take(shot: Shot, home, out: Path) -> Path:
+async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     """Run the app headless for ``shot`` and save its SVG to ``out/<name>.svg``."""
     from memdeck.tui.app import make_app
 
-    app = make_app(home, watch=False, demo=True, now=DEMO_NOW)
+    app = make_app(home, watch=False, demo=True, now=now)
     async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
         app.theme = shot.theme
@@ -133,10 +182,16 @@ async def main_async(out: Path, only: set[str]) -> list[Path]:
     written = []
     # A fixed path: the status line shows the home's path, and the pictures must not change.
     home = build_demo_home(DEMO_PATH, seed=DEMO_SEED, now=DEMO_NOW)
+    long_home = None
     for shot in SHOTS:
         if only and shot.name not in only:
             continue
-        written.append(await take(shot, home, out))
+        if shot.long_session:
+            if long_home is None:
+                long_home = build_long_session_home(LONG_PATH)
+            written.append(await take(shot, long_home[0], out, now=long_home[1]))
+        else:
+            written.append(await take(shot, home, out))
     return written
 
 

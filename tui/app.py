@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -161,8 +161,11 @@ class MemdeckApp(DeckActions, App[None]):
         user_settings: bool = False,
         head_start: HeadStart | None = None,
         read_only: bool = False,
+        settings_file: Path | None = None,
     ) -> None:
         super().__init__(driver_class=_quiet_driver_class())
+        #: the settings file ``--config`` named (None: ``MEMDECK_CONFIG`` or the default places)
+        self.settings_file = settings_file
         #: every write action is refused with a toast (``memdeck --read-only``, ``serve --read-only``)
         self.read_only = read_only
         if read_only:
@@ -383,7 +386,7 @@ class MemdeckApp(DeckActions, App[None]):
             from .keymap import main_screen_keys
 
             settings = load_settings(all_binding_ids(type(self)), self.available_themes,
-                                     default_keys=main_screen_keys())
+                                     default_keys=main_screen_keys(), explicit=self.settings_file)
             self.settings = settings
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
@@ -554,6 +557,51 @@ class MemdeckApp(DeckActions, App[None]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def action_toggle_usage_chart(self) -> None:
+        """``g`` in Capacity: show or hide the usage charts (from the palette on another panel,
+        Capacity is shown with them)."""
+        if self.current_panel_id != "capacity":
+            self.action_show_panel("capacity")
+            panel = self.panel("capacity")
+            if not panel.charts_shown:
+                panel.toggle_charts()
+            return
+        self.panel("capacity").toggle_charts()
+
+    # ── the command palette's system commands ───────────────────────────
+
+    #: Textual's system commands memdeck leaves out of the palette, so that each title appears
+    #: once and each works: Quit, Theme and Keys duplicate memdeck's Quit (q), Theme (t) and Help
+    #: (?); Textual's Screenshot saves only into ~/Downloads (an error where it does not exist) and
+    #: its toast is markup, which memdeck's toasts show as text: :meth:`action_save_screenshot`
+    #: replaces it.
+    TEXTUAL_COMMANDS_LEFT_OUT = frozenset({"Quit", "Theme", "Keys", "Screenshot"})
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        """Textual's system commands but :data:`TEXTUAL_COMMANDS_LEFT_OUT` (Maximize / Minimize
+        stay), then memdeck's Screenshot, except in a browser tab (``memdeck serve`` delivers no
+        files). memdeck's own actions come from :class:`.commands.DeckCommands`."""
+        for command in super().get_system_commands(screen):
+            if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
+                yield command
+        if not self.is_web:
+            yield SystemCommand("Screenshot", "save an SVG picture of the screen (in Downloads, else the "
+                                "current directory)", lambda: self.call_after_refresh(self.action_save_screenshot))
+
+    def action_save_screenshot(self) -> None:
+        """Save the screen as SVG in the user's Downloads directory (platformdirs), or the current
+        directory when there is none, and say where in a toast (or why not)."""
+        from platformdirs import user_downloads_path
+
+        try:
+            downloads = user_downloads_path()
+            folder = downloads if downloads.is_dir() else Path.cwd()
+            saved = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(f"the screenshot was not saved: {exc}", title="Screenshot", severity="error", markup=False)
+            return
+        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=6)
 
     # ── read-only ───────────────────────────────────────────────────────
 
@@ -1188,6 +1236,7 @@ def make_app(
     user_settings: bool = False,
     head_start: HeadStart | None = None,
     read_only: bool = False,
+    settings_file: Path | None = None,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -1208,6 +1257,8 @@ def make_app(
             first refresh adopts what it built.
         read_only: refuse every write action with a toast, and say so in the footer and the
             status line (``memdeck --read-only``, ``memdeck serve --read-only``).
+        settings_file: the settings file to read with ``user_settings`` (``memdeck --config``);
+            None: ``MEMDECK_CONFIG``, else the default places (:mod:`memdeck.tui.settings`).
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -1216,4 +1267,4 @@ def make_app(
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
                       home_label=home_label, user_settings=user_settings, head_start=head_start,
-                      read_only=read_only)
+                      read_only=read_only, settings_file=settings_file)

@@ -18,18 +18,20 @@ last one finished (Dolphie's rule); ages on screen are redrawn once a minute wit
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
 from memdeck.core.fleet.columns import COLUMNS
@@ -62,6 +64,8 @@ class FleetApp(App[None]):
             for refreshes themselves).
         clock: epoch seconds (snapshots fix it).
         runner: runs a dashboard command with the terminal handed over (default ``subprocess.run``).
+        settings_file: the settings file ``--config`` named (absolute), given to each local home's
+            dashboard; None: it finds its own (``MEMDECK_CONFIG`` is inherited).
 
     Attributes:
         rows: the rows shown, in order. refresh_count: fleet reads applied (tests wait on it).
@@ -81,7 +85,7 @@ class FleetApp(App[None]):
     ]
 
     def __init__(self, fleet: Fleet, *, watch: bool = True, clock: Clock | None = None,
-                 runner: Runner | None = None) -> None:
+                 runner: Runner | None = None, settings_file: str | os.PathLike[str] | None = None) -> None:
         from .driver import driver_class
 
         super().__init__(driver_class=driver_class())
@@ -89,6 +93,7 @@ class FleetApp(App[None]):
         self.watch_enabled = watch
         self.clock: Clock = clock or time.time
         self.runner: Runner = runner or _run
+        self.settings_file = None if settings_file is None else os.fspath(settings_file)
         self.rows: list[FleetRow] = []
         self.refresh_count = 0
         self._refreshing = False
@@ -97,6 +102,17 @@ class FleetApp(App[None]):
         self._updated_at: float | None = None
         #: the local homes whose watcher is armed (a change after it is seen)
         self.watching: set[str] = set()
+
+    #: Textual's palette entries left out here: its Screenshot saves only into ~/Downloads (an
+    #: error toast where that does not exist; the dashboard has its own, :class:`.app.MemdeckApp`).
+    TEXTUAL_COMMANDS_LEFT_OUT = frozenset({"Screenshot"})
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's system commands (Quit, Theme, Keys, Maximize ...; the fleet screen has no
+        other palette entries, so none is listed twice) but :data:`TEXTUAL_COMMANDS_LEFT_OUT`."""
+        for command in super().get_system_commands(screen):
+            if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
+                yield command
 
     # ── layout ──────────────────────────────────────────────────────────
 
@@ -234,10 +250,12 @@ class FleetApp(App[None]):
 
     def dashboard_argv(self, home: FleetHome) -> list[str]:
         """The command that opens ``home``'s dashboard: ``memdeck --home PATH`` (this Python,
-        ``-m memdeck.tui``) or ``ssh -t host memdeck --home PATH``."""
+        ``-m memdeck.tui``, with ``--config FILE`` when this screen was given one) or ``ssh -t host
+        memdeck --home PATH`` (the remote host's own settings)."""
         if home.remote:
             return self.fleet.ssh.dashboard_argv(home)
-        return [sys.executable, "-m", "memdeck.tui", "--home", home.path]
+        config = [f"--config={self.settings_file}"] if self.settings_file is not None else []
+        return [sys.executable, "-m", "memdeck.tui", *config, "--home", home.path]
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -281,9 +299,12 @@ def run_fleet(args: Any, ctx: Any) -> int:
     stopped on an error, with the reason on stderr)."""
     from memdeck.core.cli.fleet_cmds import load_fleet
 
+    from .settings import config_path
+
+    settings_file = config_path(getattr(args, "config", None))  # a missing file: UsageError, exit 2
     fleet = load_fleet(args, ctx)
     try:
-        app = FleetApp(fleet)
+        app = FleetApp(fleet, settings_file=settings_file)
         app.run()
         return int(getattr(app, "return_code", 0) or 0)
     except Exception as exc:  # never a traceback

@@ -37,7 +37,7 @@ class KeyHelp:
 
 #: (key, action, footer label, id, help text, where it applies)
 _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
-    ("p", "pin", "Pin", "memdeck.pin", "pin the selected entry as an anchor, or new text (modal: priority, probes, scope)", "Capacity, Anchors"),
+    ("p", "pin", "Pin", "memdeck.pin", "pin the selected entry as an anchor, or new text (modal: priority, probes, scope)", "anywhere"),
     ("u", "unpin", "Unpin", "memdeck.unpin", "unpin the selected anchor (asks first)", "Anchors"),
     ("a", "archive", "Archive", "memdeck.archive", "archive the selected entry or anchor (asks first)", "Capacity, Anchors, Review"),
     ("R", "restore", "Restore", "memdeck.restore", "restore an archived entry or anchor (picker)", "anywhere"),
@@ -48,17 +48,18 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("X", "reject", "Reject", "memdeck.reject", "reject the selected pending write (asks first)", "Review"),
     ("z", "undo", "Undo", "memdeck.undo", "undo the last memdeck write (asks first)", "anywhere"),
     ("r", "revert", "Revert", "memdeck.revert", "revert the selected change, whoever made it (asks first)", "History"),
-    ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "anywhere"),
+    ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "every panel but Integrity"),
     ("s", "pick_session", "Session", "memdeck.session", "pin the session shown by Integrity, Anchors and Drift log (default: the live one)", "anywhere"),
     ("f", "follow_live", "Follow", "memdeck.follow", "follow the live session again (after s pinned one)", "anywhere"),
     ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
     ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
+    ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
     ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
     ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
     ("question_mark", "help", "Help", "memdeck.help", "this help: every key and the terms the panels use", "anywhere"),
     ("N", "notifications", "Notices", "memdeck.notifications", "the last 100 notifications (toasts), newest first", "anywhere"),
-    ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action)", "anywhere"),
+    ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)", "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
 
@@ -86,6 +87,19 @@ _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "
 #: focus_next, and the screen is consulted before the app.
 SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
 
+#: Keys bound on one panel (action -> panel id): in its footer only while it is shown; the action
+#: itself is the app's (the palette runs it from anywhere).
+PANEL_ACTIONS = {"toggle_usage_chart": "capacity"}
+
+
+def panel_bindings(pid: str) -> list[Binding]:
+    """The keys of panel ``pid`` (:data:`PANEL_ACTIONS`), running the app's action."""
+    return [
+        Binding(key, f"app.{action}", label, id=bid, key_display=_DISPLAY.get(key))
+        for key, action, label, bid, _h, _w in _SPEC
+        if PANEL_ACTIONS.get(action) == pid
+    ]
+
 
 def screen_bindings() -> list[Binding]:
     """tab / shift+tab between panels, bound on the main screen (actions run on the app)."""
@@ -106,7 +120,7 @@ def app_bindings() -> list[Binding]:
     out: list[Binding] = []
     spec = sorted(_SPEC, key=lambda row: _FOOTER_FIRST.get(row[1], len(_FOOTER_FIRST)))
     for key, action, label, bid, _help, _where in spec:
-        if action in SCREEN_ACTIONS:
+        if action in SCREEN_ACTIONS or action in PANEL_ACTIONS:
             continue
         out.append(
             Binding(
@@ -128,10 +142,12 @@ def app_bindings() -> list[Binding]:
 
 def main_screen_keys() -> dict[str, tuple[str, ...]]:
     """Binding id -> its default keys (Textual's key names: ``question_mark``, ``ctrl+p``) for
-    every binding of the dashboard's main screen: the app's (:func:`app_bindings`, ``ctrl+q``)
-    and the screen's (:func:`screen_bindings`). What a user keymap is checked against."""
+    every binding of the dashboard's main screen: the app's (:func:`app_bindings`, ``ctrl+q``),
+    the screen's (:func:`screen_bindings`) and the panels' (:func:`panel_bindings`). What a user
+    keymap is checked against."""
     out: dict[str, list[str]] = {}
-    for b in Binding.make_bindings([quit_anywhere_binding(), *app_bindings(), *screen_bindings()]):
+    panels = [b for pid in set(PANEL_ACTIONS.values()) for b in panel_bindings(pid)]
+    for b in Binding.make_bindings([quit_anywhere_binding(), *app_bindings(), *screen_bindings(), *panels]):
         if b.id:
             out.setdefault(b.id, []).append(b.key)
     return {bid: tuple(keys) for bid, keys in out.items()}
@@ -147,10 +163,45 @@ def keys_table() -> list[KeyHelp]:
     return rows
 
 
-def palette_entries(*, read_only: bool = False) -> list[tuple[str, str, str]]:
-    """``(title, help, action)`` for every action, for the command palette provider; with
-    ``read_only``, none of :data:`WRITE_ACTIONS`."""
-    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC
-           if a not in {"command_palette"} and not (read_only and a in WRITE_ACTIONS)]
-    out += [(f"Show {title}", f"jump to the {title} panel", f"show_panel('{pid}')") for pid, title in PANELS]
+#: The actions the command palette offers over a dialog (help, a picker, the notices): the others
+#: act on the panel under it, which the dialog hides, so they are left out there.
+OVER_DIALOG_ACTIONS = frozenset({"quit", "toggle_theme", "toggle_pause", "notifications"})
+
+
+def where_panels(where: str) -> frozenset[str]:
+    """The panel ids a ``where`` text of the keys table names: ``anywhere…`` is every panel,
+    ``every panel but A, B`` all but those, else panel titles separated by commas.
+
+    Raises:
+        ValueError: a name that is not a panel title (:data:`PANELS`).
+    """
+    by_title = {title: pid for pid, title in PANELS}
+    if where.startswith("anywhere"):
+        return frozenset(PANEL_IDS)
+    but = where.startswith("every panel but ")
+    names = [n.strip() for n in where.removeprefix("every panel but ").split(",") if n.strip()]
+    unknown = [n for n in names if n not in by_title]
+    if unknown:
+        raise ValueError(f"not a panel: {', '.join(unknown)} (in {where!r})")
+    named = frozenset(by_title[n] for n in names)
+    return frozenset(PANEL_IDS) - named if but else named
+
+
+def palette_entries(*, read_only: bool = False, panel: str | None = None,
+                    over_dialog: bool = False) -> list[tuple[str, str, str]]:
+    """``(title, help, action)`` for every action, for the command palette provider.
+
+    Args:
+        read_only: leave out :data:`WRITE_ACTIONS`.
+        panel: the panel shown (a :data:`PANEL_IDS` id): only the actions that apply there (the
+            keys table's ``where``, :func:`where_panels`), and no jump to the panel itself.
+            None: every action.
+        over_dialog: the palette was opened over a dialog: only :data:`OVER_DIALOG_ACTIONS`.
+    """
+    out = [(label, h, a) for _k, a, label, _b, h, w in _SPEC
+           if a not in {"command_palette"} and not (read_only and a in WRITE_ACTIONS)
+           and (panel is None or panel in where_panels(w)) and (not over_dialog or a in OVER_DIALOG_ACTIONS)]
+    if not over_dialog:
+        out += [(f"Show {title}", f"jump to the {title} panel", f"show_panel('{pid}')") for pid, title in PANELS
+                if pid != panel]
     return out

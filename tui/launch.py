@@ -49,7 +49,8 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
     if profile is None and getattr(args, "home", None) is None and not os.environ.get("HERMES_HOME", "").strip():
         from .settings import load_settings
 
-        profile = load_settings().default_profile  # memdeck's own default, before Hermes' active_profile
+        # memdeck's own default, before Hermes' active_profile
+        profile = load_settings(explicit=getattr(args, "config", None)).default_profile
     home = resolve_home(getattr(args, "home", None), profile)
     if not home.path.is_dir():
         raise MemdeckError(
@@ -85,17 +86,49 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
         return 130
 
 
+def _config_or_exit(args: argparse.Namespace) -> Path | None | int:
+    """:func:`memdeck.tui.settings.config_path` of ``--config``, or exit code 2 with the reason printed."""
+    from memdeck.core.cli.common import UsageError
+
+    from .settings import config_path
+
+    try:
+        return config_path(getattr(args, "config", None))
+    except UsageError as exc:
+        _say(f"error: {exc}")
+        return 2
+
+
+def help_epilog(argv: list[str] | tuple[str, ...]) -> str:
+    """The end of ``memdeck --help``: which settings file the dashboard uses and how it was chosen
+    (``--config`` as given in ``argv``, else ``MEMDECK_CONFIG``, else the default place;
+    :func:`memdeck.tui.settings.settings_note`). Never raises."""
+    from .settings import settings_note
+
+    pre = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    pre.add_argument("--config")
+    try:
+        known, _rest = pre.parse_known_args(list(argv))
+        named = known.config
+    except (argparse.ArgumentError, SystemExit):  # `--config` without a value: the real parser says so
+        named = None
+    return settings_note(explicit=named)
+
+
 def run_dashboard(args: argparse.Namespace) -> int:
     """Open the dashboard for the home ``args`` select; returns the process exit code.
 
     Args:
         args: the parsed ``memdeck`` arguments (``home``, ``profile``, ``demo``, ``seed``,
-            ``read_only``).
+            ``read_only``, ``config``: the settings file, :mod:`memdeck.tui.settings`).
 
     Returns:
         0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
-        error, 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
+        error (bad ``--profile``/``--home``, a ``--config`` file that does not exist), 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
     """
+    settings_file = _config_or_exit(args)
+    if isinstance(settings_file, int):
+        return settings_file
     resolved = _home_or_exit(args)
     if isinstance(resolved, int):
         return resolved
@@ -114,7 +147,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     try:
         app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start,
-                       read_only=bool(getattr(args, "read_only", False)))
+                       read_only=bool(getattr(args, "read_only", False)), settings_file=settings_file)
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:
@@ -150,6 +183,9 @@ def run_serve(args: argparse.Namespace) -> int:
         _say(f"error: memdeck serve is not available ({missing} could not be imported); "
              "reinstall memdeck with its dependencies (pip install memdeck)")
         return 1
+    settings_file = _config_or_exit(args)
+    if isinstance(settings_file, int):
+        return settings_file
     resolved = _home_or_exit(args)
     if isinstance(resolved, int):
         return resolved
@@ -157,7 +193,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(ServeOptions(
         home=Path(home.path).resolve(), host=args.host, port=args.port,
         read_only=bool(getattr(args, "read_only", False)), allowed_hosts=tuple(args.allowed_host or ()),
-        allow_remote=args.allow_remote, check=args.check, label=home.profile,
+        allow_remote=args.allow_remote, check=args.check, label=home.profile, settings_file=settings_file,
     ))
 
 
@@ -172,21 +208,28 @@ def demo_farewell(path: Any) -> list[str]:
 
 
 def run_fleet(args: argparse.Namespace, ctx: Any) -> int:
-    """``memdeck fleet`` on a terminal: the fleet screen (:mod:`memdeck.tui.fleet`, imported only here)."""
+    """``memdeck fleet`` on a terminal: the fleet screen (:mod:`memdeck.tui.fleet`, imported only
+    here); each local home's dashboard it opens is given the same ``--config``."""
     from .fleet import run_fleet as run
 
     return run(args, ctx)
 
 
-def fleet_settings() -> Any:
-    """The ``fleet`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.fleet`)."""
-    from .settings import load_settings
+def fleet_settings(config: str | None = None) -> Any:
+    """The ``fleet`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.fleet`):
+    the file ``config`` names (``--config``), else ``MEMDECK_CONFIG``, else the default place.
 
-    return load_settings().fleet
+    Raises:
+        UsageError: ``config`` names no file (exit 2, as the dashboard's ``--config``).
+    """
+    from .settings import config_path, load_settings
+
+    return load_settings(explicit=config_path(config)).fleet
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, fleet=run_fleet, fleet_settings=fleet_settings)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, help_epilog=help_epilog, fleet=run_fleet,
+                    fleet_settings=fleet_settings)

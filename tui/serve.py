@@ -91,15 +91,20 @@ def _clamp(text: str | None, lo_hi: tuple[int, int], default: int) -> int:
     return max(lo, min(hi, n))
 
 
-def dashboard_argv(home: Path, *, read_only: bool, python: str | None = None) -> list[str]:
-    """The argv of one tab's dashboard: ``python -m memdeck.tui --home=<home> [--read-only]``.
+def dashboard_argv(home: Path, *, read_only: bool, python: str | None = None,
+                   settings_file: Path | None = None) -> list[str]:
+    """The argv of one tab's dashboard: ``python -m memdeck.tui --home=<home> [--read-only]
+    [--config=<settings file>]``.
 
-    Run with :func:`asyncio.create_subprocess_exec`, never a shell: ``home`` is one argument
-    whatever it holds (spaces, ``;``, ``$()``, quotes, a leading ``-`` is safe after ``=``).
+    Run with :func:`asyncio.create_subprocess_exec`, never a shell: ``home`` and the settings
+    file are one argument each whatever they hold (spaces, ``;``, ``$()``, quotes, a leading
+    ``-`` is safe after ``=``).
     """
     argv = [python or sys.executable, "-m", "memdeck.tui", f"--home={os.fspath(home)}"]
     if read_only:
         argv.append("--read-only")
+    if settings_file is not None:
+        argv.append(f"--config={os.fspath(settings_file)}")
     return argv
 
 
@@ -251,6 +256,8 @@ class ServeOptions:
         check: bind, print the URL, exit.
         python: the interpreter tabs run (default this one).
         label: the profile name, shown in the page's title.
+        settings_file: the dashboard's settings file ``--config`` named (absolute), passed to
+            every tab; None: each tab finds it as ``memdeck`` does (``MEMDECK_CONFIG`` is inherited).
     """
 
     home: Path
@@ -262,6 +269,7 @@ class ServeOptions:
     check: bool = False
     python: str | None = None
     label: str = ""
+    settings_file: Path | None = None
 
 
 class DeckServer:
@@ -271,7 +279,8 @@ class DeckServer:
     def __init__(self, options: ServeOptions, gate: Gate) -> None:
         self.options = options
         self.gate = gate
-        self.argv = dashboard_argv(options.home, read_only=options.read_only, python=options.python)
+        self.argv = dashboard_argv(options.home, read_only=options.read_only, python=options.python,
+                                   settings_file=options.settings_file)
         self.tabs: dict[int, DashboardProcess] = {}
         self._next_tab = 1
         self._template = _TEMPLATE.read_text(encoding="utf-8")

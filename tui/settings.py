@@ -1,6 +1,21 @@
-"""The dashboard's user settings: ``$XDG_CONFIG_HOME/memdeck/config.toml`` (or ``config.yaml``).
+"""The dashboard's user settings: one file, ``config.toml`` (or ``config.yaml``).
 
-Only what belongs to the person, not to a Hermes home::
+Which file (the first rule that applies; :func:`settings_paths`):
+
+1. ``memdeck --config FILE`` (the launcher refuses a FILE that does not exist, exit 2);
+2. the environment variable ``MEMDECK_CONFIG`` (:data:`CONFIG_ENV`; a file that does not exist is
+   a warning and the defaults);
+3. ``config.toml`` then ``config.yaml`` in the platform's user config directory,
+   ``platformdirs.user_config_dir("memdeck")`` (:func:`native_dir`): ``$XDG_CONFIG_HOME/memdeck``,
+   else ``~/.config/memdeck`` on Linux; ``~/Library/Application Support/memdeck`` on macOS (recent
+   platformdirs honour an absolute ``XDG_CONFIG_HOME`` there too);
+   ``%APPDATA%\\memdeck`` on Windows; then the same two names in the place earlier memdeck versions
+   read on every platform, ``$XDG_CONFIG_HOME/memdeck`` else ``~/.config/memdeck``
+   (:func:`legacy_dir`), when that is another directory (macOS, Windows, or an
+   ``XDG_CONFIG_HOME`` that is not absolute, which the XDG spec and platformdirs ignore).
+
+A file named ``*.toml`` is TOML, any other name YAML. Only what belongs to the person, not to a
+Hermes home::
 
     theme = "textual-light"          # any Textual theme name; default textual-dark
     default_profile = "work"         # the profile the dashboard opens when nothing else says
@@ -43,6 +58,13 @@ from memdeck.core.home import PROFILE_NAME_RE
 
 KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
 
+#: The environment variable naming the settings file (``--config`` wins over it).
+CONFIG_ENV = "MEMDECK_CONFIG"
+
+#: How the settings file was chosen (:attr:`UserSettings.source`): ``--config``, the
+#: environment variable, or the default places.
+SOURCES = ("--config", CONFIG_ENV, "default")
+
 #: The largest settings file read, in bytes: a theme, a profile and a keymap of every binding id
 #: are under 4 KB; 64 KiB parses in a fraction of a second even with the pure-Python YAML loader.
 MAX_SETTINGS_BYTES = 64 * 1024
@@ -60,6 +82,7 @@ class UserSettings:
             keys that take nothing reserved.
         warnings: one line per problem met (the file, a key, an id, a value, a key collision).
         candidates: the files looked for, first found wins (:func:`settings_paths`).
+        source: how they were chosen, one of :data:`SOURCES`.
         fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
             warnings are in ``fleet.warnings``, also listed in ``warnings``).
     """
@@ -70,16 +93,92 @@ class UserSettings:
     keymap: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     candidates: tuple[Path, ...] = ()
+    source: str = "default"
     fleet: FleetSettings = field(default_factory=FleetSettings)
 
+    @property
+    def origin(self) -> str:
+        """How the file was chosen, in words: ``from --config``, ``from MEMDECK_CONFIG``, ``the
+        default place``."""
+        return "the default place" if self.source == "default" else f"from {self.source}"
 
-def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
-    """The candidate files, first found wins: ``config.toml`` then ``config.yaml`` in
-    ``$XDG_CONFIG_HOME/memdeck`` (default ``~/.config/memdeck``)."""
+
+def native_dir() -> Path:
+    """The platform's user config directory for memdeck: ``platformdirs.user_config_dir("memdeck")``
+    (Linux: ``$XDG_CONFIG_HOME/memdeck`` when that is absolute, else ``~/.config/memdeck``;
+    macOS: ``~/Library/Application Support/memdeck``; Windows: ``%APPDATA%\\memdeck``). Read from
+    the process environment (platformdirs reads ``os.environ``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("memdeck", appauthor=False, roaming=True))
+
+
+def legacy_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where memdeck before platformdirs looked, on every platform: ``$XDG_CONFIG_HOME/memdeck``
+    (``~`` expanded, any path) else ``~/.config/memdeck``."""
     env = os.environ if env is None else env
     base = env.get("XDG_CONFIG_HOME", "").strip()
     root = Path(base).expanduser() if base else Path.home() / ".config"
-    return [root / "memdeck" / "config.toml", root / "memdeck" / "config.yaml"]
+    return root / "memdeck"
+
+
+def settings_paths(env: Mapping[str, str] | None = None, explicit: str | os.PathLike[str] | None = None
+                   ) -> tuple[list[Path], str]:
+    """The candidate files, first found wins, and how they were chosen (one of :data:`SOURCES`).
+
+    ``explicit`` (``--config``) alone, else ``$MEMDECK_CONFIG`` (in ``env``, default
+    ``os.environ``) alone, else ``config.toml`` then ``config.yaml`` in :func:`native_dir`, then
+    in :func:`legacy_dir` when that is another directory.
+    """
+    env = os.environ if env is None else env
+    if explicit is not None and str(explicit).strip():
+        return [Path(explicit).expanduser()], "--config"
+    named = env.get(CONFIG_ENV, "").strip()
+    if named:
+        return [Path(named).expanduser()], CONFIG_ENV
+    dirs = [native_dir()]
+    legacy = legacy_dir(env)
+    if legacy != dirs[0]:
+        dirs.append(legacy)
+    return [d / name for d in dirs for name in ("config.toml", "config.yaml")], "default"
+
+
+def config_path(named: str | os.PathLike[str] | None) -> Path | None:
+    """The absolute path of the settings file ``--config`` names (None without the option): a
+    file asked for by name must be there (``MEMDECK_CONFIG`` naming a missing file is only a
+    warning, :func:`load_settings`). Every process that reads the settings checks ``--config``
+    with it: the dashboard, ``serve``, ``fleet`` and ``metrics``.
+
+    Raises:
+        UsageError: it is not a file (the message names it and says why; exit 2).
+    """
+    from memdeck.core.cli.common import UsageError
+
+    if named is None:
+        return None
+    path = Path(named).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--config {os.fspath(named)}: {'not a file' if path.exists() else 'no such file'} "
+                         "(the dashboard's settings file; README 'Settings')")
+    return path.resolve()
+
+
+def settings_note(env: Mapping[str, str] | None = None, explicit: str | os.PathLike[str] | None = None) -> str:
+    """Which settings file the dashboard uses (``memdeck --help``'s epilog): the file and how it
+    was chosen, or where memdeck looks when there is none; each path on a line of its own (a help
+    formatter must not break one). Never raises; no file is read (one ``stat`` per candidate)."""
+    try:
+        paths, source = settings_paths(env, explicit)
+    except Exception as exc:  # noqa: BLE001 - a help text never fails (no home directory, a bad path)
+        return f"The dashboard's settings file could not be located ({exc})."
+    found = next((p for p in paths if p.is_file()), None)
+    how = "the default place" if source == "default" else f"from {source}"
+    if found is not None:
+        return f"The dashboard's settings file ({how}):\n  {found}"
+    if source != "default":
+        return f"The dashboard's settings file ({how}) does not exist, the defaults apply:\n  {paths[0]}"
+    return ("The dashboard has no settings file, the defaults apply. It looks for:\n"
+            + "".join(f"  {p}\n" for p in paths) + f"(--config FILE or {CONFIG_ENV} name another file)")
 
 
 def _parse(path: Path) -> Any:
@@ -102,8 +201,9 @@ def _parse(path: Path) -> Any:
 
 def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str] | None = None,
                   env: Mapping[str, str] | None = None, *,
-                  default_keys: Mapping[str, Iterable[str]] | None = None) -> UserSettings:
-    """Read the first settings file that exists. Never raises.
+                  default_keys: Mapping[str, Iterable[str]] | None = None,
+                  explicit: str | os.PathLike[str] | None = None) -> UserSettings:
+    """Read the first settings file that exists (:func:`settings_paths`). Never raises.
 
     Args:
         binding_ids: the ids a keymap may name (the app's and screens' Binding ids); None
@@ -113,24 +213,29 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
         default_keys: binding id -> its default keys on the main screen
             (:func:`memdeck.tui.keymap.main_screen_keys`); when given, a keymap key that a
             reserved binding holds is refused and one that another binding holds is reported.
+        explicit: the file ``--config`` names (else ``MEMDECK_CONFIG``, else the default places).
+            A file named by ``--config`` or ``MEMDECK_CONFIG`` that does not exist is a warning.
     """
-    candidates = tuple(settings_paths(env))
+    paths, source = settings_paths(env, explicit)
+    candidates = tuple(paths)
     path = next((p for p in candidates if p.is_file()), None)
     if path is None:
-        return UserSettings(candidates=candidates)
+        missing = () if source == "default" else (f"{candidates[0]} (from {source}) does not exist or is not a file; "
+                                                  "using the defaults",)
+        return UserSettings(candidates=candidates, source=source, warnings=missing)
     try:
         data = _parse(path)
     except ConfigTooLarge as exc:
-        return UserSettings(path=path, candidates=candidates,
+        return UserSettings(path=path, candidates=candidates, source=source,
                             warnings=(f"{path}: not read: it {exc}; using the defaults",))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, ImportError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return UserSettings(path=path, candidates=candidates,
+        return UserSettings(path=path, candidates=candidates, source=source,
                             warnings=(f"{path}: not read ({first}); using the defaults",))
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return UserSettings(path=path, candidates=candidates,
+        return UserSettings(path=path, candidates=candidates, source=source,
                             warnings=(f"{path}: expected a table of settings; using the defaults",))
     warnings: list[str] = [f"{path}: unknown setting {k!r} ignored" for k in data if k not in KNOWN_KEYS]
     theme = data.get("theme")
@@ -171,7 +276,7 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     fleet = parse_fleet_settings(data.get("fleet"), str(path))
     warnings.extend(fleet.warnings)
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
-                        candidates=candidates, fleet=fleet)
+                        candidates=candidates, source=source, fleet=fleet)
 
 
 #: Modifiers Textual puts before a key name (``ctrl+shift+f2``).
@@ -272,7 +377,7 @@ def all_binding_ids(app_class: Any) -> list[str]:
     """Every Binding id of the app class, its screens and the panels (what a keymap may name)."""
     from textual.binding import Binding
 
-    from .keymap import app_bindings, screen_bindings
+    from .keymap import PANEL_ACTIONS, app_bindings, panel_bindings, screen_bindings
     from .screens.confirm import ConfirmScreen
     from .screens.editors import EntryEditScreen, PinScreen
     from .screens.help import HelpScreen
@@ -281,7 +386,8 @@ def all_binding_ids(app_class: Any) -> list[str]:
     from .widgets.panels.base import Panel, SteadyInput
 
     out: list[str] = []
-    sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS]
+    sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS,
+                          *(b for pid in set(PANEL_ACTIONS.values()) for b in panel_bindings(pid))]
     for cls in (ConfirmScreen, EntryEditScreen, PinScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel,
                 SteadyInput):
         sources.extend(getattr(cls, "BINDINGS", ()))

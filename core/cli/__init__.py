@@ -75,7 +75,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 DASHBOARD_COMMANDS = frozenset({"serve"})
 
 #: Global options that take a value (``--home PATH``): the word after them is not the command.
-_VALUE_OPTIONS = ("--home", "--profile", "--seed")
+_VALUE_OPTIONS = ("--home", "--profile", "--seed", "--config")
 
 
 def command_module(name: str) -> ModuleType:
@@ -107,16 +107,20 @@ def command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
+def build_parser(only: str | None | bool = True, epilog: str | None = None) -> argparse.ArgumentParser:
     """The ``memdeck`` parser. ``only=True`` (default): every command registered by its module
     (all imported); a known command name: only that command's module registers its commands
     (each subparser costs argparse's gettext look-ups: twenty placeholders were ~10 % of a
     ``recall`` process); None or an unknown word: every command as a bare placeholder with its
-    help line (``--help``, and argparse's "invalid choice" message, list them all; no import)."""
+    help line (``--help``, and argparse's "invalid choice" message, list them all; no import).
+    ``epilog`` ends ``memdeck --help`` (the launcher says there which settings file the dashboard
+    uses: core does not know the TUI's settings)."""
     parser = argparse.ArgumentParser(
         prog="memdeck",
-        description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
+        description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors.\n"
         "Without a command, opens the dashboard.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's paths are never broken
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     where = parser.add_mutually_exclusive_group()
@@ -126,6 +130,10 @@ def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     parser.add_argument("--read-only", action="store_true",
                         help="open the dashboard read-only: every write key is refused (see also serve --read-only)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the dashboard's settings file (theme, default profile, keymap, fleet; TOML if *.toml, else "
+                        "YAML), instead of $MEMDECK_CONFIG or the default place; the dashboard, serve (every tab), "
+                        "fleet (and each dashboard it opens) and metrics read it, the other commands do not")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if only is True:
         for m in COMMAND_MODULE_NAMES:
@@ -143,8 +151,9 @@ def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *,
          dashboard: Callable[[argparse.Namespace], int] | None = None,
          serve: Callable[[argparse.Namespace], int] | None = None,
+         help_epilog: Callable[[Sequence[str]], str] | None = None,
          fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
-         fleet_settings: Callable[[], Any] | None = None) -> int:
+         fleet_settings: Callable[[str | None], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -155,15 +164,21 @@ def main(argv: Sequence[str] | None = None, *,
         serve: what ``memdeck serve`` runs (the dashboard's web server,
             :func:`memdeck.tui.serve.run_serve`), passed the same way; without it ``serve`` is
             a usage error.
+        help_epilog: the text that ends ``memdeck --help``, from the arguments (the launcher's
+            :func:`memdeck.tui.launch.help_epilog`: which settings file the dashboard uses, with
+            ``--config`` as given); asked for only when ``-h``/``--help`` is among them.
         fleet: what ``memdeck fleet`` runs on a terminal (the fleet screen,
             :func:`memdeck.tui.fleet.run_fleet`), passed the same way; without it the fleet is
             printed as a table.
         fleet_settings: returns the ``fleet`` table of the person's settings file
             (:class:`memdeck.core.fleet.homes.FleetSettings`: ``fleet.homes``, the ssh command),
-            which the TUI owns; without it ``fleet`` and ``metrics`` see the profiles only.
+            which the TUI owns, given the ``--config`` value (None: ``MEMDECK_CONFIG`` or the
+            default place); it raises :class:`UsageError` for a ``--config`` file that is not
+            there. Without it ``fleet`` and ``metrics`` see the profiles only.
     """
     raw = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(command_name(raw))
+    wants_help = help_epilog is not None and ("-h" in raw or "--help" in raw)
+    parser = build_parser(command_name(raw), help_epilog(raw) if help_epilog is not None and wants_help else None)
     bad = _non_utf8(raw)
     if bad is not None:
         parser.print_usage(sys.stderr)
@@ -172,7 +187,8 @@ def main(argv: Sequence[str] | None = None, *,
     args = parser.parse_args(raw)
     # `completion` prints the whole parser's script (every command registered), the others need only theirs
     args.root_parser = build_parser(True) if args.command == "completion" else parser
-    args.fleet_screen, args.load_fleet_settings = fleet, fleet_settings
+    args.fleet_screen = fleet
+    args.load_fleet_settings = (lambda: fleet_settings(args.config)) if fleet_settings is not None else None
     try:
         if args.command is None:
             if dashboard is None:

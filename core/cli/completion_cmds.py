@@ -2,8 +2,8 @@
 generated from the parser itself by shtab (https://github.com/iterative/shtab), so it can never
 fall behind the commands.
 
-Options whose metavar is ``PATH`` complete directory names (the Hermes home); everything else
-completes the parser's own choices (commands, ``--target memory|user``, ...).
+Options whose metavar is ``PATH`` complete directory names (the Hermes home), ``FILE`` file names
+(``--config``); everything else completes the parser's own choices (commands, ``--target memory|user``, ...).
 """
 
 from __future__ import annotations
@@ -34,18 +34,19 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
         raise ValueError(f"no completion for {shell!r} (choose from {', '.join(SHELLS)})")
     import shtab  # lazy: 0.1 s of imports that no other command needs
 
-    _mark_paths(parser, shtab.DIRECTORY)
+    _mark_paths(parser, {"PATH": shtab.DIRECTORY, "FILE": shtab.FILE})
     return shtab.complete(parser, shell=shell)
 
 
-def _mark_paths(parser: argparse.ArgumentParser, directory: dict[str, str]) -> None:
-    """Give every option with metavar ``PATH``, in every subparser, shtab's directory completion."""
+def _mark_paths(parser: argparse.ArgumentParser, completions: dict[str, dict[str, str]]) -> None:
+    """Give every option with metavar ``PATH`` (a directory) or ``FILE``, in every subparser, shtab's
+    directory or file completion (``completions``: metavar -> shtab's completion)."""
     for action in parser._actions:  # noqa: SLF001 - argparse exposes its actions only this way
-        if action.metavar == "PATH":
-            action.complete = directory  # type: ignore[attr-defined]  # shtab reads this attribute
+        if isinstance(action.metavar, str) and action.metavar in completions:
+            action.complete = completions[action.metavar]  # type: ignore[attr-defined]  # shtab reads this attribute
         if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
             for sub in action.choices.values():
-                _mark_paths(sub, directory)
+                _mark_paths(sub, completions)
 
 
 def _completion(args: argparse.Namespace, ctx: CliContext | None) -> int:

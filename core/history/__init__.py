@@ -13,7 +13,9 @@ their stamps and canonical content; ``diff`` the diff rules (entries, anchors); 
 :class:`Change` record and reading (``list_changes``, ``get_change``); ``attribution`` the
 attribution of changes memdeck did not journal (pending writes, state.db tool calls);
 ``observation`` ``observe`` (record what changed) and ``reattribute``; ``reverting`` ``revert``
-(reverse one change through the stores, journaled ``op="revert"``).
+(reverse one change through the stores, journaled ``op="revert"``); ``usage`` a memory file's
+usage after each recorded change (``usage_series``, reconstructed backwards from the content last
+seen; beside ``changes``, reading only).
 
 Hermes' ``memories/ARCHIVE.jsonl`` is not read: no Hermes 0.17-0.22 writes it
 (docs/HERMES_VERSIONS.md §2), so there is no format to follow.
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from .diff import anchor_field_lines, diff_anchors, diff_entries
     from .observation import MAX_CHANGES, observe, reattribute
     from .reverting import revert
+    from .usage import UsagePoint, UsageSeries, usage_series
     from .watched import canonical_anchors, canonical_memory, watched_files
 
 _HOME_OF = {
@@ -40,6 +43,7 @@ _HOME_OF = {
     "list_changes": "changes", "anchor_field_lines": "diff", "diff_anchors": "diff", "diff_entries": "diff", "MAX_CHANGES": "observation",
     "observe": "observation", "reattribute": "observation", "revert": "reverting",
     "canonical_anchors": "watched", "canonical_memory": "watched", "watched_files": "watched",
+    "UsagePoint": "usage", "UsageSeries": "usage", "usage_series": "usage",
 }
 
 
@@ -54,4 +58,4 @@ def __getattr__(name: str) -> Any:
 
 __all__ = ["ANCHOR_OPS", "Change", "MAX_CHANGES", "MEMORY_OPS", "anchor_field_lines", "canonical_anchors", "canonical_memory",
            "diff_anchors", "diff_entries", "get_change", "list_changes", "observe", "reattribute", "revert",
-           "watched_files"]
+           "UsagePoint", "UsageSeries", "usage_series", "watched_files"]

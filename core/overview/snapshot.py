@@ -32,6 +32,7 @@ from ..anchors.lifecycle import SessionAudit
 from ..anchors.model import SessionAnchors, SessionFileInfo
 from ..deck.archive import ArchivedItem
 from ..history.changes import Change
+from ..history.usage import UsageSeries
 from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
@@ -159,6 +160,9 @@ class DeckSnapshot:
         errors: panel id -> banner text for every source that failed.
         history: the newest :data:`HISTORY_ROWS` changes of the change history, newest first
             (:func:`memdeck.core.history.changes.list_changes`; empty before memdeck.db exists).
+        usage_history: target -> :class:`core.history.usage.UsageSeries`, the file's usage after
+            each recorded change (the Capacity panel's chart); read again only when a memory
+            file changed or the history gained a memory row.
         new_changes: the :class:`core.history.changes.Change` rows this build recorded (empty when the
             memory and MemLock files were unchanged), oldest first.
         warnings: config warnings and other non-fatal notes.
@@ -212,6 +216,7 @@ class DeckSnapshot:
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
     memlock_location: MemlockLocation | None = None
+    usage_history: Mapping[str, UsageSeries] = field(default_factory=_frozen)
     agent_view: AgentView | None = None
 
     @property
@@ -462,6 +467,16 @@ def build_snapshot(
             return tuple(list_changes(home, limit=HISTORY_ROWS))
 
         changes = _read_or_banner(errors, ("history",), "change history", _history, ())
+    if (memory_same and previous is not None and not previous.partial
+            and not any(c.kind == "memory" for c in new_changes)):
+        usage_history = previous.usage_history
+    else:
+        def _usage() -> Mapping[str, Any]:
+            from ..history.usage import usage_series
+
+            return _frozen({t: usage_series(home, t) for t in TARGETS})
+
+        usage_history = _read_or_banner(errors, ("capacity",), "usage history", _usage, _frozen({}))
     if memory_same and memlock_same and previous is not None:
         archived = previous.archived  # memdeck's archive changes only with the files it archives from
     else:
@@ -662,5 +677,6 @@ def build_snapshot(
         schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
         memlock_location=store.location,
+        usage_history=usage_history,
         agent_view=agent_view,
     )

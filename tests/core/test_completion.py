@@ -43,6 +43,8 @@ def test_bash_completes_every_command_and_its_options(tmp_path: Path, capsys: py
     (tmp_path / "homes" / "a-file").write_text("")
     dirs = _complete_in_bash(script, ["memdeck", "--home", f"{tmp_path}/homes/"])
     assert dirs == [f"{tmp_path}/homes/work home"]  # PATH options complete directories only
+    files = _complete_in_bash(script, ["memdeck", "--config", f"{tmp_path}/homes/a-"])
+    assert files == [f"{tmp_path}/homes/a-file"]  # --config FILE completes file names
 
 
 @pytest.mark.parametrize("shell", SHELLS)

@@ -123,3 +123,27 @@ async def test_enter_hands_the_terminal_to_the_home_s_dashboard(root: Path) -> N
             assert any(a.startswith("ControlPath=") for a in ssh)  # over the shared connection
     finally:
         fleet.close()
+
+
+@pytest.mark.anyio
+async def test_the_fleet_palette_lists_each_title_once_and_no_failing_screenshot(root: Path) -> None:
+    """Issue 26: the palette without duplicate or failing entries, on the fleet screen too
+    (Textual's Screenshot saves only into ~/Downloads and fails where it does not exist)."""
+    from textual.command import CommandList, CommandPalette
+
+    fleet = Fleet(fleet_homes(None, FleetSettings(), explicit=root))
+    app = Recorder(fleet, watch=False)
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.refresh_count >= 1)
+            await pilot.press("ctrl+p")
+            await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+            group = CommandPalette._GATHER_COMMANDS_GROUP
+            await wait_for(pilot, lambda: app.screen.query_one(CommandList).option_count > 0
+                           and not [w for w in app.workers if w.group == group and not w.is_finished])
+            ol = app.screen.query_one(CommandList)
+            titles = [str(ol.get_option_at_index(i).prompt).split("\n", 1)[0] for i in range(ol.option_count)]
+            assert len(titles) == len(set(titles)), titles
+            assert "Screenshot" not in titles and "Quit" in titles and "Theme" in titles, titles
+    finally:
+        fleet.close()

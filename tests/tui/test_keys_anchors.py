@@ -352,8 +352,11 @@ async def test_palette_lists_every_action(demo_home) -> None:
         await settle(pilot, app)
         provider = DeckCommands(app.screen)
         found = [h.text async for h in provider.discover()]
-        assert found == [t for t, _h, _a in palette_entries()]
-        hits = [h.text async for h in provider.search("unpin")]
+        assert found == [t for t, _h, _a in palette_entries(panel="integrity")]
+        assert "Unpin" not in found and "Show Integrity" not in found  # it applies in Anchors; it is shown
+        await pilot.press("2")
+        await settle(pilot, app)
+        hits = [h.text async for h in DeckCommands(app.screen).search("unpin")]
         assert "Unpin" in hits
 
 

@@ -30,10 +30,11 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
     calls: list[dict] = []
     mod = types.ModuleType("memdeck.tui.app")
 
-    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None, read_only=False):
+    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None, read_only=False,
+                 settings_file=None):
         app = FakeApp(home, getattr(mod, "boom", None))
         calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app,
-                      "head_start": head_start, "read_only": read_only})
+                      "head_start": head_start, "read_only": read_only, "settings_file": settings_file})
         return app
 
     mod.make_app = make_app
@@ -50,6 +51,16 @@ def test_demo_builds_a_fresh_home_in_the_cache_and_opens_it(fake_tui, tmp_path: 
     assert call["home"].path == demo_home_dir(3) and (call["home"].path / DEMO_MARKER).exists()
     assert call["home"].memory_file("memory").exists() and call["config"].memory_char_limit == 2200
     assert "demo home is" in capsys.readouterr().err
+
+
+def test_config_gives_the_dashboard_its_settings_file_as_an_absolute_path(fake_tui, tmp_path: Path, monkeypatch) -> None:
+    _mod, calls = fake_tui
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text("theme: textual-light\n", encoding="utf-8")
+    assert main(["--demo", "--config", "mine.yaml"]) == 0
+    assert calls[-1]["settings_file"] == tmp_path / "mine.yaml"
+    assert main(["--demo"]) == 0 and calls[-1]["settings_file"] is None
 
 
 def test_demo_says_on_exit_how_to_run_the_command_line_on_its_home(fake_tui, tmp_path: Path, monkeypatch,

@@ -15,6 +15,14 @@ from tests.tui.conftest import settle, wait_for
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def _no_person_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The platform's config directory (platformdirs reads the process environment) is an empty
+    one, never the real user's; no MEMDECK_CONFIG. A test's ``env`` then names the place to read."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-settings-here"))
+    monkeypatch.delenv("MEMDECK_CONFIG", raising=False)
+
+
 def _write(tmp_path: Path, text: str, name: str = "config.toml") -> dict[str, str]:
     d = tmp_path / "xdg" / "memdeck"
     d.mkdir(parents=True, exist_ok=True)
@@ -221,3 +229,198 @@ async def test_help_lists_every_binding_id_a_keymap_takes(demo_home, tmp_path: P
         # every id a keymap takes is on the help screen: the table's and the dialogs' / boxes'
         for bid in all_binding_ids(MemdeckApp):
             assert bid in ids or bid in settings_text, bid
+
+
+# ── issue 26: where the file is (platformdirs), --config, MEMDECK_CONFIG ───────
+
+
+def test_the_default_place_is_platformdirs_and_on_linux_the_old_xdg_place(tmp_path: Path, monkeypatch) -> None:
+    import platformdirs
+
+    from memdeck.tui.settings import legacy_dir, native_dir, settings_paths
+
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    assert native_dir() == Path(platformdirs.user_config_dir("memdeck", appauthor=False, roaming=True))
+    paths, source = settings_paths()
+    assert source == "default"
+    if isinstance(platformdirs.PlatformDirs(), platformdirs.unix.Unix):  # Linux, the BSDs: the same place as before
+        assert native_dir() == legacy_dir() == xdg / "memdeck"
+        assert paths == [xdg / "memdeck" / "config.toml", xdg / "memdeck" / "config.yaml"]
+        monkeypatch.delenv("XDG_CONFIG_HOME")
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        assert native_dir() == legacy_dir() == tmp_path / "home" / ".config" / "memdeck"
+
+
+def test_a_file_in_the_old_place_is_still_read_where_the_native_place_differs(tmp_path: Path, monkeypatch) -> None:
+    """macOS and Windows (and a relative XDG_CONFIG_HOME, which platformdirs ignores): memdeck
+    before platformdirs read ~/.config/memdeck there; that file still works, after the native one."""
+    from memdeck.tui import settings as settings_mod
+
+    native = tmp_path / "Library" / "Application Support" / "memdeck"
+    monkeypatch.setattr(settings_mod, "native_dir", lambda: native)
+    env = _write(tmp_path, 'theme = "textual-light"\n')
+    s = load_settings(None, None, env)
+    assert s.path == tmp_path / "xdg" / "memdeck" / "config.toml" and s.theme == "textual-light"
+    assert s.candidates[:2] == (native / "config.toml", native / "config.yaml") and s.source == "default"
+    native.mkdir(parents=True)
+    (native / "config.yaml").write_text("theme: textual-dark\n", encoding="utf-8")
+    s = load_settings(None, None, env)
+    assert s.path == native / "config.yaml" and s.theme == "textual-dark"  # the native place first
+
+
+def test_config_wins_over_memdeck_config_which_wins_over_the_default(tmp_path: Path) -> None:
+    env = _write(tmp_path, 'theme = "default-place"\n')
+    by_env = tmp_path / "env.yaml"
+    by_env.write_text("theme: by-env\n", encoding="utf-8")
+    by_flag = tmp_path / "flag.toml"
+    by_flag.write_text('theme = "by-flag"\n', encoding="utf-8")
+    s = load_settings(None, None, env)
+    assert (s.theme, s.source) == ("default-place", "default")
+    s = load_settings(None, None, {**env, "MEMDECK_CONFIG": str(by_env)})
+    assert (s.theme, s.source, s.path, s.origin) == ("by-env", "MEMDECK_CONFIG", by_env, "from MEMDECK_CONFIG")
+    s = load_settings(None, None, {**env, "MEMDECK_CONFIG": str(by_env)}, explicit=by_flag)
+    assert (s.theme, s.source, s.path, s.origin) == ("by-flag", "--config", by_flag, "from --config")
+
+
+def test_memdeck_config_naming_no_file_is_a_warning_and_the_defaults(tmp_path: Path) -> None:
+    env = {**_write(tmp_path, 'theme = "textual-light"\n'), "MEMDECK_CONFIG": str(tmp_path / "gone.toml")}
+    s = load_settings(None, ["textual-light"], env)
+    assert s.path is None and s.theme is None and s.candidates == (tmp_path / "gone.toml",)
+    assert len(s.warnings) == 1 and "gone.toml (from MEMDECK_CONFIG) does not exist" in s.warnings[0]
+
+
+def test_config_naming_no_file_exits_2_with_the_reason(tmp_path: Path, capsys) -> None:
+    from memdeck.tui.launch import main
+
+    assert main(["--demo", "--config", str(tmp_path / "nope.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "--config" in err and "nope.toml: no such file" in err and "Traceback" not in err
+    assert main(["--config", str(tmp_path), "serve", "--check"]) == 2
+    assert "not a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["--config", "MEMDECK_CONFIG", "default", "none"])
+def test_memdeck_help_says_which_settings_file_is_in_use(tmp_path: Path, monkeypatch, capsys, how: str) -> None:
+    from memdeck.tui.launch import main
+
+    f = tmp_path / "my settings.toml"
+    f.write_text('theme = "textual-light"\n', encoding="utf-8")
+    argv = ["--help"]
+    if how == "--config":
+        argv = ["--config", str(f), "--help"]
+    elif how == "MEMDECK_CONFIG":
+        monkeypatch.setenv("MEMDECK_CONFIG", str(f))
+    elif how == "default":
+        f = Path(_write(tmp_path, "")["XDG_CONFIG_HOME"]) / "memdeck" / "config.toml"
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    if how == "none":
+        assert "The dashboard has no settings file, the defaults apply. It looks for:\n" in out
+        assert f"\n  {tmp_path}/no-settings-here/memdeck/config.toml\n" in out
+    else:
+        where = "the default place" if how == "default" else f"from {how}"
+        assert f"The dashboard's settings file ({where}):\n  {f}\n" in out, out
+
+
+async def test_help_screen_names_the_file_and_how_it_was_chosen(demo_home, tmp_path: Path) -> None:
+    from memdeck.tui.screens.help import HelpScreen
+
+    f = tmp_path / "elsewhere.toml"
+    f.write_text('theme = "textual-light"\n', encoding="utf-8")
+    app = make_app(demo_home, watch=False, user_settings=True, settings_file=f)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert app.theme == "textual-light"
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = " ".join(str(app.screen.query_one("#help-settings").content).split())
+        assert f"the settings file is {f} (from --config)" in text, text
+
+
+def test_each_served_tab_gets_the_settings_file_config_named(tmp_path: Path) -> None:
+    from memdeck.tui.serve import dashboard_argv
+
+    odd = tmp_path / "a b; $(x) 'q'.toml"
+    argv = dashboard_argv(tmp_path, read_only=True, settings_file=odd)
+    assert argv[-1] == f"--config={odd}" and "--read-only" in argv
+    assert not [a for a in dashboard_argv(tmp_path, read_only=False) if a.startswith("--config")]
+
+
+# ── issue 26 with issue 27: fleet and metrics read the same settings file ──────
+
+
+def test_config_is_a_value_option_for_the_lazy_parser() -> None:
+    """``memdeck --config FILE status``: FILE is not the command (the parser registers only the
+    command's module, so a wrong word there would be "invalid choice")."""
+    from memdeck.core.cli import command_name
+
+    assert command_name(["--config", "status.toml", "status"]) == "status"
+    assert command_name(["--config=fleet.toml", "metrics"]) == "metrics"
+    assert command_name(["--conf", "x.toml", "fleet", "--json"]) == "fleet"
+
+
+@pytest.mark.parametrize("how", ["--config", "MEMDECK_CONFIG"])
+@pytest.mark.parametrize("command", ["fleet", "metrics"])
+def test_fleet_and_metrics_read_the_fleet_table_of_the_named_file(demo_home, tmp_path: Path, monkeypatch, capsys,
+                                                                   how: str, command: str) -> None:
+    """The ``fleet.homes`` of the file ``--config`` (or ``MEMDECK_CONFIG``) names join the fleet;
+    the file in the default place (another home there) is not read."""
+    import json
+
+    from memdeck.tui.launch import main
+
+    named, default = tmp_path / "named home", tmp_path / "default home"
+    f = tmp_path / "odd; $(x) settings.toml"
+    f.write_text(f'[fleet]\nhomes = ["{named}"]\n', encoding="utf-8")
+    monkeypatch.setenv("XDG_CONFIG_HOME", _write(tmp_path, f'[fleet]\nhomes = ["{default}"]\n')["XDG_CONFIG_HOME"])
+    monkeypatch.setenv("HERMES_HOME", str(demo_home.path))
+    argv = [command, "--json"] if command == "fleet" else [command]
+    if how == "--config":
+        argv = ["--config", str(f), *argv]
+    else:
+        monkeypatch.setenv("MEMDECK_CONFIG", str(f))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    if command == "fleet":
+        homes = [row["home"] for row in json.loads(out)]
+        assert str(named) in homes and str(default) not in homes and str(demo_home.path) in homes
+    else:
+        assert str(named) in out and str(default) not in out
+
+
+@pytest.mark.parametrize("command", [["fleet", "--json"], ["metrics"]])
+def test_fleet_and_metrics_refuse_a_config_that_names_no_file(demo_home, tmp_path: Path, monkeypatch, capsys,
+                                                               command: list[str]) -> None:
+    from memdeck.tui.launch import main
+
+    monkeypatch.setenv("HERMES_HOME", str(demo_home.path))
+    assert main(["--config", str(tmp_path / "nope.toml"), *command]) == 2
+    err = capsys.readouterr().err
+    assert "--config" in err and "nope.toml: no such file" in err and "Traceback" not in err
+
+
+def test_the_fleet_screen_opens_each_local_dashboard_with_the_same_config(tmp_path: Path) -> None:
+    """``enter`` on the fleet screen runs a local home's dashboard with ``--config`` as given (one
+    argument, no shell); a remote home's keeps the remote host's own settings."""
+    from memdeck.core.fleet.homes import FleetSettings, fleet_homes, parse_home_spec
+    from memdeck.core.fleet.rows import Fleet
+    from memdeck.tui.fleet import FleetApp
+
+    (tmp_path / "h").mkdir()
+    remote = parse_home_spec("ssh://ops@box-2/home/ops/.hermes")
+    homes = fleet_homes(None, FleetSettings(), explicit=tmp_path / "h") + [remote]
+    odd = tmp_path / "a b; $(x) 'q'.toml"
+    fleet = Fleet(homes)
+    try:
+        local = FleetApp(fleet, watch=False, settings_file=odd).dashboard_argv(homes[0])
+        assert local[1:] == ["-m", "memdeck.tui", f"--config={odd}", "--home", homes[0].path]
+        plain = FleetApp(fleet, watch=False).dashboard_argv(homes[0])
+        assert not [a for a in plain if a.startswith("--config")]
+        ssh = FleetApp(fleet, watch=False, settings_file=odd).dashboard_argv(remote)
+        assert not [a for a in ssh if "--config" in a]
+    finally:
+        fleet.close()

@@ -49,3 +49,15 @@ def test_panel(snap_compare, demo_home, panel: str, size: tuple[int, int]) -> No
 def test_light_theme_capacity(snap_compare, demo_home) -> None:
     app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
     assert snap_compare(app, terminal_size=(120, 40), run_before=_run_before("4", theme="textual-light"))
+
+
+def test_light_theme_integrity_chart(snap_compare, demo_home) -> None:
+    """The score chart in the light theme: its line and the floor in the light ANSI palette."""
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_run_before("1", theme="textual-light"))
+
+
+def test_usage_charts_shown_with_g_on_a_short_terminal(snap_compare, demo_home) -> None:
+    """Under 36 rows the usage charts are hidden until g."""
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
+    assert snap_compare(app, terminal_size=(100, 32), run_before=_run_before("4", "g"))

@@ -99,14 +99,19 @@ def settings_renderable(settings: Any, other_ids: Sequence[str] = ()) -> Text:
     if settings is None:
         t.append("this dashboard was started without the settings file", style="dim")
         return t
-    if settings.path is None:
+    if settings.path is None and settings.source != "default":
+        t.append("no settings file: the defaults apply. ")
+        t.append_text(safe_text(str(settings.candidates[0]), single_line=True, style="bold"))
+        t.append(f" ({settings.origin}) does not exist.\n")
+    elif settings.path is None:
         t.append("no settings file: the defaults apply. memdeck looks for ")
         t.append_text(safe_text(" then ".join(str(p) for p in settings.candidates), single_line=True, style="bold"))
-        t.append(".\n")
+        t.append(" (--config FILE or MEMDECK_CONFIG name another).\n")
     else:
         t.append("the settings file is ")
         t.append_text(safe_text(str(settings.path), single_line=True, style="bold"))
-        t.append(" (keys marked * come from its keymap)\n" if settings.keymap else "\n")
+        t.append(f" ({settings.origin}")
+        t.append("; keys marked * come from its keymap)\n" if settings.keymap else ")\n")
     if settings.warnings:
         t.append(f"{len(settings.warnings)} problem(s), the rest applies:\n", style="bold yellow")
         for w in settings.warnings:

@@ -1,12 +1,11 @@
 """The Integrity panel's text: the shown session's score, its facts, Hermes' health line,
-the score sparkline and the anchor-state summary.
+and the anchor-state summary (the score chart is :func:`memdeck.tui.views.charts.integrity_chart`).
 
 Pure functions of a :class:`memdeck.core.overview.snapshot.DeckSnapshot`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -17,8 +16,6 @@ from .common import STATE_STYLES, ago, clock
 
 if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot
-
-SPARK = "▁▂▃▄▅▆▇█"
 
 
 def current_score(snap: DeckSnapshot) -> int | None:
@@ -158,20 +155,6 @@ def memlock_health(snap: DeckSnapshot) -> Text:
     if loc.warning:
         t.append("\n  ! ", "bold yellow")
         t.append_text(safe_text(loc.warning, style="yellow"))
-    return t
-
-
-def sparkline(history: Sequence[tuple[float, int]], floor: int, width: int) -> Text:
-    """Scores 0-100 as block characters (fixed scale), red below ``floor``; newest at right."""
-    if not history:
-        return Text("no audits yet: the score appears after the first compaction", style="dim")
-    pts = list(history)[-max(1, width // 2):]
-    t = Text()
-    for _when, score in pts:
-        s = max(0, min(100, int(score)))
-        ch = SPARK[min(len(SPARK) - 1, s * len(SPARK) // 101)]
-        t.append(ch + " ", "red" if s < floor else "green")
-    t.append(f"  {pts[0][1]} → {pts[-1][1]}", "dim")
     return t
 
 

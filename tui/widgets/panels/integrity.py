@@ -1,5 +1,6 @@
 """The Integrity panel: the shown session's integrity score (large), its facts, Hermes'
-health line, the score sparkline, the anchor-state summary and the next reminder block."""
+health line, the chart of the score at each compaction (a time axis, the alert floor), the
+anchor-state summary and the next reminder block."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Digits, Static
 
-from ...views import common, integrity
+from ...views import charts, common, integrity
+from ..chart import DeckChart
 from ..readout import Readout
 from .base import Panel
 
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class IntegrityPanel(Panel):
-    """The shown session's integrity score (large), its sparkline, floor and last compaction."""
+    """The shown session's integrity score (large), its chart over compactions, floor and last
+    compaction."""
 
     DEPENDS = ("session_id", "audit", "compactions", "integrity_history", "db_status", "live_session",
                "session_anchors", "reminder_block", "hermes_profile")
@@ -35,10 +38,9 @@ class IntegrityPanel(Panel):
                 yield Digits("--", id="score")
             yield Readout(id="integrity-facts")
         yield Readout(id="integrity-health")
-        yield Static(Text("score across compactions (0-100, oldest → newest)", style="dim"), id="spark-label")
-        yield Readout(id="sparkline")
         yield Readout(id="integrity-anchors")
         yield Readout(id="integrity-reminder")
+        yield DeckChart(id="integrity-chart")  # last: it takes the rows the text leaves (app.tcss)
 
     def primary(self) -> Any:
         return self
@@ -53,8 +55,7 @@ class IntegrityPanel(Panel):
         self.set_class(low, "below-floor")
         self.set_class(score is not None and not low, "above-floor")
         self.query_one("#integrity-facts", Readout).show(integrity.integrity_facts(snap, self.now))
-        width = max(10, (self.size.width or 60) - 2)
-        self.query_one("#sparkline", Readout).show(integrity.sparkline(snap.integrity_history, floor, width))
+        self.query_one("#integrity-chart", DeckChart).show(charts.integrity_chart(snap))  # drawn only if it changed
         self.query_one("#integrity-anchors", Readout).show(integrity.anchor_summary(snap))
         self.query_one("#integrity-reminder", Readout).show(common.reminder_preview(snap))
         self.query_one("#integrity-health", Readout).show(integrity.hermes_health(snap))
