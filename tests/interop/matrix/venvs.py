@@ -52,9 +52,15 @@ def venv_name(spec: str) -> str:
     return f"{dist.strip()}__{version.strip()}"
 
 
+#: The default cache, fixed when this module is first imported (at collection, before any test
+#: points ``HOME`` at its own temp dir): a venv asked for inside a test must come from the shared
+#: cache, not be built again in that test's fake home.
+_DEFAULT_CACHE = Path.home() / ".cache" / "memdeck-interop"
+
+
 def cache_root() -> Path:
     env = os.environ.get("MEMDECK_INTEROP_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "memdeck-interop"
+    return Path(env).expanduser() if env else _DEFAULT_CACHE
 
 
 def _python_of(venv: Path) -> Path:
