@@ -184,7 +184,9 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
 
 
 def load_config(home: HermesHome | Path) -> Config:
-    """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`.
+    """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`
+    (a file that is not UTF-8, not YAML, over :data:`MAX_CONFIG_BYTES` bytes, or expanding to
+    more than :data:`MAX_CONFIG_NODES` values: the defaults apply, and the warning says so).
 
     Args:
         home: a :class:`HermesHome` or the home directory.
@@ -192,7 +194,7 @@ def load_config(home: HermesHome | Path) -> Config:
     path = home.config_path if isinstance(home, HermesHome) else Path(home) / "config.yaml"
     warnings: list[str] = []
     try:
-        text = read_regular_bytes(path).decode("utf-8-sig")
+        text = read_regular_bytes(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8-sig")
     except FileNotFoundError:
         return Config()
     except (OSError, UnicodeDecodeError) as exc:
@@ -243,6 +245,12 @@ def yaml_safe_load(text: str) -> Any:
     except Exception as exc:  # noqa: BLE001 - ruamel's parser errors share no public base class
         raise ValueError(str(exc) or type(exc).__name__) from exc
 
+
+#: The largest config.yaml memdeck parses, in bytes. Hermes writes a few KB (its default config
+#: is about 10 KB); PyYAML's pure-Python ``safe_load`` (Hermes' parser) takes about 3 s per MB,
+#: so a 13 MB file would stall every command and the dashboard for most of a minute. A larger
+#: file is not parsed: the defaults apply and the warning says why.
+MAX_CONFIG_BYTES = 1 << 20
 
 #: The most values a config may expand to, aliases counted at every place they are used.
 #: Hermes' own config.yaml is a few hundred; an alias bomb ("billion laughs") is billions.

@@ -331,8 +331,9 @@ class NotRegularFile(OSError):
     """A data file is a FIFO, socket or device (or over its size bound): refused, never read."""
 
 
-def read_text_strict(path: Path) -> str | None:
-    """Read a UTF-8 text file for a writer that must not guess.
+def read_text_strict(path: Path, *, max_bytes: int | None = None) -> str | None:
+    """Read a UTF-8 text file for a writer that must not guess (``max_bytes``: refuse a larger
+    file, as :func:`read_regular_bytes`).
 
     A UTF-8 BOM is dropped and CRLF/CR line ends become ``\\n`` (tolerant read, as newer
     Hermes main does with ``utf-8-sig``); memdeck never *writes* either.
@@ -341,11 +342,11 @@ def read_text_strict(path: Path) -> str | None:
         the text, or ``None`` when the file does not exist.
 
     Raises:
-        UnreadableFile: the file exists but cannot be read, is not a regular file, or is
-            not valid UTF-8. Writers must refuse rather than treat it as empty.
+        UnreadableFile: the file exists but cannot be read, is not a regular file, is over
+            ``max_bytes``, or is not valid UTF-8. Writers must refuse rather than treat it as empty.
     """
     try:
-        raw = read_regular_bytes(Path(path))
+        raw = read_regular_bytes(Path(path), max_bytes=max_bytes)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..config import MAX_CONFIG_BYTES
 from ..errors import Refused, UnreadableFile
 from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_text_strict
 from ..home import HermesHome
@@ -518,7 +519,7 @@ def set_enabled(home: HermesHome, *, add: str | None = None, remove: str | None 
     """
     cfg = home.config_path
     with file_lock(cfg):
-        text = read_text_strict(cfg)
+        text = read_text_strict(cfg, max_bytes=MAX_CONFIG_BYTES)
         if text is None:
             if add is None:
                 return False, None, []
@@ -539,7 +540,7 @@ def set_enabled(home: HermesHome, *, add: str | None = None, remove: str | None 
 
 def _enabled_state(home: HermesHome) -> tuple[list[str], list[str]]:
     try:
-        text = read_text_strict(home.config_path)
+        text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         data = _safe_load(text) if text else None
     except (UnreadableFile, Exception):
         return [], []
@@ -581,7 +582,7 @@ def install_plugin(home: HermesHome, *, enable: bool = True, src: Path | None = 
     if enable:
         # Dry run of the config edit first: a refusal must leave the disk untouched (no
         # plugin directory that config.yaml does not enable). set_enabled re-checks under the lock.
-        text = read_text_strict(home.config_path)
+        text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         if text is not None:
             edit_enabled(text, add=PLUGIN_NAME)
     with file_lock(plugin_dir(home)):
