@@ -34,7 +34,8 @@ from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_regular_bytes, read_text_strict
+from ..fsio import NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, list_names, read_regular_bytes, read_text_strict
+from .. import jsondata
 from ..home import HermesHome, require_hermes_home
 from .model import Anchor, PinsReport, SessionAnchors, SessionFileInfo, dump_json
 
@@ -197,10 +198,13 @@ class AnchorFiles:
         new naming) only the more recently modified one is listed.
         """
         try:
-            entries = [p for p in self.root.glob("*.json") if p.is_file()]
+            names, undecodable = list_names(self.root, ".json")
         except OSError:
             return []
+        entries = [p for p in (self.root / n for n in names) if p.is_file()]
         found: dict[str, SessionFileInfo] = {}
+        for shown in undecodable:  # listed, never read: the id is the shown name (printable, valid Unicode)
+            found[shown[:-5]] = SessionFileInfo(shown[:-5], self.root / shown, 0.0, NOT_UTF8_NAME)
         for p in entries:
             try:
                 mtime = p.stat().st_mtime
@@ -221,9 +225,11 @@ class AnchorFiles:
         if text is None:
             raise FileNotFoundError(path)
         try:
-            data = json.loads(text)
-        except ValueError as exc:
+            data = jsondata.loads(text)
+        except json.JSONDecodeError as exc:
             raise UnreadableFile(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); refusing to touch it") from exc
+        except ValueError as exc:
+            raise UnreadableFile(f"{path} {exc}; refusing to touch it") from exc
         try:
             return SessionAnchors.from_dict(data, fallback_sid, path)
         except ValueError as exc:
@@ -515,9 +521,21 @@ class AnchorFiles:
         return done
 
     # -- global pins (persist/) -------------------------------------------------
+    def _pin_files(self) -> list[Path]:
+        """``persist/*.json`` but the manifest, sorted (names that are not UTF-8 skipped:
+        :func:`core.fsio.list_names`). Raises OSError when ``persist/`` cannot be listed."""
+        names, _bad = list_names(self.persist_dir, ".json")
+        return [self.persist_dir / n for n in names if n != MANIFEST_NAME]
+
+    def _undecodable_pins(self) -> list[str]:
+        try:
+            return list_names(self.persist_dir, ".json")[1]
+        except OSError:
+            return []
+
     def _read_manifest(self) -> dict[str, dict[str, Any]] | None:
         try:
-            raw = json.loads(read_regular_bytes(self.manifest_path).decode("utf-8"))
+            raw = jsondata.loads(read_regular_bytes(self.manifest_path))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -539,9 +557,10 @@ class AnchorFiles:
         quarantined: list[str] = []
         skipped: dict[str, str] = {}
         try:
-            files = sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME)
+            files = self._pin_files()
         except OSError:
             return PinsReport([], [], {})
+        skipped.update({shown[:-5]: NOT_UTF8_NAME for shown in self._undecodable_pins()})
         baseline = self._read_manifest()
         for f in files:
             try:
@@ -554,7 +573,7 @@ class AnchorFiles:
                     quarantined.append(f.stem)
                     continue
             try:
-                data = json.loads(raw.decode("utf-8"))
+                data = jsondata.loads(raw)
             except ValueError as exc:
                 skipped[f.stem] = f"not valid JSON: {exc}"
                 continue
@@ -583,7 +602,7 @@ class AnchorFiles:
         """
         existing = self._read_manifest()
         pins: dict[str, dict[str, Any]] = {}
-        for f in sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME):
+        for f in self._pin_files():
             try:
                 raw = read_regular_bytes(f)
             except OSError:
@@ -614,7 +633,7 @@ class AnchorFiles:
         with writable(path), file_lock(self.manifest_path):
             prior: dict[str, Any] = {}
             try:
-                loaded = json.loads(read_regular_bytes(path).decode("utf-8"))
+                loaded = jsondata.loads(read_regular_bytes(path))
                 if isinstance(loaded, dict):
                     prior = loaded
             except (OSError, ValueError):
@@ -667,7 +686,7 @@ class AnchorFiles:
     def get_pin(self, anchor_id: str) -> dict[str, Any] | None:
         """The raw record of global pin ``anchor_id`` in ``persist/`` (None when absent or unreadable)."""
         try:
-            data = json.loads(read_regular_bytes(self.pin_path(anchor_id)).decode("utf-8"))
+            data = jsondata.loads(read_regular_bytes(self.pin_path(anchor_id)))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None

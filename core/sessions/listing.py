@@ -6,11 +6,11 @@ connection of :mod:`.connection`. ``live`` marks the open session with the newes
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from .. import jsondata
 from .compaction_events import CompactionEventReader
 from .connection import number_or_zero
 from .records import Message, SessionInfo
@@ -276,7 +276,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     try:
-        calls = json.loads(raw) if isinstance(raw, str) else raw
+        calls = jsondata.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         return []
     found = []
@@ -289,7 +289,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
         args = fn.get("arguments")
         if isinstance(args, str):
             try:
-                args = json.loads(args)
+                args = jsondata.loads(args)
             except ValueError:
                 continue
         if isinstance(args, dict):
