@@ -1,6 +1,7 @@
 """The ``memdeck`` command: the TUI by default, headless subcommands otherwise.
 
-Exit codes: 0 success, 1 a write was refused or failed (reason on stderr), 2 usage error.
+Exit codes (:data:`.common.EXIT_CODES`, also in ``memdeck --help``): 0 success, 1 refused or
+failed (reason on stderr), 2 usage error, 3 ``scan`` found flagged items, 4 no Hermes home there.
 Each command group lives in its own module with ``register(subparsers)``; a handler has the
 signature ``handler(args, ctx: CliContext) -> int``.
 """
@@ -24,7 +25,9 @@ from . import history_cmds
 from . import memory_cmds
 from . import plugin_cmds
 from . import session_cmds
-from .common import CliContext, UsageError
+from ..home import HOME_MARKERS, HermesHome, resolve_home
+from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
+                     UsageError, exit_codes_text, print_json)
 
 COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
 
@@ -34,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="memdeck",
         description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
         "Without a command, opens the dashboard.",
+        epilog=exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
     where = parser.add_mutually_exclusive_group()
@@ -63,7 +68,7 @@ def main(argv: Sequence[str] | None = None, *,
     if bad is not None:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {bad}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     args = parser.parse_args(raw)
     try:
         if args.command is None:
@@ -74,24 +79,30 @@ def main(argv: Sequence[str] | None = None, *,
             raise UsageError("--demo opens the dashboard; it does not take a command")
         with visible_output():
             ctx = CliContext.from_args(args)
+            require_home(ctx.home if not getattr(args, "plugin_home", None) else resolve_home(args.plugin_home))
             _observe(ctx)
             return int(args.handler(args, ctx) or 0)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except NoHome as exc:
+        if getattr(args, "json", False):
+            print_json({"success": False, "code": "no_home", "error": str(exc)})
+        print(f"memdeck: error: {exc}", file=sys.stderr)
+        return EXIT_NO_HOME
     except Refused as exc:
         print(f"memdeck: refused: {exc.reason}", file=sys.stderr)
-        return 1
+        return EXIT_NO_HOME if exc.code == "not_a_home" else EXIT_FAILED
     except MemdeckError as exc:
         print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except sqlite3.Error as exc:  # a damaged or vanished database mid-command: a reason, never a traceback
         print(f"memdeck: error: a database could not be read or written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `memdeck status | head`: the reader went away; exit quietly like other Unix tools.
         try:
@@ -99,7 +110,7 @@ def main(argv: Sequence[str] | None = None, *,
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:
             pass
-        return 141
+        return EXIT_BROKEN_PIPE
 
 
 class _Visible:
@@ -128,6 +139,23 @@ def visible_output() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
+
+
+def require_home(home: HermesHome) -> None:
+    """Raise :class:`NoHome` when ``home`` does not exist or has none of Hermes' markers
+    (``config.yaml``, ``memories/``, ``state.db``): every command then says so and exits 4,
+    instead of reading nothing and printing zeros (issue 22 #11) or writing into a typo."""
+    try:
+        is_dir = home.path.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        how = "does not exist" if not home.path.exists() else "is not a directory"
+        raise NoHome(f"no Hermes home at {home.path}: it {how}; nothing was read or written (point --home or "
+                     "HERMES_HOME at a home; Hermes creates ~/.hermes on its first run)")
+    if not any((home.path / m).exists() for m in HOME_MARKERS):
+        raise NoHome(f"no Hermes home at {home.path}: it has no config.yaml, memories/ or state.db; nothing was read "
+                     f"or written (to start a new home on purpose, create {home.path / 'memories'} first)")
 
 
 def _observe(ctx: CliContext) -> None:
