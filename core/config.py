@@ -261,6 +261,16 @@ class _TooLarge(Exception):
     pass
 
 
+def config_size_problem(data: Any) -> str | None:
+    """Why a parsed config.yaml is too large to use (expands past :data:`MAX_CONFIG_NODES`
+    values or nests deeper than 200 levels: an alias bomb), or None. Linear in the file."""
+    try:
+        _check_expanded_size(data)
+    except _TooLarge as exc:
+        return str(exc)
+    return None
+
+
 def _check_expanded_size(data: Any) -> None:
     """Refuse a parsed config that expands to more than :data:`MAX_CONFIG_NODES` values or nests
     deeper than 200 levels (issue 13 #12).

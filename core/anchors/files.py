@@ -195,12 +195,20 @@ class AnchorFiles:
 
         The session id comes from inside each file; an unparsable file is listed with
         ``error`` set and its stem as id. When two files carry the same session id (old and
-        new naming) only the more recently modified one is listed.
+        new naming) only the more recently modified one is listed. No ``memlock/`` directory
+        means no sessions.
+
+        Raises:
+            UnreadableFile: ``memlock/`` exists but cannot be listed (not a directory, no
+                permission): "no sessions" would be a wrong answer.
         """
         try:
             names, undecodable = list_names(self.root, ".json")
-        except OSError:
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise UnreadableFile(f"{self.root} cannot be listed ({exc.strerror or exc}); "
+                                 "memdeck cannot see MemLock's session files") from exc
         entries = [p for p in (self.root / n for n in names) if p.is_file()]
         found: dict[str, SessionFileInfo] = {}
         for shown in undecodable:  # listed, never read: the id is the shown name (printable, valid Unicode)
@@ -566,7 +574,7 @@ class AnchorFiles:
             try:
                 raw = read_regular_bytes(f)
             except OSError as exc:
-                skipped[f.stem] = f"unreadable: {exc.strerror}"
+                skipped[f.stem] = f"unreadable: {exc.strerror or exc}"
                 continue
             if baseline is not None and f.stem in baseline:
                 if hashlib.sha256(raw).hexdigest() != baseline[f.stem].get("sha256", ""):

@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from .. import history as _history
-from ..errors import Refused
+from ..errors import MemdeckError, Refused
 from ..home import TARGETS
 from ..memory.pending import list_pending
 from ..memory.reader import read_memory
@@ -128,7 +128,11 @@ class _Watch:
         floor = self.ctx.config.memlock.alert_floor
         out: dict[str, int] = {}
         store = AnchorStore(self.ctx.home, self.ctx.config)
-        for info in store.list_sessions():
+        try:
+            infos = store.list_sessions()
+        except MemdeckError:  # memlock/ cannot be listed: no alert can be told, none is invented
+            return out
+        for info in infos:
             if info.error:
                 continue
             try:

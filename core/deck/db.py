@@ -454,11 +454,13 @@ def _make_private(path: Path) -> None:
     """Take group and other permissions off an existing memdeck.db (one made by an older memdeck
     or by hand) by path: never through a descriptor, whose ``close()`` would drop this process's
     SQLite locks on the file (``core/sqlite_files.py``). ``lstat`` first: a link is never
-    followed (``_refuse_links`` has refused one already; this closes the window after it)."""
+    followed (``_refuse_links`` has refused one already; this closes the window after it). The
+    owner's bits are kept: a memdeck.db someone made read-only stays read-only (it was made 0600,
+    writable, until the hostile homes caught it)."""
     with contextlib.suppress(OSError):
         st = os.lstat(path)
         if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-            os.chmod(path, 0o600)
+            os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
 
 
 def _refuse_links(path: Path) -> None:

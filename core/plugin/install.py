@@ -35,12 +35,13 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import MAX_CONFIG_BYTES
+from ..config import MAX_CONFIG_BYTES, config_size_problem
 from ..errors import Refused, UnreadableFile
 from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_text_strict
 from ..home import HermesHome
@@ -201,13 +202,15 @@ def plugin_dir(home: HermesHome) -> Path:
     return home.plugins_dir / PLUGIN_NAME
 
 
-def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
-    """Stage ``files`` outside ``plugins/`` and swap them into ``plugins/memdeck``."""
-    target = plugin_dir(home)
+@contextlib.contextmanager
+def _staged(home: HermesHome, files: dict[str, bytes]) -> Iterator[Path]:
+    """Write and fsync ``files`` under ``memdeck/staging/`` (memdeck's own directory) and yield
+    that tree; it is removed on exit unless :func:`_swap_in` moved it. Staging comes before
+    anything in ``plugins/`` is created or locked, so an install that cannot write (a full disk,
+    a read-only ``memdeck/``) leaves the home as it was."""
     staging_root = home.memdeck_dir / "staging"
     staging_root.mkdir(parents=True, exist_ok=True)
     stage = staging_root / f"plugin-{secrets.token_hex(4)}"
-    old = staging_root / f"old-{secrets.token_hex(4)}"
     try:
         for rel, data in files.items():
             dest = stage / rel
@@ -218,6 +221,19 @@ def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
                 os.fsync(fh.fileno())
         for d in sorted({(stage / r).parent for r in files}, key=lambda p: -len(p.parts)):
             fsync_dir(d)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staging_root.rmdir()
+
+
+def _swap_in(home: HermesHome, stage: Path) -> None:
+    """Swap the staged tree into ``plugins/memdeck`` (the old one moved aside, then removed)."""
+    target = plugin_dir(home)
+    staging_root = stage.parent
+    old = staging_root / f"old-{secrets.token_hex(4)}"
+    try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() or target.is_symlink():
             os.rename(target, old)
@@ -230,11 +246,8 @@ def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
             os.rename(stage, target)
         fsync_dir(target.parent)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
         if old.exists() or old.is_symlink():
             _discard(old)
-        with contextlib.suppress(OSError):
-            staging_root.rmdir()
 
 
 def _remove_tree(home: HermesHome) -> bool:
@@ -454,7 +467,8 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
     only ``plugins.enabled`` replaced.
 
     Raises:
-        Refused(code="invalid"): the file is not valid YAML, its top level is not a mapping,
+        Refused(code="invalid"): the file is not valid YAML, expands past memdeck's config bound
+            (an alias bomb: ``core/config.py`` ``config_size_problem``), its top level is not a mapping,
             ``plugins``/``plugins.enabled`` has an unexpected type, or no safe edit exists.
     """
     try:
@@ -464,6 +478,9 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
         raise Refused(f"config.yaml is not valid YAML ({first}); not touching it", "invalid") from exc
     if data is None:
         data = {}
+    too_large = config_size_problem(data)
+    if too_large:  # memdeck's own reader refuses it: never edit what it will not read
+        raise Refused(f"config.yaml {too_large}; not touching it", "invalid")
     if not isinstance(data, dict):
         raise Refused("config.yaml's top level is not a mapping; not touching it", "invalid")
     plugins = data.get("plugins")
@@ -585,9 +602,9 @@ def install_plugin(home: HermesHome, *, enable: bool = True, src: Path | None = 
         text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         if text is not None:
             edit_enabled(text, add=PLUGIN_NAME)
-    with file_lock(plugin_dir(home)):
+    with _staged(home, files) as stage, file_lock(plugin_dir(home)):
         if _tree_bytes(plugin_dir(home)) != files:
-            _write_tree(home, files)
+            _swap_in(home, stage)
             result.files_changed = True
     if enable:
         changed, backup, enabled = set_enabled(home, add=PLUGIN_NAME)

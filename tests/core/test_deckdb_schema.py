@@ -107,3 +107,21 @@ def test_a_missing_table_is_refused(home: HermesHome) -> None:
     conn.close()
     with pytest.raises(deckdb.DeckDBError, match="it has no history table"):
         deckdb.connect(home)
+
+
+def test_a_read_only_memdeck_db_stays_read_only(home: HermesHome) -> None:
+    """Opening memdeck.db takes group and other permissions off it; it also made the owner's
+    bits rw, turning a memdeck.db someone had made read-only writable (found by the hostile
+    homes): only group and other bits are taken now."""
+    import os
+    import stat
+
+    path = deckdb.db_path(home)
+    os.chmod(path, 0o444)
+    conn = deckdb.connect(home) if os.geteuid() == 0 else None  # root can still open it to read
+    if conn is not None:
+        conn.close()
+    else:
+        with pytest.raises(deckdb.DeckDBError):
+            deckdb.connect(home)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o400

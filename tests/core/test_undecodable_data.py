@@ -145,3 +145,21 @@ def test_jsondata_loads() -> None:
     assert jsondata.loads("[" * 64 + "]" * 64) is not None
     with pytest.raises(ValueError):
         jsondata.loads("{not json")
+
+
+def test_state_db_text_that_is_not_utf8_is_shown_not_dropped(tmp_path: Path, capsys) -> None:
+    """SQLite's decoding raised for the whole query, which showed as no sessions at all."""
+    import sqlite3
+
+    from tests.helpers.statedb import build_history
+
+    home = tmp_path / "h"
+    home.mkdir()
+    build_history(home / "state.db")
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute("UPDATE sessions SET title = CAST(x'fffe6465706c6f79' AS TEXT) || id")
+    conn.commit()
+    conn.close()
+    assert main(["--home", str(home), "sessions", "--json"]) == 0
+    sessions = json.loads(capsys.readouterr().out)["sessions"]
+    assert len(sessions) == 4 and all(s["title"].startswith("\ufffd\ufffddeploy") for s in sessions)
