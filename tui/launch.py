@@ -50,10 +50,9 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
 
         profile = load_settings().default_profile  # memdeck's own default, before Hermes' active_profile
     home = resolve_home(getattr(args, "home", None), profile)
-    if not home.path.is_dir():
-        raise MemdeckError(
-            f"no Hermes home at {home.path} (set HERMES_HOME, pass --home PATH, or try `memdeck --demo`)"
-        )
+    from memdeck.core.cli import require_home
+
+    require_home(home)  # NoHome, as every command: exit 4
     return home, False
 
 
@@ -77,13 +76,19 @@ def run_dashboard(args: argparse.Namespace) -> int:
 
     Returns:
         0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
-        error, 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
+        error, 4 when there is no Hermes home there (as every command: ``core/cli/common.py``
+        ``EXIT_CODES``), 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
     """
+    from memdeck.core.cli.common import EXIT_NO_HOME, NoHome
+
     try:
         home, demo = resolve_dashboard_home(args)
     except HomeError as exc:
         _say(f"error: {exc}")
         return 2
+    except NoHome as exc:
+        _say(f"error: {exc}; or try `memdeck --demo`")
+        return EXIT_NO_HOME  # as every command
     except (MemdeckError, OSError) as exc:
         _say(f"error: {exc}")
         return 1
