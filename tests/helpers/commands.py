@@ -8,6 +8,12 @@ when a command of the parser has no sample here, so a command added later cannot
 A sample is an argv after ``memdeck --home H``; ``{entry}`` is replaced with the text of an
 existing MEMORY.md entry of the home (or a placeholder when it has none), ``{session}`` with a
 session id, ``{pending}`` with a pending write's id, ``{anchor}`` with an anchor id.
+
+Every command is a *writer* unless :data:`READ_ONLY` names it: the kill and disk-full tests, the
+multi-process store test and the hostile homes run every writer, so a new command is treated as
+one until it is marked read-only here (and then the hostile homes check that it changes no
+file). A writer says in :data:`WRITES` which files of a home it may change;
+``tests/core/test_every_command.py`` fails when a command is in neither.
 """
 
 from __future__ import annotations
@@ -45,13 +51,60 @@ SAMPLES: dict[str, list[list[str]]] = {
     "anchor restore": [["anchor", "restore", "1", "--json"]],
     "audit": [["audit"], ["audit", "--json"]],
     "preview": [["preview"], ["preview", "--json"]],
-    "plugin install": [["plugin", "status", "--json"]],  # installing is covered by its own tests; status is read-only
-    "plugin uninstall": [["plugin", "status"]],
+    "plugin install": [["plugin", "install", "--json"]],
+    "plugin uninstall": [["plugin", "uninstall", "--json"]],
     "plugin status": [["plugin", "status"], ["plugin", "status", "--json"]],
     "history": [["history"], ["history", "--json"]],
     "revert": [["revert", "1", "--json"]],
-    "watch": [["watch", "--timeout", "1", "--max-events", "5"]],
+    "watch": [["watch", "--timeout", "0.3", "--max-events", "5"]],
 }
+
+
+#: The commands that never change a file of the home (memdeck.db aside: every command records
+#: the change history there). Anything not listed is a writer.
+READ_ONLY: frozenset[str] = frozenset({
+    "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
+    "plugin status", "history", "watch",
+})
+
+#: What each writer may change, as ``fnmatch`` patterns of home-relative paths (``*`` crosses
+#: ``/``), besides memdeck's own files (memdeck.db and its side files, ``*.lock`` sidecars).
+WRITES: dict[str, tuple[str, ...]] = {
+    "memory add": ("memories/*",),
+    "memory replace": ("memories/*",),
+    "memory remove": ("memories/*",),
+    "memory edit": ("memories/*",),
+    "memory move": ("memories/*",),
+    "memory normalize": ("memories/*",),
+    "archive": ("memories/*",),
+    "restore": ("memories/*",),
+    "undo": ("memories/*", "memlock/*"),
+    "pending approve": ("memories/*", "pending/memory/*"),
+    "pending reject": ("pending/memory/*",),
+    "pin": ("memlock/*",),
+    "unpin": ("memlock/*",),
+    "anchor edit": ("memlock/*",),
+    "anchor archive": ("memlock/*",),
+    "anchor restore": ("memlock/*",),
+    "plugin install": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
+    "plugin uninstall": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
+    "revert": ("memories/*", "memlock/*"),
+}
+
+
+def writers() -> list[str]:
+    """Every command of the parser that is not :data:`READ_ONLY`, in parser order."""
+    return [p for p in command_paths() if p not in READ_ONLY]
+
+
+def command_of(argv: list[str]) -> str:
+    """The command path (``"memory add"``) an argv after the global options invokes."""
+    paths = set(SAMPLES)
+    for n in (2, 1):
+        head = " ".join(argv[:n])
+        if head in paths:
+            return head
+    raise KeyError(f"no command for {argv!r}")
 
 
 def command_paths(parser: argparse.ArgumentParser | None = None) -> list[str]:
