@@ -34,7 +34,8 @@ from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, list_names, read_regular_bytes, read_text_strict
+from ..fsio import (NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, file_lock, list_names,
+                    read_regular_bytes, read_text_strict)
 from .. import jsondata
 from ..home import HermesHome, require_hermes_home
 from .model import Anchor, PinsReport, SessionAnchors, SessionFileInfo, dump_json
@@ -418,14 +419,17 @@ class AnchorFiles:
                                                 session_id=session_id,
                                                 before=row_before, after=row_after, detail=detail, conn=conn,
                                                 state="intent")
+            path = self.session_path(session_id) if session_id else None
+            # the bytes of every file this change may write, to put back if it cannot be journaled done
+            kept = _kept_bytes([p for p in (path, self.pin_path(aid) if g_change else None,
+                                             self.manifest_path if g_change else None) if p is not None])
             try:
                 if g_change:
                     if g_after is None:
                         self.remove_pin(aid)
                     else:
                         self.save_pin(g_after)
-                if session_id and after != before:
-                    path = self.session_path(session_id)
+                if path is not None and after != before:
                     atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
                 row = _journal.get(self.home, ch.journal_id, conn=conn)
                 assert row is not None
@@ -433,10 +437,35 @@ class AnchorFiles:
             except BaseException:
                 with contextlib.suppress(Exception):
                     row = _journal.get(self.home, ch.journal_id, conn=conn)
-                    if row is not None and row.state == "intent":
+                    if row is not None and row.state == "intent" and not self._put_back(conn, row, kept):
                         self._resolve(conn, row)
                 raise
             return ch
+
+    def _put_back(self, conn: sqlite3.Connection, row: "_journal.JournalRow", kept: dict[Path, bytes | None]) -> bool:
+        """The change failed after its intent was committed (a file write, or the ``done`` commit:
+        a full disk, a lost memdeck.db): put back every file it may have written, byte for byte
+        (the manifest included, so no pin is quarantined), and roll the row back, so a failure
+        reported to the caller means nothing changed (memory files do the same: ``core/fsio.py``
+        ``replaced_until_committed``). False when that fails too: the row then stays an intent
+        for the next change under this lock to resolve from the disk."""
+        try:
+            with file_lock(self.manifest_path) if self.manifest_path in kept else contextlib.nullcontext():
+                for p, data in kept.items():
+                    try:
+                        now = read_regular_bytes(p)
+                    except FileNotFoundError:
+                        now = None
+                    if now == data:
+                        continue
+                    if data is None:
+                        p.unlink(missing_ok=True)
+                    else:
+                        atomic_write_bytes(p, data, prefix=p.name + ".", suffix=".tmp")
+            self._roll_back(conn, row)
+        except Exception:  # noqa: BLE001 - the intent row stays; recovery decides from the disk
+            return False
+        return True
 
     def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
         with deckdb.transaction(conn):
@@ -713,6 +742,20 @@ class AnchorFiles:
         return out
 
 
+
+
+def _kept_bytes(paths: list[Path]) -> dict[Path, bytes | None]:
+    """``path -> its bytes`` (None: absent) of each of ``paths``; a file that cannot be read is
+    not kept (it is then never put back)."""
+    out: dict[Path, bytes | None] = {}
+    for p in paths:
+        try:
+            out[p] = read_regular_bytes(p)
+        except FileNotFoundError:
+            out[p] = None
+        except OSError:
+            continue
+    return out
 
 
 def default_session_id(store: AnchorFiles, live_session_id: str | None = None) -> str | None:

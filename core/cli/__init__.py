@@ -110,6 +110,10 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"memdeck: error: a database could not be read or written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # a full disk, a vanished directory, no permission: a reason, never a traceback
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"memdeck: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -102,6 +102,8 @@ def _revert(args: argparse.Namespace, ctx: CliContext) -> int:
         res = _history.revert(ctx.home, ctx.config, int(cid), actor=ctx.actor)
     except Refused as exc:
         return _refused(exc, args.json)
+    if res.get("warning"):
+        print(f"memdeck: warning: {res['warning']}", file=sys.stderr)
     if args.json:
         print_json(res)
     else:

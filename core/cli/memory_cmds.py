@@ -99,6 +99,9 @@ def _run(args: argparse.Namespace, fn: Callable[[], Any]) -> int:
         res = fn()
     except Refused as exc:
         return _refused(exc, as_json)
+    warning = res.details.get("warning") if isinstance(res, WriteResult) else None
+    if warning:
+        _err(f"memdeck: warning: {safe(str(warning))}")
     if as_json:
         print_json(res.to_dict() if hasattr(res, "to_dict") else res)
     elif isinstance(res, WriteResult):

@@ -43,9 +43,10 @@ from ..deck import journal
 from ..config import Config, load_config
 from ..errors import Refused
 from .. import jsondata
-from ..fsio import NOT_UTF8_NAME, list_names, read_regular_bytes
+from ..fsio import NOT_UTF8_NAME, atomic_write_bytes, list_names, read_regular_bytes
 from ..home import TARGETS, HermesHome
 from . import staged
+from .results import WriteResult
 from .threats import pattern_ids, scan
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -291,7 +292,14 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             result = store.apply_batch(target, p.get("operations") or [])
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
-        _remove_record(rec)
+        try:
+            _remove_record(rec)
+        except OSError as exc:
+            # applied and journaled (with the record's bytes): reporting a failure now would be
+            # untrue, and the record left behind is never replayed (already_applied, above)
+            if isinstance(result, WriteResult):
+                result.details["warning"] = (f"applied, but its record could not be removed ({exc.strerror or exc}); "
+                                             "approving it again removes it without applying it twice")
     return result
 
 
@@ -374,9 +382,10 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
     target = rec.target if rec.target in TARGETS else "memory"
     with _claimed(rec):
         try:
-            raw = read_regular_bytes(rec.path).decode("utf-8", errors="replace")
+            raw_bytes = read_regular_bytes(rec.path)
         except OSError:
-            raw = ""
+            raw_bytes = b""
+        raw = raw_bytes.decode("utf-8", errors="replace")
         _recover_rejects(home)
         # write-ahead: the row (intent), the removal, then done; a kill in between is resolved
         # by the next approve/reject (:func:`_recover_rejects`)
@@ -390,7 +399,16 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
         except BaseException:
             _recover_rejects(home)
             raise
-        with deckdb.opened(home) as conn, deckdb.transaction(conn):
-            journal.mark_done(conn, [jid])
+        try:
+            with deckdb.opened(home) as conn, deckdb.transaction(conn):
+                journal.mark_done(conn, [jid])
+        except BaseException:
+            # the journal cannot say done (a full disk): put the record back, so a failure means
+            # the write is still pending; if that fails too, the intent row (holding the record)
+            # is resolved by the next approve/reject
+            with contextlib.suppress(Exception):
+                atomic_write_bytes(rec.path, raw_bytes, prefix=".pending_", suffix=".tmp")
+                _recover_rejects(home)
+            raise
     return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
             "message": f"Rejected pending write {rec.id}."}
