@@ -5,9 +5,10 @@
 store test, the raw-open audit, the hostile homes). ``tests/core/test_every_command.py`` fails
 when a command of the parser has no sample here, so a command added later cannot skip them.
 
-A sample is an argv after ``memdeck --home H``; ``{entry}`` is replaced with the text of an
-existing MEMORY.md entry of the home (or a placeholder when it has none), ``{session}`` with a
-session id, ``{pending}`` with a pending write's id, ``{anchor}`` with an anchor id.
+A sample is an argv after ``memdeck --home H``; its ``{placeholders}`` are filled from the home
+(:func:`home_values`: an entry, a pending write, an anchor, archive rows, a change). The kill and
+disk-full tests run a writer's samples in order on one home, each to completion but the one they
+interrupt: an earlier sample sets up a later one (``plugin uninstall`` installs first).
 
 Every command is a *writer* unless :data:`READ_ONLY` names it: the kill and disk-full tests, the
 multi-process store test and the hostile homes run every writer, so a new command is treated as
@@ -28,13 +29,13 @@ SAMPLES: dict[str, list[list[str]]] = {
     "status": [["status"], ["status", "--json"]],
     "memory list": [["memory", "list"], ["memory", "list", "--json"]],
     "memory add": [["memory", "add", "--target", "memory", "every-command probe entry"]],
-    "memory replace": [["memory", "replace", "--target", "memory", "every-command probe entry", "every-command probe entry v2"]],
-    "memory remove": [["memory", "remove", "--target", "memory", "every-command probe entry"]],
+    "memory replace": [["memory", "replace", "--target", "memory", "{entry_id}", "{entry} (replaced)"]],
+    "memory remove": [["memory", "remove", "--target", "memory", "{entry_id}"]],
     "memory edit": [["memory", "edit", "{entry_id}", "{entry} (edited)", "--json"]],
     "memory move": [["memory", "move", "{entry_id}", "--to", "user", "--json"]],
     "memory normalize": [["memory", "normalize", "--target", "user", "--json"]],
     "archive": [["archive", "--list"], ["archive", "{entry_id}", "--json"]],
-    "restore": [["restore", "1", "--json"]],
+    "restore": [["restore", "{archived_entry}", "--json"]],
     "undo": [["undo", "--json"]],
     "pending list": [["pending", "list"], ["pending", "list", "--json"]],
     "pending approve": [["pending", "approve", "{pending}", "--json"]],
@@ -48,14 +49,14 @@ SAMPLES: dict[str, list[list[str]]] = {
     "unpin": [["unpin", "{anchor}", "--json"]],
     "anchor edit": [["anchor", "edit", "{anchor}", "--priority", "5", "--json"]],
     "anchor archive": [["anchor", "archive", "{anchor}", "--json"]],
-    "anchor restore": [["anchor", "restore", "1", "--json"]],
+    "anchor restore": [["anchor", "restore", "{archived_anchor}", "--json"]],
     "audit": [["audit"], ["audit", "--json"]],
     "preview": [["preview"], ["preview", "--json"]],
     "plugin install": [["plugin", "install", "--json"]],
-    "plugin uninstall": [["plugin", "uninstall", "--json"]],
+    "plugin uninstall": [["plugin", "install", "--json"], ["plugin", "uninstall", "--json"]],
     "plugin status": [["plugin", "status"], ["plugin", "status", "--json"]],
     "history": [["history"], ["history", "--json"]],
-    "revert": [["revert", "1", "--json"]],
+    "revert": [["revert", "{change}", "--json"]],
     "watch": [["watch", "--timeout", "0.3", "--max-events", "5"]],
 }
 
@@ -127,50 +128,90 @@ def _leaves(p: argparse.ArgumentParser, prefix: tuple[str, ...]) -> Iterator[str
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
-    """``argv`` with ``{entry}``, ``{entry_id}``, ``{session}``, ``{pending}``, ``{anchor}`` replaced."""
+    """``argv`` with its ``{placeholders}`` replaced (see :func:`home_values`)."""
     return [a.format(**values) if "{" in a else a for a in argv]
 
 
+#: what every placeholder is where the home has none (a hostile home still gets its commands)
+PLACEHOLDERS = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
+                "pending": "no-such-pending", "anchor": "no-such-anchor", "archived_entry": "1",
+                "archived_anchor": "1", "change": "1"}
+
+
 def home_values(home_path: str) -> dict[str, str]:
-    """Values for :func:`fill` read from a home through memdeck's own readers (placeholders
-    where the home has none, or cannot be read: a hostile home must still get its commands)."""
+    """Values for :func:`fill`, read from a home through memdeck's own readers (never blocking on a
+    FIFO): ``entry``/``entry_id`` the first MEMORY.md entry; ``pending`` the first pending write
+    that could be approved (else the first); ``session``/``anchor`` the first readable MemLock
+    session with anchors and its first anchor; ``archived_entry``/``archived_anchor`` the newest
+    archive row of each kind, ``change`` the newest revertible change by another writer (memdeck.db
+    read ``mode=ro``: nothing is created or migrated). :data:`PLACEHOLDERS` where there is none."""
     from pathlib import Path
 
-    values = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
-              "pending": "no-such-pending", "anchor": "no-such-anchor"}
+    values = dict(PLACEHOLDERS)
+    root = Path(home_path)
     try:
         from memdeck.core.config import load_config
         from memdeck.core.home import HermesHome
         from memdeck.core.memory.reader import read_memory
 
-        home = HermesHome(Path(home_path))
+        home = HermesHome(root)
         state = read_memory(home, load_config(home), "memory")
         if state.entries:
-            first = state.entries[0]
-            values["entry"] = getattr(first, "text", str(first))
-            values["entry_id"] = str(getattr(first, "id", values["entry_id"]))
+            values["entry"], values["entry_id"] = state.entries[0].text, str(state.entries[0].id)
     except Exception:  # noqa: BLE001 - a hostile home keeps the placeholders
         pass
     try:
         from memdeck.core.home import HermesHome
         from memdeck.core.memory.pending import list_pending
 
-        recs = list_pending(HermesHome(Path(home_path)))
-        if recs:
-            values["pending"] = str(recs[0].id)
+        recs = list_pending(HermesHome(root))
+        usable = [r for r in recs if not r.malformed and not r.threats] or recs
+        if usable:
+            values["pending"] = str(usable[0].id)
     except Exception:  # noqa: BLE001
         pass
     try:
-        import json
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.home import HermesHome
 
-        for f in sorted((Path(home_path) / "memlock").glob("*.json")):
-            data = json.loads(f.read_text(encoding="utf-8"))
-            anchors = data.get("anchors") if isinstance(data, dict) else None
-            if anchors:
-                first = anchors[0] if isinstance(anchors, list) else next(iter(anchors.values()))
-                values["anchor"] = str(first.get("id") or first.get("anchor_id"))
-                values["session"] = f.stem
-                break
+        store = AnchorStore(HermesHome(root))
+        for info in store.list_sessions():
+            if info.error is None:
+                anchors = store.load_session(info.session_id).sorted_anchors()
+                if anchors:
+                    values["session"], values["anchor"] = info.session_id, anchors[0].id
+                    break
     except Exception:  # noqa: BLE001
         pass
+    values.update(_deck_values(root / "memdeck" / "memdeck.db"))
     return values
+
+
+def _deck_values(path: object) -> dict[str, str]:
+    import sqlite3
+    import urllib.parse
+    from pathlib import Path
+
+    p = Path(str(path))
+    if not p.is_file():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        conn = sqlite3.connect("file:" + urllib.parse.quote(str(p.absolute())) + "?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return {}
+    try:
+        for key, kind in (("archived_entry", "memory"), ("archived_anchor", "anchor")):
+            row = conn.execute("SELECT MAX(archive_id) FROM archive WHERE kind = ? AND state = 'archived'",
+                               (kind,)).fetchone()
+            if row and row[0] is not None:
+                out[key] = str(row[0])
+        row = conn.execute("SELECT MAX(change_id) FROM history WHERE actor != 'cli' AND actor != 'tui'"
+                           " AND reverted_by IS NULL").fetchone()
+        if row and row[0] is not None:
+            out["change"] = str(row[0])
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    return out

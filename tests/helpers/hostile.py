@@ -122,8 +122,9 @@ class Hostile:
 
 def build_base(dest: Path) -> Path:
     """The base every hostile home copies: the seed-7 demo home at ``DEMO_NOW`` plus memdeck.db
-    with journal rows (an add, an archive, an anchor archive) and the history's first
-    observation. Returns ``dest``."""
+    with journal rows (an add, an archive, a pin and an anchor archive) and a change by another
+    writer in the history (USER.md's last entry removed), so every writer of ``SAMPLES`` has
+    something to act on. Returns ``dest``."""
     from memdeck.core.anchors.store import AnchorStore
     from memdeck.core.config import load_config
     from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home
@@ -143,6 +144,12 @@ def build_base(dest: Path) -> Path:
         sid = db.live_session().id
     pinned = anchors.pin("Hostile-base anchor: cite the ticket number.", session_id=sid)
     anchors.archive(pinned.id, sid)
+    observe(home)
+    # another writer removes USER.md's last entry: a change ``revert`` can put back
+    from memdeck.core.memory.entries import parse_entries, serialize_entries
+
+    user = home.memory_file("user")
+    user.write_text(serialize_entries(parse_entries(user.read_text(encoding="utf-8"))[:-1]), encoding="utf-8")
     observe(home)
     return dest
 
