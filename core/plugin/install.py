@@ -664,6 +664,11 @@ def uninstall_plugin(home: HermesHome) -> PluginOpResult:
     Idempotent: a second run changes nothing.
     """
     result = PluginOpResult(plugin_dir=plugin_dir(home))
+    # Dry run of the config edit first, as install does: a refusal leaves the disk untouched (the
+    # plugin lock below would create plugins/ for its sidecar). _config_edited re-checks under the lock.
+    text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
+    if text is not None:
+        edit_enabled(text, remove=PLUGIN_NAME)
     with file_lock(plugin_dir(home)), _config_edited(home, remove=PLUGIN_NAME) as (changed, backup, enabled):
         result.config_changed, result.backup, result.enabled = changed, backup, enabled
         result.files_changed = _remove_tree(home)  # a failure puts config.yaml back
