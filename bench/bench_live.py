@@ -219,7 +219,16 @@ def main() -> int:
     ap.add_argument("--idle", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "live.md"))
     ap.add_argument("--home", help="soak on a copy of this home instead of a fresh demo home")
+    ap.add_argument("--sizes", help="round 3 (issue 23): comma-separated bench/bighome.py sizes, memdeck and hermesd "
+                                    "beside a live Hermes as ratios (bench/live_beside.py)")
+    ap.add_argument("--window", type=float, default=60.0, help="with --sizes: seconds beside the agent")
+    ap.add_argument("--hermesd", default=os.environ.get("HERMESD", "hermesd"), help="with --sizes: the hermesd program")
     args = ap.parse_args()
+    if args.sizes:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import live_beside
+        out = Path(args.out) if args.out != str(ROOT / "bench" / "results" / "live.md") else ROOT / "bench" / "results" / "live_beside.md"
+        return live_beside.main([int(x) for x in args.sizes.split(",")], args.window, args.hermesd, out)
 
     sys.path.insert(0, str(ROOT))
     from memdeck.core.demo import DEMO_SEED, build_demo_home

@@ -1,6 +1,6 @@
 """A big Hermes home of the real long-lived shape, written by Hermes' OWN code (issue 9).
 
-    python bench/bighome.py [N]        # N live-session rows (default 200,000); prints the home's path
+    python bench/bighome.py [N] [--root DIR]   # N live-session rows (default 200,000); prints the home's path
 
 Unlike bench/bighome_core.py (memdeck's Hermes-shaped writer), every row here goes through
 hermes-agent 0.19.0's ``hermes_state.SessionDB`` (``create_session``, ``append_message``,
@@ -11,14 +11,22 @@ the WAL and every per-row transaction are Hermes'. The home:
 * ``config.yaml`` from memdeck's demo (memory limits, ``memlock:`` with two static anchors);
 * ``memories/MEMORY.md`` + ``USER.md``: the demo's entries re-added one by one through
   ``MemoryStore.add`` (Hermes' own format: entries joined by ``\\n§\\n``);
-* ONE live session of ``N`` rows: a user turn, an assistant reply, and about one turn in five an
-  assistant ``tool_calls`` message plus its ``tool`` result; every ~800 active rows an in-place
-  compaction ``archive_and_compact(sid, head + [summary] + tail)``: the first 3 active rows
-  (the protected head, protect_first_n 3), an assistant message starting with
-  ``agent.context_compressor.SUMMARY_PREFIX`` plus a summary, then the last ~20 rows (the
-  tail never starts with an orphan ``tool`` row): ~245 compactions at 200k, ~1,240 at 1M;
-* 5 other, ended sessions (``end_session(..., "cli_close")``) of a few dozen rows each;
-* ``profiles/work/`` with its own small state.db (one ended session) and memory files;
+* the real long-lived shape (generator 2, issue 23): first, at the lowest row ids, the home's
+  history: 5 short ended sessions (``end_session(..., "cli_close")``, a few dozen rows each),
+  then :data:`OLDER` older sessions holding 40 % of ``N``, each compacted in place every
+  ``min(800, rows/3)`` active rows and ended; every second one also rotates once half-way
+  (``end_session(sid, "compression")``, ``create_session(child, parent_session_id=sid)`` and
+  the head + summary + tail appended to the child, as Hermes 0.19's
+  ``agent/conversation_compression.py:1240-1290`` does), the child going on and being
+  compacted in place too before it ends; then the ONE live session with the rest of the rows:
+  a user turn, an assistant reply, and about one turn in five an assistant ``tool_calls``
+  message plus its ``tool`` result; every ~800 active rows an in-place compaction
+  ``archive_and_compact(sid, head + [summary] + tail)``: the first 3 active rows (the
+  protected head, protect_first_n 3), an assistant message starting with
+  ``agent.context_compressor.SUMMARY_PREFIX`` plus a summary, then the last ~20 rows (the tail
+  never starts with an orphan ``tool`` row);
+* ``profiles/work/`` with its own state.db (one short ended session, then one older session
+  compacted in place and ended) and memory files;
 * MemLock files: the demo's ``memlock/persist/`` global pin, and ``memlock/<sid>.json`` for
   the live session in the demo's shape (MemLock 0.5: anchors map, static ids, drift_log of the
   last 20 audits, ``self_sha256``): the two static anchors from config plus three pins; the
@@ -28,7 +36,7 @@ Queries the recall benchmark relies on: rare identifiers ``ZX<7 digits>Q`` (one 
 rows), the common word ``kubernetes``, the phrase ``grafana prometheus``, the CJK strings of
 ``CJK``, the prefix ``kubern*`` and the no-hit word ``xylophonequasar``.
 
-Cached under ``~/.cache/memdeck-bench/hermes-<N>-g<GENERATOR>/`` (``.built`` marks a finished
+Cached under ``$MEMDECK_BENCH_HOMES`` (default ``~/.cache/memdeck-bench``) as ``hermes-<N>-g<GENERATOR>/`` (``.built`` marks a finished
 build, with its row count, compaction count and the seconds it took). Build speed is Hermes':
 one write transaction per ``append_message``; ``--rate`` builds 20,000 rows in a temp dir and
 prints rows/s to decide whether 1M fits in 15 minutes.
@@ -48,8 +56,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-GENERATOR = 1  # bump when the shape changes: caches are keyed by it
-CACHE = Path.home() / ".cache" / "memdeck-bench"
+GENERATOR = 2  # bump when the shape changes: caches are keyed by it
+CACHE = Path(os.environ.get("MEMDECK_BENCH_HOMES") or Path.home() / ".cache" / "memdeck-bench")
+OLDER = 6  # older sessions (compacted, ended) below the live one
+OLDER_SHARE = 0.4  # of the rows
 EVERY = 800  # active rows between compactions
 HEAD, TAIL = 3, 20
 WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database "
@@ -108,6 +118,95 @@ def _other_sessions(db, rnd: random.Random, t: float, count: int = 5, rows: int 
         db.end_session(sid, "cli_close")
 
 
+def _sid(rnd: random.Random, t: float) -> str:
+    """A Hermes session id (``YYYYMMDD_HHMMSS_<6 hex>``, agent/agent_init.py:1279-1281)."""
+    return time.strftime("%Y%m%d_%H%M%S_", time.gmtime(t)) + f"{rnd.getrandbits(24):06x}"
+
+
+def _open(SessionDB, path: Path):
+    """Hermes' ``SessionDB`` on ``path``, its connection without fsync (a bench home is rebuilt
+    when lost; every row still goes through ``append_message``'s own transaction), and its FTS
+    merge (``optimize_fts``, every 1,000 writes in Hermes 0.19: 72 % of a build's time, growing
+    with the index) every 50,000 writes."""
+    db = SessionDB(path)
+    db._conn.execute("PRAGMA synchronous=OFF")
+    db._OPTIMIZE_EVERY_N_WRITES = 50_000
+    return db
+
+
+class _Writer:
+    """Writes conversations through one ``SessionDB`` the way a Hermes agent does (see module doc)."""
+
+    def __init__(self, db, rnd: random.Random, summary_prefix: str, t: float, progress: bool = False) -> None:
+        self.db, self.rnd, self.prefix, self.t, self.progress = db, rnd, summary_prefix, t, progress
+        self.written = self.compactions = self.rotations = 0
+        self.summaries: dict[str, list[tuple[float, str]]] = {}
+        self.t0 = time.perf_counter()
+
+    def conversation(self, sid: str, rows: int, *, every: int, end: str | None, rotate_at: int | None = None) -> None:
+        """``rows`` rows in ``sid`` (and its rotation child), compacted every ``every`` active rows;
+        ended with ``end`` unless None (the live session)."""
+        db, rnd = self.db, self.rnd
+        db.create_session(sid, source="cli")
+        active: list[dict] = []
+        goal = self.written + rows
+        turn = 0
+
+        def add(role: str, content: str | None, **kw) -> None:
+            self.t += 1.5
+            db.append_message(sid, role, content, timestamp=self.t, **kw)
+            active.append({"role": role, "content": content, **kw})
+            self.written += 1
+
+        def compacted() -> list[dict]:
+            self.compactions += 1
+            body = f"## Goal\nbench compaction {self.compactions}: {_text(rnd, 60)}"
+            if self.compactions % 3 == 0:  # the probes of two anchors survive in every third summary
+                body += "\n## Constraints\nBritish English, colour; pathlib; staging cluster; EUR invoices."
+            start = len(active) - TAIL
+            while start > HEAD and active[start]["role"] == "tool":
+                start -= 1
+            self.t += 1.0
+            self.summaries.setdefault(sid, []).append((self.t, body))
+            return active[:HEAD] + [{"role": "assistant", "content": self.prefix + "\n" + body}] + active[start:]
+
+        while self.written < goal:
+            turn += 1
+            w = self.written
+            if w // 997 != (w + 4) // 997:
+                add("user", f"rare identifier ZX{w:07d}Q and {rnd.choice(CJK)} {_text(rnd, 8)}")
+            else:
+                add("user", _text(rnd, rnd.randint(5, 30)))
+            if turn % 5 == 0:
+                cid = f"call_{w:08x}"
+                add("assistant", None, tool_calls=[{"id": cid, "type": "function", "function": {
+                    "name": "terminal", "arguments": json.dumps({"command": f"kubectl get pods -n ns{turn % 17}"})}}])
+                add("tool", _text(rnd, rnd.randint(10, 200)), tool_name="terminal", tool_call_id=cid)
+            add("assistant", _text(rnd, rnd.randint(20, 120)))
+            if rotate_at is not None and self.written - (goal - rows) >= rotate_at and len(active) > HEAD + TAIL:
+                # rotation (conversation_compression.py:1240-1290): the parent ends 'compression', a
+                # child starts with the parent as parent_session_id, the handoff is appended to it
+                handoff = compacted()
+                db.end_session(sid, "compression")
+                parent, sid = sid, _sid(rnd, self.t)
+                db.create_session(sid, source="cli", parent_session_id=parent)
+                active = []
+                for m in handoff:
+                    add(m["role"], m["content"], **{k: v for k, v in m.items() if k not in ("role", "content")})
+                self.rotations += 1
+                rotate_at = None
+            elif len(active) >= every:
+                new = compacted()
+                db.archive_and_compact(sid, new)
+                active = new
+            if self.progress and self.written % 20000 < 4:
+                print(f"  {self.written:,} rows, {self.compactions} compactions, "
+                      f"{self.written / (time.perf_counter() - self.t0):,.0f} rows/s", file=sys.stderr, flush=True)
+        if end is not None:
+            db.end_session(sid, end)
+        self.last_sid = sid
+
+
 def build(n: int, *, root: Path | None = None, seed: int = 9, progress: bool = False) -> Path:
     """Build (or reuse) the home with ``n`` live-session rows; returns its path.
 
@@ -134,66 +233,40 @@ def build(n: int, *, root: Path | None = None, seed: int = 9, progress: bool = F
     _write_memory(root, memory, user)
 
     rnd = random.Random(seed)
-    t = time.time() - n * 6.0 - 7 * 86400
-    # the second profile: its own state.db and memory files
+    t = time.time() - n * 6.0 - 30 * 86400
+    # the second profile: its own state.db (a short session, then a compacted older one) and memory files
     work = root / "profiles" / "work"
     work.mkdir(parents=True)
     (work / "config.yaml").write_text((root / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     _write_memory(work, ["Work profile: the on-call rota is in the shared calendar."],
                   ["Works on the payments team."])
     SessionDB, _, SUMMARY_PREFIX = _hermes(work)
-    wdb = SessionDB(work / "state.db")
+    wdb = _open(SessionDB, work / "state.db")
     _other_sessions(wdb, rnd, t, count=1, rows=30)
+    w = _Writer(wdb, rnd, SUMMARY_PREFIX, t + 7200)
+    w.conversation(_sid(rnd, w.t), min(2_000, max(300, n // 100)), every=min(EVERY, max(60, n // 300)), end="cli_close")
     wdb.close()
 
     SessionDB, _, SUMMARY_PREFIX = _hermes(root)
-    db = SessionDB(root / "state.db")
+    db = _open(SessionDB, root / "state.db")
     _other_sessions(db, rnd, t)
-    t += 6 * 3600
-    sid = time.strftime("%Y%m%d_%H%M%S_", time.gmtime(t)) + f"{rnd.getrandbits(24):06x}"
-    db.create_session(sid, source="cli")
-
-    active: list[dict] = []  # the live session's active rows, as archive_and_compact wants them
-    written = compactions = turn = 0
-    summaries: list[tuple[float, str]] = []
-    t0 = time.perf_counter()
-
-    def add(role: str, content: str | None, **kw) -> None:
-        nonlocal written, t
-        t += 1.5
-        db.append_message(sid, role, content, timestamp=t, **kw)
-        active.append({"role": role, "content": content, **kw})
-        written += 1
-
-    while written < n:
-        turn += 1
-        if written // 997 != (written + 4) // 997:
-            add("user", f"rare identifier ZX{written:07d}Q and {rnd.choice(CJK)} {_text(rnd, 8)}")
-        else:
-            add("user", _text(rnd, rnd.randint(5, 30)))
-        if turn % 5 == 0:
-            cid = f"call_{turn:08x}"
-            add("assistant", None, tool_calls=[{"id": cid, "type": "function", "function": {
-                "name": "terminal", "arguments": json.dumps({"command": f"kubectl get pods -n ns{turn % 17}"})}}])
-            add("tool", _text(rnd, rnd.randint(10, 200)), tool_name="terminal", tool_call_id=cid)
-        add("assistant", _text(rnd, rnd.randint(20, 120)))
-        if len(active) >= EVERY:
-            compactions += 1
-            body = f"## Goal\nbench compaction {compactions}: {_text(rnd, 60)}"
-            if compactions % 3 == 0:  # the probes of two anchors survive in every third summary
-                body += "\n## Constraints\nBritish English, colour; pathlib; staging cluster; EUR invoices."
-            start = len(active) - TAIL
-            while active[start]["role"] == "tool":
-                start -= 1
-            new = active[:HEAD] + [{"role": "assistant", "content": SUMMARY_PREFIX + "\n" + body}] + active[start:]
-            t += 1.0
-            db.archive_and_compact(sid, new)
-            active = new
-            summaries.append((t, body))
-        if progress and written % 20000 < 6:
-            print(f"  {written:,} rows, {compactions} compactions, "
-                  f"{written / (time.perf_counter() - t0):,.0f} rows/s", file=sys.stderr, flush=True)
+    w = _Writer(db, rnd, SUMMARY_PREFIX, t + 6 * 3600, progress=progress)
+    per = int(n * OLDER_SHARE) // OLDER
+    older = []
+    for k in range(OLDER):  # the long-lived history: compacted, some rotated, ended, at the lowest ids
+        w.t += 3600.0
+        sid = _sid(rnd, w.t)
+        older.append(sid)
+        w.conversation(sid, per, every=min(EVERY, max(60, per // 3)), end="cli_close" if k % 3 else "new_session",
+                       rotate_at=per // 2 if k % 2 else None)
+    w.t += 3600.0
+    sid = _sid(rnd, w.t)
+    w.conversation(sid, n - w.written, every=EVERY, end=None)  # the live session
+    summaries, t, written, compactions = w.summaries.get(sid, []), w.t, w.written, w.compactions
     db.close()
+    for old, marks in w.summaries.items():  # MemLock kept a record for every compacted older session too
+        if old != sid:
+            _write_memlock(root, old, marks, marks[-1][0], anchors_sha256, dump_json, safe_sid)
 
     _write_memlock(root, sid, summaries, t, anchors_sha256, dump_json, safe_sid)
     for side in ("-wal", "-shm"):  # Hermes' connection is closed: leave a quiet home
@@ -201,6 +274,8 @@ def build(n: int, *, root: Path | None = None, seed: int = 9, progress: bool = F
         Path(str(work / "state.db") + side).unlink(missing_ok=True)
     secs = time.perf_counter() - t_build
     (root / ".built").write_text(json.dumps({"rows": written, "compactions": compactions, "live_session": sid,
+                                             "older_sessions": older, "rotations": w.rotations,
+                                             "live_compactions": len(summaries),
                                              "seconds": round(secs, 1), "generator": GENERATOR}) + "\n")
     return root
 
@@ -248,9 +323,14 @@ def main() -> int:
               f"1M would take ~{1_000_000 / (20_000 / secs) / 60:.0f} min")
         shutil.rmtree(tmp)
         return 0
+    root = None
+    if "--root" in args:  # build (or reuse) the home in DIR instead of the cache, e.g. /work/benchhomes/...
+        i = args.index("--root")
+        root = Path(args[i + 1])
+        del args[i:i + 2]
     n = int(args[0]) if args else 200_000
     t = time.perf_counter()
-    path = build(n, progress=True)
+    path = build(n, root=root, progress=True)
     print(path, f"({time.perf_counter() - t:.1f} s)", (path / ".built").read_text().strip())
     return 0
 

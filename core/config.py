@@ -10,11 +10,13 @@ never raises.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from .fsio import read_regular_bytes
+from .fsio import FileTooLarge, read_regular_bytes
 from .home import HermesHome
 
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
@@ -57,7 +59,20 @@ class Config:
         memory_enabled, user_profile_enabled: whether Hermes injects each store.
         memlock: the ``memlock:`` section.
         plugins_enabled: ``plugins.enabled`` list.
+        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default),
+            the provider named by ``sessiondb.provider`` (Hermes 0.23 ``hermes_state_provider.py``
+            ``get_session_db_provider``: a name other than ``sqlite``), or ``"postgresql"`` when a
+            ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
+            ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
+        session_store_source: the config key that named a non-SQLite store ('' for SQLite).
+        memory_provider: ``memory.provider``, the external memory provider plugin Hermes loads
+            beside the built-in stores (stripped; ``""`` = built-in only). Matches Hermes 0.19
+            ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
+            non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
+        raw: the whole document as parsed (a read-only mapping; empty without a file), for the
+            readers of keys this class does not model (``model:``, ``compression:``: the next
+            compaction, ``core/context/budget.py``).
     """
 
     memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
@@ -67,7 +82,11 @@ class Config:
     user_profile_enabled: bool = True
     memlock: MemlockConfig = field(default_factory=MemlockConfig)
     plugins_enabled: tuple[str, ...] = ()
+    session_store: str = "sqlite"
+    session_store_source: str = ""
+    memory_provider: str = ""
     warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
     def char_limit(self, target: str) -> int:
         """The char limit of ``target`` (``"memory"`` or ``"user"``)."""
@@ -171,7 +190,15 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     enabled: tuple[str, ...] = ()
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
+    store, store_source = _session_store(data)
+    provider = mem.get("provider")
+    if provider is not None and not isinstance(provider, str):
+        warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
+        provider = None
     return Config(
+        memory_provider=(provider or "").strip(),
+        session_store=store,
+        session_store_source=store_source,
         memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
         user_char_limit=_as_int(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
         write_approval=_as_bool(mem.get("write_approval"), False, "memory.write_approval", warnings),
@@ -180,13 +207,34 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),
+        raw=MappingProxyType(dict(data)),
     )
+
+
+def _session_store(data: dict[str, Any]) -> tuple[str, str]:
+    """``(store, config key)``: ``sessiondb.provider`` when it names something other than
+    ``sqlite`` (lower-cased and stripped, as Hermes 0.23 normalises it), else ``postgresql`` when
+    ``database.postgres`` is a mapping, else ``("sqlite", "")``."""
+    sdb = data.get("sessiondb")
+    if isinstance(sdb, dict) and isinstance(sdb.get("provider"), str):
+        name = sdb["provider"].strip().lower()
+        if name and name != "sqlite":
+            return name, "sessiondb.provider"
+        if name == "sqlite":
+            return "sqlite", ""
+    db = data.get("database")
+    if isinstance(db, dict) and isinstance(db.get("postgres"), dict):
+        return "postgresql", "database.postgres"
+    return "sqlite", ""
 
 
 def load_config(home: HermesHome | Path) -> Config:
     """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`
-    (a file that is not UTF-8, not YAML, over :data:`MAX_CONFIG_BYTES` bytes, or expanding to
-    more than :data:`MAX_CONFIG_NODES` values: the defaults apply, and the warning says so).
+    (a file that is not UTF-8 or not YAML: the defaults apply, and the warning says so).
+
+    The file is bounded as every config memdeck reads (:func:`read_config_text`,
+    :func:`load_yaml_document`): at most :data:`MAX_CONFIG_BYTES` on disk, :data:`MAX_CONFIG_NODES`
+    values after alias expansion, 200 levels deep; past a bound the defaults apply, with a warning.
 
     Args:
         home: a :class:`HermesHome` or the home directory.
@@ -194,22 +242,72 @@ def load_config(home: HermesHome | Path) -> Config:
     path = home.config_path if isinstance(home, HermesHome) else Path(home) / "config.yaml"
     warnings: list[str] = []
     try:
-        text = read_regular_bytes(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8-sig")
+        text = read_config_text(path)
     except FileNotFoundError:
         return Config()
+    except ConfigTooLarge as exc:
+        return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except (OSError, UnicodeDecodeError) as exc:
         return Config(warnings=(f"config: {path} could not be read ({exc}); using defaults",))
     try:
-        data = yaml_safe_load(text)
-        _check_expanded_size(data)
+        data = load_yaml_document(text)
     except ImportError:
         return Config(warnings=("config: neither PyYAML nor ruamel.yaml is installed; using defaults",))
-    except _TooLarge as exc:
+    except ConfigTooLarge as exc:
         return Config(warnings=(f"config: {path} {exc}; using defaults",))
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Config(warnings=(f"config: {path} is not valid YAML ({first}); using defaults",))
     return parse_config(data, warnings)
+
+
+#: The largest config file memdeck parses, in bytes. PyYAML's pure-Python safe loader reads
+#: about 200 KB a second (measured on this project's machine), so a 13 MB file kept the dashboard
+#: blank for minutes (issue 22 #6); Hermes' own config.yaml is a few KB.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class ConfigTooLarge(ValueError):
+    """A config document over one of memdeck's bounds: its bytes on disk, its values after alias
+    expansion, or its depth. The message says which ("is 13,000,000 bytes, over ...")."""
+
+
+def read_config_text(path: Path, *, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The text of a config file (UTF-8, a leading BOM dropped), read without following it into a
+    FIFO or a device (``core/fsio.py`` ``read_regular_bytes``) and only when it is at most
+    ``max_bytes`` bytes (one ``fstat`` decides; nothing is read past the bound).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ConfigTooLarge: larger than ``max_bytes``.
+        UnicodeDecodeError: not UTF-8.
+        OSError: not a regular file, or any other read error.
+    """
+    try:
+        return read_regular_bytes(path, max_bytes=max_bytes).decode("utf-8-sig")
+    except FileTooLarge as exc:
+        raise ConfigTooLarge(f"is {exc.size:,} bytes, over memdeck's {max_bytes:,}-byte bound for a config file") from exc
+
+
+def load_yaml_document(text: str) -> Any:
+    """Parse a YAML config document (:func:`yaml_safe_load`) and bound what it expands to
+    (:func:`check_expanded_size`): the one parse path of every YAML config memdeck reads (a Hermes
+    home's ``config.yaml``, the dashboard's settings file).
+
+    Returns the document (``None`` for an empty one).
+
+    Raises:
+        ImportError: neither YAML library is importable.
+        ConfigTooLarge: more than :data:`MAX_CONFIG_NODES` values after alias expansion, or deeper
+            than 200 levels (also when the parser itself recurses too deep on nested brackets).
+        ValueError: not valid YAML (the parser's message).
+    """
+    try:
+        data = yaml_safe_load(text)
+    except RecursionError as exc:  # "[[[[..." thousands deep: the parser's own recursion gives up
+        raise ConfigTooLarge("nests too deeply for the YAML parser") from exc
+    check_expanded_size(data)
+    return data
 
 
 def yaml_safe_load(text: str) -> Any:
@@ -246,32 +344,22 @@ def yaml_safe_load(text: str) -> Any:
         raise ValueError(str(exc) or type(exc).__name__) from exc
 
 
-#: The largest config.yaml memdeck parses, in bytes. Hermes writes a few KB (its default config
-#: is about 10 KB); PyYAML's pure-Python ``safe_load`` (Hermes' parser) takes about 3 s per MB,
-#: so a 13 MB file would stall every command and the dashboard for most of a minute. A larger
-#: file is not parsed: the defaults apply and the warning says why.
-MAX_CONFIG_BYTES = 1 << 20
-
 #: The most values a config may expand to, aliases counted at every place they are used.
 #: Hermes' own config.yaml is a few hundred; an alias bomb ("billion laughs") is billions.
 MAX_CONFIG_NODES = 100_000
 
 
-class _TooLarge(Exception):
-    pass
-
-
 def config_size_problem(data: Any) -> str | None:
-    """Why a parsed config.yaml is too large to use (expands past :data:`MAX_CONFIG_NODES`
-    values or nests deeper than 200 levels: an alias bomb), or None. Linear in the file."""
+    """Why a parsed config.yaml is too large to use (:func:`check_expanded_size`: past
+    :data:`MAX_CONFIG_NODES` values or deeper than 200 levels, an alias bomb), or None."""
     try:
-        _check_expanded_size(data)
-    except _TooLarge as exc:
+        check_expanded_size(data)
+    except ConfigTooLarge as exc:
         return str(exc)
     return None
 
 
-def _check_expanded_size(data: Any) -> None:
+def check_expanded_size(data: Any) -> None:
     """Refuse a parsed config that expands to more than :data:`MAX_CONFIG_NODES` values or nests
     deeper than 200 levels (issue 13 #12).
 
@@ -281,13 +369,13 @@ def _check_expanded_size(data: Any) -> None:
     is computed with memoisation on shared objects, in time linear in the file.
 
     Raises:
-        _TooLarge: the bound is exceeded (the message says which).
+        ConfigTooLarge: the bound is exceeded (the message says which).
     """
     sizes: dict[int, int] = {}
 
     def size(v: Any, depth: int) -> int:
         if depth > 200:
-            raise _TooLarge("nests deeper than 200 levels")
+            raise ConfigTooLarge("nests deeper than 200 levels")
         if not isinstance(v, (dict, list)):
             return 1
         got = sizes.get(id(v))
@@ -304,4 +392,4 @@ def _check_expanded_size(data: Any) -> None:
         return total
 
     if size(data, 0) > MAX_CONFIG_NODES:
-        raise _TooLarge(f"expands to more than {MAX_CONFIG_NODES:,} values (an alias bomb?)")
+        raise ConfigTooLarge(f"expands to more than {MAX_CONFIG_NODES:,} values (an alias bomb?)")

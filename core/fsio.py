@@ -22,7 +22,9 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import LockTimeout, UnreadableFile
 
@@ -223,69 +225,158 @@ def atomic_write_text(path: Path, text: str, *, prefix: str = ".mem_", suffix: s
     return atomic_write_bytes(path, text.encode("utf-8"), prefix=prefix, suffix=suffix)
 
 
-@contextlib.contextmanager
-def replaced_until_committed(path: Path, data: bytes, *, prefix: str = ".mem_", suffix: str = ".tmp") -> Iterator[Path]:
-    """Atomically replace ``path`` with ``data``; if the block raises, put the old file back.
+#: The prefix of the two names a write-ahead replacement keeps next to its file until the
+#: journal has settled it (:class:`StagedReplace`); ``cleanup_stale_temps`` callers exclude it.
+INTENT_TEMP_PREFIX = ".mem_intent_"
 
-    For a write that must be recorded somewhere else (memdeck.db's journal) to count: replace
-    the file, then COMMIT inside the block. When the COMMIT fails (``SQLITE_FULL`` on a full
-    disk, an I/O error), the previous file is restored, so a reported failure always means the
-    file is as it was (issue 13 #3). The previous file is kept as a hard link
-    ``<prefix><8 hex><suffix>`` next to it (a link needs no data blocks, so the rollback works
-    on a full disk: it is one ``os.replace``); where hard links are refused, its bytes are kept
-    in memory and written back. A file that did not exist is removed again. A crash inside the
-    block leaves the keep-link as an ordinary stale temp (``cleanup_stale_temps`` removes it).
+
+@dataclass(frozen=True)
+class StagedReplace:
+    """A replacement of one file, prepared on disk and not yet made: the *witness* of a
+    write-ahead write (``core/memory/store.py``).
+
+    Attributes:
+        real: the file to replace (a symlinked target resolved to its real file).
+        new: ``<INTENT_TEMP_PREFIX><token>_new.tmp`` next to ``real``: the complete new
+            content, fsynced. Renaming it onto ``real`` *is* the write, so while this name
+            exists the write has not happened (a rename removes the name atomically).
+        old: ``<INTENT_TEMP_PREFIX><token>_old.tmp``: a hard link to the previous file
+            (None when there was no file, or the filesystem refuses hard links). A rollback
+            renames it back onto ``real``, so once ``new`` is gone this name tells a write
+            that stands (still there) from one rolled back (gone).
+        old_bytes: the previous content when a hard link was refused (rolled back by an
+            atomic write; then the names alone cannot tell a rollback).
+        existed: whether ``real`` existed when the replacement was staged.
+    """
+
+    real: Path
+    new: Path
+    old: Path | None
+    old_bytes: bytes | None
+    existed: bool
+
+    def names(self) -> dict[str, Any]:
+        """``{"new": name, "old": name | None}``: what a journal row records to find them again."""
+        return {"new": self.new.name, "old": self.old.name if self.old is not None else None}
+
+
+def _real_of(path: Path) -> Path:
+    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+
+
+def stage_replace(path: Path, data: bytes, token: str) -> StagedReplace:
+    """Prepare the replacement of ``path`` by ``data`` without making it (see :class:`StagedReplace`).
+
+    Steps: hard-link the current file to ``<prefix><token>_old.tmp`` (kept for a rollback),
+    write ``data`` to ``<prefix><token>_new.tmp`` (``O_EXCL``, 0600 then the target's mode,
+    fsync), fsync the directory so both names are durable before the caller journals them.
 
     Args:
-        path: the destination (may be a symlink: its real file is replaced and restored).
+        path: the destination (may be a symlink: its real file is replaced later).
         data: the complete new content.
-
-    Yields:
-        the real path replaced.
+        token: a fresh token (hex) naming the two files.
 
     Raises:
-        OSError: the replace failed (nothing changed); or the rollback itself failed (then the
-            block's exception is chained, and the new content stays).
+        OSError: a name is taken, the write or fsync failed (disk full); nothing is left behind.
     """
-    real = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    keep: Path | None = None
-    old: bytes | None = None
+    real = _real_of(path)
+    if not os.path.islink(path):
+        real.parent.mkdir(parents=True, exist_ok=True)
+    new = real.parent / f"{INTENT_TEMP_PREFIX}{token}_new.tmp"
+    old: Path | None = real.parent / f"{INTENT_TEMP_PREFIX}{token}_old.tmp"
+    old_bytes: bytes | None = None
     existed = os.path.lexists(real)
-    if existed:
-        for _ in range(100):
-            cand = real.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+    made: list[Path] = []  # only names this call created are removed on failure
+    try:
+        if existed:
             try:
-                os.link(real, cand, follow_symlinks=False)
-                keep = cand
-                break
+                os.link(real, old, follow_symlinks=False)  # type: ignore[arg-type]
+                made.append(old)  # type: ignore[arg-type]
             except FileExistsError:
-                continue
-            except OSError:
-                old = read_regular_bytes(real)
-                break
-    try:
-        atomic_write_bytes(path, data, prefix=prefix, suffix=suffix)
-    except BaseException:
-        if keep is not None:
+                raise
+            except OSError:  # no hard links here: keep the bytes (a rollback is then a write)
+                old, old_bytes = None, read_regular_bytes(real)
+        else:
+            old = None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(new, flags, 0o600)
+        made.append(new)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if existed:
             with contextlib.suppress(OSError):
-                os.unlink(keep)
-        raise
-    try:
-        yield real
+                os.chmod(new, os.stat(real).st_mode & 0o777)
     except BaseException:
-        if keep is not None:
-            os.replace(keep, real)
-            fsync_dir(real.parent)
-        elif old is not None:
-            atomic_write_bytes(real, old, prefix=prefix, suffix=suffix)
-        elif not existed:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(real)
-            fsync_dir(real.parent)
+        for p in made:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
         raise
-    if keep is not None:
-        with contextlib.suppress(OSError):
-            os.unlink(keep)
+    fsync_dir(real.parent)
+    return StagedReplace(real, new, old, old_bytes, existed)
+
+
+@contextlib.contextmanager
+def applied(staged: StagedReplace) -> Iterator[Path]:
+    """Make a staged replacement (rename ``new`` onto the file, fsync the directory); if the
+    block raises -- the journal's COMMIT failed -- put the previous file back before the
+    exception propagates (one rename of ``old``; or the kept bytes; or remove a file that did
+    not exist), so a reported failure means the file is as it was.
+
+    Raises:
+        OSError: the rename failed (nothing changed; ``new`` is still there), or the rollback
+            failed (the block's exception is chained).
+    """
+    os.replace(staged.new, staged.real)
+    fsync_dir(staged.real.parent)
+    try:
+        yield staged.real
+    except BaseException:
+        if staged.old is not None:
+            os.replace(staged.old, staged.real)
+        elif staged.old_bytes is not None:
+            atomic_write_bytes(staged.real, staged.old_bytes)
+        elif not staged.existed:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staged.real)
+        fsync_dir(staged.real.parent)
+        raise
+
+
+def discard_staged(staged: StagedReplace) -> None:
+    """Remove a staged replacement's names (after its journal row is settled). Never raises."""
+    for p in (staged.new, staged.old):
+        if p is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+
+
+def replace_outcome(path: Path, names: dict[str, Any]) -> str:
+    """What became of a staged replacement of ``path`` whose journal row was left in ``intent``.
+
+    Args:
+        path: the destination as given to :func:`stage_replace` (its real file's directory
+            holds the names).
+        names: :meth:`StagedReplace.names`.
+
+    Returns:
+        ``"not_made"`` (``new`` is still there: the rename never happened), ``"made"``
+        (``new`` is gone and ``old`` is still there: the rename happened and was not rolled
+        back), ``"rolled_back"`` (both gone: the rename happened and ``old`` was renamed back),
+        or ``"unknown"`` (``new`` is gone and there was no ``old`` to tell by, or ``names``
+        is not a valid record).
+    """
+    new, old = names.get("new"), names.get("old")
+    ok = lambda n: isinstance(n, str) and n.startswith(INTENT_TEMP_PREFIX) and "/" not in n  # noqa: E731
+    if not ok(new) or (old is not None and not ok(old)):
+        return "unknown"
+    directory = _real_of(path).parent
+    if os.path.lexists(directory / new):
+        return "not_made"
+    if old is None:
+        return "unknown"
+    return "made" if os.path.lexists(directory / old) else "rolled_back"
 
 
 def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
@@ -303,7 +394,8 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
     Raises:
         FileNotFoundError: the file does not exist.
         IsADirectoryError: it is a directory.
-        NotRegularFile: it is a FIFO, socket or device, or larger than ``max_bytes``.
+        NotRegularFile: it is a FIFO, socket or device; :class:`FileTooLarge` (a subclass):
+            larger than ``max_bytes`` (nothing more than one ``fstat`` is done).
         OSError: any other open/read error.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -315,7 +407,7 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(f"{path} is not a regular file (a FIFO, socket or device); refusing to read it")
         if max_bytes is not None and st.st_size > max_bytes:
-            raise NotRegularFile(f"{path} is {st.st_size:,} bytes, over the {max_bytes:,}-byte bound")
+            raise FileTooLarge(f"{path} is {st.st_size:,} bytes, over the {max_bytes:,}-byte bound", st.st_size)
         chunks: list[bytes] = []
         while True:
             b = os.read(fd, 1 << 20)
@@ -329,6 +421,14 @@ def read_regular_bytes(path: Path, *, max_bytes: int | None = None) -> bytes:
 
 class NotRegularFile(OSError):
     """A data file is a FIFO, socket or device (or over its size bound): refused, never read."""
+
+
+class FileTooLarge(NotRegularFile):
+    """A data file is larger than its reader's bound (``size``: its bytes): refused, never read."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 def read_text_strict(path: Path, *, max_bytes: int | None = None) -> str | None:
@@ -366,10 +466,13 @@ def read_text_strict(path: Path, *, max_bytes: int | None = None) -> str | None:
     return text
 
 
-def cleanup_stale_temps(directory: Path, prefix: str = ".mem_", suffix: str = ".tmp", older_than: float = 60.0) -> int:
+def cleanup_stale_temps(directory: Path, prefix: str = ".mem_", suffix: str = ".tmp", older_than: float = 60.0,
+                        *, exclude_prefix: str | None = INTENT_TEMP_PREFIX) -> int:
     """Remove temp files left behind by a crashed writer (older than ``older_than`` seconds).
 
-    Call it while holding the lock of the file the temps belong to. Returns how many were removed.
+    Names starting with ``exclude_prefix`` are kept (default: the staged replacements a
+    journal row may still need, :class:`StagedReplace`; their owner removes them). Call it
+    while holding the lock of the file the temps belong to. Returns how many were removed.
     """
     removed = 0
     now = time.time()
@@ -378,7 +481,7 @@ def cleanup_stale_temps(directory: Path, prefix: str = ".mem_", suffix: str = ".
     except OSError:
         return 0
     for name in names:
-        if name.startswith(prefix) and name.endswith(suffix):
+        if name.startswith(prefix) and name.endswith(suffix) and not (exclude_prefix and name.startswith(exclude_prefix)):
             p = Path(directory) / name
             try:
                 if now - p.lstat().st_mtime >= older_than:

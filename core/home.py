@@ -88,6 +88,8 @@ class HermesHome:
 
     @property
     def memlock_dir(self) -> Path:
+        """The home's own ``memlock/``. MemLock 0.5 on the default profile may keep the state
+        elsewhere (``~/.memlock/memlock``): use :func:`core.memlock_home.locate_memlock` to read it."""
         return self.path / "memlock"
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
 
 _C0_NAMES = {
     0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x09: "TAB", 0x0B: "VT", 0x0C: "FF", 0x0D: "CR",
@@ -55,10 +56,26 @@ def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
     if text is None:
         return ""
 
-    s = hidden_pattern("", False).sub(lambda m: marker_for(m.group()) or m.group(), str(text))
+    s = str(text)
+    # ASCII text can hide only C0 controls and DEL; other text is looked at once per distinct
+    # character (``set`` runs in C), not through the whole-Unicode pattern (built on first use
+    # from 65k code points: tens of ms of every CLI process that prints)
+    pattern = _ASCII_HIDDEN if s.isascii() else _pattern_of(c for c in set(s) if marker_for(c) is not None)
+    if pattern is not None:
+        s = pattern.sub(lambda m: marker_for(m.group()) or m.group(), s)
     if single_line:
         s = s.replace("\n", "⏎")  # no marker holds a newline
     return s if not width or len(s) <= width else s[: width - 1] + "…"
+
+
+def _pattern_of(chars: "Iterable[str]") -> "re.Pattern[str] | None":
+    """A character class of ``chars`` (None when there are none)."""
+    body = "".join(re.escape(c) for c in sorted(chars))
+    return re.compile("[" + body + "]") if body else None
+
+
+#: What :func:`marker_for` may hide in ASCII text (C0 controls but the newline, DEL).
+_ASCII_HIDDEN = re.compile("[\\x00-\\x09\\x0b-\\x1f\\x7f]")
 
 
 @functools.lru_cache(maxsize=8)
@@ -87,14 +104,20 @@ def _json_escape_char(ch: str) -> str:
 def _needs_escape() -> "re.Pattern[str]":
     """A pattern matching every BMP character :func:`marker_for` hides (DEL and above; C0
     controls are escaped by ``json.dumps`` itself) and every character above U+FFFF (judged
-    one by one). Built on first use from ``marker_for`` itself (65k code points, ~20 ms)."""
+    one by one). Built on first use by :func:`marker_for`'s rule above DEL (DEL, blank
+    letters, hidden categories), the 65k categories read by ``map`` (C speed: ~10 ms, where
+    a ``marker_for`` call per code point took ~0.1 s of every CLI process printing non-ASCII
+    JSON); tests/core/test_cli_lazy.py checks it against ``marker_for``."""
+    cats = list(map(unicodedata.category, map(chr, range(0x80, 0x10000))))
+    hidden = [True] + [c in _HIDDEN_CATEGORIES for c in cats]  # index 0: DEL (0x7F)
+    for cp in _BLANK_LETTERS:
+        hidden[cp - 0x7F] = True
     parts, start = [], None
-    for cp in range(0x7F, 0x10001):
-        hidden = cp < 0x10000 and marker_for(chr(cp)) is not None
-        if hidden and start is None:
-            start = cp
-        elif not hidden and start is not None:
-            parts.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
+    for i, h in enumerate(hidden + [False]):
+        if h and start is None:
+            start = i + 0x7F
+        elif not h and start is not None:
+            parts.append(f"\\U{start:08x}-\\U{i + 0x7F - 1:08x}")
             start = None
     return re.compile("[" + "".join(parts) + "\\U00010000-\\U0010ffff]")
 
@@ -110,4 +133,7 @@ def json_safe(dumped: str) -> str:
     """
     if dumped.isascii() and "\x7f" not in dumped:
         return dumped
-    return _needs_escape().sub(lambda m: _json_escape_char(m.group()), dumped)
+    # the distinct characters at DEL and above that marker_for hides (``set`` runs in C): the
+    # same escapes as the whole-Unicode pattern (:func:`_needs_escape`), without building it
+    pattern = _pattern_of(c for c in set(dumped) if ord(c) >= 0x7F and marker_for(c) is not None)
+    return dumped if pattern is None else pattern.sub(lambda m: _json_escape_char(m.group()), dumped)

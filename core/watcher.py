@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from .home import TARGET_FILES, HermesHome
+from .memlock_home import candidate_dirs
 
 #: Debounce of the ``watchfiles`` fallback in milliseconds (its default, 1,600 ms, feels dead).
 DEBOUNCE_MS = 50
@@ -65,18 +66,36 @@ def is_noise(name: str) -> bool:
     return bool(_NOISE.search(name))
 
 
-def source_of(home: HermesHome, path: str | Path) -> str | None:
+def outside_memlock_dirs(home: HermesHome) -> tuple[Path, ...]:
+    """The places outside the home where MemLock may keep its state (``~/.memlock/memlock`` or
+    ``$MEMLOCK_HOME/memlock`` for the default profile; :func:`core.memlock_home.candidate_dirs`)."""
+    return tuple(d for d, rule in candidate_dirs(home) if rule != "hermes_home")
+
+
+def _outside_memlock_source(p: Path, dirs: tuple[Path, ...]) -> str | None:
+    for d in dirs:
+        if p in (d, d / "persist", d.parent):
+            return "memlock"  # the directory (or its MemLock home) appeared or vanished
+        if p.parent in (d, d / "persist"):
+            return "memlock" if p.name.endswith(".json") else None
+    return None
+
+
+def source_of(home: HermesHome, path: str | Path, memlock_dirs: tuple[Path, ...] | None = None) -> str | None:
     """The source kind (one of :data:`SOURCES`) a change to ``path`` touches, or None.
 
     None for noise (:func:`is_noise`), for memdeck's own files (``memdeck/``), and for
     anything the dashboard does not show. A watched directory itself appearing or vanishing
-    is reported as its source.
+    is reported as its source. ``memlock_dirs``: MemLock directories outside the home
+    (default :func:`outside_memlock_dirs`); their ``*.json`` files are ``memlock``.
     """
     p = Path(path)
     try:
         rel = p.relative_to(home.path)
     except ValueError:
-        return None
+        if is_noise(p.name):
+            return None
+        return _outside_memlock_source(p, outside_memlock_dirs(home) if memlock_dirs is None else memlock_dirs)
     parts = rel.parts
     if not parts or is_noise(p.name):
         return None
@@ -119,10 +138,13 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
 
     file_mask = Mask.CLOSE_WRITE | Mask.MOVED_TO | Mask.MOVED_FROM | Mask.CREATE | Mask.DELETE | Mask.MODIFY
     watched: dict[str, object] = {}
+    outside = outside_memlock_dirs(home)
 
     def arm(ino: Inotify) -> None:
-        for rel in ("", *WATCHED_DIRS):
-            d = home.path / rel if rel else home.path
+        dirs = [home.path / rel if rel else home.path for rel in ("", *WATCHED_DIRS)]
+        for d in outside:  # MemLock 0.5's ~/.memlock/memlock: its parent too, to see it created
+            dirs += [d.parent, d, d / "persist"]
+        for d in dirs:
             key = str(d)
             if key in watched or not d.is_dir():
                 continue
@@ -148,7 +170,7 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
                         watched.pop(str(event.watch.path), None)
                         rearm = True
                     if event.path is not None:
-                        kind = source_of(home, event.path)
+                        kind = source_of(home, event.path, outside)
                         if kind == "statedb" and event.mask & Mask.CLOSE_WRITE:
                             # any connection, memdeck's read-only one included, opens -wal for
                             # writing and closes it: only a write (MODIFY), a create, delete or
@@ -168,8 +190,8 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
                 await _pause(BURST_S)
                 waited = True
                 event = ino.sync_get()
-            if rearm:
-                arm(ino)
+            if rearm or (outside and kinds):
+                arm(ino)  # a MemLock directory outside the home may have appeared since
             if kinds:
                 yield frozenset(kinds)
 
@@ -177,15 +199,18 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
 async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncIterator[frozenset[str]]:
     from watchfiles import awatch
 
+    outside = outside_memlock_dirs(home)
+
     def keep(_change: object, path: str) -> bool:
-        return source_of(home, path) is not None
+        return source_of(home, path, outside) is not None
 
     while not home.path.is_dir():
         await asyncio.sleep(1.0)  # fallback only: nothing to watch until the home exists
     if on_ready is not None:
         on_ready()  # watchfiles arms on its first step: a change right after may be merged into it
-    async for changes in awatch(home.path, watch_filter=keep, debounce=DEBOUNCE_MS, step=STEP_MS,
+    extra = [d.parent for d in outside if d.parent.is_dir()]
+    async for changes in awatch(home.path, *extra, watch_filter=keep, debounce=DEBOUNCE_MS, step=STEP_MS,
                                 recursive=True, ignore_permission_denied=True):
-        kinds = frozenset(k for _c, p in changes if (k := source_of(home, p)) is not None)
+        kinds = frozenset(k for _c, p in changes if (k := source_of(home, p, outside)) is not None)
         if kinds:
             yield kinds

@@ -46,6 +46,7 @@ class Shot:
     theme: str = "textual-dark"
     query: str = ""
     external_replace: bool = False
+    pin_text: str = ""  # open the pin dialog with this text and wait for its what-if
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -53,12 +54,15 @@ SHOTS: tuple[Shot, ...] = (
     Shot("anchors", "anchors"),
     Shot("drift", "drift"),
     Shot("capacity", "capacity"),
-    Shot("recall", "recall", query="rate limit"),
+    Shot("recall", "recall", query="deploy"),
     Shot("review", "review"),
     Shot("history", "history"),
+    Shot("context", "context"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
     Shot("capacity-light", "capacity", theme="textual-light"),
-    Shot("toast", "capacity", external_replace=True),  # last: it changes the home
+    Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
+    Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
+    Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
 )
 
 
@@ -75,7 +79,7 @@ async def _settle(pilot, app, rounds: int = 200) -> None:
     """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
     for _ in range(rounds):
         await pilot.pause()
-        busy = [w for w in app.workers if w.group in ("refresh", "recall", "write") and not w.is_finished]
+        busy = [w for w in app.workers if w.group in ("refresh", "recall", "write", "exact") and not w.is_finished]
         for w in busy:
             await w.wait()
         await pilot.pause()
@@ -98,6 +102,23 @@ async def take(shot: Shot, home, out: Path) -> Path:
             app.query_one("#recall-query").value = shot.query
             app.run_recall(shot.query)
             await _settle(pilot, app)
+        if shot.pin_text:
+            from textual.widgets import TextArea
+
+            app.action_pin()
+            for _ in range(400):
+                await pilot.pause()
+                if getattr(app.screen, "what_if_fn", None) is not None and app.screen.is_mounted:
+                    break
+            app.screen.query_one("#pin-text", TextArea).text = shot.pin_text
+            for _ in range(2000):
+                await pilot.pause(0.01)
+                key = getattr(app.screen, "_what_if_key", None)
+                if app.screen.what_if_result is not None and key and key[0] == shot.pin_text:
+                    break
+            else:
+                raise RuntimeError("the what-if did not finish")
+            await pilot.pause()
         if shot.external_replace:
             _replace_first_entry(home.memory_file("memory"))
             app.request_refresh()

@@ -133,6 +133,10 @@ def _question(lead: str, name: str, rest: str, text: str | None, n: int = 200) -
     return body
 
 
+#: Seconds the pin dialog's what-if may spend replaying compactions (newest first).
+WHAT_IF_BUDGET_S = 3.0
+
+
 # ── p / u ──────────────────────────────────────────────────────────────────
 
 
@@ -159,7 +163,20 @@ def action_pin(self: "MemdeckApp") -> None:
 
         self.run_write("pin", op, lambda a: f"pinned {a.id} (priority {a.priority}, {values['scope']}) in {sid}")
 
-    self.push_screen(PinScreen(text, self.config), done)
+    home, config = self.home, self.config
+
+    def replay(text: str, probes: list[str] | None, priority: int) -> Any:
+        """The what-if of the text being typed (core/anchors/whatif.py), on the dialog's worker:
+        its own read-only state.db reader, the newest compactions first within a few seconds."""
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.anchors.whatif import what_if
+        from memdeck.core.sessions.statedb import StateDB
+
+        with StateDB(home.state_db) as db:
+            return what_if(db, AnchorStore(home, config), sid, text, probes=probes, priority=priority,
+                           config=config, budget_s=WHAT_IF_BUDGET_S)
+
+    self.push_screen(PinScreen(text, self.config, what_if=replay), done)
 
 
 @toast_on_error
@@ -201,6 +218,7 @@ def action_archive(self: "MemdeckApp") -> None:
     target, text = sel.target, sel.text or ""
     body = Text(f"Archive this {_target_name(target)} entry ({len(text):,} chars)? R restores it.\n")
     body.append_text(safe_text(_preview(text, 300)))
+    body.append_text(_archive_what_if(self, target, text))
 
     selector = getattr(sel.obj, "id", None) or text
 
@@ -211,6 +229,20 @@ def action_archive(self: "MemdeckApp") -> None:
              lambda: self.run_write("archive", op_e, lambda r: f"archived a {_target_name(target)} entry "
                                     f"(archive #{getattr(r, 'archive_id', '?')}, {len(text):,} chars freed); R restores it"),
              "Archive")
+
+
+def _archive_what_if(app: "MemdeckApp", target: str | None, text: str) -> Text:
+    """How archiving ``text`` moves the next session's frozen block (``core/context/whatif.py``)."""
+    from memdeck.core.context.whatif import what_if
+
+    from .screens.editors import running_note, what_if_text
+
+    state = getattr(app.snapshot, "memory", {}).get(target) if app.snapshot is not None else None
+    entries = [e.text for e in getattr(state, "entries", ()) or ()]
+    if target not in ("memory", "user") or text not in entries:
+        return Text()
+    w = what_if(target, entries, int(app.config.char_limit(target)), remove=text)
+    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app), heading="if you archive it"))
 
 
 @toast_on_error
@@ -519,7 +551,10 @@ def action_pick_session(self: "MemdeckApp") -> None:
         t.append("  MemLock file only", "dim")
         options.append((sid, t))
     if not options:
-        self.notify("no sessions: no state.db sessions and no MemLock session files", markup=False)
+        from memdeck.core.sessions.profile import session_store_note
+
+        note = session_store_note(getattr(snap, "config", None))
+        self.notify(note or "no sessions: no state.db sessions and no MemLock session files", markup=False)
         return
 
     def done(sid: str | None) -> None:

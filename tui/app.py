@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -37,8 +36,9 @@ from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
-from .keymap import PANEL_IDS, PANELS, app_bindings, screen_bindings
-from .messages import BuildProgress, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome
+from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
+from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady,
+                       SourcesChanged, WriteDone, WriteOutcome)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -114,7 +114,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "memdeck"
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")] + app_bindings()
+    BINDINGS = [quit_anywhere_binding()] + app_bindings()
     COMMANDS = App.COMMANDS | {DeckCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -135,8 +135,13 @@ class MemdeckApp(DeckActions, App[None]):
         home_label: str | None = None,
         user_settings: bool = False,
         head_start: HeadStart | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(driver_class=_quiet_driver_class())
+        #: every write action is refused with a toast (``memdeck --read-only``, ``serve --read-only``)
+        self.read_only = read_only
+        if read_only:
+            self._hide_write_keys()
         self._head_start = head_start
         self.use_settings = user_settings
         self.home_label = home_label
@@ -171,6 +176,19 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
         self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
+        #: the person's settings file as read at start (None: not read, ``user_settings=False``);
+        #: the help screen shows its path, its problems and the binding ids a keymap takes
+        self.settings: Any = None
+        #: the once-a-minute timer of the shown panel's relative times (None while the panel has none)
+        self.retime_timer: Any = None
+        #: exact token counts of prompts by ``(sha256, tokenizer)`` (the Context panel asks for them)
+        self.exact_counts: dict[tuple[str, str], Any] = {}
+        self._exact_pending: set[tuple[str, str]] = set()
+        #: the tokenizer of the Context panel's exact counts (None: estimates only)
+        self.exact_tokenizer: str | None = "o200k_base"
+        #: the Context panel is on screen: refreshes build the followed session's report (its rows,
+        #: sections and budget); while it is not, they build only the frozen-memory comparisons
+        self.context_shown = False
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -237,6 +255,7 @@ class MemdeckApp(DeckActions, App[None]):
     def compose(self) -> ComposeResult:
         from .widgets.panels.anchors import AnchorsPanel
         from .widgets.panels.capacity import CapacityPanel
+        from .widgets.panels.context import ContextPanel
         from .widgets.panels.drift import DriftPanel
         from .widgets.panels.history import HistoryPanel
         from .widgets.panels.integrity import IntegrityPanel
@@ -251,6 +270,7 @@ class MemdeckApp(DeckActions, App[None]):
             "recall": RecallPanel,
             "review": ReviewPanel,
             "history": HistoryPanel,
+            "context": ContextPanel,
         }
         yield Readout(self._status_line(), id="statusline", fits_width=True)
         with DeckTabs(initial="integrity", id="panels"):
@@ -259,7 +279,7 @@ class MemdeckApp(DeckActions, App[None]):
                     yield classes[pid](id=f"panel-{pid}")
         with ToastRack(id="toast-rack"):
             yield ToastStack(id="toasts")
-        yield DeckFooter(compact=True, show_command_palette=False)
+        yield DeckFooter(compact=True, show_command_palette=False, read_only=self.read_only)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
@@ -268,17 +288,24 @@ class MemdeckApp(DeckActions, App[None]):
         self.ansi_theme_light = LIGHT_ANSI  # status colours at 3:1 or better on the light theme
         self.theme = "textual-dark"
         if self.use_settings:
-            settings = load_settings(all_binding_ids(type(self)), self.available_themes)
+            from .keymap import main_screen_keys
+
+            settings = load_settings(all_binding_ids(type(self)), self.available_themes,
+                                     default_keys=main_screen_keys())
+            self.settings = settings
             if settings.keymap:
                 self.set_keymap(dict(settings.keymap))
+                if self.read_only:
+                    self._hide_write_keys()  # a keymap rebuilds the bindings
             if settings.theme:
                 self.theme = settings.theme
             for w in settings.warnings:
-                self.notify(w, title="settings", severity="warning", timeout=10)
+                self.notify(w, title="settings (? shows them again)", severity="warning", timeout=10)
         self.request_refresh()
         if self.watch_enabled:
             self.start_watchers()
         self.call_after_refresh(self._focus_panel)
+        self.call_after_refresh(self._arm_retime)
 
     # ── panels ──────────────────────────────────────────────────────────
 
@@ -311,10 +338,53 @@ class MemdeckApp(DeckActions, App[None]):
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pid = self.current_panel_id
+        shown = pid == "context"
+        if shown != self.context_shown:
+            self.context_shown = shown
+            if shown:  # its report is built only while it is shown: build it now
+                self.request_refresh(force=True)
         if pid in self._stale_panels and self.snapshot is not None:
             self._stale_panels.discard(pid)
             self._show_panel_snapshot(pid, self.snapshot)
+        elif self.snapshot is not None and self._panel_has_relative_times(pid):
+            self._retime()  # its "12 min ago" went stale while it was hidden
+        self._arm_retime(pid)
         self.call_after_refresh(self._focus_panel)
+
+    # ── relative times ("12 min ago"): drawn again once a minute, only while such a panel shows ──
+
+    #: seconds between two redraws of the shown panel's relative times
+    RETIME_S = 60.0
+
+    def _panel_has_relative_times(self, pid: str) -> bool:
+        try:
+            return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
+        except Exception:  # not mounted (start-up, shutdown)
+            return False
+
+    def _arm_retime(self, pid: str | None = None) -> None:
+        """Run the once-a-minute timer while the shown panel has relative times; stop it otherwise,
+        so a panel without them (or a hidden one) costs no wake-up at all."""
+        wanted = self._panel_has_relative_times(pid or self.current_panel_id)
+        if wanted and self.retime_timer is None:
+            self.retime_timer = self.set_interval(self.RETIME_S, self._retime, name="relative-times")
+        elif not wanted and self.retime_timer is not None:
+            self.retime_timer.stop()
+            self.retime_timer = None
+
+    def _retime(self) -> None:
+        """Draw the shown panel's relative times for the clock's new time (cells in place); not
+        while refresh is paused or a dialog is open (the screen is meant to hold still then)."""
+        snap = self.snapshot
+        if snap is None or self._refresh_blocked():
+            return
+        pid = self.current_panel_id
+        if not self._panel_has_relative_times(pid) or pid in self._stale_panels:
+            return
+        try:
+            self.panel(pid).retime(snap)
+        except Exception as exc:  # a panel bug must not kill the app
+            self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
         """Draw ``snap`` in panel ``pid`` unless it holds nothing new for it; a panel that fails
@@ -372,10 +442,48 @@ class MemdeckApp(DeckActions, App[None]):
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 
-        self.push_screen(HelpScreen())
+        from .settings import all_binding_ids
+
+        self.push_screen(HelpScreen(settings=self.settings, demo_home=self.home.path if self.demo else None,
+                                    binding_ids=all_binding_ids(type(self))))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    # ── read-only ───────────────────────────────────────────────────────
+
+    #: The toast of a write key on a read-only dashboard.
+    READ_ONLY_MESSAGE = "this dashboard is read-only (--read-only): nothing was written"
+
+    def _hide_write_keys(self) -> None:
+        """Take the write keys out of the footer (they still reach :meth:`run_action`, which
+        refuses them with a toast)."""
+        for key, bindings in self._bindings.key_to_bindings.items():
+            self._bindings.key_to_bindings[key] = [
+                dataclasses.replace(b, show=False) if b.action in WRITE_ACTIONS else b for b in bindings
+            ]
+
+    def is_write_action(self, action: Any, default_namespace: Any = None) -> bool:
+        """Whether ``action`` (an action string or Textual's parsed tuple) is one of the app's
+        :data:`tui.keymap.WRITE_ACTIONS`: ``"edit"`` on the app, or ``"app.edit"`` from anywhere."""
+        from textual import actions
+
+        try:
+            dest, name, _params = action if isinstance(action, tuple) else actions.parse(action)
+        except Exception:  # not an action string: Textual will say so
+            return False
+        on_app = dest == "app" or (not dest and (default_namespace is None or default_namespace is self))
+        return on_app and name in WRITE_ACTIONS
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None) -> bool:
+        """Textual's ``run_action`` (every key, palette entry and row action goes through it),
+        except that a read-only dashboard refuses a write action with a toast."""
+        if self.read_only and self.is_write_action(action, default_namespace):
+            name = action[1] if isinstance(action, tuple) else str(action).rsplit(".", 1)[-1].split("(", 1)[0]
+            self.notify(self.READ_ONLY_MESSAGE, title=f"{name.replace('_', ' ')}: refused", severity="warning",
+                        markup=False, timeout=4)
+            return True
+        return await super().run_action(action, default_namespace, namespaces)
 
     # ── status line ─────────────────────────────────────────────────────
 
@@ -386,6 +494,9 @@ class MemdeckApp(DeckActions, App[None]):
         t.append_text(safe_text(self.home.profile, single_line=True, style="bold"))
         if self.demo:
             t.append(" · demo", "italic")
+        if self.read_only:
+            t.append(" · ")
+            t.append("read-only", "bold magenta")
         t.append(" · ")
         if self.paused:
             t.append("⏸ PAUSED (space resumes)", "bold yellow reverse")
@@ -404,6 +515,23 @@ class MemdeckApp(DeckActions, App[None]):
             if not self.watch_enabled or self.paused:
                 t.append(" · ", "dim")
             t.append("following live", "bold green" if self.watch_enabled and not self.paused else "dim")
+        badge = self._frozen_badge(snap)
+        if badge:
+            try:
+                room = self.query_one("#statusline", Static).size.width or self.size.width or 80
+            except Exception:
+                room = self.size.width or 80
+            # the badge never pushes out the time or the path's last 8 columns; the full words when
+            # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
+            label = self.home_label if self.home_label is not None else str(self.home.path)
+            n = badge.split(": ", 1)[-1].split(" ", 1)[0]
+            short = f"≠{n} frozen"
+            base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
+            options = [(badge, len(label)), (short, len(label)), (badge, 8), (short, 8)]
+            badge = next((b for b, path in options if base + len(b) + path <= room), "")
+            if badge:
+                t.append(" · ")
+                t.append(badge, "bold reverse yellow")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -425,6 +553,18 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(" · ")
             t.append_text(shown)
         return t
+
+    @staticmethod
+    def _frozen_badge(snap: Any) -> str | None:
+        """``frozen 19 d ago: 5 entries differ`` for the followed session, when it differs."""
+        if snap is None or getattr(snap, "agent_view", None) is None:
+            return None
+        from .views.context import frozen_badge
+
+        try:
+            return frozen_badge(snap)
+        except Exception:  # a badge never breaks the status line
+            return None
 
     def on_resize(self) -> None:
         self.update_status_line()  # the path is shortened to the width
@@ -563,6 +703,7 @@ class MemdeckApp(DeckActions, App[None]):
                     session_id=self.session_id,
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
+                    context_report=self.context_shown,
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
@@ -629,6 +770,9 @@ class MemdeckApp(DeckActions, App[None]):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
         elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
+        audit = getattr(snap, "audit", None) if not isinstance(snap, BaseException) else None
+        if audit is not None and getattr(audit, "pending", 0):
+            self._dirty = True  # a first semantic history is bounded per refresh: continue it (newest first)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
 
@@ -687,18 +831,53 @@ class MemdeckApp(DeckActions, App[None]):
         self._badges_shown = dict(counts)
 
     def _toast_changes(self, changes: Any) -> None:
-        """A warning toast for each entry or anchor removed or replaced by a writer other than memdeck."""
-        from .safe_text import safe_plain
+        """A warning toast for each entry or anchor removed or replaced by a writer other than
+        memdeck, in words (:func:`.views.history.toast_text`: the entry or the anchor's text, never
+        the JSON the history stores)."""
+        from .views.history import toast_text
 
         for c in changes or ():
             if c.by_memdeck or c.op not in ("removed", "replaced", "anchor_removed", "anchor_changed"):
                 continue
-            who = {"hermes": f"Hermes ({c.attribution.get('source') or 'session'} {c.attribution.get('session_id')})",
-                   "pending": f"a pending write ({c.attribution.get('pending_id')})"}.get(c.actor, "a writer other than memdeck")
-            what = (c.before or "")[:80]
-            self.notify(safe_plain(f"{c.op} in {c.where} by {who}: {what} (memdeck revert {c.change_id})",
-                                   single_line=True), title="memory changed", severity="warning", markup=False,
-                        timeout=8)
+            title = "anchor changed" if c.kind == "anchor" else "memory changed"
+            self.notify(toast_text(c), title=title, severity="warning", markup=False, timeout=8)
+
+    # ── exact token counts (the Context panel asks; a worker loads the vocabulary once) ──
+
+    def request_exact_counts(self, report: Any) -> None:
+        """Count the report's prompt exactly with :attr:`exact_tokenizer` in a worker, once per prompt."""
+        prompt = getattr(report, "prompt", None)
+        if prompt is None or not self.exact_tokenizer:
+            return
+        key = (prompt.sha256, self.exact_tokenizer)
+        if key in self.exact_counts or key in self._exact_pending:
+            return
+        self._exact_pending.add(key)
+        self._exact_worker(report, key)
+
+    @work(thread=True, exit_on_error=False, group="exact")
+    def _exact_worker(self, report: Any, key: tuple[str, str]) -> None:
+        from memdeck.core.context.report import exact_counts
+
+        try:
+            counts, reason = exact_counts(report, key[1])
+        except Exception as exc:  # never a traceback: the panel says estimates only
+            counts, reason = None, f"{type(exc).__name__}: {exc}"
+        self.post_message(ExactCountsReady(key, counts, reason))
+
+    def on_exact_counts_ready(self, message: ExactCountsReady) -> None:
+        self._exact_pending.discard(message.key)
+        if message.counts is None:
+            self.exact_tokenizer = None  # unavailable: do not ask again; the header says estimates only
+            return
+        self.exact_counts[message.key] = message.counts
+        if self.snapshot is not None and self.current_panel_id == "context":
+            try:
+                self.panel("context").show_snapshot(self.snapshot)
+            except Exception as exc:
+                self.log.error(f"context panel failed to render: {exc!r}")
+        else:
+            self._stale_panels.add("context")
 
     # ── the watcher (Posting: one exclusive worker that posts messages) ────
 
@@ -732,8 +911,13 @@ class MemdeckApp(DeckActions, App[None]):
     def run_write(self, action: str, op: Callable[[], Any], success: Callable[[Any], str] | str) -> None:
         """Run core operation ``op`` in a write worker and toast its outcome.
 
-        ``success`` is the toast text, or a function of ``op``'s result that returns it.
+        ``success`` is the toast text, or a function of ``op``'s result that returns it. A
+        read-only dashboard runs nothing: the outcome is a refusal (the keys are refused before
+        this, in :meth:`run_action`; this is the last stop).
         """
+        if self.read_only:
+            self.post_message(WriteDone(action, WriteOutcome(False, self.READ_ONLY_MESSAGE, "read_only")))
+            return
         self._write_worker(action, op, success)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="write")
@@ -744,6 +928,13 @@ class MemdeckApp(DeckActions, App[None]):
             result = op()
             text = success(result) if callable(success) else success
             outcome = success_outcome(result, text)
+            target = getattr(result, "target", None) or (result.get("target") if isinstance(result, dict) else None)
+            if outcome.ok and outcome.code != "noop" and target in ("memory", "user"):
+                from .views.context import write_note
+
+                note = write_note(self.snapshot, target)
+                if note:
+                    outcome.detail.append(note)
         except Refused as exc:
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:
@@ -880,6 +1071,7 @@ def make_app(
     home_label: str | None = None,
     user_settings: bool = False,
     head_start: HeadStart | None = None,
+    read_only: bool = False,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -898,6 +1090,8 @@ def make_app(
         head_start: the first refresh, started before Textual was imported
             (:class:`memdeck.tui.head_start.HeadStart`, for the same home and config); the
             first refresh adopts what it built.
+        read_only: refuse every write action with a toast, and say so in the footer and the
+            status line (``memdeck --read-only``, ``memdeck serve --read-only``).
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -905,4 +1099,5 @@ def make_app(
         fixed = float(now)
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
-                      home_label=home_label, user_settings=user_settings, head_start=head_start)
+                      home_label=home_label, user_settings=user_settings, head_start=head_start,
+                      read_only=read_only)

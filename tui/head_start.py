@@ -102,7 +102,7 @@ class HeadStart:
                 db.progress = progress
             with deck.bound():
                 snap = build_snapshot(self.home, self.config, db, previous=first, now=self.clock(),
-                                      stamps=take_stamps(self.home, db))
+                                      stamps=take_stamps(self.home, db), context_report=False)
             changes = snap.new_changes
             if long_read:  # stopped midway: this connection's readers are left to the app's worker
                 if db is not None:

@@ -17,6 +17,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("recall", "Recall"),
     ("review", "Review"),
     ("history", "History"),
+    ("context", "Context"),
 )
 PANEL_IDS = tuple(p for p, _ in PANELS)
 
@@ -61,7 +62,22 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
 
-_FOOTER_FIRST = {"toggle_pause": 0, "help": 1}
+#: The actions that write (each ends in ``MemdeckApp.run_write``): a read-only dashboard
+#: (``memdeck --read-only``, ``memdeck serve --read-only``) refuses them with a toast, hides them
+#: from the footer and the palette. tests/tui/test_read_only.py checks this against actions.py.
+WRITE_ACTIONS = frozenset({
+    "pin", "unpin", "archive", "restore", "edit", "new_entry", "move", "approve", "reject", "undo", "revert",
+})
+
+#: The footer shows bindings in order and is cut at the terminal's width: the pause state first,
+#: so "PAUSED" is always visible, then help, so every other key can be found, then quit, so a
+#: newcomer sees how to leave (issue 22 #13: at 100 columns it was cut off).
+_FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
+
+#: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
+#: palette and help. A user keymap may move them to other keys, but no other binding may take
+#: their keys (:func:`memdeck.tui.settings.load_settings` refuses it, issue 22 #10).
+RESERVED_IDS = ("memdeck.quit", "memdeck.quit_ctrl_q", "memdeck.palette", "memdeck.help")
 
 _DISPLAY = {"slash": "/", "question_mark": "?", "space": "space", "shift+tab": "⇧tab"}
 
@@ -80,11 +96,14 @@ def screen_bindings() -> list[Binding]:
     ]
 
 
+def quit_anywhere_binding() -> Binding:
+    """``ctrl+q`` quits from anywhere, a text box included (a priority binding, not in the footer)."""
+    return Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="memdeck.quit_ctrl_q")
+
+
 def app_bindings() -> list[Binding]:
     """The dashboard's bindings, each with an ``id``; ``1``-``7`` jump to a panel (:data:`PANELS`)."""
     out: list[Binding] = []
-    # The footer shows bindings in order and is cut at the terminal's width: the pause state
-    # first, so "PAUSED" is always visible, then help, so every other key can be found.
     spec = sorted(_SPEC, key=lambda row: _FOOTER_FIRST.get(row[1], len(_FOOTER_FIRST)))
     for key, action, label, bid, _help, _where in spec:
         if action in SCREEN_ACTIONS:
@@ -107,6 +126,17 @@ def app_bindings() -> list[Binding]:
     return out
 
 
+def main_screen_keys() -> dict[str, tuple[str, ...]]:
+    """Binding id -> its default keys (Textual's key names: ``question_mark``, ``ctrl+p``) for
+    every binding of the dashboard's main screen: the app's (:func:`app_bindings`, ``ctrl+q``)
+    and the screen's (:func:`screen_bindings`). What a user keymap is checked against."""
+    out: dict[str, list[str]] = {}
+    for b in Binding.make_bindings([quit_anywhere_binding(), *app_bindings(), *screen_bindings()]):
+        if b.id:
+            out.setdefault(b.id, []).append(b.key)
+    return {bid: tuple(keys) for bid, keys in out.items()}
+
+
 def keys_table() -> list[KeyHelp]:
     """Rows for the help screen and the README keys table."""
     rows = [KeyHelp(_DISPLAY.get(k, k), bid, a, h, w) for k, a, _l, bid, h, w in _SPEC]
@@ -117,8 +147,10 @@ def keys_table() -> list[KeyHelp]:
     return rows
 
 
-def palette_entries() -> list[tuple[str, str, str]]:
-    """``(title, help, action)`` for every action, for the command palette provider."""
-    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC if a not in {"command_palette"}]
+def palette_entries(*, read_only: bool = False) -> list[tuple[str, str, str]]:
+    """``(title, help, action)`` for every action, for the command palette provider; with
+    ``read_only``, none of :data:`WRITE_ACTIONS`."""
+    out = [(label, h, a) for _k, a, label, _b, h, _w in _SPEC
+           if a not in {"command_palette"} and not (read_only and a in WRITE_ACTIONS)]
     out += [(f"Show {title}", f"jump to the {title} panel", f"show_panel('{pid}')") for pid, title in PANELS]
     return out

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from memdeck.core.config import load_config
@@ -68,21 +70,14 @@ def _load_factory() -> Any:
     return make_app
 
 
-def run_dashboard(args: argparse.Namespace) -> int:
-    """Open the dashboard for the home ``args`` select; returns the process exit code.
-
-    Args:
-        args: the parsed ``memdeck`` arguments (``home``, ``profile``, ``demo``, ``seed``).
-
-    Returns:
-        0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
-        error, 4 when there is no Hermes home there (as every command: ``core/cli/common.py``
-        ``EXIT_CODES``), 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
-    """
+def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
+    """:func:`resolve_dashboard_home`, or the exit code with the reason printed: 2 for a usage
+    error (bad ``--profile``/``--home``), 4 when there is no Hermes home there (as every command:
+    ``core/cli/common.py`` ``EXIT_CODES``), 1 for a failure, 130 on Ctrl-C."""
     from memdeck.core.cli.common import EXIT_NO_HOME, NoHome
 
     try:
-        home, demo = resolve_dashboard_home(args)
+        return resolve_dashboard_home(args)
     except HomeError as exc:
         _say(f"error: {exc}")
         return 2
@@ -94,6 +89,24 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """Open the dashboard for the home ``args`` select; returns the process exit code.
+
+    Args:
+        args: the parsed ``memdeck`` arguments (``home``, ``profile``, ``demo``, ``seed``,
+            ``read_only``).
+
+    Returns:
+        0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
+        error, 4 when there is no Hermes home there, 130 on Ctrl-C. The reason of a failure is
+        printed on one stderr line.
+    """
+    resolved = _home_or_exit(args)
+    if isinstance(resolved, int):
+        return resolved
+    home, demo = resolved
     try:
         config = load_config(home)  # never raises: problems are the config's warnings
         from .head_start import HeadStart  # no Textual: the first refresh runs while Textual loads
@@ -105,7 +118,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
     if make_app is None:
         return 1
     try:
-        app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start)
+        app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start,
+                       read_only=bool(getattr(args, "read_only", False)))
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:
@@ -114,12 +128,70 @@ def run_dashboard(args: argparse.Namespace) -> int:
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:
-        _say(f"the demo home is {home.path} (rebuilt fresh on every --demo run)")
+        print("\n".join(demo_farewell(home.path)), file=sys.stderr)
     return int(code)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``memdeck serve``: the dashboard in a browser (:mod:`memdeck.tui.serve`, imported only
+    for this command: aiohttp and textual-serve cost the other commands nothing). The home is
+    resolved as the dashboard's (:func:`resolve_dashboard_home`); each tab gets its path.
+
+    Returns:
+        :func:`memdeck.tui.serve.serve`'s exit code, or 2 for ``--home`` with ``--profile`` (or
+        ``--demo`` with either), 1 when the server cannot be imported.
+    """
+    home_arg, profile_arg = getattr(args, "home", None), getattr(args, "profile", None)
+    if home_arg is not None and profile_arg is not None:
+        _say("error: --home and --profile select the home two ways; give one")
+        return 2
+    if getattr(args, "demo", False) and (home_arg is not None or profile_arg is not None):
+        _say("error: --demo serves the demo home; it does not take --home or --profile")
+        return 2
+    try:
+        from .serve import ServeOptions, serve
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        _say(f"error: memdeck serve is not available ({missing} could not be imported); "
+             "reinstall memdeck with its dependencies (pip install memdeck)")
+        return 1
+    resolved = _home_or_exit(args)
+    if isinstance(resolved, int):
+        return resolved
+    home, _demo = resolved
+    return serve(ServeOptions(
+        home=Path(home.path).resolve(), host=args.host, port=args.port,
+        read_only=bool(getattr(args, "read_only", False)), allowed_hosts=tuple(args.allowed_host or ()),
+        allow_remote=args.allow_remote, check=args.check, label=home.profile,
+    ))
+
+
+def demo_farewell(path: Any) -> list[str]:
+    """What ``memdeck --demo`` prints on exit (stderr): where the demo home is, and a command line
+    to paste that runs the CLI on it (the help screen ``?`` says the same while the dashboard is
+    open; issue 22 #13)."""
+    q = shlex.quote(str(path))
+    return [f"memdeck: the demo home is {path} (rebuilt fresh on every --demo run).",
+            "memdeck: try the command line on it (history, recall deploy, anchors ... work too):",
+            f"  memdeck --home {q} status"]
+
+
+def run_fleet(args: argparse.Namespace, ctx: Any) -> int:
+    """``memdeck fleet`` on a terminal: the fleet screen (:mod:`memdeck.tui.fleet`, imported only here)."""
+    from .fleet import run_fleet as run
+
+    return run(args, ctx)
+
+
+def fleet_settings() -> Any:
+    """The ``fleet`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.fleet`)."""
+    from .settings import load_settings
+
+    return load_settings().fleet
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, fleet=run_fleet, fleet_settings=fleet_settings)

@@ -96,3 +96,45 @@ class RowActionsRequested(Message):
     def __init__(self, selection: Any) -> None:
         super().__init__()
         self.selection = selection
+
+
+class FleetRowsReady(Message):
+    """The fleet screen's refresh worker read the fleet: ``rows`` (:class:`memdeck.core.fleet.rows.FleetRow`,
+    sorted by what needs attention); ``local`` the addresses it read again (None: all)."""
+
+    def __init__(self, rows: Any, local: Any = None) -> None:
+        super().__init__()
+        self.rows = rows
+        self.local = local
+
+
+class FleetHomeChanged(Message):
+    """A watched source of the local fleet home at ``address`` changed (``kinds`` as :class:`SourcesChanged`)."""
+
+    def __init__(self, address: str, kinds: frozenset[str]) -> None:
+        super().__init__()
+        self.address = address
+        self.kinds = kinds
+
+
+class FleetRemoteRead(Message):
+    """The remote worker read ``count`` remote homes (their rows are rebuilt from the new data)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+
+class ExactCountsReady(Message):
+    """Exact token counts of a session's prompt are ready (the Context panel's worker).
+
+    Attributes:
+        key: ``(prompt sha256, tokenizer)``; counts: ``{"sections": {name: n}, ...}`` or None;
+        reason: why there are none (no offline tokenizer), else None.
+    """
+
+    def __init__(self, key: tuple[str, str], counts: Any, reason: str | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.counts = counts
+        self.reason = reason

@@ -5,18 +5,31 @@ Only what belongs to the person, not to a Hermes home::
     theme = "textual-light"          # any Textual theme name; default textual-dark
     default_profile = "work"         # the profile the dashboard opens when nothing else says
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
-    "memdeck.pin" = "ctrl+p"
-    "memdeck.quit" = "q,ctrl+c"
+    "memdeck.pin" = "ctrl+k"
+    "memdeck.quit" = "q,ctrl+w"
+    [fleet]                          # memdeck fleet / memdeck metrics: homes beside the profiles
+    homes = ["/srv/gateway/.hermes", "ssh://ops@box-2/home/ops/.hermes"]
 
-The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
 one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
-listed in :attr:`UserSettings.warnings` and shown as a toast.
+listed in :attr:`UserSettings.warnings`, shown as a toast and on the help screen.
+
+The file is read as every config memdeck reads (``core/config.py``: no FIFO, at most
+:data:`MAX_SETTINGS_BYTES` on disk, aliases expanded to at most ``MAX_CONFIG_NODES`` values,
+200 levels deep): a YAML alias bomb or a 13 MB file is refused in milliseconds, and the dashboard
+opens with the defaults (issue 22 #6).
+
+A keymap may move any action to other keys, but it never takes the keys of quit (``q``,
+``ctrl+q``), the command palette (``ctrl+p``) or help (``?``) from them
+(:data:`memdeck.tui.keymap.RESERVED_IDS`): such a key is refused with a warning; a key another
+action had is given over, with a warning that names the action that lost it (issue 22 #10).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -24,10 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memdeck.core.config import yaml_safe_load
+from memdeck.core.config import ConfigTooLarge, check_expanded_size, load_yaml_document, read_config_text
+from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap"})
+KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
+
+#: The largest settings file read, in bytes: a theme, a profile and a keymap of every binding id
+#: are under 4 KB; 64 KiB parses in a fraction of a second even with the pure-Python YAML loader.
+MAX_SETTINGS_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -38,8 +56,12 @@ class UserSettings:
         path: the file read, or None.
         theme: a Textual theme name, or None (the default).
         default_profile: a profile name, or None.
-        keymap: binding id -> keys, only ids that exist.
-        warnings: one line per problem met (the file, a key, an id, a value).
+        keymap: binding id -> keys (Textual key names, comma separated), only ids that exist and
+            keys that take nothing reserved.
+        warnings: one line per problem met (the file, a key, an id, a value, a key collision).
+        candidates: the files looked for, first found wins (:func:`settings_paths`).
+        fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
+            warnings are in ``fleet.warnings``, also listed in ``warnings``).
     """
 
     path: Path | None = None
@@ -47,6 +69,8 @@ class UserSettings:
     default_profile: str | None = None
     keymap: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    candidates: tuple[Path, ...] = ()
+    fleet: FleetSettings = field(default_factory=FleetSettings)
 
 
 def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
@@ -58,8 +82,27 @@ def settings_paths(env: Mapping[str, str] | None = None) -> list[Path]:
     return [root / "memdeck" / "config.toml", root / "memdeck" / "config.yaml"]
 
 
+def _parse(path: Path) -> Any:
+    """The document of a settings file, bounded like every config memdeck reads.
+
+    Raises:
+        ConfigTooLarge: over :data:`MAX_SETTINGS_BYTES`, an alias bomb, or nested too deep.
+        OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, ImportError: unreadable.
+    """
+    text = read_config_text(path, max_bytes=MAX_SETTINGS_BYTES)
+    if path.suffix != ".toml":
+        return load_yaml_document(text)
+    try:
+        data = tomllib.loads(text)
+    except RecursionError as exc:  # arrays thousands deep: the parser's own recursion gives up
+        raise ConfigTooLarge("nests too deeply for the TOML parser") from exc
+    check_expanded_size(data)
+    return data
+
+
 def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str] | None = None,
-                  env: Mapping[str, str] | None = None) -> UserSettings:
+                  env: Mapping[str, str] | None = None, *,
+                  default_keys: Mapping[str, Iterable[str]] | None = None) -> UserSettings:
     """Read the first settings file that exists. Never raises.
 
     Args:
@@ -67,20 +110,28 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
             keeps every id unchecked (the launcher needs only ``default_profile``).
         themes: the theme names the app has; None keeps the theme unchecked.
         env: the environment (default ``os.environ``).
+        default_keys: binding id -> its default keys on the main screen
+            (:func:`memdeck.tui.keymap.main_screen_keys`); when given, a keymap key that a
+            reserved binding holds is refused and one that another binding holds is reported.
     """
-    path = next((p for p in settings_paths(env) if p.is_file()), None)
+    candidates = tuple(settings_paths(env))
+    path = next((p for p in candidates if p.is_file()), None)
     if path is None:
-        return UserSettings()
+        return UserSettings(candidates=candidates)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml_safe_load(text)
+        data = _parse(path)
+    except ConfigTooLarge as exc:
+        return UserSettings(path=path, candidates=candidates,
+                            warnings=(f"{path}: not read: it {exc}; using the defaults",))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, ImportError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return UserSettings(path=path, warnings=(f"{path}: not read ({first}); using the defaults",))
+        return UserSettings(path=path, candidates=candidates,
+                            warnings=(f"{path}: not read ({first}); using the defaults",))
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return UserSettings(path=path, warnings=(f"{path}: expected a table of settings; using the defaults",))
+        return UserSettings(path=path, candidates=candidates,
+                            warnings=(f"{path}: expected a table of settings; using the defaults",))
     warnings: list[str] = [f"{path}: unknown setting {k!r} ignored" for k in data if k not in KNOWN_KEYS]
     theme = data.get("theme")
     if theme is not None and (not isinstance(theme, str) or (themes is not None and theme not in set(themes))):
@@ -98,12 +149,123 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     known = None if binding_ids is None else set(binding_ids)
     for bid, keys in raw.items():
         if known is not None and bid not in known:
-            warnings.append(f"{path}: keymap names an unknown binding id {bid!r} (see ? for the ids)")
-        elif not isinstance(keys, str) or not keys.strip():
-            warnings.append(f"{path}: keymap {bid!r} needs keys as a string such as \"ctrl+p\"")
+            warnings.append(f"{path}: keymap names an unknown binding id {bid!r} (? lists the ids)")
+        elif not isinstance(keys, str) or not keys.replace(",", "").strip():
+            warnings.append(f"{path}: keymap {bid!r} needs keys as a string such as \"ctrl+k\"")
+        elif known is None:
+            keymap[str(bid)] = keys.strip()  # the launcher reads only default_profile: no Textual import
         else:
-            keymap[bid] = keys.strip()
-    return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings))
+            good = []
+            for k in normalized_keys(keys):
+                if is_key_name(k):
+                    good.append(k)
+                else:
+                    shown = k if len(k) <= 40 else k[:40] + "…"
+                    warnings.append(f"{path}: keymap {bid!r}: {shown!r} is not a key name Textual knows "
+                                    "(e.g. ctrl+k, f2, question_mark); ignored")
+            if good:
+                keymap[str(bid)] = ",".join(good)
+    if default_keys is not None:
+        keymap, more = check_collisions(keymap, default_keys)
+        warnings.extend(f"{path}: {w}" for w in more)
+    fleet = parse_fleet_settings(data.get("fleet"), str(path))
+    warnings.extend(fleet.warnings)
+    return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
+                        candidates=candidates, fleet=fleet)
+
+
+#: Modifiers Textual puts before a key name (``ctrl+shift+f2``).
+_MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+
+
+@functools.lru_cache(maxsize=1)
+def _key_names() -> frozenset[str]:
+    """The key names Textual can report (without modifiers): its ``Keys`` enum, ``f1``-``f24``,
+    ``space``, and the name of every printable ASCII character (``a``, ``A``, ``question_mark``)."""
+    from textual.keys import Keys
+
+    names = {k.value.rsplit("+", 1)[-1] for k in Keys} | {f"f{n}" for n in range(1, 25)} | {"space", "enter"}
+    names |= set(normalized_keys(",".join(chr(c) for c in range(33, 127) if chr(c) != ",")))
+    names.add("comma")
+    return frozenset(names)
+
+
+def is_key_name(key: str) -> bool:
+    """Whether ``key`` (normalised, :func:`normalized_keys`) is one Textual can bind: modifiers
+    joined by ``+`` then a key name (:func:`_key_names`). ``ctrl+``, an escape sequence or a word
+    would be bound silently and never fire."""
+    *mods, name = key.split("+")
+    return bool(name) and all(m in _MODIFIERS for m in mods) and name in _key_names()
+
+
+def normalized_keys(keys: str) -> list[str]:
+    """Comma-separated keys as Textual names them (``"?, ctrl+k"`` -> ``["question_mark",
+    "ctrl+k"]``), blanks dropped: what ``App.set_keymap`` binds (Textual's ``Binding.make_bindings``)."""
+    from textual.binding import Binding
+
+    parts = [k.strip() for k in keys.split(",") if k.strip()]
+    if not parts:
+        return []
+    return [b.key for b in Binding.make_bindings([Binding(",".join(parts), "noop")])]
+
+
+def check_collisions(keymap: Mapping[str, str], default_keys: Mapping[str, Iterable[str]]
+                     ) -> tuple[dict[str, str], list[str]]:
+    """The keymap with every key a reserved binding keeps removed, and one warning per collision.
+
+    After the keymap, each binding holds its keymap keys, or its default keys when the keymap does
+    not name it. A keymap key held by a binding of :data:`memdeck.tui.keymap.RESERVED_IDS` (quit,
+    ``ctrl+q``, the palette, help) is refused: quit and help must always be reachable (a keymap
+    may still move those bindings themselves). A key held by another binding goes to the keymap's
+    binding (Textual's ``set_keymap`` does that silently); the warning names the binding that
+    lost it, and says when it is left with no key (the command palette still runs it).
+
+    Args:
+        keymap: binding id -> normalised keys (:func:`normalized_keys`, comma joined).
+        default_keys: binding id -> default keys (:func:`memdeck.tui.keymap.main_screen_keys`).
+    """
+    from .keymap import RESERVED_IDS
+
+    def show(key: str) -> str:
+        return {"question_mark": "?", "slash": "/"}.get(key, key)
+
+    effective = {bid: [k for k in keys] for bid, keys in default_keys.items()}
+    for bid, keys in keymap.items():
+        effective[bid] = keys.split(",")
+    holder: dict[str, str] = {}  # key -> the binding that keeps it by default (not rebound away)
+    for bid, keys in default_keys.items():
+        if bid in keymap:
+            continue
+        for k in keys:
+            holder.setdefault(k, bid)
+    reserved_keys = {k: bid for bid in RESERVED_IDS for k in effective.get(bid, ())}
+    out: dict[str, str] = {}
+    warnings: list[str] = []
+    claimed: dict[str, str] = {}  # key -> the keymap binding that took it first
+    for bid, keys in keymap.items():
+        kept = []
+        for k in keys.split(","):
+            owner = reserved_keys.get(k)
+            if owner is not None and owner != bid:
+                warnings.append(f"keymap {bid!r}: {show(k)!r} is the key of {owner} and stays its key "
+                                f"(quit, the palette and help are always reachable); {show(k)!r} ignored")
+                continue
+            if claimed.get(k, bid) != bid:
+                warnings.append(f"keymap {bid!r}: {show(k)!r} is already given to {claimed[k]} by this keymap; ignored")
+                continue
+            claimed[k] = bid
+            other = holder.get(k)
+            if other is not None and other != bid:
+                left = [x for x in effective.get(other, ()) if x != k]
+                effective[other] = left
+                warnings.append(f"keymap {bid!r}: {show(k)!r} was the key of {other}, which now has "
+                                + (f"{', '.join(show(x) for x in left)}" if left else "no key (ctrl+p still runs it)"))
+            kept.append(k)
+        if kept:
+            out[bid] = ",".join(kept)
+        else:
+            warnings.append(f"keymap {bid!r}: no key left to bind; it keeps its default")
+    return out, warnings
 
 
 def all_binding_ids(app_class: Any) -> list[str]:
@@ -112,14 +274,16 @@ def all_binding_ids(app_class: Any) -> list[str]:
 
     from .keymap import app_bindings, screen_bindings
     from .screens.confirm import ConfirmScreen
+    from .screens.editors import EntryEditScreen, PinScreen
     from .screens.help import HelpScreen
     from .screens.notifications import NotificationsScreen
     from .screens.pickers import PickerScreen
-    from .widgets.panels.base import Panel
+    from .widgets.panels.base import Panel, SteadyInput
 
     out: list[str] = []
     sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS]
-    for cls in (ConfirmScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel):
+    for cls in (ConfirmScreen, EntryEditScreen, PinScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel,
+                SteadyInput):
         sources.extend(getattr(cls, "BINDINGS", ()))
     for b in sources:
         if isinstance(b, Binding) and b.id:

@@ -163,33 +163,23 @@ def build_windows(texts: Iterable[Any], window_chars: int = 1000) -> list[str]:
     return windows[-MAX_WINDOWS:]
 
 
-_ENCODERS: dict[str, Any] = {}
-_ENCODER_FAILURES: dict[str, str] = {}
-
-
-def load_encoder(model_name: str) -> Any:
-    """Load (once per process) a ``sentence_transformers.SentenceTransformer``.
-
-    ``sentence-transformers`` is an optional extra imported lazily here.
-
-    A failed load is remembered for the process (later calls raise ``RuntimeError`` at once).
+def load_encoder(model_name: str, home: Any = None) -> Any:
+    """memdeck's verified encoder for ``embedding_model = model_name``
+    (:func:`core.anchors.encoder.semantic_encoder`: resolved as MemLock resolves it, weights
+    checked against all-MiniLM-L6-v2's sha256, numpy forward pass, vectors cached in ``home``'s
+    memdeck.db).
 
     Raises:
-        ImportError: sentence-transformers is not installed.
-        Exception: whatever the model load raises (e.g. no network for a download).
+        RuntimeError: the model cannot be used; the message is the reason (what failed and what
+            MemLock does then).
     """
-    if model_name in _ENCODERS:
-        return _ENCODERS[model_name]
-    if model_name in _ENCODER_FAILURES:  # do not retry a slow failing load every turn
-        raise RuntimeError(_ENCODER_FAILURES[model_name])
-    try:
-        from sentence_transformers import SentenceTransformer  # optional extra
+    from ..config import MemlockConfig
+    from .encoder import semantic_encoder
 
-        _ENCODERS[model_name] = SentenceTransformer(model_name)
-    except Exception as exc:
-        _ENCODER_FAILURES[model_name] = f"semantic model {model_name!r} unavailable: {exc}"
-        raise
-    return _ENCODERS[model_name]
+    enc, status = semantic_encoder(MemlockConfig(detection="semantic", embedding_model=str(model_name)), home)
+    if enc is None:
+        raise RuntimeError(status.reason or f"semantic model {model_name!r} unavailable")
+    return enc
 
 
 def _encode(encoder: Any, texts: list[str]) -> Any:
@@ -227,6 +217,7 @@ def semantic_audit(
     model_name: str = "all-MiniLM-L6-v2",
     fallback_threshold: float = 0.5,
     encoder: Any = None,
+    home: Any = None,
 ) -> dict[str, AnchorVerdict]:
     """MemLock's semantic audit (``detection.py:241-280`` ``semantic_audit_anchors``).
 
@@ -242,7 +233,8 @@ def semantic_audit(
 
     Args:
         encoder: an object with ``encode(list[str]) -> array (n, dim)`` or such a callable;
-            ``None`` loads ``model_name`` through :func:`load_encoder`.
+            ``None`` loads ``model_name`` through :func:`load_encoder` (vectors cached in
+            ``home``'s memdeck.db).
 
     Returns:
         ``{anchor_id: AnchorVerdict}``; ``similarity`` is the max cosine, ``hits``/``missing``
@@ -258,7 +250,7 @@ def semantic_audit(
         return {k: _replace_method(v, "keyword-fallback") for k, v in res.items()}
 
     try:
-        model = encoder if encoder is not None else load_encoder(model_name)
+        model = encoder if encoder is not None else load_encoder(model_name, home)
     except Exception:
         return fallback()
     haystack = active_text(messages)
@@ -286,15 +278,27 @@ def _replace_method(v: AnchorVerdict, method: str) -> AnchorVerdict:
     return AnchorVerdict(v.anchor_id, v.alive, v.hits, v.probes, v.missing, v.similarity, method)
 
 
-def run_audit(anchors: Iterable[Any], active_messages: Iterable[Any], config: Any = None, *, encoder: Any = None) -> dict[str, AnchorVerdict]:
+def run_audit(anchors: Iterable[Any], active_messages: Iterable[Any], config: Any = None, *, encoder: Any = None,
+              home: Any = None) -> dict[str, AnchorVerdict]:
     """Run the audit ``config`` selects (``detection: keyword|semantic``) with its thresholds.
 
     Args:
         config: a :class:`core.config.MemlockConfig` (or ``Config``, whose ``.memlock`` is
             used); ``None`` means MemLock defaults.
+        encoder: the semantic encoder (None: memdeck's verified model for ``embedding_model``,
+            :func:`core.anchors.encoder.semantic_encoder`; when it cannot be used the verdicts
+            are the keyword fallback's, ``method="keyword-fallback"``).
+        home: the Hermes home whose memdeck.db caches vectors (None: this process only).
     """
     cfg = memlock_cfg(config)
     if str(getattr(cfg, "detection", "keyword")).strip().lower() == "semantic":
+        if encoder is None:
+            from .encoder import semantic_encoder
+
+            encoder, _status = semantic_encoder(cfg, home)
+            if encoder is None:
+                res = keyword_audit(anchors, active_messages, float(cfg.drift_threshold))
+                return {k: _replace_method(v, "keyword-fallback") for k, v in res.items()}
         return semantic_audit(
             anchors,
             active_messages,
@@ -303,6 +307,7 @@ def run_audit(anchors: Iterable[Any], active_messages: Iterable[Any], config: An
             model_name=str(cfg.embedding_model),
             fallback_threshold=float(cfg.drift_threshold),
             encoder=encoder,
+            home=home,
         )
     return keyword_audit(anchors, active_messages, float(cfg.drift_threshold))
 

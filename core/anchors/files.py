@@ -38,6 +38,7 @@ from ..fsio import (NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, ato
                     read_regular_bytes, read_text_strict)
 from .. import jsondata
 from ..home import HermesHome, require_hermes_home
+from ..memlock_home import MemlockLocation, locate_memlock
 from .model import Anchor, PinsReport, SessionAnchors, SessionFileInfo, dump_json
 
 T = TypeVar("T")
@@ -150,26 +151,33 @@ def writable(path: Path) -> Iterator[None]:
 
 
 class AnchorFiles:
-    """Read and write MemLock's anchor files (the file layer of :class:`.store.AnchorStore`) under ``<home>/memlock``.
+    """Read and write MemLock's anchor files (the file layer of :class:`.store.AnchorStore`) in the
+    ``memlock/`` directory MemLock uses for the home (:func:`core.memlock_home.locate_memlock`: the
+    home's own ``memlock/``, or ``~/.memlock/memlock`` / ``$MEMLOCK_HOME/memlock`` where MemLock 0.5
+    runs on the default profile without ``HERMES_HOME``), so reads and writes go where MemLock reads.
 
     Args:
         home: a :class:`HermesHome` or the home directory.
         config: the home's :class:`Config` (loaded when None); ``memlock.max_pins`` is enforced.
         actor: who writes (``"cli"``, ``"tui"``, ``"plugin"``), recorded in the journal.
+        location: the MemLock directory to use (located once, at construction, when None).
     """
 
     def __init__(self, home: HermesHome | Path | str, config: Config | None = None, actor: str = "cli",
-                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, location: MemlockLocation | None = None) -> None:
         self.home = home if isinstance(home, HermesHome) else HermesHome(Path(home))
         self.config = config if config is not None else load_config(self.home)
         self.actor = actor
         #: seconds a write waits for a session file's lock before ``LockTimeout``
         self.lock_timeout = float(lock_timeout)
+        #: where MemLock keeps this home's state (:class:`core.memlock_home.MemlockLocation`)
+        self.location = location if location is not None else locate_memlock(self.home)
 
     # -- paths ---------------------------------------------------------------
     @property
     def root(self) -> Path:
-        return self.home.memlock_dir
+        """The ``memlock/`` directory in use (:attr:`location`)."""
+        return self.location.path
 
     @property
     def persist_dir(self) -> Path:

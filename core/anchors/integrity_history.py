@@ -8,7 +8,7 @@ memdeck.db's ``audit_verdicts`` table, and MemLock's drift log turned into event
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
@@ -27,10 +27,32 @@ def session_events(db: Any, session_id: str) -> list[Any]:
     return [e for e in db.compactions(session_id) if e.session_id == session_id or e.child_session_id == session_id]
 
 
+def detection_encoder(config: Any, encoder: Any = None, home: Any = None) -> tuple[Any, str | None]:
+    """The encoder an audit of ``config`` uses and the identity its verdicts are cached under.
+
+    ``detection: keyword``: ``(encoder, "")`` (the encoder is not used). ``semantic``: the
+    caller's ``encoder`` with its identity when it is memdeck's verified model, else ``None``
+    (a stand-in's verdicts are never cached); without one, memdeck's verified model
+    (:func:`core.anchors.encoder.semantic_encoder`) and its identity, or ``(None, None)`` when it
+    cannot be used (the audit then falls back to keyword, and those verdicts are not cached:
+    they change when the model is installed).
+    """
+    cfg = memlock_cfg(config)
+    if str(getattr(cfg, "detection", "keyword")).strip().lower() != "semantic":
+        return encoder, ""
+    from .encoder import encoder_identity, semantic_encoder
+
+    if encoder is not None:
+        return encoder, encoder_identity(encoder)
+    enc, _status = semantic_encoder(cfg, home)
+    return enc, (encoder_identity(enc) if enc is not None else None)
+
+
 def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any = None, *,
                       system_prompt: str = "", encoder: Any = None, events: Sequence[Any] | None = None,
                       audited: Mapping[int, Mapping[str, AnchorVerdict]] | None = None,
-                      home: Any = None) -> list[dict[str, Any]]:
+                      home: Any = None, budget_s: float | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Integrity score after every compaction event of the session in state.db, merged with
     MemLock's own ``drift_log``.
 
@@ -43,26 +65,67 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     ``source: "state.db"``. ``audited`` maps an event's ``index`` to verdicts the caller
     already computed on that event's region (so it is not audited twice).
 
+    Verdicts are cached (this process, then memdeck.db's ``audit_verdicts``) when they are
+    reproducible: keyword ones, and semantic ones of memdeck's verified model (keyed by its
+    identity too). Events without cached verdicts are audited **newest first**; ``progress(done,
+    total)`` (default: ``db.progress``, the dashboard's reporter, which raises to stop the work
+    when the dashboard closes) is called before each one, and with ``budget_s`` (seconds) the
+    audits stop once that much time has passed: the events left are points with ``score`` None and
+    ``pending: True``, audited by a later call (each finished audit's vectors and verdicts are
+    kept, so an interrupted history resumes where it stopped).
+
     Returns:
-        ``[{time (epoch s), score, casualties, source, [event_index, mode, computed_score]}]``
+        ``[{time (epoch s), score, casualties, source, [event_index, mode, computed_score, pending]}]``
         oldest first.
     """
+    import time as _time
+
     events = list(events if events is not None else session_events(db, session.session_id))
-    memo_key = (str(getattr(db, "path", "")), *_inputs_key(events, anchors, config, system_prompt, session, audited))
+    home = home if home is not None else _home_of(db)
+    encoder, ident = detection_encoder(config, encoder, home)
+    memo_key = (str(getattr(db, "path", "")), ident, *_inputs_key(events, anchors, config, system_prompt, session, audited))
     sid = str(getattr(session, "session_id", ""))
     kept = _HISTORY_MEMO.get(sid)
-    if encoder is None and kept is not None and kept[0] == memo_key:  # nothing it depends on changed (an appended message)
+    if ident is not None and kept is not None and kept[0] == memo_key:  # nothing it depends on changed (an appended message)
         return [dict(p) for p in kept[1]]
-    points: list[dict[str, Any]] = []
-    cached = _cached_verdicts(db, events, anchors, config, system_prompt, home)
-    fresh: list[tuple[Any, str, dict[str, AnchorVerdict]]] = []
+    cached = _cached_verdicts(db, events, anchors, config, system_prompt, home, ident)
+    found: dict[int, Mapping[str, AnchorVerdict]] = {}
+    todo = []
     for ev in events:
         verdicts = (audited or {}).get(ev.index)
         if verdicts is None:
             verdicts = cached.get(ev.index)
         if verdicts is None:
-            verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder)
-            fresh.append((ev, _verdict_key(ev, anchors, config, system_prompt), verdicts))
+            todo.append(ev)
+        else:
+            found[ev.index] = verdicts
+    fresh: list[tuple[Any, str, dict[str, AnchorVerdict]]] = []
+    report = progress if progress is not None else getattr(db, "progress", None)
+    started = _time.monotonic()
+    try:
+        for done, ev in enumerate(reversed(todo)):  # newest first: the points a person looks at
+            if budget_s is not None and done and _time.monotonic() - started >= budget_s:
+                break
+            if report is not None and len(todo) > 1:
+                report(done, len(todo))
+            verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder,
+                                 home=home)
+            found[ev.index] = verdicts
+            fresh.append((ev, _verdict_key(ev, anchors, config, system_prompt, ident), verdicts))
+            if ident:  # a semantic audit is slow: keep each one as it finishes (an interruption loses one)
+                _remember_verdicts(fresh[-1:], anchors, config, home, ident)
+    finally:
+        if not ident:
+            _remember_verdicts(fresh, anchors, config, home, ident)
+    points: list[dict[str, Any]] = []
+    pending = 0
+    for ev in events:
+        verdicts = found.get(ev.index)
+        if verdicts is None:
+            pending += 1
+            points.append({"time": float(ev.time), "score": None, "casualties": [], "source": "state.db",
+                           "event_index": ev.index, "mode": ev.mode, "pending": True})
+            continue
         points.append({"time": float(ev.time), "score": integrity_score(verdicts.values()),
                        "casualties": [k for k, v in verdicts.items() if not v.alive],
                        "source": "state.db", "event_index": ev.index, "mode": ev.mode})
@@ -83,8 +146,7 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
         if j not in used:
             points.append({"time": e["time"], "score": e["score"], "casualties": e["casualties"], "source": "memlock"})
     points.sort(key=lambda p: p["time"])
-    _remember_verdicts(fresh, anchors, config, home)
-    if encoder is None:
+    if ident is not None and not pending:
         _HISTORY_MEMO.pop(sid, None)
         while len(_HISTORY_MEMO) >= _HISTORY_MEMO_MAX:
             _HISTORY_MEMO.pop(next(iter(_HISTORY_MEMO)))
@@ -97,20 +159,23 @@ def verdicts_after(db: Any, event: Any, anchors: Sequence[Any], config: Any = No
     """``{anchor id: verdict}`` of ``anchors`` on the region right after ``event``
     (:meth:`StateDB.region_after`, what MemLock audited on the next turn).
 
-    Keyword verdicts come from the same cache as :func:`integrity_history`'s (this process,
-    then memdeck.db's ``audit_verdicts``) and are added to it when computed; a refresh after an
-    appended message does not read or audit the last compaction's region again. With an
-    ``encoder`` (semantic detection) the audit always runs.
+    Verdicts come from the same cache as :func:`integrity_history`'s (this process, then
+    memdeck.db's ``audit_verdicts``) and are added to it when computed; a refresh after an
+    appended message does not read or audit the last compaction's region again. With a
+    stand-in ``encoder`` (not memdeck's verified model) the audit always runs.
     """
-    key = _verdict_key(event, anchors, config, system_prompt)
-    if encoder is None:
+    home = home if home is not None else _home_of(db)
+    encoder, ident = detection_encoder(config, encoder, home)
+    key = _verdict_key(event, anchors, config, system_prompt, ident)
+    if ident is not None:
         hit = _MEMO.get(key)
         if hit is None:
-            hit = _cached_verdicts(db, [event], anchors, config, system_prompt, home).get(event.index)
+            hit = _cached_verdicts(db, [event], anchors, config, system_prompt, home, ident).get(event.index)
         if hit is not None:
             return hit
-    verdicts = run_audit(anchors, audited_region(db.region_after(event), system_prompt), config, encoder=encoder)
-    _remember_verdicts([(event, key, verdicts)], anchors, config, home)
+    verdicts = run_audit(anchors, audited_region(db.region_after(event), system_prompt), config, encoder=encoder,
+                         home=home)
+    _remember_verdicts([(event, key, verdicts)], anchors, config, home, ident)
     return verdicts
 
 
@@ -171,9 +236,14 @@ def config_hash(config: Any) -> str:
     return _h({k: getattr(cfg, k) for k in sorted(fields)} if fields else repr(cfg))
 
 
-def _verdict_key(ev: Any, anchors: Sequence[Any], config: Any, system_prompt: str) -> str:
-    return _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id, ev.region_last_id,
-               ev.child_session_id, _h(system_prompt), anchors_hash(anchors), config_hash(config)])
+def _verdict_key(ev: Any, anchors: Sequence[Any], config: Any, system_prompt: str, ident: str | None = "") -> str:
+    """What a compaction's verdicts depend on; semantic ones on the encoder's identity too
+    (keyword keys are unchanged from before migration 8, so their cache stays valid)."""
+    parts = [ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id, ev.region_last_id,
+             ev.child_session_id, _h(system_prompt), anchors_hash(anchors), config_hash(config)]
+    if ident:
+        parts.append(ident)
+    return _h(parts)
 
 
 def _home_of(db: Any) -> Any:
@@ -182,13 +252,11 @@ def _home_of(db: Any) -> Any:
 
 
 def _cached_verdicts(db: Any, events: Sequence[Any], anchors: Sequence[Any], config: Any, system_prompt: str,
-                     home: Any) -> dict[int, dict[str, AnchorVerdict]]:
+                     home: Any, ident: str | None = "") -> dict[int, dict[str, AnchorVerdict]]:
     out: dict[int, dict[str, AnchorVerdict]] = {}
-    if not events:
+    if not events or ident is None:
         return out
-    ah, ch, sh = anchors_hash(anchors), config_hash(config), _h(system_prompt)
-    keys = {ev.index: _h([ev.session_id, ev.mode, ev.summary_hash, ev.summary_message_id, ev.region_first_id,
-                          ev.region_last_id, ev.child_session_id, sh, ah, ch]) for ev in events}
+    keys = {ev.index: _verdict_key(ev, anchors, config, system_prompt, ident) for ev in events}
     missing = []
     for idx, k in keys.items():
         v = _MEMO.get(k)
@@ -226,16 +294,20 @@ def _memo_put(key: str, verdicts: dict[str, AnchorVerdict]) -> None:
 
 
 def _remember_verdicts(fresh: Sequence[tuple[Any, str, dict[str, AnchorVerdict]]], anchors: Sequence[Any],
-                       config: Any, home: Any) -> None:
-    """Keep newly computed keyword verdicts in memory and append them to memdeck.db (if it exists).
-    Semantic verdicts depend on the encoder available, so only keyword ones are kept."""
+                       config: Any, home: Any, ident: str | None = "") -> None:
+    """Keep newly computed verdicts in memory and append them to memdeck.db (if it exists):
+    keyword ones, and semantic ones of memdeck's verified model (``ident``); never a stand-in
+    encoder's (``ident`` None) nor a keyword fallback's (it changes once the model loads)."""
     import json
     import time as _time
 
+    if ident is None:
+        return
     rows = []
     ah, ch = anchors_hash(anchors), config_hash(config)
+    ok = {"keyword", "semantic"} if ident else {"keyword"}
     for ev, key, verdicts in fresh:
-        if any(v.method != "keyword" for v in verdicts.values()):
+        if any(v.method not in ok for v in verdicts.values()):
             continue
         _memo_put(key, verdicts)
         rows.append((key, str(ev.session_id), ev.summary_hash, ah, ch,

@@ -11,10 +11,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
-from .integrity_history import integrity_history, session_events, session_system_prompt, verdicts_after
+from .integrity_history import (detection_encoder, integrity_history, session_events, session_system_prompt,
+                                verdicts_after)
 from .rehydration import plan_reminder
 from .rules import REMINDER_LINE_CHARS, REMINDER_MARKER, memlock_cfg, reminder_of, sorted_anchors
 
@@ -71,6 +72,10 @@ class SessionAudit:
             :func:`integrity_history`).
         compactions: number of compaction events of the session in state.db.
         method: ``keyword``, ``semantic`` or ``keyword-fallback``.
+        pending: compactions whose (semantic) verdicts are not computed yet (a bounded first
+            history, see :func:`integrity_history`); their points have ``score`` None.
+        detection: the :class:`core.anchors.encoder.DetectionStatus` of this audit (None when
+            the caller passed its own encoder).
     """
 
     session_id: str
@@ -80,6 +85,8 @@ class SessionAudit:
     history: tuple[dict[str, Any], ...]
     compactions: int
     method: str
+    pending: int = 0
+    detection: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``audit --json`` shape: ``{session_id, score, anchors:[{id, state, hits, probes, ...}], reminder_block, ...}``."""
@@ -91,6 +98,8 @@ class SessionAudit:
             "history": [dict(h) for h in self.history],
             "compactions": self.compactions,
             "method": self.method,
+            "pending": self.pending,
+            "detection": self.detection.to_dict() if self.detection is not None else None,
         }
 
 
@@ -121,8 +130,78 @@ def _rehydrated_by(rows: Sequence[Any], after_id: int | None, reminder: str) -> 
 
 
 
+def session_anchor_set(store: Any, session_id: str, config: Any = None) -> tuple[Any, list[Any], Any]:
+    """``(session, anchors in MemLock order, pins report)``: the session file's anchors, or, when
+    the session has no file, what MemLock would seed into it (static config anchors + global
+    pins, reference memlock.md §1.3).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    cfg = memlock_cfg(config if config is not None else store.config)
+    session = store.load_session(session_id)
+    report = store.load_pins_report()
+    if session.anchors or session.path is not None:
+        return session, session.sorted_anchors(), report
+    return session, sorted_anchors(store.seeded_anchors(cfg, report.pins)), report
+
+
+class _AuditNow(NamedTuple):
+    """The audit of the region MemLock would audit now (:func:`_audit_now`)."""
+
+    cfg: Any
+    session: Any
+    global_ids: set[str]
+    anchors: list[Any]
+    system_prompt: str | None
+    rows: Any
+    current: Any
+    encoder: Any
+    detection: Any
+    home: Any
+
+
+def _audit_now(db: Any, store: Any, session_id: str, config: Any, encoder: Any) -> _AuditNow:
+    """The audit of the region MemLock would audit now, shared by :func:`audit_session` and
+    :func:`reminder_now`; ``encoder`` None: memdeck's verified model when ``detection: semantic``
+    (:func:`core.anchors.encoder.semantic_encoder`, whose status is ``detection``)."""
+    cfg = memlock_cfg(config if config is not None else store.config)
+    session, anchors, report = session_anchor_set(store, session_id, cfg)
+    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
+    home = getattr(store, "home", None)
+    detection = None
+    if encoder is None:
+        from .encoder import semantic_encoder
+
+        encoder, detection = semantic_encoder(cfg, home)
+    encoder, _ident = detection_encoder(cfg, encoder, home)
+    system_prompt = session_system_prompt(db, session_id)
+    rows = db.active_region(session_id)
+    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder, home=home)
+    return _AuditNow(cfg, session, global_ids, anchors, system_prompt, rows, current, encoder, detection, home)
+
+
+def _reminder_of(anchors: Sequence[Any], current: Any, cfg: Any) -> str:
+    drifted_now = [a.id for a in anchors if not current[a.id].alive]
+    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
+    return plan_reminder(marked, drifted_now, cfg)[0]
+
+
+def reminder_now(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None) -> str:
+    """The reminder block MemLock would inject at its next audit (``""``: none): exactly
+    :attr:`SessionAudit.reminder_block` of :func:`audit_session`, without reading the session's
+    compaction history (which only the lifecycle states need).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    now = _audit_now(db, store, session_id, config, encoder)
+    return _reminder_of(now.anchors, now.current, now.cfg)
+
+
 def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
-                  with_history: bool = True) -> SessionAudit:
+                  with_history: bool = True, budget_s: float | None = None,
+                  progress: Any = None) -> SessionAudit:
     """Audit one session from state.db and its MemLock file.
 
     Anchors: the session file's (or, when there is no file, what MemLock would seed: static
@@ -141,22 +220,23 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     Args:
         db: a :class:`core.statedb.StateDB`; store: a :class:`core.anchors.AnchorStore`.
         config: ``Config``/``MemlockConfig`` (None: the store's config).
+        encoder: a semantic encoder (None: memdeck's verified model, when ``detection:
+            semantic``, :func:`core.anchors.encoder.semantic_encoder`).
+        budget_s: seconds the history may spend auditing compactions not audited before
+            (semantic detection: newest first; the rest are ``pending``); None: no bound.
+        progress: ``progress(done, total)`` while compactions are audited for the history
+            (default: ``db.progress``); it may raise to stop (what was audited is kept).
 
     Raises:
         core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
     """
-    cfg = memlock_cfg(config if config is not None else store.config)
-    session = store.load_session(session_id)
-    report = store.load_pins_report()
-    global_ids = {str(p["id"]) for p in report.pins if p.get("scope") == "global"}
-    anchors = session.sorted_anchors() if session.anchors or session.path is not None else sorted_anchors(store.seeded_anchors(cfg, report.pins))
-    system_prompt = session_system_prompt(db, session_id)
-    rows = db.active_region(session_id)
-    current = run_audit(anchors, audited_region(rows, system_prompt), cfg, encoder=encoder)
+    now = _audit_now(db, store, session_id, config, encoder)
+    cfg, session, global_ids, anchors, system_prompt = now.cfg, now.session, now.global_ids, now.anchors, now.system_prompt
+    rows, current, encoder, detection, home = now.rows, now.current, now.encoder, now.detection, now.home
     events = session_events(db, session_id)
     last = events[-1] if events else None
     at_last = verdicts_after(db, last, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
-                             home=getattr(store, "home", None)) if last else {}
+                             home=home) if last else {}
     # Rows after the summary row count: with Hermes' preflight compaction the turn that
     # triggered it (whose api_content carries the reminder) is re-inserted in the batch's tail.
     after_id = None
@@ -182,12 +262,10 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
             else:
                 state = "alive" if v.alive else "drifted"
         results.append(AnchorAudit(a, state, v, ev, rehyd, "global" if a.id in global_ids else "session"))
-    drifted_now = [a.id for a in anchors if not current[a.id].alive]
-    marked = [{"id": a.id, "text": a.text, "reminder": a.reminder, "priority": a.priority} for a in anchors]
-    block, _sel, _rem = plan_reminder(marked, drifted_now, cfg)
+    block = _reminder_of(anchors, current, cfg)
     history = integrity_history(db, session, anchors, cfg, system_prompt=system_prompt, encoder=encoder,
                                 events=events, audited={last.index: at_last} if last is not None else None,
-                                home=getattr(store, "home", None)) if with_history else []
+                                home=home, budget_s=budget_s, progress=progress) if with_history else []
     methods = {v.method for v in current.values()} or {"keyword"}
     # MemLock scores at its first audit (a compaction or the safety net); before any, it has no
     # score (``integrity_score: null``), and neither does memdeck: the anchors wait for one.
@@ -195,4 +273,5 @@ def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, e
     return SessionAudit(session_id=session_id, score=integrity_score(current.values()) if audited else None,
                         anchors=tuple(results),
                         reminder_block=block, history=tuple(history), compactions=len(events),
-                        method=sorted(methods)[0])
+                        method=sorted(methods)[0], pending=sum(1 for h in history if h.get("pending")),
+                        detection=detection)

@@ -4,6 +4,10 @@ Exit codes (:data:`.common.EXIT_CODES`, also in ``memdeck --help``): 0 success, 
 failed (reason on stderr), 2 usage error, 3 ``scan`` found flagged items, 4 no Hermes home there.
 Each command group lives in its own module with ``register(subparsers)``; a handler has the
 signature ``handler(args, ctx: CliContext) -> int``.
+
+A run imports only the module of its own command (:data:`COMMANDS` names it, with the help line
+``memdeck --help`` lists); the dashboard path and ``--help`` import none (issue 23: every
+command imported all of them, 0.21 s before doing anything).
 """
 
 from __future__ import annotations
@@ -17,23 +21,108 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from .. import __version__
-from .. import history as _history
 from ..errors import MemdeckError, Refused
 from ..text import visible
-from . import anchor_cmds
-from . import history_cmds
-from . import memory_cmds
-from . import plugin_cmds
-from . import session_cmds
 from ..home import HOME_MARKERS, HermesHome, resolve_home
 from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
                      UsageError, exit_codes_text, print_json)
 
-COMMAND_MODULES = (memory_cmds, session_cmds, anchor_cmds, plugin_cmds, history_cmds)
+if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
+    from . import (anchor_cmds, completion_cmds, context_cmds, fleet_cmds, history_cmds, memory_cmds,  # noqa: F401
+                   plugin_cmds, serve_cmds, session_cmds)
+
+#: The modules that register commands, in ``--help`` order (names under ``memdeck.core.cli``).
+COMMAND_MODULE_NAMES = ("memory_cmds", "session_cmds", "context_cmds", "anchor_cmds", "plugin_cmds", "history_cmds",
+                        "serve_cmds", "completion_cmds", "fleet_cmds")
+
+#: Every command: (the module that registers it, its ``--help`` line), in ``--help`` order.
+#: tests/core/test_cli_lazy.py checks it against what the modules register.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "status": ("memory_cmds", "memory usage, entries, pending writes and archive count"),
+    "memory": ("memory_cmds", "change MEMORY.md / USER.md entries (locked, atomic, journaled)"),
+    "archive": ("memory_cmds", "move an entry into memdeck's archive (restore puts it back)"),
+    "restore": ("memory_cmds", "put an archived entry back (budget and threat checks apply)"),
+    "undo": ("memory_cmds", "undo the last change recorded in the journal (if the file still holds it)"),
+    "pending": ("memory_cmds", "review Hermes' staged memory writes (write approval)"),
+    "scan": ("memory_cmds", "threat-scan every entry on disk and every pending write; show where the Hermes "
+                            "that loads the home would judge differently (exit 3 when anything is flagged, 0 when "
+                            "clean)"),
+    "journal": ("memory_cmds", "list recent changes made through memdeck"),
+    "sessions": ("session_cmds", "list state.db sessions (newest first; * marks the live one)"),
+    "recall": ("session_cmds", "preview what Hermes' session_search would recall for QUERY"),
+    "context": ("context_cmds", "what the running session sees: its frozen memory against the files, its prompt by "
+                                "section, the next turn, the next compaction"),
+    "anchors": ("anchor_cmds", "list a session's anchors with their lifecycle state"),
+    "pin": ("anchor_cmds", "pin a standing instruction (a MemLock anchor)"),
+    "unpin": ("anchor_cmds", "remove a pinned anchor"),
+    "anchor": ("anchor_cmds", "edit, archive or restore an anchor"),
+    "audit": ("anchor_cmds", "MemLock's drift audit of a session: score, verdicts, history, reminder block"),
+    "preview": ("anchor_cmds", "the system-prompt memory block and the reminder block MemLock would inject next"),
+    "plugin": ("plugin_cmds", "install/uninstall memdeck's Hermes plugin (MemLock's guard on memdeck's core)"),
+    "history": ("history_cmds", "every recorded change to memory and anchors, by any writer, newest first"),
+    "revert": ("history_cmds", "reverse one change of the history (locked, checked, journaled)"),
+    "watch": ("history_cmds", "headless: print (or --exec) one JSON line per change, pending write, 90%% usage "
+                              "crossing, low integrity score and running session that no longer sees the files"),
+    "serve": ("serve_cmds", "serve the dashboard in a browser: loopback only by default, one URL with a secret token"),
+    "completion": ("completion_cmds", "print a shell completion script (bash, zsh, tcsh)"),
+    "fleet": ("fleet_cmds", "every home at once: one row per profile and per home of the settings' fleet.homes "
+                            "(local or ssh://), sorted by what needs attention"),
+    "metrics": ("fleet_cmds", "the fleet's figures for Prometheus: print them, --textfile DIR (node_exporter) or "
+                              "--serve [HOST:PORT] (/metrics, loopback by default)"),
+}
+
+#: Commands that open the dashboard (``--demo`` may go with them).
+DASHBOARD_COMMANDS = frozenset({"serve"})
+
+#: Commands that run without a Hermes home at the resolved path (exit 4 does not apply): the fleet
+#: reads every profile and every home of the settings' ``fleet.homes``, and shows a missing one as
+#: its row's state.
+ANY_HOME_COMMANDS = frozenset({"fleet", "metrics"})
+
+#: Global options that take a value (``--home PATH``): the word after them is not the command.
+_VALUE_OPTIONS = ("--home", "--profile", "--seed")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    """The module (``memdeck.core.cli.<name>``) registering commands, imported now."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "COMMAND_MODULES":  # every command module, imported (the full parser, tests)
+        return tuple(command_module(m) for m in COMMAND_MODULE_NAMES)
+    raise AttributeError(name)
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first word that is not a global option or its value),
+    or None. Abbreviated options (``--hom PATH``, as argparse accepts them) count too."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--":
+            return None
+        if a.startswith("-"):
+            if a.startswith("--") and "=" not in a and sum(1 for o in _VALUE_OPTIONS if o.startswith(a)) == 1 and len(a) > 2:
+                skip = True
+            continue
+        return a
+    return None
+
+
+def build_parser(only: str | None | bool = True) -> argparse.ArgumentParser:
+    """The ``memdeck`` parser. ``only=True`` (default): every command registered by its module
+    (all imported); a known command name: only that command's module registers its commands
+    (each subparser costs argparse's gettext look-ups: twenty placeholders were ~10 % of a
+    ``recall`` process); None or an unknown word: every command as a bare placeholder with its
+    help line (``--help``, and argparse's "invalid choice" message, list them all; no import)."""
     parser = argparse.ArgumentParser(
         prog="memdeck",
         description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors. "
@@ -45,24 +134,41 @@ def build_parser() -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--home", metavar="PATH", help="Hermes home to use (default: $HERMES_HOME, active profile, ~/.hermes)")
     where.add_argument("--profile", metavar="NAME", help="use <root>/profiles/NAME")
-    where.add_argument("--demo", action="store_true", help="open a generated demo home (dashboard only)")
+    where.add_argument("--demo", action="store_true", help="open a generated demo home (the dashboard and serve only)")
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
+    parser.add_argument("--read-only", action="store_true",
+                        help="open the dashboard read-only: every write key is refused (see also serve --read-only)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in COMMAND_MODULES:
-        mod.register(sub)
+    if only is True:
+        for m in COMMAND_MODULE_NAMES:
+            command_module(m).register(sub)
+        return parser
+    wanted = COMMANDS[only][0] if isinstance(only, str) and only in COMMANDS else None
+    if wanted is not None:
+        command_module(wanted).register(sub)
+        return parser
+    for name, (_mod, help_line) in COMMANDS.items():
+        sub.add_parser(name, help=help_line, add_help=False)
     return parser
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> argparse.ArgumentParser:
-    """The parser :func:`main` uses, built once per process (37 sub-parsers: about 30 ms, which
-    callers running many commands in one process, the suite's hostile homes among them, paid
-    each time). ``parse_args`` leaves a parser as it was."""
-    return build_parser()
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser :func:`main` uses for ``command`` (:func:`build_parser`), built once per process
+    and command (callers running many commands in one process, the suite's hostile homes among
+    them, paid each time). ``parse_args`` leaves a parser as it was."""
+    return _built_parser(command if command in COMMANDS else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _built_parser(only: str | None) -> argparse.ArgumentParser:
+    return build_parser(only)
 
 
 def main(argv: Sequence[str] | None = None, *,
-         dashboard: Callable[[argparse.Namespace], int] | None = None) -> int:
+         dashboard: Callable[[argparse.Namespace], int] | None = None,
+         serve: Callable[[argparse.Namespace], int] | None = None,
+         fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
+         fleet_settings: Callable[[], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -70,25 +176,44 @@ def main(argv: Sequence[str] | None = None, *,
         dashboard: what runs when no command is given. The ``memdeck`` console script
             (:func:`memdeck.tui.launch.main`) passes the dashboard; core never imports the TUI,
             so without it a missing command is a usage error.
+        serve: what ``memdeck serve`` runs (the dashboard's web server,
+            :func:`memdeck.tui.serve.run_serve`), passed the same way; without it ``serve`` is
+            a usage error.
+        fleet: what ``memdeck fleet`` runs on a terminal (the fleet screen,
+            :func:`memdeck.tui.fleet.run_fleet`), passed the same way; without it the fleet is
+            printed as a table.
+        fleet_settings: returns the ``fleet`` table of the person's settings file
+            (:class:`memdeck.core.fleet.homes.FleetSettings`: ``fleet.homes``, the ssh command),
+            which the TUI owns; without it ``fleet`` and ``metrics`` see the profiles only.
     """
-    parser = _parser()
     raw = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(command_name(raw))
     bad = _non_utf8(raw)
     if bad is not None:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {bad}", file=sys.stderr)
         return EXIT_USAGE
     args = parser.parse_args(raw)
+    # `completion` prints the whole parser's script (every command registered), the others need only theirs
+    args.root_parser = build_parser(True) if args.command == "completion" else parser
+    args.fleet_screen, args.load_fleet_settings = fleet, fleet_settings
     try:
         if args.command is None:
             if dashboard is None:
                 raise UsageError("no command given (the dashboard opens with `memdeck` or `python -m memdeck.tui`)")
             return dashboard(args)
-        if args.demo:
-            raise UsageError("--demo opens the dashboard; it does not take a command")
+        if args.demo and args.command not in DASHBOARD_COMMANDS:
+            raise UsageError("--demo opens the dashboard; it does not take a command (but `memdeck --demo serve`)")
+        if args.read_only and args.command not in DASHBOARD_COMMANDS:
+            raise UsageError("--read-only is for the dashboard and `memdeck serve`; it does not take this command")
+        if args.command == "serve":  # the TUI's server, or the usage error that says it needs the TUI
+            return serve(args) if serve is not None else int(args.handler(args, None) or 0)
+        if getattr(args, "needs_home", True) is False:  # e.g. `completion`: no home, nothing observed
+            return int(args.handler(args, None) or 0)
         with visible_output():
             ctx = CliContext.from_args(args)
-            require_home(ctx.home if not getattr(args, "plugin_home", None) else resolve_home(args.plugin_home))
+            if args.command not in ANY_HOME_COMMANDS:
+                require_home(ctx.home if not getattr(args, "plugin_home", None) else resolve_home(args.plugin_home))
             _observe(ctx)
             return int(args.handler(args, ctx) or 0)
     except UsageError as exc:
@@ -110,12 +235,6 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"memdeck: error: a database could not be read or written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
         return EXIT_FAILED
-    except OSError as exc:  # a full disk, a vanished directory, no permission: a reason, never a traceback
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"memdeck: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # `memdeck status | head`: the reader went away; exit quietly like other Unix tools.
         try:
@@ -124,6 +243,12 @@ def main(argv: Sequence[str] | None = None, *,
         except OSError:
             pass
         return EXIT_BROKEN_PIPE
+    except OSError as exc:  # a full disk, a vanished directory, no permission: a reason, never a traceback
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"memdeck: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 class _Visible:
@@ -176,6 +301,8 @@ def _observe(ctx: CliContext) -> None:
     one ``stat`` per file when nothing changed. A failure only warns; the command still runs."""
     if not ctx.home.path.is_dir():
         return
+    from .. import history as _history  # only a command run pays for it
+
     try:
         _history.observe(ctx.home)
     except (MemdeckError, sqlite3.Error, OSError) as exc:

@@ -58,7 +58,8 @@ def _audit_with_status(args: argparse.Namespace, ctx: CliContext, *, warn: bool 
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         sid = _session(args, ctx, store, db)
-        sa = audit_session(db, store, sid, ctx.config)
+        progress = _stderr_progress("auditing compaction") if sys.stderr.isatty() else None
+        sa = audit_session(db, store, sid, ctx.config, progress=progress)
     if warn and not st.ok:
         print(f"memdeck: warning: state.db {st.state}: {st.message}; the verdicts below audit no conversation",
               file=sys.stderr)
@@ -88,16 +89,23 @@ def _anchors(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _audit_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.what_if is not None:
+        return _what_if_cmd(args, ctx)
+    if args.probe or args.priority is not None:
+        raise UsageError("--probe and --priority go with --what-if TEXT")
     sa, st = _audit_with_status(args, ctx)
     if args.json:
         d = sa.to_dict()
         print_json({"session_id": d["session_id"], "score": d["score"], "state_db": st.as_dict(),
                     "anchors": [{"id": a["id"], "state": a["state"], "hits": a["hits"], "probes": a["probes"],
                                  "missing": a["missing"], "similarity": a["similarity"]} for a in d["anchors"]],
-                    "reminder_block": d["reminder_block"], "history": d["history"], "method": d["method"]})
+                    "reminder_block": d["reminder_block"], "history": d["history"], "method": d["method"],
+                    "detection": d["detection"]})
         return 0
     score = "n/a" if sa.score is None else f"{sa.score}%"
     print(f"session {_visible(sa.session_id)}: integrity {score} ({sa.method}; {sa.compactions} compaction(s) in state.db)")
+    if sa.detection is not None and sa.detection.reason:
+        print(f"detection: {sa.detection.configured} configured, {sa.detection.active} in use: {sa.detection.reason}")
     for a in sa.anchors:
         missing = ", ".join(a.verdict.missing)
         extra = f" missing: {_visible(missing)}" if missing else ""
@@ -112,6 +120,71 @@ def _audit_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
     if sa.reminder_block:
         print(_visible_block(sa.reminder_block))
     return 0
+
+
+def _what_if_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
+    """``audit --what-if TEXT``: the anchor replayed through each past compaction of the session
+    (``core/anchors/whatif.py``). ``--json``: a list of ``{compaction_id, at, verdict, score, ...}``."""
+    from ..anchors.whatif import what_if
+
+    store = _store(ctx)
+    with StateDB(ctx.home.state_db) as db:
+        st = db.status()
+        sid = _session(args, ctx, store, db)
+        progress = _stderr_progress("replaying compaction") if sys.stderr.isatty() else None
+        wi = what_if(db, store, sid, args.what_if, probes=args.probe or None,
+                     priority=50 if args.priority is None else args.priority, config=ctx.config, progress=progress)
+    if not st.ok:
+        print(f"memdeck: warning: state.db {st.state}: {st.message}; no compaction can be replayed", file=sys.stderr)
+    det = wi.detection
+    if det is not None and det.reason:
+        print(f"memdeck: warning: detection {det.configured} configured, {det.active} in use: {det.reason}",
+              file=sys.stderr)
+    if args.json:
+        print_json([p.to_dict() for p in wi.points])
+        return 0
+    a = wi.anchor
+    print(f"what if {_visible(a['text'], 80)!s} (priority {a['priority']}, probes {', '.join(a['probes']) or '(none)'})"
+          f" had been pinned in session {_visible(sid)}:")
+    if wi.replaces:
+        print(f"  (the session holds it already as {_visible(wi.replaces)}: replayed in its place)")
+    if not wi.points:
+        print("  no compaction in state.db to replay")
+    else:
+        print(f"  {wi.alive_count} of {len(wi.points)} compaction(s) alive ({wi.method})")
+    for p in wi.points:
+        v = p.verdict
+        sim = f" sim={v.similarity:.3f}" if v.similarity is not None else ""
+        score = "n/a" if p.score is None else f"{p.score}%"
+        print(f"  #{p.compaction_id:<4} {_when(p.at)}  {'ALIVE' if v.alive else 'DRIFTED':<7} "
+              f"hits {v.hits}/{len(v.probes)}{sim}  score {score}  "
+              f"{_block_word(p)}")
+    last = wi.points[-1] if wi.points else None
+    if last is not None and last.reminder_block:
+        print(f"reminder block MemLock would have injected after compaction #{last.compaction_id}:")
+        print(_visible_block(last.reminder_block))
+    if wi.suggested_probes:
+        print("suggested probes (words of the text that survive in the compacted summaries): " + ", ".join(
+            f"{_visible(w)} ({n}/{len(wi.points)})" for w, n in wi.suggested_probes))
+    elif wi.points:
+        print("suggested probes: none (no word of the text survives in a compacted summary)")
+    return 0
+
+
+def _block_word(p: Any) -> str:
+    if not p.reminder_block:
+        return "no reminder block"
+    return "re-injected" if p.in_reminder_block else "left out of the reminder block (budget)" if not p.alive else "reminder block without it"
+
+
+def _stderr_progress(what: str) -> Any:
+    """``progress(done, total)`` writing ``what N of M`` on one stderr line (a terminal only):
+    a first semantic history can take minutes; Ctrl-C stops it and keeps what was done."""
+    def progress(done: int, total: int) -> None:
+        print(f"\r{what} {done + 1} of {total} (newest first; ctrl+c stops, what is done is kept)…",
+              end="" if done + 1 < total else "\n", file=sys.stderr, flush=True)
+
+    return progress
 
 
 def _visible_block(block: str) -> str:
@@ -276,6 +349,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 
     p = sub.add_parser("audit", help="MemLock's drift audit of a session: score, verdicts, history, reminder block")
     _session_arg(p)
+    p.add_argument("--what-if", metavar="TEXT", dest="what_if",
+                   help="replay TEXT as an anchor through each past compaction: alive or drifted, the score, the "
+                        "reminder block, suggested probes (nothing is pinned)")
+    p.add_argument("--probe", action="append", metavar="P", help="with --what-if: a probe (repeatable; default: derived)")
+    p.add_argument("--priority", type=_int, default=None, help="with --what-if: 1-100 (default 50)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_audit_cmd)
 

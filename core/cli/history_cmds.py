@@ -14,7 +14,11 @@ one JSON object per line for each event:
 * ``{"event": "usage", "target", "pct", "chars", "limit"}`` - a memory file crossed 90 % usage
   upward;
 * ``{"event": "audit", "session_id", "score", "alert_floor"}`` - the integrity score of a MemLock
-  session fell below ``memlock.alert_floor`` (percent 0-100).
+  session fell below ``memlock.alert_floor`` (percent 0-100);
+* ``{"event": "frozen", "session_id", "source", "differences", "frozen_at", "new_session", "changes"}``
+  - an open session's frozen memory now differs from the files by more entries than before
+  (it appeared, or grew): that running agent does not see them until a new session
+  (``core/context/``).
 """
 
 from __future__ import annotations
@@ -71,6 +75,10 @@ def _show(c: _history.Change) -> None:
     since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
     rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
     print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
+    if c.kind == "anchor":  # field by field, in words: never the JSON the history stores (issue 22 #12)
+        for line in _history.anchor_field_lines(c.before, c.after):
+            print(f"    {safe(line, one_line=True, width=160)}")
+        return
     if c.before is not None:
         print(f"    - {safe(c.before, one_line=True, width=100)}")
     if c.after is not None:
@@ -120,6 +128,37 @@ class _Watch:
         self.pending = {p.id for p in list_pending(ctx.home)}
         self.pct = self._pcts()
         self.low = self._low_sessions()
+        self._db: Any = None
+        self._prompts: Any = None
+        self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _frozen(self) -> list[dict[str, Any]]:
+        """Every open session's frozen memory against the files (``core/context``); ``[]`` without a
+        readable state.db."""
+        from ..context.prompts import PromptCache
+        from ..context.report import disk_entries, open_session_diffs, verdict_for
+        from ..sessions.profile import detect_profile
+        from ..sessions.statedb import StateDB
+
+        if not self.ctx.home.state_db.exists():
+            return []
+        if self._db is None:
+            self._db, self._prompts = StateDB(self.ctx.home.state_db), PromptCache()
+        self._db.reopen_if_replaced()
+        if not self._db.status().ok:
+            return []
+        try:
+            version = detect_profile(self.ctx.home).version
+        except Exception:  # noqa: BLE001 - unknown version: memdeck's threat rules
+            version = None
+        diffs = open_session_diffs(self._db, self.ctx.config, self._prompts, disk_entries(self.ctx.home),
+                                   verdict_for(version))
+        return [d.to_dict() for d in diffs if d.frozen.in_prompt]
 
     def _pcts(self) -> dict[str, int]:
         return {t: read_memory(self.ctx.home, self.ctx.config, t).pct for t in TARGETS}
@@ -164,6 +203,15 @@ class _Watch:
                     m = read_memory(self.ctx.home, self.ctx.config, t)
                     out.append({"event": "usage", "target": t, "pct": m.pct, "chars": m.chars, "limit": m.limit})
             self.pct = pct
+        if kinds & {"memory", "statedb", "config"}:
+            seen: dict[str, int] = {}
+            for d in self._frozen():
+                sid, n = d["session_id"], d["differences"]
+                seen[sid] = n
+                if n > self.frozen.get(sid, 0):
+                    out.append({"event": "frozen", **{k: d[k] for k in (
+                        "session_id", "source", "differences", "frozen_at", "new_session", "changes")}})
+            self.frozen = seen
         if "memlock" in kinds:
             low = self._low_sessions()
             for sid, score in low.items():
@@ -191,27 +239,30 @@ async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | 
     from ..watcher import watch_home
 
     w = _Watch(ctx)
-    sent = 0
-    for c in _history.observe(ctx.home):  # what changed while nothing watched
-        _emit({"event": "change", **c.to_dict()}, hook)
-        sent += 1
-    if max_events is not None and sent >= max_events:
-        return
-
-    def armed() -> None:
-        if ready:
-            _print_line({"event": "ready"})
-
-    agen = watch_home(ctx.home, armed)
     try:
-        async for kinds in agen:
-            for ev in w.events(kinds):
-                _emit(ev, hook)
-                sent += 1
-                if max_events is not None and sent >= max_events:
-                    return
+        sent = 0
+        for c in _history.observe(ctx.home):  # what changed while nothing watched
+            _emit({"event": "change", **c.to_dict()}, hook)
+            sent += 1
+        if max_events is not None and sent >= max_events:
+            return
+
+        def armed() -> None:
+            if ready:
+                _print_line({"event": "ready"})
+
+        agen = watch_home(ctx.home, armed)
+        try:
+            async for kinds in agen:
+                for ev in w.events(kinds):
+                    _emit(ev, hook)
+                    sent += 1
+                    if max_events is not None and sent >= max_events:
+                        return
+        finally:
+            await agen.aclose()
     finally:
-        await agen.aclose()
+        w.close()
 
 
 async def _watch_main(args: argparse.Namespace, ctx: CliContext) -> None:
@@ -266,7 +317,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.set_defaults(handler=_revert)
 
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
-                       "90%% usage crossing and low integrity score")
+                       "90%% usage crossing, low integrity score and running session that no longer sees the files")
     p.add_argument("--exec", metavar="CMD", default=None,
                    help="run CMD (shell) per event with the JSON line on stdin, one run at a time in its own process "
                         "group; a run that fails or passes --exec-timeout is reported as an {\"event\": \"exec\"} line")

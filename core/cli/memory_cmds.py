@@ -93,7 +93,7 @@ def _refused(exc: Refused, as_json: bool) -> int:
     return 1
 
 
-def _run(args: argparse.Namespace, fn: Callable[[], Any]) -> int:
+def _run(args: argparse.Namespace, fn: Callable[[], Any], ctx: CliContext | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
         res = fn()
@@ -102,6 +102,13 @@ def _run(args: argparse.Namespace, fn: Callable[[], Any]) -> int:
     warning = res.details.get("warning") if isinstance(res, WriteResult) else None
     if warning:
         _err(f"memdeck: warning: {safe(str(warning))}")
+    target = getattr(res, "target", None) or (res.get("target") if isinstance(res, dict) else None)
+    if ctx is not None and target in ("memory", "user") and getattr(res, "changed", True):
+        from .context_cmds import running_session_note
+
+        note = running_session_note(ctx)
+        if note:
+            _err(f"note: {note}")
     if as_json:
         print_json(res.to_dict() if hasattr(res, "to_dict") else res)
     elif isinstance(res, WriteResult):
@@ -139,7 +146,7 @@ def _clock(ts: float, fmt: str = "%Y-%m-%d %H:%M") -> str:
 def _store_op(call: Callable[[MemoryStore, argparse.Namespace], Any]) -> Callable[[argparse.Namespace, CliContext], int]:
     """A handler that runs one :class:`MemoryStore` operation ``call(store, args)`` via :func:`_run`."""
     def handler(args: argparse.Namespace, ctx: CliContext) -> int:
-        return _run(args, lambda: call(_store(ctx), args))
+        return _run(args, lambda: call(_store(ctx), args), ctx)
 
     return handler
 
@@ -239,7 +246,7 @@ def _archive(args: argparse.Namespace, ctx: CliContext) -> int:
         return _list(args, rows, "the archive is empty", _show_archived)
     if not args.selector:
         raise UsageError("archive needs ID_OR_SUBSTRING (or --list)")
-    return _run(args, lambda: _store(ctx).archive(args.target, args.selector, reason=args.reason))
+    return _run(args, lambda: _store(ctx).archive(args.target, args.selector, reason=args.reason), ctx)
 
 
 def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -324,8 +331,13 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _show_journal(r: Any) -> None:
     undone = f"  (undone by #{r.undone_by})" if r.undone_by else ""
+    note = r.detail.get("recovery") if isinstance(r.detail.get("recovery"), dict) else None
     if getattr(r, "state", "done") == "unknown":  # a killed write recovery could not place: never undone automatically
-        undone += "  (unknown: the file held neither its before nor its after; not undoable)"
+        why = safe(str((note or {}).get("reason") or "the file held neither its before nor its after"), one_line=True,
+                   width=100)
+        undone += f"  (unknown: {why}; not undoable)"
+    elif note is not None:  # settled by recovery after an interrupted write (core/memory/recovery.py)
+        undone += "  (recovered)"
     what = r.detail.get("text") or r.detail.get("pending_id") or ""
     print(f"#{r.journal_id:<5} {_clock(r.ts, '%Y-%m-%d %H:%M:%S')}  {r.actor:6} {r.op:9} {r.kind:6} {r.where:8} "
           f"{safe(str(what), one_line=True, width=60)}{undone}")

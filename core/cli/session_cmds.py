@@ -24,12 +24,49 @@ def _when(ts: float | None) -> str:
         return str(ts)
 
 
+def _stale(args: argparse.Namespace, ctx: CliContext) -> int:
+    from .context_cmds import stale_sessions
+
+    with StateDB(ctx.home.state_db) as db:
+        st = db.status()
+        rows = stale_sessions(ctx, db) if st.ok else []
+    if args.limit is not None:
+        rows = rows[:args.limit]
+    if args.json:
+        print_json({"state_db": st.as_dict(), "sessions": rows})
+        return 0
+    if not st.ok:
+        print(f"state.db: {st.state}: {st.message}", file=sys.stderr)
+        return 0
+    if not rows:
+        print("no open session")
+        return 0
+    print(f"{'id':<24} {'source':<10} {'frozen':<16} {'differ':>6}  ")
+    for r in rows:
+        differ = f"{r['differences']:>6}" if r["in_prompt"] else f"{'-':>6}"
+        why = "" if r["in_prompt"] else f"  ({r['reason']})"
+        print(f"{_visible(r['session_id'], 24):<24} {_visible(r['source'], 10):<10} {_when(r['frozen_at']):<16} "
+              f"{differ}{why}")
+    return 0
+
+
 def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.stale:
+        return _stale(args, ctx)
+    from ..sessions.profile import session_store_note
+
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         items = db.sessions(limit=args.limit) if st.ok else []
+    elsewhere = session_store_note(ctx.config)
     if args.json:
-        print_json({"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]})
+        out = {"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]}
+        if elsewhere:
+            out["session_store"] = {"name": ctx.config.session_store, "message": elsewhere}
+        print_json(out)
+        return 0
+    if elsewhere and not items:  # not "no sessions": they are in a store memdeck does not read
+        print(elsewhere)
         return 0
     if not st.ok:
         print(f"state.db: {st.state}: {st.message}", file=sys.stderr)
@@ -85,6 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser("sessions", help="list state.db sessions (newest first; * marks the live one)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=_limit(1), default=None, metavar="N", help="show at most N sessions")
+    p.add_argument("--stale", action="store_true",
+                   help="every open session with the number of memory entries its frozen prompt differs by")
     p.set_defaults(handler=_sessions)
     r = sub.add_parser("recall", help="preview what Hermes' session_search would recall for QUERY")
     r.add_argument("query", metavar="QUERY")

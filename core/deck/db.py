@@ -331,6 +331,29 @@ CREATE TABLE IF NOT EXISTS rotation_events (
 )
 """
 
+#: 8: the semantic audit's caches (core/anchors/encoder.py). ``embeddings``: one vector per
+#: window text and encoder (``key`` = sha256 of the encoder identity and the text, ``encoder`` =
+#: that identity: the model's weights sha256 and max sequence length), ``vector`` float32
+#: little-endian of ``dim`` values; ``weights_checks``: the sha256 of a model's weights file
+#: remembered by ``(path, size, mtime_ns)``, so a launch does not hash 90 MB again.
+_SEMANTIC_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    key TEXT PRIMARY KEY,
+    encoder TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    computed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS weights_checks (
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    checked_at REAL NOT NULL,
+    PRIMARY KEY (path, size, mtime_ns)
+)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -339,6 +362,7 @@ MIGRATIONS: tuple[str, ...] = (
     _TRACK_CACHE_SCHEMA,  # 5: session_tracks (the state.db reader's per-session compaction tracks)
     _ANCHOR_SCOPE_SCHEMA,  # 6: target = memory/user only; anchor rows get scope/session_id (archive: anchor_id)
     _ROTATION_CACHE_SCHEMA,  # 7: rotation_events (the state.db reader's final rotation events)
+    _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -753,3 +777,75 @@ def store_rotation_events(home: HermesHome | Path, rows: Sequence[dict[str, obje
         " event, saved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(str(r["parent_id"]), str(r["child_id"]), int(r["version"]), str(r["sig"]), int(r["check_id"]),  # type: ignore[call-overload]
           str(r["check_hash"]), int(r["seen_top"]), str(r["event"]), float(saved_at)) for r in rows]))  # type: ignore[call-overload]
+
+
+# --------------------------------------------------------------------------- semantic audit caches
+
+
+def load_embeddings(home: HermesHome | Path, keys: Sequence[str]) -> dict[str, bytes]:
+    """``{key: vector bytes (float32 little-endian)}`` for the cached keys among ``keys``; ``{}``
+    when memdeck.db does not exist, predates the table (migration 8) or cannot be read. Opens the
+    file read-only: never creates, migrates or writes. Never raises."""
+    if not keys:
+        return {}
+    conn, own = _read_only(home)
+    if conn is None:
+        return {}
+    out: dict[str, bytes] = {}
+    try:
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            for k, v in conn.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part):
+                out[str(k)] = bytes(v)
+    except sqlite3.Error:
+        return out
+    finally:
+        if own:
+            conn.close()
+    return out
+
+
+def store_embeddings(home: HermesHome | Path, encoder: str, dim: int, rows: Sequence[tuple[str, bytes]]) -> bool:
+    """Append ``(key, vector bytes)`` rows of ``encoder`` (its identity) with ``dim`` values each
+    (existing keys are kept), in one transaction. Only into an existing memdeck.db; True when
+    written. Never raises: a locked, read-only or damaged store is skipped (the vectors stay in
+    the caller's memory)."""
+    if not rows:
+        return True
+    import time as _time
+
+    now = _time.time()
+    return _write_if_exists(home, lambda conn: conn.executemany(
+        "INSERT OR IGNORE INTO embeddings (key, encoder, dim, vector, computed_at) VALUES (?, ?, ?, ?, ?)",
+        [(str(k), str(encoder), int(dim), sqlite3.Binary(v), now) for k, v in rows]))
+
+
+def load_weights_check(home: HermesHome | Path, path: str, size: int, mtime_ns: int) -> str | None:
+    """The sha256 remembered for the weights file ``path`` at ``size`` bytes and ``mtime_ns``, or
+    None (not checked at that size and mtime, no memdeck.db, or unreadable). Read-only. Never raises."""
+    conn, own = _read_only(home)
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT sha256 FROM weights_checks WHERE path = ? AND size = ? AND mtime_ns = ?",
+                           (str(path), int(size), int(mtime_ns))).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        if own:
+            conn.close()
+    return str(row[0]) if row else None
+
+
+def store_weights_check(home: HermesHome | Path, path: str, size: int, mtime_ns: int, sha256: str) -> bool:
+    """Remember ``sha256`` for the weights file ``path`` at ``size`` and ``mtime_ns`` (replacing the
+    rows of that path). Only into an existing memdeck.db; True when written. Never raises."""
+    import time as _time
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM weights_checks WHERE path = ?", (str(path),))
+        conn.execute("INSERT INTO weights_checks (path, size, mtime_ns, sha256, checked_at) VALUES (?, ?, ?, ?, ?)",
+                     (str(path), int(size), int(mtime_ns), str(sha256), _time.time()))
+
+    return _write_if_exists(home, write)

@@ -11,9 +11,11 @@ row ``done`` (:func:`mark_done`), all while it holds the file's lock: the order 
 file is the order of its changes, and a locked or unusable memdeck.db refuses the write before
 the file is touched. A process killed between the two commits leaves an ``intent`` row, which
 the next write on that file resolves under the same lock by looking at the disk
-(:func:`resolve_file_intents` for whole-file rows; ``core/anchors`` for anchor rows): the file
-holds the row's ``after`` -> ``done``; its ``before`` -> the row is deleted (the change never
-happened); neither -> ``unknown`` (kept and shown, never undone automatically). Readers that
+(``core/memory/recovery.py`` for memory rows: per entry, with the staged replacement's names
+as the witness of the file write; ``core/anchors`` for anchor rows): the change happened ->
+``done`` (:func:`settle_intents`, with how it was decided in ``detail["recovery"]``); it never
+happened -> the row is deleted (:func:`discard_intents`); recovery cannot tell -> ``unknown``
+with the reason (kept and shown, never undone automatically). Readers that
 expect a change that happened (:func:`entries` and :func:`last_undoable`, history) read
 ``done`` rows; :func:`entries` also shows ``unknown`` ones.
 
@@ -98,6 +100,12 @@ def _row(r: sqlite3.Row) -> JournalRow:
     return JournalRow(r["journal_id"], r["ts"], r["actor"], r["op"], r["kind"], r["target"], r["before"],
                         r["after"], detail if isinstance(detail, dict) else {"_raw": detail}, r["txn"], r["undone_by"],
                         r["state"], r["scope"], r["session_id"])
+
+
+def row_of(r: sqlite3.Row) -> JournalRow:
+    """The :class:`JournalRow` of one ``SELECT * FROM journal`` row (a ``detail`` that is not a
+    JSON object is kept under ``"_raw"``)."""
+    return _row(r)
 
 
 def record(
@@ -242,6 +250,29 @@ def mark_unknown(conn: sqlite3.Connection, journal_ids: list[int]) -> None:
     """Mark ``intent`` rows ``unknown``: the disk holds neither their before nor their after."""
     conn.executemany("UPDATE journal SET state = 'unknown' WHERE journal_id = ? AND state = 'intent'",
                      [(j,) for j in journal_ids])
+
+
+def settle_intents(conn: sqlite3.Connection, state: str, notes: dict[int, dict[str, Any]]) -> None:
+    """Resolve ``intent`` rows as recovery decided (call inside a transaction): ``state``
+    ``"done"`` or ``"unknown"``, and each row's note (how it was decided, and why; for
+    ``unknown`` the reason shown to the user) kept in ``detail["recovery"]``.
+
+    Raises:
+        ValueError: ``state`` is not ``done``/``unknown``.
+    """
+    if state not in ("done", "unknown"):
+        raise ValueError(f"an intent settles as 'done' or 'unknown', not {state!r}")
+    conn.executemany(
+        "UPDATE journal SET state = ?, detail = CASE WHEN json_valid(detail) AND json_type(detail) = 'object' "
+        "THEN json_set(detail, '$.recovery', json(?)) ELSE detail END WHERE journal_id = ? AND state = 'intent'",
+        [(state, json.dumps(note, ensure_ascii=False), j) for j, note in notes.items()])
+
+
+def set_texts(conn: sqlite3.Connection, journal_id: int, before: str | None, after: str | None) -> None:
+    """Replace an ``intent`` row's ``before``/``after`` texts with what recovery really wrote
+    when it finished the change on a file other writers had changed since."""
+    conn.execute("UPDATE journal SET before = ?, after = ? WHERE journal_id = ? AND state = 'intent'",
+                 (before, after, journal_id))
 
 
 def discard_intents(conn: sqlite3.Connection, journal_ids: list[int]) -> None:

@@ -58,11 +58,14 @@ from ..config import MemlockConfig
 from ..errors import MemdeckError
 from ..home import HermesHome
 from ..memory.prompt_block import render_block
+from ..history.observation import observe
+from .changes import REVIEW_CALL_OFFSET, memory_at, pending_record
+from .changes import replay as replay_changes
 from .plan import DemoPlan, live_schedule, demo_plan
-from .story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_SEED, DEMO_USER_LIMIT, FLAGGED_MEMORY_ENTRY,
-                    FLAGGED_MEMORY_FINDINGS, USER_REPLACE_TARGET, ANCHORS, AnchorSpec, C1_USER, C2_USER, ENTRY_SEP,
-                    MEMLOCK_SETTINGS, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A, PHASE_B, PHASE_C, PINS_AFTER, SUMMARY_1,
-                    SUMMARY_2, SYSTEM_PROMPT_HEAD, tool_call)
+from .story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_SEED, DEMO_USER_LIMIT, DEPLOY_SESSION, FLAGGED_MEMORY_ENTRY,
+                    FLAGGED_MEMORY_FINDINGS, PUSH_BEFORE, RELEASE_DAY_SESSION, USER_REPLACE_TARGET, ANCHORS, AnchorSpec,
+                    C1_USER, C2_USER, ENTRY_SEP, MEMLOCK_SETTINGS, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A, PHASE_B,
+                    PHASE_C, PINS_AFTER, SUMMARY_1, SUMMARY_2, SYSTEM_PROMPT_HEAD, tool_call)
 
 # ── small writers ──────────────────────────────────────────────────────────
 
@@ -82,6 +85,7 @@ def _config_text(plan: DemoPlan) -> str:
         "model:",
         "  default: anthropic/claude-sonnet-4.5",
         "  provider: openrouter",
+        "  context_length: 200000",
         "memory:",
         "  memory_enabled: true",
         "  user_profile_enabled: true",
@@ -117,12 +121,22 @@ def _blocked(entry: str, filename: str) -> str:
             "Removed from system prompt; use memory(action=remove) to delete the original.]")
 
 
+#: The parts of a Hermes 0.19 prompt around the memory blocks (agent/system_prompt.py:147-524): the
+#: environment hints, the CLI platform hint, the session line (no anchor's probe words in them).
+_PROMPT_ENVIRONMENT = ("Host: macOS (15.5)\nUser home directory: /Users/priya\n"
+                       "Current working directory: /Users/priya/code/linkhop")
+_PROMPT_PLATFORM = ("You are a CLI AI Agent. Try not to use markdown but simple text renderable inside a terminal. "
+                    "When referring to a file you created or changed, state its absolute path in plain text.")
+_PROMPT_SESSION = "Conversation started: Thursday, July 23, 2026\nModel: anthropic/claude-sonnet-4.5\nProvider: openrouter"
+
+
 def _system_prompt(memory: list[str], user: list[str]) -> str:
     blocks = [
         render_block("memory", [_blocked(e, "MEMORY.md") for e in memory], DEMO_MEMORY_LIMIT),
         render_block("user", user, DEMO_USER_LIMIT),
     ]
-    return SYSTEM_PROMPT_HEAD + "\n\n" + "\n\n".join(b for b in blocks if b)
+    parts = [SYSTEM_PROMPT_HEAD, _PROMPT_ENVIRONMENT, _PROMPT_PLATFORM, *(b for b in blocks if b), _PROMPT_SESSION]
+    return "\n\n".join(parts)
 
 
 
@@ -173,13 +187,22 @@ def build_demo_home(path: str | os.PathLike[str], *, seed: int = DEMO_SEED, now:
     _write_text(root / DEMO_MARKER, json.dumps({"seed": seed, "now": plan.now}) + "\n")
     _write_text(home.config_path, _config_text(plan))
     home.memories_dir.mkdir(parents=True, exist_ok=True)
-    _write_text(home.memory_file("memory"), ENTRY_SEP.join(plan.memory_entries))
-    _write_text(home.memory_file("user"), ENTRY_SEP.join(plan.user_entries))
     for sub in ("sessions", "skills", "logs", "cron"):
         (root / sub).mkdir(exist_ok=True)
-    _write_pending(home, plan)
     session_state = _write_state_db(home, plan)
-    _write_memlock(home, plan, session_state)
+    # The change history (core/demo/changes.py): the memory files and the live MemLock file are
+    # written along the timeline, memdeck's history observes each change.
+    live_store = _live_store(plan, session_state)
+    live_before = json.loads(json.dumps(live_store))
+    push_id = plan.anchor_ids["push"]
+    live_before["anchors"][push_id].update(PUSH_BEFORE)
+    live_before["anchors"][push_id].pop("history", None)
+    replay_changes(home, plan, home.memlock_dir / f"{safe_sid(plan.live_session_id)}.json", live_before, live_store)
+    _write_memlock(home, plan, live_store)
+    _write_text(home.memory_file("memory"), ENTRY_SEP.join(plan.memory_entries))  # the plan's order
+    _write_text(home.memory_file("user"), ENTRY_SEP.join(plan.user_entries))
+    _write_pending(home, plan)
+    observe(home, now=plan.now - 5.0)  # memdeck has seen the home as it is now: nothing is new on opening
     return home
 
 
@@ -210,20 +233,7 @@ def _write_pending(home: HermesHome, plan: DemoPlan) -> None:
          "foreground", n - 1500.125),
     ]
     for pid, (action, target, content, old_text, origin, created) in zip(plan.pending_ids, items):
-        label = "user profile" if target == "user" else "memory"
-        if action == "add":
-            summary, detail = f"add to {label}", content
-        else:
-            summary, detail = f"replace in {label}", f"old: {old_text}\nnew: {content}"
-        record = {
-            "id": pid,
-            "subsystem": "memory",
-            "action": action,
-            "summary": f"{summary}: {detail[:120]}".strip(),
-            "origin": origin,
-            "created_at": created,
-            "payload": {"action": action, "target": target, "content": content, "old_text": old_text},
-        }
+        record = pending_record(pid, action, target, content, old_text, origin, created)
         _write_text(home.pending_dir / f"{pid}.json", dump_json(record))
 
 
@@ -262,15 +272,20 @@ def _write_state_db(home: HermesHome, plan: DemoPlan) -> _LiveState:
     return state
 
 
+def _prompt_at(plan: DemoPlan, t: float) -> str:
+    """The frozen system prompt of a session that started at epoch ``t``: the memory files as the
+    demo's timeline had them then (:func:`core.demo.changes.memory_at`)."""
+    return _system_prompt(memory_at(plan, "memory", t), memory_at(plan, "user", t))
+
+
 def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
     model = "anthropic/claude-sonnet-4.5"
-    sp = _system_prompt(_memory_at_start(plan), list(plan.user_entries))
 
     # An older cli session where the agent saved a memory entry with the memory tool.
     sid = plan.session_ids["review"]
     t = _start_of(sid)
     hs.add_session(conn, sid, source="cli", title="linkhop: local Postgres setup", started_at=t,
-                   model=model, system_prompt=sp)
+                   model=model, system_prompt=_prompt_at(plan, t))
     _set_session_extras(conn, sid, cwd="/Users/priya/code/linkhop", git_branch="main",
                         git_repo_root="/Users/priya/code/linkhop", input_tokens=18240, output_tokens=2210,
                         api_call_count=6, billing_provider="openrouter")
@@ -284,18 +299,19 @@ def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
     hs.append_message(conn, sid, "user", "Remember that for next time.", timestamp=t + 61)
     entry = MEMORY_FIXED[2]
     call = tool_call("call_mem1", "memory", {"action": "add", "target": "memory", "content": entry})
-    hs.append_message(conn, sid, "assistant", "", timestamp=t + 66, tool_calls=call)
+    hs.append_message(conn, sid, "assistant", "", timestamp=t + REVIEW_CALL_OFFSET, tool_calls=call)
     hs.append_message(conn, sid, "tool", json.dumps({"success": True, "done": True, "target": "memory",
                       "usage": "71% — 1,562/2,200 chars", "entry_count": 12, "message": "Entry added.",
                       "note": "Write saved. This update is complete — do not repeat it."}, ensure_ascii=False),
-                      timestamp=t + 67, tool_name="memory", tool_call_id="call_mem1")
+                      timestamp=t + REVIEW_CALL_OFFSET + 1, tool_name="memory", tool_call_id="call_mem1")
     hs.append_message(conn, sid, "assistant", "Saved.", timestamp=t + 70)
     hs.end_session(conn, sid, "cli_close", ended_at=t + 400)
 
     # The rotation-mode pair (compression.in_place: false at the time).
     sid = plan.session_ids["rotation_parent"]
     t = _start_of(sid)
-    hs.add_session(conn, sid, source="cli", title="Rate limiter design", started_at=t, model=model, system_prompt=sp)
+    hs.add_session(conn, sid, source="cli", title="Rate limiter design", started_at=t, model=model,
+                   system_prompt=_prompt_at(plan, t))
     _set_session_extras(conn, sid, cwd="/Users/priya/code/linkhop", git_branch="feat/ratelimit",
                         input_tokens=412_300, output_tokens=21_950, api_call_count=48, billing_provider="openrouter")
     turns = [
@@ -334,7 +350,7 @@ def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
     sid = plan.session_ids["telegram"]
     t = _start_of(sid)
     hs.add_session(conn, sid, source="telegram", title="Postgres partial index question", started_at=t,
-                   model=model, system_prompt=sp)
+                   model=model, system_prompt=_prompt_at(plan, t))
     _set_session_extras(conn, sid, user_id="48213377", chat_id="48213377", chat_type="dm",
                         display_name="Priya", input_tokens=9_800, output_tokens=640, api_call_count=2,
                         billing_provider="openrouter")
@@ -354,7 +370,7 @@ def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
     sid = plan.session_ids["cron"]
     t = _start_of(sid)
     hs.add_session(conn, sid, source="cron", title="Nightly dependency audit", started_at=t, model=model,
-                   system_prompt=sp)
+                   system_prompt=_prompt_at(plan, t))
     _set_session_extras(conn, sid, input_tokens=22_100, output_tokens=1_400, api_call_count=3,
                         billing_provider="openrouter", cwd="/Users/priya/code/linkhop")
     hs.append_message(conn, sid, "user", "[cron] Run the nightly dependency audit for ~/code/linkhop and "
@@ -367,15 +383,34 @@ def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
                       "dependencies.", timestamp=t + 22)
     hs.end_session(conn, sid, "cron_complete", ended_at=t + 30)
 
+    # The first staging deploy (what a first recall of "deploy" finds).
+    sid = plan.session_ids["deploy"]
+    t = _start_of(sid)
+    hs.add_session(conn, sid, source="cli", title="linkhop: first staging deploy", started_at=t, model=model,
+                   system_prompt=_prompt_at(plan, t))
+    _set_session_extras(conn, sid, cwd="/Users/priya/code/linkhop", git_branch="main",
+                        git_repo_root="/Users/priya/code/linkhop", input_tokens=64_800, output_tokens=4_930,
+                        api_call_count=14, billing_provider="openrouter")
+    for i, (role, text) in enumerate(DEPLOY_SESSION):
+        hs.append_message(conn, sid, role, text, timestamp=t + 15 + i * 170)
+    hs.end_session(conn, sid, "cli_close", ended_at=t + 15 + len(DEPLOY_SESSION) * 170)
+
+    # Release day, from the phone.
+    sid = plan.session_ids["release_day"]
+    t = _start_of(sid)
+    hs.add_session(conn, sid, source="telegram", title="Friday deploy?", started_at=t, model=model,
+                   system_prompt=_prompt_at(plan, t))
+    _set_session_extras(conn, sid, user_id="48213377", chat_id="48213377", chat_type="dm",
+                        display_name="Priya", input_tokens=7_300, output_tokens=410, api_call_count=2,
+                        billing_provider="openrouter")
+    for i, (role, text) in enumerate(RELEASE_DAY_SESSION):
+        hs.append_message(conn, sid, role, text, timestamp=t + 8 + i * 50)
+    hs.end_session(conn, sid, "idle_timeout", ended_at=t + 3600)
+
 
 def _start_of(session_id: str) -> float:
     stamp = session_id.rsplit("_", 1)[0]
     return datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=timezone.utc).timestamp()
-
-
-def _memory_at_start(plan: DemoPlan) -> list[str]:
-    """MEMORY.md as it was before the live session added the rate-limit entry."""
-    return [e for e in plan.memory_entries if e != MEMORY_FIXED[1]]
 
 
 def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:
@@ -383,7 +418,7 @@ def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:
     t0 = plan.live_started_at
     times = iter([t0 + off for off in live_schedule(plan.seed)])
     model = "anthropic/claude-sonnet-4.5"
-    sp = _system_prompt(_memory_at_start(plan), list(plan.user_entries))
+    sp = _prompt_at(plan, t0)
     hs.add_session(conn, sid, source="cli", title="linkhop: analytics and custom domains", started_at=t0,
                    model=model, system_prompt=sp)
     _set_session_extras(conn, sid, cwd="/Users/priya/code/linkhop", git_branch="feat/click-analytics",
@@ -494,17 +529,16 @@ def _summary_hash(conn: sqlite3.Connection, sid: str) -> str | None:
     return None
 
 
-def _write_memlock(home: HermesHome, plan: DemoPlan, state: _LiveState) -> None:
+def _live_store(plan: DemoPlan, state: _LiveState) -> dict[str, Any]:
+    """The live session's MemLock store as it is at ``now`` (six audited anchors, the drift log)."""
     anchors = state.anchors
     by_key = {spec.key: a for spec, a in zip(ANCHORS, anchors)}
     # The push pin was edited once (MemLock >= 0.4 keeps a version history).
     push = by_key["push"]
-    push["history"] = [{"text": "Run the tests before pushing.", "reminder": "Run the tests before pushing",
-                        "priority": 80, "probes": ["tests", "pushing"],
-                        "updated_at": plan.live_started_at + 1500.0}]
+    push["history"] = [{**PUSH_BEFORE, "updated_at": plan.live_started_at + 1500.0}]
     anchors_map = {a["id"]: a for a in anchors}
     last = state.audits[-1]
-    store = {
+    return {
         "session_id": plan.live_session_id,
         "anchors": anchors_map,
         "static_anchor_ids": [plan.anchor_ids[s.key] for s in ANCHORS if s.static],
@@ -518,6 +552,9 @@ def _write_memlock(home: HermesHome, plan: DemoPlan, state: _LiveState) -> None:
         "turn_count": state.turn_count,
         "self_sha256": anchors_sha256(anchors_map),
     }
+
+
+def _write_memlock(home: HermesHome, plan: DemoPlan, store: dict[str, Any]) -> None:
     _write_text(home.memlock_dir / f"{safe_sid(plan.live_session_id)}.json", dump_json(store))
 
     # The rotation child session: same static + global anchors, all alive after its one audit.

@@ -21,11 +21,13 @@ class DemoPlan:
         seed, now: the inputs (``now`` in epoch seconds).
         memory_entries, user_entries: the entries of MEMORY.md / USER.md, in file order.
         session_ids: ``{"live", "telegram", "cron", "rotation_parent", "rotation_child",
-            "review"}`` -> Hermes-style ids ``YYYYMMDD_HHMMSS_<6 hex>``.
+            "review", "deploy", "release_day"}`` -> Hermes-style ids ``YYYYMMDD_HHMMSS_<6 hex>``.
         anchor_ids: anchor key (``british``, ``push``, ``uv``, ``commit``, ``pathlib``,
             ``secrets``) -> MemLock id (config id for static anchors, ``pin_<8 hex>`` for pins).
         pending_ids: four 8-hex ids of the pending writes, in creation order.
         live_started_at: start of the live session (epoch seconds).
+        applied_pending_ids: two 8-hex ids of pending writes applied before ``now`` (by Hermes
+            for the background review, then through memdeck): the change history's (:mod:`.changes`).
     """
 
     seed: int
@@ -36,6 +38,7 @@ class DemoPlan:
     anchor_ids: dict[str, str] = field(default_factory=dict)
     pending_ids: tuple[str, ...] = ()
     live_started_at: float = 0.0
+    applied_pending_ids: tuple[str, ...] = ()
 
     @property
     def live_session_id(self) -> str:
@@ -125,6 +128,10 @@ def demo_plan(seed: int = DEMO_SEED, now: float | None = None) -> DemoPlan:
     for spec in ANCHORS:
         anchor_ids[spec.key] = STATIC_IDS[spec.key] if spec.static else f"pin_{rng.getrandbits(32):08x}"
     pending = tuple(f"{rng.getrandbits(32):08x}" for _ in range(4))
+    # Drawn last, so the ids above are those of the demo before these were added.
+    sids["deploy"] = _session_id(now - 3 * 86400 + rng.randint(0, 3600), rng)
+    sids["release_day"] = _session_id(now - 20 * 3600 + rng.randint(0, 1800), rng)
+    applied = tuple(f"{rng.getrandbits(32):08x}" for _ in range(2))
     return DemoPlan(seed=seed, now=now, memory_entries=tuple(memory), user_entries=tuple(user),
                     session_ids=sids, anchor_ids=anchor_ids, pending_ids=pending,
-                    live_started_at=live_start)
+                    live_started_at=live_start, applied_pending_ids=applied)

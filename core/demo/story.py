@@ -337,6 +337,52 @@ PHASE_C: tuple[tuple[str, str], ...] = (
 )
 
 
+# ── older sessions a newcomer's first recall finds ("deploy", "redis", "postgres") ──────────
+
+#: The first staging deploy, three days before ``now`` (a cli session): ``(role, text)``.
+DEPLOY_SESSION: tuple[tuple[str, str], ...] = (
+    ("user", "Let's get linkhop onto staging. Deploy it to Fly.io."),
+    ("assistant", "I created the Fly app linkhop-staging with fly.staging.toml (one shared-cpu machine in lhr, "
+                  "Postgres and Redis attached). Running the deploy now."),
+    ("user", "The deploy is stuck on the health check."),
+    ("assistant", "The release command ran the migrations but the app crashed at boot: DATABASE_URL was not "
+                  "set on staging. I set it with `fly secrets set DATABASE_URL=...` (the value is not shown here) "
+                  "and deployed again; the health check passes and https://linkhop-staging.fly.dev/healthz "
+                  "answers 200."),
+    ("user", "How do production deploys work then?"),
+    ("assistant", "Production deploys go through the release workflow only: tag a version, the workflow runs "
+                  "the full test suite, builds the image and deploys it with a rolling strategy. Tom owns the "
+                  "Fly.io organisation, so scaling machines needs his go-ahead."),
+    ("user", "And if a deploy goes wrong?"),
+    ("assistant", "`fly releases` lists the releases; `fly deploy --image <previous image>` rolls back in "
+                  "about a minute. Redis keys survive a rollback; migrations must stay backwards compatible "
+                  "for one release so the old code still runs."),
+)
+#: A quick question from the phone on release day, twenty hours before ``now`` (telegram).
+RELEASE_DAY_SESSION: tuple[tuple[str, str], ...] = (
+    ("user", "is it ok to deploy the click analytics on a Friday afternoon?"),
+    ("assistant", "I'd wait until Monday: the release adds a ClickHouse writer and a new background task, "
+                  "and Tom is away at the weekend. If it has to go today, deploy to staging first and watch "
+                  "the redirect latency and the Redis memory for an hour."),
+    ("user", "fine, Monday. remind me what the rollback is"),
+    ("assistant", "`fly releases` to find the previous image, then `fly deploy --image <it>`; the Postgres "
+                  "migration of this release is additive, so rolling back needs no down-migration."),
+)
+
+# ── the change history: what each writer changed, and when ────────────────────────
+
+#: USER.md's first entry before the user corrected it by hand (a manual edit two days before ``now``).
+USER_NAME_BEFORE = "Name: Priya Raman. Backend engineer, works from Leeds (UK time)."
+#: The MEMORY.md entry memdeck archived ten minutes before ``now``: the release workflow replaced it.
+ARCHIVED_MEMORY_ENTRY = ("Deploys go out with `fly deploy` straight from the laptop; post in #ops when it "
+                         "is done.")
+#: Why it was archived (the archive row's reason).
+ARCHIVED_REASON = "stale: production deploys go through the release workflow now"
+#: The push pin before MemLock's edit of it (``AnchorSpec("push")``); also its version history.
+PUSH_BEFORE: dict[str, Any] = {"text": "Run the tests before pushing.", "reminder": "Run the tests before pushing",
+                               "priority": 80, "probes": ["tests", "pushing"]}
+
+
 def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"id": call_id, "type": "function",
              "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}]

@@ -126,4 +126,48 @@ def get_change(home: HermesHome, change_id: int, *, conn: sqlite3.Connection | N
     return change_from_row(r) if r else None
 
 
-__all__ = ["ANCHOR_OPS", "Change", "MEMORY_OPS", "change_from_row", "get_change", "list_changes"]
+@dataclass(frozen=True)
+class HistorySummary:
+    """The change history in figures (the fleet view and ``memdeck metrics``).
+
+    Attributes:
+        total: recorded changes (rows of ``history``; the observer bounds the table, so this can
+            go down when old rows are dropped).
+        by_actor: actor (``cli``/``tui``/``plugin``/``pending``/``hermes``/``external``/...) ->
+            recorded changes, over the same rows.
+        last: the newest change, or None when nothing is recorded.
+    """
+
+    total: int = 0
+    by_actor: dict[str, int] = field(default_factory=dict)
+    last: Change | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``changes`` key of ``status --json``: ``{"total": int, "by_actor": {actor: int},
+        "last": {"id", "time" (epoch s: the change's ``until``), "actor", "kind", "target",
+        "where", "op"} | null}``."""
+        last = None
+        if self.last is not None:
+            c = self.last
+            last = {"id": c.change_id, "time": c.until, "actor": c.actor, "kind": c.kind, "target": c.target,
+                    "where": c.where, "op": c.op}
+        return {"total": self.total, "by_actor": dict(self.by_actor), "last": last}
+
+
+def history_summary(home: HermesHome, *, conn: sqlite3.Connection | None = None) -> HistorySummary:
+    """Count the recorded changes by actor and read the newest one (two indexed queries).
+
+    Returns an empty :class:`HistorySummary` when memdeck.db does not exist yet (nothing is
+    created). Raises what :func:`memdeck.core.deck.db.opened` raises for a database that exists
+    but cannot be read.
+    """
+    if conn is None and not deckdb.db_path(home).exists():
+        return HistorySummary()
+    with deckdb.opened(home, conn) as c:
+        counts = {str(a): int(n) for a, n in c.execute("SELECT actor, COUNT(*) FROM history GROUP BY actor ORDER BY actor")}
+        r = c.execute("SELECT * FROM history ORDER BY change_id DESC LIMIT 1").fetchone()
+    return HistorySummary(total=sum(counts.values()), by_actor=counts, last=change_from_row(r) if r else None)
+
+
+__all__ = ["ANCHOR_OPS", "Change", "HistorySummary", "MEMORY_OPS", "change_from_row", "get_change", "history_summary",
+           "list_changes"]

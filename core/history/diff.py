@@ -6,7 +6,8 @@
   entry left and one arrived at the same index (Hermes' ``replace`` keeps the entry's place; 0.19
   ``tools/memory_tool.py`` ``replace`` :398-437). Otherwise they stay separate rows.
 * anchor: ``anchor_added`` / ``anchor_removed`` / ``anchor_changed`` (before/after = the
-  anchor's fields as JSON text), between two canonical contents (``core/history/watched.py``).
+  anchor's fields as JSON text), between two canonical contents (``core/history/watched.py``);
+  :func:`anchor_field_lines` says such a change field by field, in words (never the JSON).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
+from typing import Any
 
 #: similarity at or above which a removal + addition is one ``replaced`` change
 SIMILAR = 0.5
@@ -65,4 +67,68 @@ def diff_anchors(old: str, new: str) -> list[tuple[str, str | None, str | None, 
     return out
 
 
-__all__ = ["SIMILAR", "diff_anchors", "diff_entries"]
+#: The anchor fields a person reads, in the order they are shown (``core/history/watched.py`` ANCHOR_FIELDS).
+SHOWN_FIELDS = ("text", "priority", "probes", "reminder")
+
+
+def anchor_fields_of(value: str | None) -> dict[str, Any] | None:
+    """The anchor fields a history row stores as JSON text (its ``before``/``after``), or None for
+    the side that does not exist or cannot be read."""
+    if value is None:
+        return None
+    try:
+        d = json.loads(value)
+    except (ValueError, TypeError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def probe_list(v: Any) -> list[str]:
+    """An anchor's probes as a list of strings (a stored non-list becomes one probe, None none)."""
+    if isinstance(v, list):
+        return [str(p) for p in v]
+    return [] if v in (None, "") else [str(v)]
+
+
+def anchor_field_lines(before: str | None, after: str | None) -> list[str]:
+    """An anchor change in plain words, one line per field (the CLI's ``history``; the dashboard
+    renders the same fields with colours): for a change, each field that changed
+    (``priority: 80 -> 90``, ``probes: added "push"; removed "tests"``, a text as
+    ``text: "old" -> "new"``) then ``unchanged: ...``; for an addition or a removal, every field.
+    ``before``/``after``: the JSON texts a history row stores (None: that side does not exist;
+    a side that is not JSON is returned as it is)."""
+    b, a = anchor_fields_of(before), anchor_fields_of(after)
+
+    def val(key: str, v: Any) -> str:
+        if key == "probes":
+            probes = probe_list(v)
+            return ", ".join(json.dumps(p, ensure_ascii=False) for p in probes) if probes else "none"
+        if key in ("text", "reminder"):
+            return json.dumps(str(v or ""), ensure_ascii=False)
+        return "none" if v in (None, "") else str(v)
+
+    if (b is None and before is not None) or (a is None and after is not None):
+        return [x for x in (before, after) if x is not None]
+    if b is None or a is None:
+        fields = a if a is not None else b
+        return [f"{key}: {val(key, fields.get(key))}" for key in SHOWN_FIELDS] if fields is not None else []
+    out: list[str] = []
+    same: list[str] = []
+    for key in SHOWN_FIELDS:
+        old, new = b.get(key), a.get(key)
+        if old == new:
+            same.append(key)
+        elif key == "probes":
+            o, n = probe_list(old), probe_list(new)
+            came, gone = [p for p in n if p not in o], [p for p in o if p not in n]
+            parts = ([f"added {val('probes', came)}"] if came else []) + ([f"removed {val('probes', gone)}"] if gone else [])
+            out.append("probes: " + ("; ".join(parts) if parts else f"reordered: {val('probes', n)}"))
+        else:
+            out.append(f"{key}: {val(key, old)} -> {val(key, new)}")
+    if same:
+        out.append("unchanged: " + ", ".join(same))
+    return out
+
+
+__all__ = ["SHOWN_FIELDS", "SIMILAR", "anchor_field_lines", "anchor_fields_of", "diff_anchors", "diff_entries",
+           "probe_list"]

@@ -46,9 +46,13 @@ class WatchedFile:
 
 def watched_files(home: HermesHome) -> list[WatchedFile]:
     """MEMORY.md, USER.md, ``memlock/*.json`` and ``memlock/persist/*.json`` (manifest excluded;
-    names that are not UTF-8 skipped, :func:`core.fsio.list_names`)."""
+    names that are not UTF-8 skipped, :func:`core.fsio.list_names`) of the MemLock directory in
+    use (:func:`core.memlock_home.locate_memlock`; ``rel`` keeps the ``memlock/`` prefix wherever
+    that directory is)."""
+    from ..memlock_home import locate_memlock
+
     out = [WatchedFile(f"memories/{TARGET_FILES[t]}", "memory", t, home.memory_file(t)) for t in TARGETS]
-    root = home.memlock_dir
+    root = locate_memlock(home).path
     for sub in ("", "persist"):
         d = root / sub if sub else root
         try:

@@ -9,16 +9,14 @@ archive/restore).
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from ..deck import archive as _archive
 from ..deck import db as deckdb
-from ..deck import journal
 from ..errors import Refused, UnreadableFile
 from ..fsio import read_text_strict
 from .entries import entry_id, find_entry, overflow_refusal, parse_entries, scan_or_refuse, serialize_entries, usage_chars
-from .results import WriteResult
+from .results import PlannedWrite, WriteResult
 
 
 class ArchiveOps:
@@ -40,21 +38,23 @@ class ArchiveOps:
                 text = entries[i]
                 new = entries[:i] + entries[i + 1:]
                 after = serialize_entries(new)
-                with deckdb.transaction(conn):  # both intents, before the file changes
-                    aid = _archive.insert(conn, kind="memory", target=target, text=text, actor=self.actor,
-                                          reason=reason, payload={"entry_id": entry_id(text)}, state="archiving")
-                    (jid,) = self._intents(conn, [("archive", target, raw, after, {
-                        "archive_id": aid, "entry_id": entry_id(text), "text": text, "reason": reason})])
+                made: dict[str, int] = {}
+
+                def archiving(c: Any) -> dict[str, Any]:  # the archive row's intent, with the journal's
+                    made["aid"] = _archive.insert(c, kind="memory", target=target, text=text, actor=self.actor,
+                                                  reason=reason, payload={"entry_id": entry_id(text)},
+                                                  state="archiving")
+                    return {"archive_id": made["aid"]}
+
                 # a failed second COMMIT puts the file back; the "archiving" intent then holds
                 # text still in the file, which recovery deletes (nothing archived), and the
-                # journal intent is deleted (the file holds its before)
-                try:
-                    with self._replacing(target, after), deckdb.transaction(conn):
-                        _archive.set_state(conn, aid, "archived", expect="archiving")
-                        journal.mark_done(conn, [jid])
-                except BaseException:
-                    self._settle(target, conn)
-                    raise
+                # journal intent is deleted (the write was rolled back)
+                (jid,) = self._write_ahead(
+                    conn, [PlannedWrite("archive", target, raw, after,
+                                        {"entry_id": entry_id(text), "text": text, "reason": reason})],
+                    on_intent=archiving,
+                    on_done=lambda c, _ids: _archive.set_state(c, made["aid"], "archived", expect="archiving"))
+                aid = made["aid"]
             self._cleanup_temps([target])
             return self._result("archive", target, new, f"Entry archived (#{aid}).", entry_id=entry_id(text),
                                 journal_id=jid, archive_id=aid)
@@ -91,29 +91,21 @@ class ArchiveOps:
                 if total > limit:
                     raise overflow_refusal(target, entries, total, limit, f"Restoring this entry ({len(text):,} chars)")
                 after = serialize_entries(new)
-                with deckdb.transaction(conn):
-                    _archive.set_state(conn, cur.archive_id, "restoring", expect="archived")
-                    (jid,) = self._intents(conn, [("restore", target, raw, after, {
-                        "archive_id": cur.archive_id, "entry_id": entry_id(text), "text": text})])
+                aid = cur.archive_id
+
+                def restoring(c: Any) -> None:  # the archive row's intent, with the journal's
+                    _archive.set_state(c, aid, "restoring", expect="archived")
+
                 # a failed second COMMIT puts the file back; recovery turns "restoring" with the
                 # text absent back into "archived" and deletes the journal intent
-                try:
-                    with self._replacing(target, after), deckdb.transaction(conn):
-                        _archive.set_state(conn, cur.archive_id, "restored", expect="restoring")
-                        journal.mark_done(conn, [jid])
-                except BaseException:
-                    self._settle(target, conn)
-                    raise
+                (jid,) = self._write_ahead(
+                    conn, [PlannedWrite("restore", target, raw, after,
+                                        {"archive_id": aid, "entry_id": entry_id(text), "text": text})],
+                    on_intent=restoring,
+                    on_done=lambda c, _ids: _archive.set_state(c, aid, "restored", expect="restoring"))
             self._cleanup_temps([target])
             return self._result("restore", target, new, f"Entry restored from archive #{cur.archive_id}.",
                                 entry_id=entry_id(text), journal_id=jid, archive_id=cur.archive_id)
-
-    def _settle(self, target: str, conn: Any) -> None:
-        """After a failed write: resolve its intents at once from the disk (best effort)."""
-        with contextlib.suppress(Exception):
-            self._recover_journal_locked({target}, conn)
-        with contextlib.suppress(Exception):
-            self._recover_locked(target, conn)
 
     def _recover_locked(self, target: str, conn: Any) -> int:
         """Resolve ``target``'s interrupted archive/restore intents (its lock must be held)."""

@@ -40,6 +40,12 @@ def sanitize_context(text: str) -> str:
     return _FENCE_TAG_RE.sub("", text)
 
 
+def find_fences(text: str) -> list[str]:
+    """Every ``<memory-context> ... </memory-context>`` block in ``text``, in order (the blocks
+    :func:`sanitize_context` strips; case-insensitive tags, as Hermes 0.19 matches them)."""
+    return [m.group(0) for m in _INTERNAL_CONTEXT_RE.finditer(text or "")]
+
+
 def memory_context_fence(text: str) -> str:
     """Wrap recalled text the way Hermes fences it on the user message.
 
@@ -55,4 +61,4 @@ def memory_context_fence(text: str) -> str:
     return f"<memory-context>\n{MEMORY_CONTEXT_NOTE}\n\n{clean}\n</memory-context>"
 
 
-__all__ = ["MEMORY_CONTEXT_NOTE", "memory_context_fence", "sanitize_context"]
+__all__ = ["MEMORY_CONTEXT_NOTE", "find_fences", "memory_context_fence", "sanitize_context"]

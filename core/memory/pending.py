@@ -13,8 +13,10 @@ operations}``.
   (Hermes 0.22) follows 0.22 (``tools/memory_tool.py:353-373``: each destructive op applies to
   exactly its pinned entry or is refused, "Entry changed since it was staged"; see
   :mod:`.staged`); any other record follows 0.19 (``tools/memory_tool.py`` :1052-1070, batch
-  included, substring matching). Then it removes the record; a refused replay keeps the record, as Hermes'
-  ``_approve`` does (``hermes_cli/write_approval_commands.py``).
+  included, substring matching). The record is applied at most once (:mod:`.approval`): set
+  aside before the file changes, removed once the write is journaled ``done``, and never
+  replayed when the journal holds an approval of the same bytes; a refused replay keeps the
+  record, as Hermes' ``_approve`` does (``hermes_cli/write_approval_commands.py``).
 * :func:`reject` removes the record and journals it (``op="reject"``, detail = the record).
 
 Note on write approval: ``memory.write_approval`` gates the *agent's* writes (Hermes stages
@@ -45,7 +47,8 @@ from ..errors import Refused
 from .. import jsondata
 from ..fsio import NOT_UTF8_NAME, atomic_write_bytes, list_names, read_regular_bytes
 from ..home import TARGETS, HermesHome
-from . import staged
+from . import approval, staged
+from .approval import RecordClaim
 from .results import WriteResult
 from .threats import pattern_ids, scan
 
@@ -252,7 +255,9 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         Refused: ``not_found``/``invalid`` (id), ``malformed`` (the record cannot be applied),
             or any refusal of the replay (``threat``, ``overflow``, ``no_match``, ``ambiguous``,
             ``drift``, ``unreadable``); ``busy`` when another process is approving or rejecting
-            the same record. The record is kept in every refusal.
+            the same record; ``already_applied`` (the journal holds a ``done`` approval of these
+            bytes: the leftover record is removed) or ``maybe_applied`` (an ``unknown`` one: kept,
+            never replayed). The record is kept in every other refusal.
     """
     from .store import MemoryStore, recover_intents  # lazy: memory -> journal -> ...
 
@@ -267,39 +272,49 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         _recover_rejects(home)
         try:  # the journal keeps the record, so an undo of the approval can stage it again
             raw = read_regular_bytes(rec.path).decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            raw = None
-        # The approval is journaled in the same transaction as the write: a record whose exact
-        # bytes were applied already (a crash between the write and the removal) is never
-        # replayed again, where a substring replay could hit another entry (issue 13 #8).
-        done = _applied_journal_id(home, rec.id, raw)
-        if done is not None:
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Refused(f"pending write {rec.id} cannot be read now ({exc}); nothing was applied",
+                          code="unreadable") from None
+        # At most once (issue 22): a record whose id and sha256 match an approval the journal
+        # holds (done, or unknown: it may have happened) is never replayed, whatever the memory
+        # file holds now -- a substring replay on a file other writers changed could hit
+        # another entry.
+        prior = _prior_approval(home, rec.id, raw)
+        if prior is not None and prior.state == "done":
             _remove_record(rec)
-            raise Refused(f"pending write {rec.id} was already applied (journal #{done}); its record was left "
-                          "behind by an interrupted approval and is removed now. Nothing was applied again.",
-                          code="already_applied", journal_id=done)
+            raise Refused(f"pending write {rec.id} was already applied (journal #{prior.journal_id}); its record was "
+                          "left behind by an interrupted approval and is removed now. Nothing was applied again.",
+                          code="already_applied", journal_id=prior.journal_id)
+        if prior is not None:
+            why = (prior.detail.get("recovery") or {}).get("reason") if isinstance(prior.detail.get("recovery"), dict) else None
+            raise Refused(f"pending write {rec.id} may already have been applied: journal #{prior.journal_id} could not "
+                          f"be settled ({why or 'unknown'}). It is not applied again; reject it, or make the change by "
+                          "hand.", code="maybe_applied", journal_id=prior.journal_id)
         # The record must be removable once applied, or a later approval would replay it (issue 13 #7).
         if not os.access(rec.path.parent, os.W_OK):
             raise Refused(f"{rec.path.parent} is read-only: the record could not be removed after the write, so "
                           "nothing was applied (make the directory writable, then approve again)", code="unwritable")
-        store.journal_extra = {"pending_id": rec.id, "origin": rec.origin, "record": raw,
-                               "record_file": rec.path.name}
+        # the store sets the record aside before the file changes and removes it once the
+        # write is done (core/memory/approval.py: the crash windows)
+        store.claim = RecordClaim(home.pending_dir, rec.path.name, rec.id, raw, rec.origin)
+        store.journal_extra = store.claim.journal_fields()
         p = rec.payload
         target = str(p.get("target") or "memory")
-        if staged.is_pinned(p):  # staged by Hermes 0.22: patch / matched_entry semantics
+        if staged.is_pinned(p):  # staged by Hermes 0.21.5 / 0.22: patch / matched_entry semantics
             result = store.replay_pinned(p)
         elif p.get("action") == "batch":
             result = store.apply_batch(target, p.get("operations") or [])
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
-        try:
-            _remove_record(rec)
-        except OSError as exc:
-            # applied and journaled (with the record's bytes): reporting a failure now would be
-            # untrue, and the record left behind is never replayed (already_applied, above)
-            if isinstance(result, WriteResult):
-                result.details["warning"] = (f"applied, but its record could not be removed ({exc.strerror or exc}); "
-                                             "approving it again removes it without applying it twice")
+        if not result.changed:  # nothing to write (e.g. the entry exists): done, as Hermes does
+            try:
+                _remove_record(rec)
+            except OSError as exc:
+                # nothing was written: reporting a failure now would be untrue, and the record
+                # left behind applies nothing the next time either
+                if isinstance(result, WriteResult):
+                    result.details["warning"] = (f"nothing to apply, but its record could not be removed "
+                                                 f"({exc.strerror or exc})")
     return result
 
 
@@ -321,22 +336,13 @@ def _remove_record(rec: "PendingWrite") -> None:
         pass
 
 
-def _applied_journal_id(home: HermesHome, pending_id: str, raw: str | None) -> int | None:
-    """The journal id of an earlier approval of exactly this record (same id, same bytes), if any."""
-    if raw is None or not journal.db_exists(home):
+def _prior_approval(home: HermesHome, pending_id: str, raw: str) -> journal.JournalRow | None:
+    """An earlier approval of exactly this record (same id, same sha256), ``done`` or
+    ``unknown`` and not undone (:func:`.approval.applied_row`), or None."""
+    if not journal.db_exists(home):
         return None
-    from ..deck import db as deckdb
-
-    try:
-        with deckdb.opened(home) as conn:
-            row = conn.execute(
-                "SELECT journal_id FROM journal WHERE json_extract(detail, '$.pending_id') = ? "
-                "AND json_extract(detail, '$.record') = ? AND undone_by IS NULL AND state = 'done' "
-                "ORDER BY journal_id DESC LIMIT 1",
-                (pending_id, raw)).fetchone()
-    except Exception:  # noqa: BLE001 - an unreadable journal is found by the write itself
-        return None
-    return int(row[0]) if row else None
+    with deckdb.opened(home) as conn:
+        return approval.applied_row(conn, pending_id, raw)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,6 @@
-"""``WriteResult``: the outcome of a memory write (the shape every ``MemoryStore`` method returns)."""
+"""The values of a memory write: ``PlannedWrite`` (one file's part of a change, as the write
+protocol journals and makes it) and ``WriteResult`` (the outcome every ``MemoryStore`` method
+returns)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .entries import Entry
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """One file's part of a change, as ``MemoryStore._write_ahead`` journals and makes it: the
+    journal ``op``, the ``target`` (``memory``/``user``), its whole text ``before`` (as read
+    under the lock; None: no file), ``after`` (what is written), and the row's ``detail``."""
+
+    op: str
+    target: str
+    before: str | None
+    after: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,26 +1,28 @@
 """Reverting memory changes: undo of journal rows and revert of one recorded change (history).
 
-One concept: putting a file back to what it held before a change, under the lock, only while
-the file still holds that change's result (else ``Refused(code="conflict")``). Undo keeps archive
-rows consistent and, for an approved pending write, stages the record again.
+One concept: taking a change back out of a file, under the lock, only while the file still
+holds that change's result -- its whole text, or, when other writers changed the file since, its
+entry-level effect (``core/memory/effects.py``) -- else ``Refused(code="conflict")``. Undo keeps
+archive rows consistent and, for an approved pending write, stages the record again.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal
 from ..errors import Refused
-from ..fsio import atomic_write_text
 from ..home import TARGETS
+from . import approval
+from .effects import EntryEffect
 from .entries import (entries_of, entry_id, overflow_refusal, parse_entries, preview, scan_or_refuse, serialize_entries,
                       usage_chars)
-from .results import WriteResult
+from .results import PlannedWrite, WriteResult
 
 
 class RevertOps:
@@ -73,19 +75,31 @@ class RevertOps:
 
     # -- undo ----------------------------------------------------------------------------------
     def undo_rows(self, rows: Sequence[journal.JournalRow]) -> WriteResult:
-        """Revert journal ``rows`` (one change) if every file still holds their ``after`` text.
+        """Revert journal ``rows`` (one change) where their effect is still in the files.
 
-        Rows already undone (``undone_by`` set, re-read under the lock) are refused. Undoing
-        ``normalize`` writes the original text back exactly as it was read (BOM and CRLF
-        aside), drift included; every other op writes ``before`` in the canonical form.
+        Decided per file, under the locks, after a reload (rows already undone, ``undone_by``
+        re-read under the lock, are refused):
+
+        * the file still holds exactly the row's ``after``: ``before`` is written back (undoing
+          ``normalize`` writes the original text exactly as it was read, BOM and CRLF aside,
+          drift included; every other op the canonical form);
+        * other writers changed the file since, and the row's entry-level effect is still in
+          it (``core/memory/effects.py``: every entry it added is there, none it removed): the
+          effect alone is reverted -- the entries it added taken out, the ones it removed put
+          back where they stood -- and the other writers' entries are kept;
+        * a file of a multi-file change (a move) already at its undone state (an entry moved
+          back by hand) is left as it is, as long as another file of the change is undone;
+        * anything else (the change is no longer there; a change of form only on a rewritten
+          file) is ``Refused("conflict")``.
 
         Re-added entries are threat-scanned and the budget is checked. Archive rows are kept
         consistent (undo of ``archive`` marks the row restored; undo of ``restore`` archives it
-        again), using the same intent states as archive/restore.
+        again), using the same intent states as archive/restore. Undoing an approval stages its
+        record again (:func:`.approval.restage`).
 
         Raises:
-            Refused: ``conflict`` (a file changed since), ``unsupported`` (a row without file
-                texts), ``threat``, ``overflow``, ``unreadable``.
+            Refused: ``conflict`` (see above), ``unsupported`` (a row without file texts),
+                ``threat``, ``overflow``, ``unreadable``.
         """
         targets = [r.target for r in rows]
         for r in rows:
@@ -100,78 +114,96 @@ class RevertOps:
                     if fresh is not None and fresh.undone_by is not None:
                         raise Refused(f"cannot undo {r.op} #{r.journal_id}: it was already undone by "
                                       f"#{fresh.undone_by}", code="conflict")
-            current: dict[str, list[str]] = {}
+            plans: list[tuple[journal.JournalRow, str | None, list[str], list[str], str]] = []
+            undoable = 0
             for r in rows:
-                _raw, ents = self._load(r.target, canonical_check=False)
-                now = serialize_entries(ents)
-                undone = r.before if r.op == "normalize" and r.before is not None else serialize_entries(parse_entries(r.before))
-                if now != r.after and not (len(rows) > 1 and now == undone):
-                    # a file of a multi-file change already holding its undone text is an undo
-                    # interrupted between its file writes (never-in-neither order below): it is
-                    # finished, not refused
-                    raise Refused(f"cannot undo {r.op} #{r.journal_id}: {r.target} changed since (the file no longer "
-                                  "holds that change's result)", code="conflict")
-                current[r.target] = ents
-            # (every file of a multi-file change at its undone text: the undo was killed after its
-            # file writes and before its COMMIT; it is recorded now, rewriting identical text)
-            plans: list[tuple[journal.JournalRow, list[str]]] = []
-            for r in rows:
+                raw, ents = self._load(r.target, canonical_check=False)
                 before = parse_entries(r.before)
-                added = [e for e in before if e not in current[r.target]]
-                for e in added:
-                    scan_or_refuse(e)
-                total, limit = usage_chars(before), self.limit(r.target)
-                if total > limit:
-                    raise overflow_refusal(r.target, current[r.target], total, limit, "Undoing this change")
-                plans.append((r, before))
+                eff = EntryEffect.of(r.before, r.after)
+                status = eff.status(ents)
+                if serialize_entries(ents) == serialize_entries(parse_entries(r.after)):
+                    new = before
+                    text = r.before if r.op == "normalize" and r.before is not None else serialize_entries(before)
+                    undoable += 1
+                elif status == "present":
+                    new = eff.revert(ents, before)
+                    text = serialize_entries(new)
+                    undoable += 1
+                elif len(rows) > 1 and status == "absent":
+                    new, text = list(ents), serialize_entries(ents)
+                else:
+                    why = ("its entries are no longer there" if status in ("absent", "mixed")
+                           else "the file was rewritten since")
+                    raise Refused(f"cannot undo {r.op} #{r.journal_id}: {r.target} changed since ({why}: the file no "
+                                  "longer holds that change's result)", code="conflict")
+                plans.append((r, raw, ents, new, text))
+            if not undoable:
+                raise Refused(f"cannot undo {rows[0].op} #{rows[-1].journal_id}: no file holds that change's result "
+                              "any more", code="conflict")
+            for r, _raw, ents, new, _text in plans:
+                for e in new:
+                    if e not in ents:
+                        scan_or_refuse(e)
+                total, limit = usage_chars(new), self.limit(r.target)
+                if total > limit and total > usage_chars(ents):
+                    raise overflow_refusal(r.target, ents, total, limit, "Undoing this change")
             # files that gain an entry are written before files that lose one, so an undo of a
             # move killed between its writes leaves the entry in both files, never in neither
-            # (issue 13 #2); a second undo finishes it (see above)
-            plans.sort(key=lambda p: 0 if set(p[1]) - set(current[p[0].target]) else 1)
+            # (issue 13 #2); recovery then finishes it by entries
+            plans.sort(key=lambda p: 0 if set(p[3]) - set(p[2]) else 1)
+            arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
+            undoes = [x.journal_id for x in rows]
+
+            def archive_intents(conn: Any) -> None:
+                for r, aid in arch:
+                    if aid is not None:
+                        if r.op == "archive":
+                            _archive.set_state(conn, int(aid), "restoring", expect="archived")
+                        else:  # restored_at kept: recovery tells this intent from a new archive's
+                            _archive.set_state(conn, int(aid), "archiving", expect="restored", keep_restored_at=True)
+
+            def archive_done(conn: Any, ids: list[int]) -> None:
+                for r, aid in arch:
+                    if aid is not None:
+                        if r.op == "archive":
+                            _archive.set_state(conn, int(aid), "restored", expect="restoring")
+                        else:
+                            _archive.set_state(conn, int(aid), "archived", expect="archiving")
+                journal.mark_undone(conn, undoes, ids[-1])
+
+            restaged: list[str] = []
             with deckdb.opened(self.home) as conn:
-                arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
-                undoes = [x.journal_id for x in rows]
-                texts = [(r, r.before if r.op == "normalize" and r.before is not None else serialize_entries(before))
-                         for r, before in plans]
-                # write-ahead: the undo rows (intent) and the archive intents first, then the
-                # files, the restaged record, and the COMMIT marking it all done
-                with deckdb.transaction(conn):
-                    for r, aid in arch:
-                        if aid is not None:
-                            if r.op == "archive":
-                                _archive.set_state(conn, int(aid), "restoring", expect="archived")
-                            else:  # restored_at kept: recovery tells this intent from a new archive's
-                                _archive.set_state(conn, int(aid), "archiving", expect="restored",
-                                                   keep_restored_at=True)
-                    txn = uuid.uuid4().hex if len(rows) > 1 else None
-                    ids = self._intents(conn, [("undo", r.target, r.after, text, {"undoes": undoes, "op": r.op})
-                                               for r, text in texts], txn)
-                jid = ids[-1]
-                try:
-                    with ExitStack() as files:
-                        for r, text in texts:
-                            files.enter_context(self._replacing(r.target, text))
-                        restaged = self._restage_approved(rows)
-                        # a failed COMMIT below puts every file back (the ExitStack unwinds in reverse)
-                        with deckdb.transaction(conn):
-                            for r, aid in arch:
-                                if aid is not None:
-                                    if r.op == "archive":
-                                        _archive.set_state(conn, int(aid), "restored", expect="restoring")
-                                    else:
-                                        _archive.set_state(conn, int(aid), "archived", expect="archiving")
-                            journal.mark_done(conn, ids)
-                            journal.mark_undone(conn, undoes, jid)
-                except BaseException:
-                    for t in dict.fromkeys(targets):
-                        self._settle(t, conn)
-                    raise
+                txn = uuid.uuid4().hex if len(rows) > 1 else None
+                ids = self._write_ahead(
+                    conn, [PlannedWrite("undo", r.target, raw, text, {"undoes": undoes, "op": r.op})
+                           for r, raw, _e, _n, text in plans],
+                    txn=txn, on_intent=archive_intents, on_done=archive_done,
+                    after_files=lambda: self._restaging(rows, restaged))
+            jid = ids[-1]
             self._cleanup_temps(targets)
-            last_t = rows[0].target
-            note = f" The pending write {restaged} is staged again for review." if restaged else ""
-            first_plan = next(b for r, b in plans if r.journal_id == rows[0].journal_id)
-            return self._result("undo", last_t, first_plan,
+            note = f" The pending write {restaged[0]} is staged again for review." if restaged else ""
+            first_plan = next(n for r, _raw, _e, n, _t in plans if r.journal_id == rows[0].journal_id)
+            return self._result("undo", rows[0].target, first_plan,
                                 f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
+
+    @contextmanager
+    def _restaging(self, rows: Sequence[journal.JournalRow], out: list[str]) -> Iterator[None]:
+        """Stage an undone approval's record again before the undo's COMMIT; if the COMMIT
+        fails, take it away again before the files are put back (so the record is never
+        staged while the file still holds its approval)."""
+        names = [r.detail.get("record_file") for r in rows]
+        existed = {n for n in names if isinstance(n, str) and "/" not in n and (self.home.pending_dir / n).exists()}
+        pid = self._restage_approved(rows)
+        try:
+            yield
+        except BaseException:
+            for n in names:
+                if isinstance(n, str) and "/" not in n and n.endswith(".json") and n not in existed:
+                    with suppress(OSError):
+                        (self.home.pending_dir / n).unlink()
+            raise
+        if pid is not None:
+            out.append(pid)
 
     def _restage_approved(self, rows: Sequence[journal.JournalRow]) -> str | None:
         """After undoing an approved pending write, put its record back in ``pending/memory/``
@@ -179,16 +211,7 @@ class RevertOps:
         the pending id, or None when the rows were not an approval or the record could not be
         written back (the undo itself stands; the journal still holds the record)."""
         for r in rows:
-            rec, name = r.detail.get("record"), r.detail.get("record_file")
-            if not (isinstance(rec, str) and isinstance(name, str)) or "/" in name or not name.endswith(".json"):
-                continue
-            path = self.home.pending_dir / name
-            try:
-                if not path.exists():
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_text(path, rec)
-            except OSError:
-                return None
-            return str(r.detail.get("pending_id") or name[:-5])
+            pid = approval.restage(self.home, r.detail)
+            if pid is not None or isinstance(r.detail.get("record"), str):
+                return pid
         return None
-

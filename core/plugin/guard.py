@@ -113,7 +113,8 @@ class Guard(PinTool):
         config: a :class:`Config`, or a zero-argument callable returning the current one (the
             plugin passes a reloader, so ``config.yaml`` edits apply on the next turn).
         encoder: optional sentence encoder for ``detection: semantic`` (an object with
-            ``encode(list[str])`` or a callable); None loads ``embedding_model`` lazily.
+            ``encode(list[str])`` or a callable); None: memdeck's verified all-MiniLM-L6-v2 for
+            ``embedding_model`` (``core/anchors/encoder.py``), its vectors cached in memdeck.db.
         clock: epoch-seconds clock (tests).
         actor: journal actor of writes (``"plugin"``).
     """
@@ -317,7 +318,7 @@ class Guard(PinTool):
             if compaction or safety:
                 anchors = snap.sorted_anchors()
                 if anchors:
-                    verdicts = _audit.run_audit(anchors, active_region(), cfg, encoder=self.encoder)
+                    verdicts = _audit.run_audit(anchors, active_region(), cfg, encoder=self.encoder, home=self.home)
                     pre = {a.id: (_content_key(a), verdicts[a.id]) for a in anchors if a.id in verdicts}
             now = self.clock()
             result: dict[str, Any] = {}
@@ -341,7 +342,7 @@ class Guard(PinTool):
                     verdicts = {a.id: pre[a.id][1] for a in anchors if a.id in pre and pre[a.id][0] == _content_key(a)}
                     stale = [a for a in anchors if a.id not in verdicts]
                     if stale:
-                        verdicts.update(_audit.run_audit(stale, active_region(), cfg, encoder=self.encoder))
+                        verdicts.update(_audit.run_audit(stale, active_region(), cfg, encoder=self.encoder, home=self.home))
                     ordered = {a.id: verdicts[a.id] for a in anchors if a.id in verdicts}
                     score, drifted = s.record_audit(ordered, turn, now)
                     result.update(audited=True, score=score, drifted=tuple(drifted))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..deck.db import load_rotation_events, load_session_track, store_rotation_events, store_session_track
-from .compaction import CONTENT_JSON_PREFIX, decode_content, match_summary, message_text
+from .compaction import CONTENT_JSON_PREFIX, decode_content, history_reinsert_start, match_summary, message_text
 from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
 from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
@@ -92,16 +92,89 @@ class CompactionEventReader(StateDBConnection):
         return self._run(q, [])
 
     def _events(self, conn: sqlite3.Connection) -> list[CompactionEvent]:
+        """Every compaction event, kept until ``PRAGMA data_version`` changes.
+
+        After a change the work is proportional to what changed (:meth:`_changes`): the sessions
+        that gained rows or whose ``sessions`` row changed are read again (their new rows, and
+        their window only when a new row could change an event); every other compacted
+        session's events are taken as they were, with no query. The first pass on a connection,
+        and any pass after rows vanished at the top of the table, asks every compacted session.
+        """
         dv = conn.execute("PRAGMA data_version").fetchone()[0]
         if self._events_cache is not None and self._events_cache[0] == dv:
             return self._events_cache[2]
+        change = self._changes(conn)
+        ids = self._compacted_ids if change is not None and self._compacted_ids is not None else None
+        if ids is None or change is None:
+            ids = self._compacted_ids = set(self._compacted_session_ids(conn))
+            touched = ids
+        else:
+            touched = change.sessions
+            for sid in touched:
+                if sid in ids or change.may_compact(sid):
+                    if self._is_compacted(conn, sid):
+                        ids.add(sid)
+                    else:
+                        ids.discard(sid)
         events: list[CompactionEvent] = []
-        for sid in self._compacted_session_ids(conn):
-            events += self._inplace_events(conn, sid)
+        for sid in sorted(ids):
+            track = self._tracks.get(sid)
+            if (sid not in touched and change is not None and track is not None and self._tracks_conn is conn
+                    and track.seen_top >= change.since):
+                track.data_version = int(dv)  # no new row, same sessions row: its events stand
+                track.seen_top = change.top
+                events += track.events
+            else:
+                events += self._inplace_events(conn, sid)
         events += self._rotation_events(conn, None)
         events.sort(key=lambda e: (e.time, e.session_id, e.region_first_id or 0))
         self._events_cache = (dv, 0, events)
         return events
+
+    def _changes(self, conn: sqlite3.Connection) -> _Changes | None:
+        """What changed in state.db since the last call on this connection, or None when that is
+        not known (the first call, another connection, or rows vanished at the top).
+
+        Two reads, both proportional to the change: the rows with ``id`` above the highest id
+        seen last time (``SEARCH messages USING INTEGER PRIMARY KEY (rowid>?)``, the same on
+        every Hermes schema; only their session, flags and content are read) and the
+        ``sessions`` rows' ``rewind_count``, ``message_count``, ``ended_at``, ``end_reason``
+        and ``parent_session_id`` (a rewind, a /new, a rotation or a pruned session changes
+        them). Not seen: a row rewritten or deleted in place in a session that gains no row
+        and whose ``sessions`` row stays the same (Hermes does neither: ``rewind_to_message``
+        bumps ``rewind_count``, ``replace_messages`` and ``archive_and_compact`` insert rows).
+        """
+        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        scols = [c for c in ("rewind_count", "message_count", "ended_at", "end_reason", "parent_session_id") if c in self._scols]
+        sigs = {str(r[0]): tuple(r[1:]) for r in conn.execute(f"SELECT {', '.join(['id', *scols])} FROM sessions")}
+        last = self._change_state
+        self._change_state = (conn, top, sigs)
+        if last is None or last[0] is not conn or top < last[1]:
+            return None
+        cols = self._row_columns(("session_id", "active", "compacted", "content"))
+        new = conn.execute(f"SELECT {cols} FROM messages WHERE id > ? AND id <= ?", (last[1], top)).fetchall() if top > last[1] else []
+        suspects: set[str] = set()
+        if new:
+            tx = _Texts([(None, None, r[3]) for r in new], self._row_text)
+            for i, r in enumerate(new):
+                if not r[1] or r[2] or (tx.may_be_summary(i) and match_summary(tx.text(i)) is not None):
+                    suspects.add(str(r[0]))
+        old = last[2]
+        touched = {str(r[0]) for r in new} | {k for k in sigs.keys() | old.keys() if sigs.get(k) != old.get(k)}
+        return _Changes(since=last[1], top=top, sessions=touched, suspects=suspects)
+
+    def _is_compacted(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        """Whether ``session_id`` belongs to :meth:`_compacted_session_ids` (one indexed probe:
+        Hermes' ``idx_messages_session_active``, or ``idx_messages_session`` on older schemas,
+        where a compacted session's oldest rows are its compacted ones)."""
+        if not self.has_compacted:
+            return False
+        if self._session_active_index and "active" in self._mcols:
+            sql = ("SELECT 1 FROM sessions s WHERE s.id = ? AND EXISTS (SELECT 1 FROM messages m"
+                   " WHERE m.session_id = s.id AND m.active = 0 AND m.compacted = 1)")
+        else:
+            sql = "SELECT 1 FROM messages WHERE session_id = ? AND compacted = 1 LIMIT 1"
+        return conn.execute(sql, (session_id,)).fetchone() is not None
 
     def _compacted_session_ids(self, conn: sqlite3.Connection) -> list[str]:
         """Ids of the sessions holding ``compacted = 1`` rows, sorted.
@@ -155,7 +228,8 @@ class CompactionEventReader(StateDBConnection):
     STREAM_BATCH_ROWS = 2048
 
     def _stream_batches(self, conn: sqlite3.Connection, session_id: str, from_id: int,
-                        progress: Callable[[int, int], None] | None = None) -> Iterable[list[_Row]]:
+                        progress: Callable[[int, int], None] | None = None, *, top: int | None = None,
+                        first_scan: bool = False) -> Iterable[list[_Row]]:
         """A session's rows with ``id >= from_id`` in id order, streamed in batches (lists of
         at most :attr:`STREAM_BATCH_ROWS` rows).
 
@@ -165,24 +239,46 @@ class CompactionEventReader(StateDBConnection):
         deliver timestamp order and force a sort of the whole session). Rows of other
         sessions in the range are skipped by SQLite without reading their content.
         ``progress(done_ids, total_ids)`` is called before the first chunk (``done_ids`` 0) and
-        between chunks; it may raise to abort.
-        A long stream reads the file ahead meanwhile (:mod:`.read_ahead`).
+        between chunks; it may raise to abort. ``top``: the highest id to read (default: the
+        table's highest id now).
+        A long ``first_scan`` (a session's first reconstruction) reads the file ahead meanwhile
+        (:mod:`.read_ahead`); the reads of a refresh never do.
         """
-        top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+        if top is None:
+            top = self._top_id(conn)
         sql = f"SELECT {self._row_columns()} FROM messages WHERE id >= ? AND id < ? AND +session_id = ? ORDER BY id"
         lo = int(from_id)
         total = max(0, top - lo + 1)
         if progress is not None:  # before any reading: a caller may stop a long read right here
             progress(0, total)
-        with read_ahead(self.path, total):  # a long scan: warm the page cache (ends with the stream)
+        with read_ahead(self.path, total if first_scan else 0):  # a long first scan: warm the page cache
             while lo <= top:
-                hi = lo + self.STREAM_CHUNK_IDS
+                hi = min(lo + self.STREAM_CHUNK_IDS, top + 1)  # never past top: the rows above are not asked for
                 cur = conn.execute(sql, (lo, hi, session_id))
                 while batch := cur.fetchmany(self.STREAM_BATCH_ROWS):
                     yield batch
                 if progress is not None:
                     progress(min(hi, top + 1) - int(from_id), total)
                 lo = hi
+
+    #: A walk of more ids than this asks first where the session's rows end (:meth:`_session_end`).
+    LONG_WALK_IDS = 50_000
+
+    def _session_end(self, conn: sqlite3.Connection, session_id: str, from_id: int, top: int) -> int:
+        """Where a read of the session's rows from ``from_id`` may stop: ``top`` for a short walk,
+        else the session's highest row id (``MAX(id)`` through Hermes' ``idx_messages_session``:
+        the session's own index entries, no table row). A later process resuming an older
+        session's stored track at its checkpoint walked every id above it to the top of the
+        table (at 1M rows, each older session read the table's upper part again)."""
+        if top - from_id <= self.LONG_WALK_IDS:
+            return top
+        row = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
+        return min(top, int(row[0])) if row is not None and row[0] is not None else from_id - 1
+
+    @staticmethod
+    def _top_id(conn: sqlite3.Connection) -> int:
+        """state.db's highest row id now (0 when empty): one primary-key probe."""
+        return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
 
     def _session_sig(self, conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
         if "rewind_count" not in self._scols:
@@ -216,7 +312,10 @@ class CompactionEventReader(StateDBConnection):
             t = _Track(sig=sig) if fresh else track
             n_final = len(t.final)
             try:
-                self._advance(conn, session_id, t, progress=self.progress if fresh else None)
+                # read ahead only on the session's first scan in this process (a rebuild after a
+                # rewind reads pages this process has read before)
+                self._advance(conn, session_id, t, progress=self.progress if fresh else None,
+                              first_scan=fresh and session_id not in self._tracks)
             except _Rebuild:
                 track = None
                 continue
@@ -286,23 +385,34 @@ class CompactionEventReader(StateDBConnection):
         return int(row[0]) if row is not None and row[0] is not None else None
 
     def _window_sig(self, conn: sqlite3.Connection, session_id: str, first_id: int, last_id: int) -> tuple[int, int, int, int]:
-        """:func:`_rows_sig` of the session's rows with ``first_id <= id <= last_id``, computed by
-        SQLite through the primary key (nothing is decoded in Python)."""
-        active = "active" if "active" in self._mcols else "1"
+        """:func:`_rows_sig` of the session's active rows with ``first_id <= id <= last_id``,
+        computed by SQLite (nothing is decoded in Python): through Hermes'
+        ``idx_messages_session_active(session_id, active, timestamp)`` (every Hermes 0.17-0.22),
+        so only the active rows are looked up, the pages :meth:`SessionReader.active_region`
+        reads in the same refresh; without that index, through the primary key over the range."""
         compacted = "compacted" if "compacted" in self._mcols else "0"
-        row = conn.execute(f"SELECT COUNT(*), TOTAL({active}), TOTAL({compacted}), TOTAL(length(CAST(content AS BLOB)))"
-                           " FROM messages WHERE id >= ? AND id <= ? AND +session_id = ?",
-                           (first_id, last_id, session_id)).fetchone()
+        cols = f"COUNT(*), TOTAL(id), TOTAL({compacted}), TOTAL(length(CAST(content AS BLOB)))"
+        if "active" not in self._mcols:  # every row is live
+            sql = f"SELECT {cols} FROM messages WHERE id >= ? AND id <= ? AND +session_id = ?"
+        elif self._session_active_index:
+            sql = f"SELECT {cols} FROM messages WHERE session_id = ? AND active = 1 AND id >= ? AND id <= ?"
+            row = conn.execute(sql, (session_id, first_id, last_id)).fetchone()
+            return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+        else:
+            sql = f"SELECT {cols} FROM messages WHERE id >= ? AND id <= ? AND +session_id = ? AND active = 1"
+        row = conn.execute(sql, (first_id, last_id, session_id)).fetchone()
         return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def _appended_only(self, conn: sqlite3.Connection, session_id: str, track: _Track) -> bool:
         """Advance ``track`` without re-reading its window when the session only gained rows
         that cannot change any event; False (``track`` untouched) when the window must be re-read.
 
-        The events depend on the window's rows, their flags, order and content. When the
-        window's row count, active and compacted counts and content bytes are unchanged (no
-        compaction, rewind, deletion or rewrite touched it: Hermes 0.22's
-        ``set_user_message_content`` and ``clean-markers`` rewrite content in place) and every new
+        The events depend on the window's rows, their flags, order and content. Hermes changes
+        only live rows in place (a compaction or a rewind flips them, 0.22's
+        ``set_user_message_content`` and ``clean-markers`` rewrite their content,
+        ``deactivate_message`` clears one, ``replace_messages`` deletes them), never an archived
+        one. When the window's active rows are the same (their count, the sum of their ids, their
+        compacted flags and content bytes: :meth:`_window_sig`) and every new
         row is an active, uncompacted row that cannot be a summary and does not continue the
         newest event's tail (the rule of :func:`_tail_end`: it would need the next consecutive
         id), the window run would find the same events: only ``last_id`` moves. Not seen: a
@@ -313,8 +423,13 @@ class CompactionEventReader(StateDBConnection):
             return False
         if self._window_sig(conn, session_id, track.window_start_id, track.last_id) != track.window:
             return False
-        new = [r for batch in self._stream_batches(conn, session_id, track.last_id + 1) for r in batch]
+        top = self._top_id(conn)
+        # rows of the session between last_id and seen_top do not exist (seen_top: see _Track)
+        lo = max(track.last_id, track.seen_top) + 1
+        new = [r for batch in self._stream_batches(conn, session_id, lo, top=self._session_end(conn, session_id, lo, top))
+               for r in batch]
         if not new:
+            track.seen_top = top
             return True
         tx = _Texts(new, self._row_text)
         if any(not r[3] or r[4] or tx.may_be_summary(i) for i, r in enumerate(new)):
@@ -324,17 +439,20 @@ class CompactionEventReader(StateDBConnection):
             return False  # the newest event's tail might continue into the new rows
         added = _rows_sig(new)
         track.last_id = int(new[-1][0])
+        track.seen_top = top
         track.window = tuple(a + b for a, b in zip(track.window, added))  # type: ignore[assignment]
         return True
 
     def _advance(self, conn: sqlite3.Connection, session_id: str, track: _Track,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None, *, first_scan: bool = False) -> None:
         if self._appended_only(conn, session_id, track):
             return
         buf: list[_Row] = []
         trim_at = 4096
+        top = self._top_id(conn)
         start = track.window_start_id or self._first_row_id(conn, session_id)
-        batches = self._stream_batches(conn, session_id, start, progress) if start is not None else ()
+        batches = (self._stream_batches(conn, session_id, start, progress, top=self._session_end(conn, session_id, start, top),
+                                        first_scan=first_scan) if start is not None else ())
         for batch in batches:
             if not track.first_id and not track.ckpt_start_id:
                 track.first_id = int(batch[0][0])  # streamed from the start: the session's first row
@@ -348,6 +466,7 @@ class CompactionEventReader(StateDBConnection):
             raise _Rebuild()
         _run_window(session_id, buf, self._row_text, track, complete=True)
         track.last_id = int(buf[-1][0]) if buf else 0
+        track.seen_top = top
         track.window = _rows_sig([r for r in buf if int(r[0]) >= track.ckpt_start_id])
 
     def _rotation_events(self, conn: sqlite3.Connection, session_id: str | None) -> list[CompactionEvent]:
@@ -360,7 +479,9 @@ class CompactionEventReader(StateDBConnection):
         the child that is not a plain appended one (an in-place compaction or a
         ``replace_messages`` writes a summary row; :meth:`_forget_touched_rotations` looks at
         the rows above the highest id seen so far once, by one range read). An open region (every child row so
-        far belongs to the handoff) is read on every call. Rows rewritten in place without a
+        far belongs to the handoff) is kept in this process until either session gains a row
+        (a rotation right after a rotation leaves an ended child open for good: reading both
+        sessions on every refresh cost the parent's whole history). Rows rewritten in place without a
         new row (Hermes 0.22 ``set_user_message_content``) are not seen, as for the in-place
         history before a checkpoint. Final events are stored in memdeck.db for later
         processes (:meth:`_stored_rotation`).
@@ -389,6 +510,10 @@ class CompactionEventReader(StateDBConnection):
                 self._rotations[key] = kept
                 out.append(kept[1])
                 continue
+            still_open = self._rotations_open.get(key)
+            if still_open is not None and still_open[0] == sig:  # neither session gained a row since
+                out.append(still_open[1])
+                continue
             parent_rows = self._session_rows(conn, str(pid))
             live_parent = [r for r in parent_rows if r[3]]
             child_rows = self._session_rows(conn, str(cid))
@@ -401,6 +526,9 @@ class CompactionEventReader(StateDBConnection):
                 child_session_id=str(cid), region_first_id=region[0] if region else None,
                 region_last_id=region[-1] if region else None, index=1, region_ids=tuple(region),
             )
+            self._rotations_open.pop(key, None)
+            if not (region and len(region) < len(child_rows)):  # open: kept until either session gains a row
+                self._rotations_open[key] = (sig, event)
             if region and len(region) < len(child_rows):  # a row after the handoff: final
                 self._rotations[key] = (sig, event)
                 check = child_rows[0]
@@ -428,8 +556,9 @@ class CompactionEventReader(StateDBConnection):
         last = self._rotations_top
         if last is not None and top < last:  # rows at the end vanished: trust nothing kept
             self._rotations.clear()
+            self._rotations_open.clear()
             self._rotations_stale.update(self._rotations_stored or {})
-        elif last is not None and top > last and (self._rotations or self._rotations_stored):
+        elif last is not None and top > last and (self._rotations or self._rotations_stored or self._rotations_open):
             cols = self._row_columns(("session_id", "active", "compacted", "content"))
             new = conn.execute(f"SELECT {cols} FROM messages WHERE id > ?", (last,)).fetchall()
             tx = _Texts([(None, None, r[3]) for r in new], self._row_text)
@@ -439,6 +568,8 @@ class CompactionEventReader(StateDBConnection):
             changed = {str(r[0]) for i, r in enumerate(new) if not r[1] or r[2] or tx.may_be_summary(i)}
             for key in [k for k in self._rotations if k[0] in any_row or k[1] in changed]:
                 del self._rotations[key]
+            for key in [k for k in self._rotations_open if k[0] in any_row or k[1] in any_row]:
+                del self._rotations_open[key]
             self._rotations_stale.update(k for k in self._rotations_stored or {} if k[0] in any_row or k[1] in changed)
         self._rotations_top = top
         return top
@@ -615,10 +746,12 @@ def _same_stored(stored: dict[str, object] | None, rec: dict[str, object]) -> bo
 
 
 def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:
-    """``(rows, active rows, compacted rows, content bytes)`` of ``rows``: what
-    :meth:`CompactionEventReader._window_sig` computes in SQL (``length(CAST(content AS BLOB))``:
-    UTF-8 bytes of text, bytes of a blob, digits of an integer; NULL counts 0). A float content
-    (never written by Hermes) gives -1, so such a window is always read again."""
+    """``(active rows, sum of their ids, compacted ones among them, their content bytes)`` of
+    ``rows``: what :meth:`CompactionEventReader._window_sig` computes in SQL
+    (``length(CAST(content AS BLOB))``: UTF-8 bytes of text, bytes of a blob, digits of an
+    integer; NULL counts 0). A float content (never written by Hermes) gives -1, so such a
+    window is always read again."""
+    rows = [r for r in rows if r[3]]
     n_bytes = 0
     for r in rows:
         c = r[2]
@@ -632,7 +765,7 @@ def _rows_sig(rows: Sequence[_Row]) -> tuple[int, int, int, int]:
             n_bytes += len(str(c))
         else:
             return (len(rows), 0, 0, -1)
-    return (len(rows), sum(1 for r in rows if r[3]), sum(1 for r in rows if r[4]), n_bytes)
+    return (len(rows), sum(int(r[0]) for r in rows), sum(1 for r in rows if r[4]), n_bytes)
 
 
 def _lazy_set(build: Callable[[], set[Any]]) -> Callable[[], set[Any]]:
@@ -772,6 +905,9 @@ class _Track:
     last_id: int = 0
     first_id: int = 0
     window: tuple[int, int, int, int] | None = None  # _rows_sig of the rows from ckpt_start_id to last_id
+    #: state.db's highest row id when the session's rows were last read (not stored): the
+    #: session has no row with ``last_id < id <= seen_top``, so the next read starts above both
+    seen_top: int = 0
 
     @property
     def events(self) -> list[CompactionEvent]:
@@ -794,6 +930,22 @@ class _Track:
         if self.ckpt_batch is not None:
             return self.ckpt_batch(key)
         return _key_hash(key) in self.ckpt_copies
+
+
+@dataclass(frozen=True)
+class _Changes:
+    """What changed since the last :meth:`CompactionEventReader._changes` (ids ``> since`` and
+    ``<= top`` are the new rows): ``sessions`` gained rows or had their ``sessions`` row
+    changed; ``suspects`` gained an inactive, compacted or summary row (only these can become
+    compacted sessions)."""
+
+    since: int
+    top: int
+    sessions: set[str]
+    suspects: set[str]
+
+    def may_compact(self, session_id: str) -> bool:
+        return session_id in self.suspects
 
 
 def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], str], track: _Track,
@@ -853,7 +1005,8 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
                     h = j
                     break
         start = p - h
-        batch = [k for k in range(lower, start) if rows[k][4]]
+        # rows archived by a proactive tool-result prune (a re-insert, no summary) are not this event's
+        batch = [k for k in range(history_reinsert_start(rows, lower, start), start) if rows[k][4]]
         if not batch:
             continue
         accepted.append(_Accepted(p, m, start, batch, len(batch)))

@@ -135,8 +135,14 @@ class StateDBConnection:
         self._cursor_started_max: float = 0.0
         # full-scan cache
         self._events_cache: tuple[int | None, int, list[CompactionEvent]] | None = None
+        #: what CompactionEventReader._changes saw last: (connection, highest row id, sessions' signatures)
+        self._change_state: tuple[sqlite3.Connection, int, dict[str, tuple[Any, ...]]] | None = None
+        #: the sessions holding compacted rows as of the last event pass (None: ask again)
+        self._compacted_ids: set[str] | None = None
         # per-session active regions (SessionReader.active_region): (conn, last id, signature, rows)
         self._regions: dict[str, tuple[Any, ...]] = {}
+        # per-session conversations (SessionReader.conversation): (conn, last id, signature, dicts)
+        self._conversations: dict[str, tuple[Any, ...]] = {}
         # incremental per-session compaction tracks (kept across reconnects to the same file)
         self._tracks: dict[str, _Track] = {}
         self._tracks_conn: sqlite3.Connection | None = None
@@ -145,6 +151,9 @@ class StateDBConnection:
         #: final rotation events by (parent, child), with the session fields that could change
         #: them (``CompactionEventReader._rotation_events``)
         self._rotations: dict[tuple[str, str], tuple[tuple[Any, ...], CompactionEvent]] = {}
+        #: open rotation events (the child has no row after its handoff yet), kept in this process
+        #: until either session gains a row
+        self._rotations_open: dict[tuple[str, str], tuple[tuple[Any, ...], CompactionEvent]] = {}
         #: the rotation events stored in memdeck.db, read once (None: not yet), and the highest
         #: row id of each session that gained rows since the oldest of them was stored
         self._rotations_stored: dict[tuple[str, str], dict[str, object]] | None = None
@@ -273,6 +282,7 @@ class StateDBConnection:
             self._tracks = {}
             self._tracks_tried = set()
             self._rotations = {}
+            self._rotations_open = {}
             self._rotations_stored = None
             self._rotations_stale = set()
             self._rotations_top = None
@@ -287,6 +297,8 @@ class StateDBConnection:
             side_files_closed(self.path)
         self._conn = None
         self._events_cache = None
+        self._change_state = None
+        self._compacted_ids = None
         self._cursor_data_version = None
 
     def _introspect(self, conn: sqlite3.Connection) -> None:
@@ -357,6 +369,7 @@ class StateDBConnection:
                 if cookie != self._schema_cookie:
                     self._introspect(conn)
                     self._events_cache = None
+                    self._change_state = None
                 try:
                     return fn(conn)
                 except sqlite3.OperationalError as exc:

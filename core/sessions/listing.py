@@ -6,14 +6,21 @@ connection of :mod:`.connection`. ``live`` marks the open session with the newes
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import jsondata
+from .compaction import decode_content
 from .compaction_events import CompactionEventReader
 from .connection import number_or_zero
-from .records import Message, SessionInfo
+from .records import Message, PromptStamp, SessionInfo
+from ..memory.context_fence import sanitize_context
+
+#: How much of a stored prompt's end (chars) the key of a schema <= 22 prompt covers (the memory
+#: blocks and the session line of Hermes 0.17-0.19 are in it: ``PromptStamp.prompt_key``).
+PROMPT_KEY_TAIL = 8192
 
 class SessionReader(CompactionEventReader):
     """The session and message queries of :class:`.statedb.StateDB` (on its connection)."""
@@ -91,6 +98,147 @@ class SessionReader(CompactionEventReader):
             return text if isinstance(text, str) else ""
 
         return self._run(q, "")
+
+    def prompt_stamps(self, session_ids: Sequence[str] | None = None, *, limit: int = 500) -> list[PromptStamp]:
+        """A :class:`.records.PromptStamp` of every open session (``ended_at`` NULL), newest start
+        first, or of the sessions ``session_ids`` (open or not), without reading whole prompts.
+
+        The key of a prompt stored by hash (schema >= 23, ``sessions.system_prompt_hash``; 0.20
+        ``hermes_state.py:169-170``) is that hash; else a digest of the prompt's length, first 256
+        and last :data:`PROMPT_KEY_TAIL` chars, read with ``substr`` (a rebuilt prompt changes its
+        memory blocks and session line, which are in that end). ``first_active`` is one index probe
+        per session with Hermes' ``idx_messages_session_active`` (0.19+). Columns are selected by
+        name; ``[]`` when the database is unavailable. ``limit`` caps the count.
+        """
+        def q(conn: sqlite3.Connection) -> list[PromptStamp]:
+            sc = self._scols
+
+            def col(name: str, default: str = "NULL") -> str:
+                return f"s.{name}" if name in sc else default
+
+            UNKNOWN = "'unknown'"
+            has_text = "system_prompt" in sc
+            has_hash = "system_prompt_hash" in sc
+            active = " AND m.active = 1" if self.has_active else ""
+            ts = "m.timestamp" if "timestamp" in self._mcols else "NULL"
+            sql = (f"SELECT s.id, {col('source', UNKNOWN)}, {col('title')}, {col('model')}, {col('started_at', '0.0')},"
+                   f" {col('ended_at')},"
+                   f" {'length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -%d)' % PROMPT_KEY_TAIL if has_text else 'NULL, NULL, NULL'},"
+                   f" {col('system_prompt_hash')},"
+                   f" (SELECT MIN({ts}) FROM messages m WHERE m.session_id = s.id{active}),"
+                   f" (SELECT MAX({ts}) FROM messages m WHERE m.session_id = s.id),"
+                   f" {col('input_tokens', '0')}, {col('cache_read_tokens', '0')}, {col('cache_write_tokens', '0')},"
+                   f" {col('output_tokens', '0')}, {col('api_call_count', '0')} FROM sessions s")
+            if session_ids is not None:
+                ids = list(dict.fromkeys(str(i) for i in session_ids))[:limit]
+                if not ids:
+                    return []
+                sql += f" WHERE s.id IN ({','.join('?' * len(ids))})"
+                params: tuple[Any, ...] = tuple(ids)
+            else:
+                sql += " WHERE s.ended_at IS NULL" if "ended_at" in sc else ""
+                params = ()
+            order = "s.started_at DESC, s.id DESC" if "started_at" in sc else "s.rowid DESC"
+            out = []
+            for r in conn.execute(f"{sql} ORDER BY {order} LIMIT ?", (*params, int(limit))):
+                (sid, source, title, model, started, ended, length, head, tail, phash, first, last,
+                 inp, cread, cwrite, outp, calls) = r
+                key: str | None = None
+                chars = 0
+                if length:
+                    chars = int(length)
+                    digest = hashlib.sha256(f"{chars}\x00{head}\x00{tail}".encode("utf-8", "surrogatepass")).hexdigest()
+                    key = "t:" + digest
+                elif isinstance(phash, str) and phash:
+                    key = "h:" + phash
+                out.append(PromptStamp(
+                    session_id=str(sid), source=str(source or "unknown"), title=title if isinstance(title, str) else None,
+                    model=model if isinstance(model, str) else None, started_at=number_or_zero(started),
+                    ended_at=number_or_zero(ended) if ended is not None else None, prompt_key=key, prompt_chars=chars,
+                    first_active=number_or_zero(first) if first is not None else None,
+                    input_tokens=int(number_or_zero(inp)), cache_tokens=int(number_or_zero(cread) + number_or_zero(cwrite)),
+                    output_tokens=int(number_or_zero(outp)), api_calls=int(number_or_zero(calls)),
+                    last_active=number_or_zero(last) if last is not None else None))
+            return out
+
+        return self._run(q, [])
+
+    def conversation(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's active rows as Hermes loads them for a turn, in id order: the dicts of
+        Hermes 0.19 ``SessionDB._rows_to_conversation`` (hermes_state.py:4909-4990) with the keys
+        memdeck sizes the next request by: ``role``, ``content`` (``\\x00json:`` decoded; user and
+        assistant text through ``sanitize_context``, stripped), ``api_content``, ``timestamp``,
+        ``tool_call_id``, ``tool_name``, ``tool_calls`` (decoded JSON), and on assistant rows
+        ``finish_reason``, ``reasoning``, ``reasoning_content``. Columns missing from the schema are
+        left out. ``[]`` when unavailable.
+
+        Kept per session between calls like :meth:`active_region` (the same signature of the rows
+        read before): a refresh after appended messages decodes only the new rows.
+        """
+        wanted = ("content", "api_content", "timestamp", "tool_call_id", "tool_name", "tool_calls",
+                  "finish_reason", "reasoning", "reasoning_content")
+
+        def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            cols = [c for c in wanted if c in self._mcols]
+            if not self.has_active:
+                return [self._conversation_row(cols, r) for r in conn.execute(
+                    f"SELECT role, {', '.join(cols)} FROM messages WHERE session_id = ? ORDER BY id", (session_id,))]
+            began = not conn.in_transaction
+            if began:
+                conn.execute("BEGIN")  # one snapshot for the check, the new rows and the new signature
+            try:
+                kept = self._conversations.get(session_id)
+                sql = f"SELECT id, role, {', '.join(cols)} FROM messages WHERE session_id = ? AND active = 1"
+                if kept is not None and kept[0] is conn and self._active_sig(conn, session_id, kept[1]) == kept[2]:
+                    fresh = conn.execute(sql + " AND id > ? ORDER BY id", (session_id, kept[1])).fetchall()
+                    rows = kept[3] + [self._conversation_row(cols, r[1:]) for r in fresh]
+                    last = fresh[-1][0] if fresh else kept[1]
+                else:
+                    fresh = conn.execute(sql + " ORDER BY id", (session_id,)).fetchall()
+                    rows = [self._conversation_row(cols, r[1:]) for r in fresh]
+                    last = fresh[-1][0] if fresh else 0
+                self._conversations.pop(session_id, None)
+                while len(self._conversations) >= 4:
+                    self._conversations.pop(next(iter(self._conversations)))
+                self._conversations[session_id] = (conn, last, self._active_sig(conn, session_id, last), rows)
+                return list(rows)
+            finally:
+                if began and conn.in_transaction:
+                    conn.execute("COMMIT")
+
+        return self._run(q, [])
+
+    @staticmethod
+    def _conversation_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+        """One row as Hermes 0.19 ``_rows_to_conversation`` builds its dict (see :meth:`conversation`)."""
+        d = dict(zip(("role", *cols), row))
+        role = d.get("role")
+        content = d.get("content")
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", "replace")
+        content = decode_content(content)
+        if role in ("user", "assistant") and isinstance(content, str):
+            content = sanitize_context(content).strip()
+        msg: dict[str, Any] = {"role": role, "content": content}
+        if d.get("api_content"):
+            msg["api_content"] = d["api_content"]
+        if d.get("timestamp"):
+            msg["timestamp"] = d["timestamp"]
+        for k in ("tool_call_id", "tool_name"):
+            if d.get(k):
+                msg[k] = d[k]
+        if d.get("tool_calls"):
+            try:
+                msg["tool_calls"] = jsondata.loads(d["tool_calls"])
+            except (TypeError, ValueError):
+                msg["tool_calls"] = []
+        if role == "assistant":
+            for k in ("finish_reason", "reasoning"):
+                if d.get(k):
+                    msg[k] = d[k]
+            if d.get("reasoning_content") is not None and "reasoning_content" in cols:
+                msg["reasoning_content"] = d["reasoning_content"]
+        return msg
 
     def live_session(self) -> SessionInfo | None:
         """The open session (``ended_at`` NULL) with the newest message (else newest start), or None."""

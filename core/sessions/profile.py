@@ -25,16 +25,27 @@ from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
 #: (``SCHEMA_VERSION``: 0.17.0 ``hermes_state.py:110``, 0.18.2 ``:125``, 0.19.0 ``:155``,
-#: 0.20.1.2 ``hermes_state_common.py:219``, 0.22.2.post1 ``:283``).
-SCHEMA_VERSIONS: tuple[tuple[int, str], ...] = ((16, "0.17"), (19, "0.18"), (22, "0.19"), (26, "0.20"), (31, "0.22"))
+#: 0.20.1.2 ``hermes_state_common.py:219``, iot 0.21.0.post1 26 too, iot 0.21.3.post1 /
+#: 0.21.4.post1 / 0.21.5.post2 30, 0.22.2.post1 ``:283``). Schema 26 is 0.20 or 0.21.0 and schema 30
+#: any of 0.21.3-0.21.5: :func:`detect_profile` tells them apart by what else the home holds.
+SCHEMA_VERSIONS: tuple[tuple[int, str], ...] = (
+    (16, "0.17"), (19, "0.18"), (22, "0.19"), (26, "0.20"), (30, "0.21.3-0.21.5"), (31, "0.22"))
 MIN_SCHEMA, MAX_SCHEMA = SCHEMA_VERSIONS[0][0], SCHEMA_VERSIONS[-1][0]
-#: ``DEFAULT_CONFIG["_config_version"]`` per version (30, 33, 33, 37, 50).
-CONFIG_VERSIONS: tuple[tuple[int, str], ...] = ((30, "0.17"), (33, "0.18-0.19"), (37, "0.20"), (50, "0.22"))
-#: ``state_meta`` keys only 0.22 writes on creation (docs/HERMES_VERSIONS.md section 1).
+#: ``DEFAULT_CONFIG["_config_version"]`` per version (30, 33, 33, 37, iot 0.21.0.post1 39,
+#: iot 0.21.5.post2 46, 50).
+CONFIG_VERSIONS: tuple[tuple[int, str], ...] = (
+    (30, "0.17"), (33, "0.18-0.19"), (37, "0.20"), (39, "0.21.0"), (46, "0.21.5"), (50, "0.22"))
+#: What a schema-26 home of iot 0.21.0 has that 0.20 lacks: a column, a table, state_meta keys.
+MARKS_0210 = ("messages._compressed_summary", "gateway_heartbeats", "store_instance_id")
+#: What only 0.22 writes: ``messages.message_uid`` (and its backfill marker in ``state_meta``).
+MARKS_022 = ("messages.message_uid", "message_uid_backfill")
+#: ``state_meta`` keys 0.21/0.22 write on creation (docs/HERMES_VERSIONS.md section 1).
 STATE_META_022 = ("store_instance_id", "store_created_at_utc", "message_uid_backfill", "db_file_generation")
-#: Pending payload fields memdeck understands (0.17-0.22 ``tools/write_approval.py``, 0.22 ``matched_entry``).
+#: Pending payload fields memdeck understands (0.17-0.22 ``tools/write_approval.py``, 0.21.5/0.22 ``matched_entry``).
 KNOWN_PENDING_FIELDS = frozenset({"action", "target", "content", "old_text", "operations", "matched_entry", "new_text"})
 KNOWN_PENDING_ACTIONS = frozenset({"add", "replace", "remove", "patch", "batch"})
+#: Display names of the session stores a config can name (:attr:`memdeck.core.config.Config.session_store`).
+STORE_NAMES = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite (state.db)"}
 
 _CONFIG_VERSION_RE = re.compile(r"^_config_version\s*:\s*['\"]?(\d+)['\"]?\s*(?:#.*)?$", re.MULTILINE)
 
@@ -72,6 +83,8 @@ class HermesProfile:
         pending_fields: payload fields found in staged records; pending_actions: their actions.
         degradations: plain sentences, one per thing memdeck cannot show or does differently.
         notes: facts that are not degradations (e.g. "compaction rotates sessions").
+        session_store: where this home's Hermes keeps its sessions (``sqlite``: state.db; else
+            the store config.yaml names, which memdeck does not read).
     """
 
     schema_version: int | None = None
@@ -90,6 +103,7 @@ class HermesProfile:
     pending_actions: tuple[str, ...] = ()
     degradations: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    session_store: str = "sqlite"
 
     @property
     def threat_rules(self) -> str | None:
@@ -100,7 +114,7 @@ class HermesProfile:
         v = self.version or ""
         if v.startswith("newer than"):
             return "0.22"
-        m = re.search(r"(\d+\.\d+)\s*$", v)  # "between 0.20 and 0.22" -> the newer bound's rules
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)\s*$", v)  # "between 0.20 and 0.22", "0.21.3-0.21.5" -> the newer bound's rules
         return rules_for_version(m.group(1)) if m else None
 
     def summary(self) -> str:
@@ -123,11 +137,13 @@ class HermesProfile:
             "summary_flag": self.summary_flag, "state_meta_keys": list(self.state_meta_keys),
             "pending_fields": list(self.pending_fields), "pending_actions": list(self.pending_actions),
             "degradations": list(self.degradations), "notes": list(self.notes), "summary": self.summary(),
+            "session_store": self.session_store,
         }
 
 
 def version_for_schema(schema: int | None) -> str | None:
-    """Hermes version (range) for a ``schema_version`` (see :data:`SCHEMA_VERSIONS`)."""
+    """Hermes version (range) for a ``schema_version`` (see :data:`SCHEMA_VERSIONS`), before the
+    refinements of :func:`detect_profile` (schema 26 may be 0.21.0; 27-29 lie inside 0.21)."""
     if schema is None:
         return None
     for n, v in SCHEMA_VERSIONS:
@@ -137,9 +153,27 @@ def version_for_schema(schema: int | None) -> str | None:
         return f"newer than {SCHEMA_VERSIONS[-1][1]}"
     if schema < MIN_SCHEMA:
         return f"older than {SCHEMA_VERSIONS[0][1]}"
-    lower = max(v for n, v in SCHEMA_VERSIONS if n < schema)
-    upper = min((n, v) for n, v in SCHEMA_VERSIONS if n > schema)[1]
+    if 26 < schema < 30:
+        return "between 0.21.0 and 0.21.3"
+    lower = [v for n, v in SCHEMA_VERSIONS if n < schema][-1]
+    upper = [v for n, v in SCHEMA_VERSIONS if n > schema][0]
     return f"between {lower} and {upper}"
+
+
+def store_words(name: str) -> str:
+    """A session store's display name ("PostgreSQL" for ``postgresql``; other names as given)."""
+    return STORE_NAMES.get(name, name)
+
+
+def session_store_note(config: Any) -> str | None:
+    """``"sessions are in PostgreSQL: not read"`` (with the config key that says so) when the
+    home's config names a session store other than SQLite, else None: memdeck reads state.db only,
+    so such a home's empty or missing state.db is not "no sessions"."""
+    name = getattr(config, "session_store", "sqlite") or "sqlite"
+    if name == "sqlite":
+        return None
+    return (f"sessions are in {store_words(name)}: not read (config.yaml {config.session_store_source}); "
+            "sessions, recall, compactions and the audit of the active region are not shown")
 
 
 def _fts_layout(conn: sqlite3.Connection, name: str) -> FtsLayout | None:
@@ -218,6 +252,41 @@ def _pending(directory: Path) -> tuple[set[str], set[str]]:
     return fields, actions
 
 
+def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta: tuple[str, ...],
+             cfg: int | None, fields: set[str]) -> tuple[str | None, str]:
+    """``(version, what told it)`` from what the home shows (docs/HERMES_VERSIONS.md):
+
+    * the schema (:data:`SCHEMA_VERSIONS`); schema 26 is 0.21.0 when any of :data:`MARKS_0210` is
+      present (0.20 has none); schema 30 is 0.21.5 when a staged record carries ``matched_entry``
+      (0.21.5 pins staged writes; 0.21.3/0.21.4 do not) or ``_config_version`` is 46;
+    * a schema memdeck has no row for, but ``messages.message_uid`` / ``message_uid_backfill``
+      (only 0.22 writes them): 0.22;
+    * no schema: ``config.yaml`` ``_config_version`` (:data:`CONFIG_VERSIONS`).
+    """
+    version = version_for_schema(schema)
+    if schema is None:
+        if cfg is None:
+            return None, ""
+        for n, v in CONFIG_VERSIONS:
+            if cfg == n:
+                return v, "config.yaml _config_version"
+        if cfg > CONFIG_VERSIONS[-1][0]:
+            return f"newer than {CONFIG_VERSIONS[-1][1]}", "config.yaml _config_version"
+        return None, ""
+    present = {f"messages.{c}" for c in mcols} | set(tables) | set(meta)
+    if schema == 26 and any(m in present for m in MARKS_0210):
+        found = [m for m in MARKS_0210 if m in present]
+        return "0.21.0", "state.db schema 26 + " + ", ".join(found)
+    if schema == 30:
+        if "matched_entry" in fields:
+            return "0.21.5", "state.db schema 30 + pending records with matched_entry"
+        if cfg == 46:
+            return "0.21.5", "state.db schema 30 + config.yaml _config_version 46"
+    if version is not None and version.startswith("between") and any(m in present for m in MARKS_022):
+        return "0.22", "state.db " + ", ".join(m for m in MARKS_022 if m in present)
+    return version, "state.db schema"
+
+
 def detect_profile(home: Any) -> HermesProfile:
     """Detect the :class:`HermesProfile` of ``home`` (a :class:`memdeck.core.home.HermesHome`).
 
@@ -227,25 +296,22 @@ def detect_profile(home: Any) -> HermesProfile:
     db = _read_db(Path(home.state_db))
     cfg = _config_version(Path(home.path) / "config.yaml")
     fields, actions = _pending(Path(home.pending_dir))
+    from ..config import load_config
+
+    config = load_config(home)
     deg: list[str] = []
     notes: list[str] = []
+    store_note = session_store_note(config)
+    if store_note:
+        deg.append(store_note)
     if "error" in db:
         deg.append(f"state.db could not be read ({db['error']}): sessions, recall and the audit are not shown")
     tables: tuple[str, ...] = db.get("tables", ())
     cols: dict[str, tuple[str, ...]] = db.get("columns", {})
     schema = db.get("schema")
     meta: tuple[str, ...] = db.get("meta", ())
-    version, source = version_for_schema(schema), "state.db schema" if schema is not None else ""
-    if any(k in meta for k in STATE_META_022) and (version is None or version.startswith("between")):
-        version, source = "0.22", "state_meta"
-    if version is None and cfg is not None:
-        for n, v in CONFIG_VERSIONS:
-            if cfg == n:
-                version = v
-        if version is None:
-            version = f"newer than {CONFIG_VERSIONS[-1][1]}" if cfg > CONFIG_VERSIONS[-1][0] else None
-        source = "config.yaml _config_version" if version else ""
     scols, mcols = set(cols.get("sessions", ())), set(cols.get("messages", ()))
+    version, source = _version(schema, tables, mcols, meta, cfg, fields)
     prompt_in = ""
     if "sessions" in tables:
         if "system_prompt_hash" in scols and "system_prompts" in tables:
@@ -293,7 +359,7 @@ def detect_profile(home: Any) -> HermesProfile:
         columns=dict(cols), fts=fts, fts_trigram=tri, system_prompt_in=prompt_in,
         in_place_compaction="compacted" in mcols, summary_flag="_compressed_summary" in mcols,
         state_meta_keys=meta, pending_fields=tuple(sorted(fields)), pending_actions=tuple(sorted(actions)),
-        degradations=tuple(deg), notes=tuple(notes))
+        degradations=tuple(deg), notes=tuple(notes), session_store=config.session_store)
     rules = profile.threat_rules
     if rules is not None and rules != "0.18":
         from ..memory.threats import HERMES_RULESETS

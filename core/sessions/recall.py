@@ -525,14 +525,36 @@ def _hit(conn: sqlite3.Connection, root: str, r: dict[str, Any], window: int) ->
         f"SELECT {'title' if 'title' in scols else 'NULL'}, source, {'model' if 'model' in scols else 'NULL'}, started_at "
         "FROM sessions WHERE id = ?", (root,)).fetchone()
     title, source, model, started = meta if meta else (None, r.get("source"), r.get("model"), r.get("session_started"))
+    mid, compacted = int(r["id"]), bool(r["compacted"])
+    if compacted:  # an archived row whose live re-insert is the same message: show that one
+        copy = _live_copy(conn, mid)
+        if copy is not None:
+            mid, compacted = copy, False
     return RecallHit(
         session_id=str(r["session_id"]), lineage_root=root, title=title, source=str(source or r.get("source") or "unknown"),
         model=model or r.get("model"), started_at=started if started is not None else r.get("session_started"),
-        matched_role=str(r["role"]), match_message_id=int(r["id"]), snippet=r["snippet"] or "",
-        compacted=bool(r["compacted"]),
-        context=tuple(_context(conn, int(r["id"]), "timestamp" in _columns(conn, "messages"))),
-        window=tuple(_window(conn, str(r["session_id"]), int(r["id"]), window)),
+        matched_role=str(r["role"]), match_message_id=mid, snippet=r["snippet"] or "",
+        compacted=compacted,
+        context=tuple(_context(conn, mid, "timestamp" in _columns(conn, "messages"))),
+        window=tuple(_window(conn, str(r["session_id"]), mid, window)),
     )
+
+
+def _live_copy(conn: sqlite3.Connection, mid: int) -> int | None:
+    """The id of the live row that re-inserts archived row ``mid`` (same session, role,
+    timestamp and content, a later id, ``active = 1``), or None.
+
+    Hermes' proactive tool-result prune (0.23 default) and the head/tail of a compaction archive
+    rows and insert them again keeping role, stamp and content (tool results the prune rewrites
+    differ, and stay archived): such a row is not summarised away, and showing both would double
+    it (issue 29)."""
+    if not {"active", "compacted", "timestamp"} <= _columns(conn, "messages"):
+        return None
+    row = conn.execute(
+        "SELECT c.id FROM messages m JOIN messages c ON c.session_id = m.session_id AND c.timestamp = m.timestamp "
+        "AND c.id > m.id AND c.role = m.role AND c.content IS m.content AND c.active = 1 "
+        "WHERE m.id = ? AND m.timestamp IS NOT NULL AND m.timestamp != 0 ORDER BY c.id LIMIT 1", (mid,)).fetchone()
+    return int(row[0]) if row else None
 
 
 #: Rows of ``messages`` :func:`_window` walks by id on each side of a hit before it asks the
@@ -561,10 +583,20 @@ def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[s
         after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id >= ?{live} ORDER BY id ASC LIMIT ?",
                              (sid, mid, *lp, n + 1)).fetchall()
     rows = list(reversed(before)) + list(after)
+    # a row re-inserted later in the window (same role, content and stamp: a prune or a compaction's
+    # head/tail copy) is shown once, as its newest copy
+    newest: dict[tuple[Any, Any, Any], int] = {}
+    for r in rows:
+        if r[3]:
+            newest[(r[1], r[2], r[3])] = max(int(r[0]), newest.get((r[1], r[2], r[3]), 0))
     out = []
     for r in rows:
+        if r[0] != mid and r[3] and newest.get((r[1], r[2], r[3]), r[0]) != r[0]:
+            continue
         if r[0] != mid and r[1] not in ("user", "assistant"):
             continue
+        if r[0] != mid and _live_copy(conn, int(r[0])) is not None:
+            continue  # an archived row whose live copy comes later: shown there, not twice
         content = decode_content(r[2])
         if isinstance(content, str) and r[1] in ("user", "assistant"):
             content = sanitize_context(content).strip()

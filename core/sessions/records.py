@@ -86,6 +86,52 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
+class PromptStamp:
+    """What identifies one session's stored system prompt, read without reading the prompt.
+
+    Attributes:
+        session_id, source, title, model: the session row's.
+        started_at, ended_at: epoch seconds.
+        prompt_key: changes whenever the stored prompt does: ``"h:<sha256>"`` from
+            ``sessions.system_prompt_hash`` (schema >= 23), else ``"t:<digest>"`` of the prompt's
+            length, first 256 and last 8,192 chars; None when no prompt is stored.
+        prompt_chars: the stored prompt's length in chars (0 when none, or unknown for a hashed
+            prompt before it was read).
+        first_active: epoch seconds of the session's oldest active row (Hermes builds the prompt at
+            the first turn and again at each compaction, whose rows are stamped when it ran), or
+            None without rows.
+        input_tokens, cache_tokens, output_tokens, api_calls: the session's recorded usage
+            (``cache_tokens`` = cache reads + cache writes), 0 when not recorded.
+        last_active: epoch seconds of the session's newest row (None without rows).
+    """
+
+    session_id: str
+    source: str
+    title: str | None
+    model: str | None
+    started_at: float
+    ended_at: float | None
+    prompt_key: str | None
+    prompt_chars: int
+    first_active: float | None
+    input_tokens: int = 0
+    cache_tokens: int = 0
+    output_tokens: int = 0
+    api_calls: int = 0
+    last_active: float | None = None
+
+    @property
+    def activity(self) -> float:
+        """The newest of the start and the newest row (the rule that picks the live session)."""
+        return max(self.started_at, self.last_active or 0.0)
+
+    @property
+    def frozen_at(self) -> float:
+        """When the prompt was last built, best known: the oldest active row, else the start."""
+        return self.first_active if self.first_active is not None else self.started_at
+
+
+@dataclass(frozen=True)
 class Message:
     """One ``messages`` row as Hermes loads it.
 

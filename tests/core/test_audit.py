@@ -295,9 +295,9 @@ def test_semantic_fallback_uses_configured_threshold() -> None:
     assert not strict.alive
 
 
-def test_semantic_missing_model_falls_back(monkeypatch) -> None:
-    monkeypatch.setattr(audit_mod, "load_encoder", lambda name: (_ for _ in ()).throw(ImportError("no st")))
-    cfg = replace(MemlockConfig(), detection="semantic", drift_threshold=1.0)
+def test_semantic_missing_model_falls_back(tmp_path) -> None:
+    cfg = replace(MemlockConfig(), detection="semantic", drift_threshold=1.0,
+                  embedding_model=str(tmp_path / "no-such-model"))
     v = run_audit([anchor("a", probes=["alpha", "bravo"])], ["alpha"], cfg)["a"]
     assert v.method == "keyword-fallback" and not v.alive
 

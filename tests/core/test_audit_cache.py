@@ -4,6 +4,7 @@ unchanged refresh writes nothing."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def test_history_verdicts_survive_a_restart_through_memdeck_db(tmp_path: Path, m
 
 def test_an_unchanged_audit_writes_nothing_and_reading_creates_no_store(tmp_path: Path, monkeypatch) -> None:
     home = build_demo_home(tmp_path / "home")
+    shutil.rmtree(deckdb.db_path(home).parent)  # the demo ships its change history in memdeck.db: a home without one
     assert not deckdb.db_path(home).exists()
     history_mod.clear_process_cache()
     _audit(home)

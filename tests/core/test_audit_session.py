@@ -137,7 +137,8 @@ def test_status_section_shapes(setup) -> None:
     store.update_session("s1", lambda s: s.drift_log.append({"time": T0 + 5, "score": 50, "casualties": ["b_tabs"]}))
     st = status_section(home)
     assert st["integrity"]["session_id"] == "s1"
-    assert set(st["integrity"]) == {"session_id", "score", "history"}
+    assert set(st["integrity"]) == {"session_id", "score", "history", "pending"} and st["integrity"]["pending"] == 0
+    assert st["detection"]["configured"] == st["detection"]["active"] == "keyword"
     ids = [a["id"] for a in st["anchors"]]
     assert ids == ["a_metric", "b_tabs", "c_kelvin", "pin_glob"]
     for a in st["anchors"]:

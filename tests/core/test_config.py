@@ -66,7 +66,7 @@ memlock:
         ("memlock: 12\n", "memlock: is not a mapping"),
         (b"memory: \xff\xfe\n", "could not be read"),
         # issue 22: a 13 MB config.yaml stalled every command; over 1 MiB it is not parsed
-        ("memory:\n  memory_char_limit: 3000\n" + "# padding\n" * 110_000, "over the 1,048,576-byte bound"),
+        ("memory:\n  memory_char_limit: 3000\n" + "# padding\n" * 110_000, "1,048,576-byte bound"),
     ],
 )
 def test_broken_config_falls_back_with_warning(tmp_path: Path, text: str | bytes, needle: str) -> None:
@@ -131,3 +131,29 @@ def test_an_alias_bomb_is_refused_by_the_ruamel_loader_too(hermes_home: HermesHo
     monkeypatch.setitem(sys.modules, "yaml", None)  # Hermes 0.22's environment: ruamel.yaml only
     cfg = load_config(hermes_home)
     assert cfg.memory_char_limit != 1234 and any("alias bomb" in w for w in cfg.warnings)
+
+
+def test_a_config_over_the_byte_bound_is_refused_without_parsing(hermes_home: HermesHome, monkeypatch) -> None:
+    """Issue 22 #6: PyYAML's pure-Python loader reads ~200 KB/s, so a 13 MB file kept memdeck busy
+    for minutes. Past MAX_CONFIG_BYTES the file is not parsed at all: defaults and a warning."""
+    from memdeck.core import config as config_mod
+
+    _write(hermes_home, "memory:\n  memory_char_limit: 1234\n" + "# padding\n" * (config_mod.MAX_CONFIG_BYTES // 10 + 1))
+
+    def never(text: str) -> None:
+        raise AssertionError("a file over the bound was parsed")
+
+    monkeypatch.setattr(config_mod, "yaml_safe_load", never)
+    cfg = load_config(hermes_home)
+    assert cfg.memory_char_limit == 2200 and len(cfg.warnings) == 1
+    assert "bytes, over memdeck's 1,048,576-byte bound" in cfg.warnings[0]
+
+
+@pytest.mark.parametrize("text", ["memory: " + "[" * 5000 + "]" * 5000, "a:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 400))])
+def test_a_config_nested_too_deep_is_a_warning_never_an_exception(hermes_home: HermesHome, text: str) -> None:
+    """Thousands of brackets make the YAML parser itself recurse too deep (RecursionError, which
+    is not a ValueError): load_config never raises, it says so and uses the defaults."""
+    _write(hermes_home, text)
+    cfg = load_config(hermes_home)
+    assert cfg.memory_char_limit == 2200 and len(cfg.warnings) == 1
+    assert "nests" in cfg.warnings[0] and "using defaults" in cfg.warnings[0]

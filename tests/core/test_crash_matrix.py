@@ -37,6 +37,7 @@ from memdeck.core.deck import journal
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 from memdeck.core.memory import pending
+from memdeck.core.memory.approval import APPLYING_SUFFIX
 from memdeck.core.memory.entries import parse_entries, serialize_entries
 from memdeck.core.memory.store import MemoryStore, recover_intents
 from tests.crashpoints import CRASH_STATUS, crash_points, deterministic, run_in_child
@@ -53,12 +54,20 @@ def _data_files(home: HermesHome) -> dict[str, bytes]:
         rel = p.relative_to(home.path).as_posix()
         name = p.name
         if (not p.is_file() or rel.startswith("memdeck/") or name.startswith(".") or name.endswith((".lock", ".tmp"))
-                or ".bak." in name or rel in ("state.db-wal", "state.db-shm", "state.db-journal")):
+                or ".bak." in name or rel in ("state.db-wal", "state.db-shm", "state.db-journal")
+                or name.endswith(APPLYING_SUFFIX)):  # a record set aside: _aside_records
             continue
         if name.startswith("config.yaml.bak-"):  # plugin install's backup, named by the wall clock
             rel = "config.yaml.bak-*"
         out[rel] = p.read_bytes()
     return out
+
+
+def _aside_records(home: HermesHome) -> dict[str, bytes]:
+    """Pending records an approval set aside (``core/memory/approval.py``), by their record's name."""
+    d = home.pending_dir
+    return {f"pending/memory/{p.name[:-len(APPLYING_SUFFIX)]}": p.read_bytes()
+            for p in (sorted(d.glob(f"*.json{APPLYING_SUFFIX}")) if d.is_dir() else [])}
 
 
 def _rows(home: HermesHome, q: str) -> list[tuple[Any, ...]]:
@@ -396,6 +405,9 @@ def _check_point(sc: Scenario, root: Path, step: int, what: str, old: State, new
     for rel in sorted(set(old.files) | set(new.files) | set(crashed.files)):
         if crashed.files.get(rel) not in (old.files.get(rel), new.files.get(rel)):
             hard.append(f"{rel} is neither its old nor its new content")
+    for rel, b in _aside_records(home).items():  # set aside: whole, and not also under its name
+        if b != old.files.get(rel) or rel in crashed.files:
+            hard.append(f"{rel} was set aside torn, or is also still staged")
     data = lambda st: {k: v for k, v in st.files.items() if not k.startswith("pending/")}  # noqa: E731
     if crashed.journal == new.journal and data(crashed) != data(new):
         hard.append("the journal records the change but the files do not hold it")

@@ -61,7 +61,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 7
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 8
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -126,7 +126,7 @@ def test_a_failed_migration_leaves_the_v5_database_as_it_was(hermes_home: Hermes
         c.close()
 
 
-def test_a_v7_database_is_left_alone(hermes_home: HermesHome) -> None:
+def test_a_current_database_is_left_alone(hermes_home: HermesHome) -> None:
     jid = journal.record(hermes_home, actor="cli", op="pin", kind="anchor", scope="session", session_id="s1",
                          before=None, after="{}", detail={"anchor_id": "p1"})
     c = deckdb.connect(hermes_home)
@@ -134,7 +134,7 @@ def test_a_v7_database_is_left_alone(hermes_home: HermesHome) -> None:
     c.close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
         assert _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
         assert _all(c, "SELECT journal_id, target, scope, session_id FROM journal") == [(jid, None, "session", "s1")]
     finally:
@@ -145,10 +145,51 @@ def test_a_newer_schema_version_is_still_refused(hermes_home: HermesHome) -> Non
     c = deckdb.connect(hermes_home)
     c.execute(f"PRAGMA user_version = {deckdb.SCHEMA_VERSION + 1}")
     c.close()
-    with pytest.raises(deckdb.DeckDBError, match="schema version 8"):
+    with pytest.raises(deckdb.DeckDBError, match="schema version 9"):
         deckdb.connect(hermes_home)
     c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
     finally:
         c.close()
+
+
+def test_migration_8_adds_the_semantic_caches_and_keeps_every_v7_row(hermes_home: HermesHome, monkeypatch) -> None:
+    """Migration 8 (issue 28) is additive: a v7 memdeck.db gains ``embeddings`` and
+    ``weights_checks`` with its rows untouched; a memdeck that knows only 7 refuses the v8 file."""
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:7])
+        m.setattr(deckdb, "SCHEMA_VERSION", 7)
+        jid = journal.record(hermes_home, actor="cli", op="pin", kind="anchor", scope="session", session_id="s1",
+                             before=None, after="{}", detail={"anchor_id": "p1"})
+        c = deckdb.connect(hermes_home)
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert "embeddings" not in {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert {"embeddings", "weights_checks"} <= {r[0] for r in c.execute("SELECT name FROM sqlite_master")}
+        assert _all(c, "SELECT journal_id, scope, session_id FROM journal") == [(jid, "session", "s1")]
+    finally:
+        c.close()
+    assert deckdb.store_embeddings(hermes_home, "enc", 2, [("k1", b"\x00" * 8)])
+    assert deckdb.load_embeddings(hermes_home, ["k1", "k2"]) == {"k1": b"\x00" * 8}
+    assert deckdb.store_weights_check(hermes_home, "/m/model.safetensors", 10, 20, "ab" * 32)
+    assert deckdb.load_weights_check(hermes_home, "/m/model.safetensors", 10, 20) == "ab" * 32
+    assert deckdb.load_weights_check(hermes_home, "/m/model.safetensors", 10, 21) is None  # touched: hash again
+    with monkeypatch.context() as m:  # an older memdeck refuses the newer file, and leaves it as it is
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:7])
+        m.setattr(deckdb, "SCHEMA_VERSION", 7)
+        with pytest.raises(deckdb.DeckDBError, match="schema version 8; this memdeck understands 7"):
+            deckdb.connect(hermes_home)
+        assert deckdb.load_embeddings(hermes_home, ["k1"]) == {"k1": b"\x00" * 8}  # the reader's mode=ro open still works
+
+
+def test_the_semantic_cache_writers_never_create_or_raise(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    home.mkdir()
+    assert deckdb.store_embeddings(home, "enc", 2, [("k", b"\x00" * 8)]) is False  # no memdeck.db: nothing created
+    assert deckdb.store_weights_check(home, "/p", 1, 2, "x") is False
+    assert not deckdb.db_path(home).exists()
+    assert deckdb.load_embeddings(home, ["k"]) == {} and deckdb.load_weights_check(home, "/p", 1, 2) is None

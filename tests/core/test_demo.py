@@ -380,3 +380,79 @@ def test_a_second_demo_does_not_wipe_the_home_of_one_still_open(tmp_path: Path) 
     finally:
         first.stdin.close()
         first.wait(timeout=30)
+
+
+# ── a newcomer's first ten minutes (issue 22 #13): every panel has something to show ──
+
+
+@pytest.mark.parametrize(("query", "at_least"), [("deploy", 2), ("redis", 1), ("postgres", 1), ("rate limiting", 1)])
+def test_recall_answers_the_obvious_queries_from_past_sessions(demo_home_template, query: str, at_least: int) -> None:  # noqa: F811
+    from memdeck.core.sessions.recall import recall
+
+    plan = demo_plan(7, DEMO_NOW)
+    db = StateDB(demo_home_template.state_db)
+    try:
+        hits = recall(db, query, limit=10, current_session_id=plan.live_session_id)
+    finally:
+        db.close()
+    assert len({h.session_id for h in hits}) >= at_least, (query, hits)
+    assert plan.live_session_id not in {h.session_id for h in hits}  # Hermes leaves the live session out
+
+
+def test_history_holds_changes_by_every_kind_of_writer(demo_home_template) -> None:  # noqa: F811
+    from memdeck.core.demo.changes import demo_changes
+    from memdeck.core.demo.story import ARCHIVED_MEMORY_ENTRY, MEMORY_FIXED, PUSH_BEFORE, USER_NAME_BEFORE, USER_FIXED
+    from memdeck.core.history import list_changes
+
+    plan = demo_plan(7, DEMO_NOW)
+    ch = demo_changes(plan)
+    got = [(c.actor, c.kind, c.target, c.op, c.before, c.after if c.kind == "memory" else None,
+            c.attribution.get("op"), c.attribution.get("archive_id")) for c in reversed(list_changes(demo_home_template))]
+    live, review = plan.live_session_id, plan.session_ids["review"]
+    assert got == [
+        ("hermes", "memory", "memory", "added", None, MEMORY_FIXED[2], None, None),         # Hermes' memory tool
+        ("external", "memory", "user", "replaced", USER_NAME_BEFORE, USER_FIXED[0], None, None),  # a hand edit
+        ("pending", "memory", "user", "added", None, ch.background_entry, None, None),      # background review, applied
+        ("external", "anchor", None, "anchor_changed", got[3][4], None, None, None),        # MemLock's edit of a pin
+        ("hermes", "memory", "memory", "added", None, MEMORY_FIXED[1], None, None),         # the live session's call
+        ("cli", "memory", "memory", "added", None, ch.approved_entry, "add", None),         # memdeck approved a write
+        ("cli", "memory", "memory", "removed", ARCHIVED_MEMORY_ENTRY, None, "archive", 1),  # memdeck archived an entry
+    ]
+    changes = list(reversed(list_changes(demo_home_template)))
+    assert changes[0].attribution["session_id"] == review and changes[4].attribution["session_id"] == live
+    assert changes[2].attribution["origin"] == "background_review"
+    assert changes[5].attribution["pending_id"] == plan.applied_pending_ids[1]
+    assert json.loads(changes[3].before)["priority"] == PUSH_BEFORE["priority"] and changes[3].session_id == live
+    assert [c.until for c in changes] == sorted(c.until for c in changes) and changes[-1].until <= DEMO_NOW
+
+
+def test_the_archive_holds_the_archived_entry(demo_home_template) -> None:  # noqa: F811
+    from memdeck.core.deck.archive import items
+    from memdeck.core.demo.story import ARCHIVED_MEMORY_ENTRY
+
+    (item,) = items(demo_home_template, kind=None, state="archived")
+    assert item.text == ARCHIVED_MEMORY_ENTRY and item.archive_id == 1
+
+
+def test_opening_the_demo_finds_nothing_new(demo_home) -> None:  # noqa: F811
+    """memdeck saw the home as it is: the dashboard's first look records no change (no toast)."""
+    from memdeck.core.history import observe
+
+    assert observe(demo_home, now=DEMO_NOW) == []
+
+
+def test_each_sessions_frozen_prompt_holds_the_memory_of_its_start(demo_home_template) -> None:  # noqa: F811
+    from memdeck.core.demo.changes import demo_changes
+    from memdeck.core.demo.story import ARCHIVED_MEMORY_ENTRY, MEMORY_FIXED
+
+    plan = demo_plan(7, DEMO_NOW)
+    ch = demo_changes(plan)
+    conn = sqlite3.connect(f"file:{demo_home_template.state_db}?mode=ro", uri=True)
+    try:
+        prompts = dict(conn.execute("SELECT id, system_prompt FROM sessions"))
+    finally:
+        conn.close()
+    review, live = prompts[plan.session_ids["review"]], prompts[plan.live_session_id]
+    assert MEMORY_FIXED[2] not in review  # the review session added it with the memory tool
+    assert MEMORY_FIXED[2] in live and MEMORY_FIXED[1] not in live  # the live session adds the second
+    assert ARCHIVED_MEMORY_ENTRY in live and ch.approved_entry not in live  # archived / approved later

@@ -78,10 +78,24 @@ def test_undo_walks_back_and_refuses_on_conflict(hermes_home: HermesHome) -> Non
         undo(hermes_home, Config())
     assert ei.value.code == "nothing"
     s.add("memory", "c")
-    write_raw(hermes_home, "memory", "c\n§\nadded by hermes")
+    write_raw(hermes_home, "memory", "c, edited by hermes\n§\nadded by hermes")  # the added entry is gone
     with pytest.raises(Refused) as ei:
         undo(hermes_home, Config())
-    assert ei.value.code == "conflict" and text(hermes_home) == "c\n§\nadded by hermes"
+    assert ei.value.code == "conflict" and text(hermes_home) == "c, edited by hermes\n§\nadded by hermes"
+
+
+def test_undo_after_another_writer_reverts_only_its_own_entries(hermes_home: HermesHome) -> None:
+    """Issue 22: an undo decides per entry; Hermes' entries written since stay."""
+    s = MemoryStore(hermes_home, Config())
+    s.add("memory", "a")
+    s.add("memory", "b")
+    s.replace("memory", "a", "a2")
+    write_raw(hermes_home, "memory", "a2\n§\nb\n§\nadded by hermes")
+    undo(hermes_home, Config())
+    assert text(hermes_home) == "a\n§\nb\n§\nadded by hermes"  # back in its place
+    write_raw(hermes_home, "memory", "added by hermes\n§\na\n§\nb")
+    undo(hermes_home, Config())  # the add of b
+    assert text(hermes_home) == "added by hermes\n§\na"
 
 
 def test_undo_move_reverts_both_files(hermes_home: HermesHome) -> None:

@@ -189,21 +189,22 @@ def test_dangling_symlink_target_is_not_created_outside_the_home(hermes_home: He
 
 def test_move_whose_source_write_fails_leaves_both_files_as_they_were(hermes_home: HermesHome,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import memdeck.core.fsio as memory_mod  # the replace under every memory write
+    import memdeck.core.memory.store as memory_mod  # stages every memory write
     from memdeck.core.errors import Refused
 
     hermes_home.memory_file("memory").write_text("alpha fact\n§\nbeta fact")
     hermes_home.memory_file("user").write_text("user fact")
     before_m, before_u = raw(hermes_home), raw(hermes_home, "user")
-    real = memory_mod.atomic_write_bytes
+    real = memory_mod.stage_replace
 
-    def failing(path, data, **kw):
+    def failing(path, data, token):
         if path.name == "MEMORY.md":
             raise OSError(28, "No space left on device")
-        return real(path, data, **kw)
+        return real(path, data, token)
 
-    monkeypatch.setattr(memory_mod, "atomic_write_bytes", failing)
+    monkeypatch.setattr(memory_mod, "stage_replace", failing)
     with pytest.raises(Refused) as info:
         MemoryStore(hermes_home).move("memory", "beta", "user")
     assert info.value.code == "unwritable"
     assert raw(hermes_home) == before_m and raw(hermes_home, "user") == before_u
+    assert not list(hermes_home.memories_dir.glob(".mem_*")), "a staged file was left behind"

@@ -139,18 +139,30 @@ def test_undoing_an_approval_stages_the_write_again(hermes_home: HermesHome) -> 
 
 
 def test_an_approval_interrupted_before_its_record_was_removed_is_not_replayed(hermes_home: HermesHome, monkeypatch) -> None:
-    """Issue 13 #8: the write landed (and its journal row), the record stayed (the process died
-    before unlinking it): approving it again applies nothing and removes the record."""
-    from memdeck.core.memory import pending as pending_mod
+    """Issue 13 #8 / issue 22: the write landed (and its journal row), the record was not removed
+    (the process died first): it is set aside, so no reviewer finds it, and the next recovery
+    removes it. A record of the same bytes left under its own name (as memdeck before issue 22
+    left it) is never applied again either: approving it removes it."""
+    from memdeck.core.memory.approval import RecordClaim
+    from memdeck.core.memory.store import recover_intents
 
     MemoryStore(hermes_home, Config(), actor="test").add("memory", "Deploy on Fridays")
     MemoryStore(hermes_home, Config(), actor="test").add("memory", "Deploy previews on Mondays")
     stage(hermes_home, "cccc0001", {"action": "remove", "target": "memory", "old_text": "Deploy on Fridays"})
-    monkeypatch.setattr(pending_mod, "_remove_record", lambda rec: None)  # killed before the unlink
+    staged = (hermes_home.pending_dir / "cccc0001.json").read_bytes()
+    monkeypatch.setattr(RecordClaim, "release", lambda self: None)  # killed before the removal
     approve(hermes_home, Config(), "cccc0001")
     monkeypatch.undo()
     after = mem(hermes_home)
-    assert after == "Deploy previews on Mondays" and (hermes_home.pending_dir / "cccc0001.json").exists()
+    aside = hermes_home.pending_dir / "cccc0001.json.applying"
+    assert after == "Deploy previews on Mondays" and aside.read_bytes() == staged
+    assert list_pending(hermes_home) == []  # neither memdeck nor Hermes (``*.json``) lists it
+    with pytest.raises(Refused) as exc:
+        approve(hermes_home, Config(), "cccc0001")
+    assert exc.value.code == "not_found"
+    recover_intents(hermes_home, Config())
+    assert not aside.exists() and mem(hermes_home) == after
+    (hermes_home.pending_dir / "cccc0001.json").write_bytes(staged)  # the pre-issue-22 leftover
     with pytest.raises(Refused) as exc:
         approve(hermes_home, Config(), "cccc0001")
     assert exc.value.code == "already_applied" and "journal #" in exc.value.reason

@@ -260,8 +260,8 @@ def _follow(p: Path) -> tuple[StateDB, list[int]]:
     seen: list[int] = []
     orig = reader._stream_batches
 
-    def counting(conn, session_id, from_id, progress=None):
-        for batch in orig(conn, session_id, from_id, progress):
+    def counting(conn, session_id, from_id, progress=None, **kw):
+        for batch in orig(conn, session_id, from_id, progress, **kw):
             seen.extend(int(r[0]) for r in batch)
             yield batch
     reader._stream_batches = counting  # type: ignore[method-assign]

@@ -48,8 +48,8 @@ def streamed(monkeypatch) -> list[int]:
     seen: list[int] = []
     orig = StateDB._stream_batches
 
-    def counting(self, conn, session_id, from_id, progress=None):
-        for batch in orig(self, conn, session_id, from_id, progress):
+    def counting(self, conn, session_id, from_id, progress=None, **kw):
+        for batch in orig(self, conn, session_id, from_id, progress, **kw):
             seen.extend(int(r[0]) for r in batch)
             yield batch
     monkeypatch.setattr(StateDB, "_stream_batches", counting)
@@ -180,9 +180,9 @@ def test_a_new_session_beside_a_long_one_is_read_from_its_own_first_row(tmp_path
     asked: list[tuple[str, str, int]] = []  # (read, session, lowest id asked for)
     stream, sig = StateDB._stream_batches, StateDB._window_sig
 
-    def recording_stream(self, c, session_id, from_id, progress=None):
+    def recording_stream(self, c, session_id, from_id, progress=None, **kw):
         asked.append(("stream", session_id, int(from_id)))
-        return stream(self, c, session_id, from_id, progress)
+        return stream(self, c, session_id, from_id, progress, **kw)
 
     def recording_sig(self, c, session_id, first_id, last_id):
         asked.append(("sig", session_id, int(first_id)))

@@ -36,11 +36,11 @@ def _crash_undo_at(home: HermesHome, step: int, kind: str) -> None:
             if kind == "replace":
                 real = MemoryStore._replacing
 
-                def replacing(self, target, text):
+                def replacing(self, *a, **k):
                     n["i"] += 1
                     if n["i"] == step:
                         os._exit(9)
-                    return real(self, target, text)
+                    return real(self, *a, **k)
 
                 MemoryStore._replacing = replacing
             else:

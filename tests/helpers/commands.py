@@ -6,7 +6,8 @@ store test, the raw-open audit, the hostile homes). ``tests/core/test_every_comm
 when a command of the parser has no sample here, so a command added later cannot skip them.
 
 A sample is an argv after ``memdeck --home H``; its ``{placeholders}`` are filled from the home
-(:func:`home_values`: an entry, a pending write, an anchor, archive rows, a change). The kill and
+(:func:`home_values`: an entry, a pending write, an anchor, archive rows, a change, a directory
+beside the home for ``metrics --textfile``). The kill and
 disk-full tests run a writer's samples in order on one home, each to completion but the one they
 interrupt: an earlier sample sets up a later one (``plugin uninstall`` installs first).
 
@@ -42,7 +43,8 @@ SAMPLES: dict[str, list[list[str]]] = {
     "pending reject": [["pending", "reject", "{pending}", "--json"]],
     "scan": [["scan"], ["scan", "--json"]],
     "journal": [["journal"], ["journal", "--json"]],
-    "sessions": [["sessions"], ["sessions", "--json"]],
+    "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
+    "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
     "anchors": [["anchors"], ["anchors", "--json"]],
     "pin": [["pin", "Always run the tests before pushing.", "--json"]],
@@ -50,7 +52,9 @@ SAMPLES: dict[str, list[list[str]]] = {
     "anchor edit": [["anchor", "edit", "{anchor}", "--priority", "5", "--json"]],
     "anchor archive": [["anchor", "archive", "{anchor}", "--json"]],
     "anchor restore": [["anchor", "restore", "{archived_anchor}", "--json"]],
-    "audit": [["audit"], ["audit", "--json"]],
+    "audit": [["audit"], ["audit", "--json"],
+              ["audit", "--what-if", "Always reply in bullet points.", "--probe", "bullet", "--priority", "70", "--json"],
+              ["audit", "--what-if", "Use British English spelling everywhere."]],
     "preview": [["preview"], ["preview", "--json"]],
     "plugin install": [["plugin", "install", "--json"]],
     "plugin uninstall": [["plugin", "install", "--json"], ["plugin", "uninstall", "--json"]],
@@ -58,6 +62,14 @@ SAMPLES: dict[str, list[list[str]]] = {
     "history": [["history"], ["history", "--json"]],
     "revert": [["revert", "{change}", "--json"]],
     "watch": [["watch", "--timeout", "0.3", "--max-events", "5"]],
+    # serve runs until stopped: --check binds a free port, prints the URL and exits (the served
+    # tabs are tested in tests/tui/test_serve_http.py and test_serve_browser.py)
+    "serve": [["serve", "--port", "0", "--check"], ["serve", "--port", "0", "--check", "--read-only"]],
+    "completion": [["completion", "bash"], ["completion", "zsh"], ["completion", "tcsh"]],
+    # the fleet of `--home H` is H and its profiles (no settings file, no ssh); `metrics --serve`
+    # runs until stopped: its own test (tests/core/test_fleet_metrics.py) and the Prometheus one
+    "fleet": [["fleet"], ["fleet", "--json"]],
+    "metrics": [["metrics"], ["metrics", "--textfile", "{textfile_dir}"]],
 }
 
 
@@ -65,8 +77,21 @@ SAMPLES: dict[str, list[list[str]]] = {
 #: the change history there). Anything not listed is a writer.
 READ_ONLY: frozenset[str] = frozenset({
     "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
-    "plugin status", "history", "watch",
+    "plugin status", "history", "watch", "context",
+    # the dashboard's server (its own sessions write through the dashboard's stores), a script on
+    # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
+    "serve", "completion", "fleet", "metrics",
 })
+
+#: Commands that exit 0 where there is no Hermes home, each for a reason (every other command exits
+#: 4 there): ``completion`` reads no home (it prints a shell script; its parser sets
+#: ``needs_home=False``); ``fleet`` and ``metrics`` show every home, a missing one as its row's
+#: error (``core/cli`` ``ANY_HOME_COMMANDS``).
+NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion", "fleet", "metrics"})
+
+#: Commands that read nothing of a home: the hostile homes run them on the homes that are no
+#: home only (their output cannot depend on what a home holds).
+READS_NO_HOME: frozenset[str] = frozenset({"completion"})
 
 #: What each writer may change, as ``fnmatch`` patterns of home-relative paths (``*`` crosses
 #: ``/``), besides memdeck's own files (memdeck.db and its side files, ``*.lock`` sidecars).
@@ -149,6 +174,12 @@ def home_values(home_path: str) -> dict[str, str]:
 
     values = dict(PLACEHOLDERS)
     root = Path(home_path)
+    textfile_dir = root.absolute().parent / (root.name + "-textfile")
+    try:
+        textfile_dir.mkdir(exist_ok=True)
+    except OSError:  # a hostile place: the command then says it cannot write there
+        pass
+    values["textfile_dir"] = str(textfile_dir)
     try:
         from memdeck.core.config import load_config
         from memdeck.core.home import HermesHome

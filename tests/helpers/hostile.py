@@ -762,7 +762,8 @@ class _Running:
 
 
 def _start_forked(argv: list[str], timeout: float, unprivileged: bool) -> _Running:
-    """Fork a child that runs ``memdeck.core.cli.main(argv)`` (see :func:`run_forked`)."""
+    """Fork a child that runs ``memdeck.core.cli.main(argv)`` (the console script's
+    ``memdeck.tui.launch.main`` for :data:`CONSOLE_ONLY`; see :func:`run_forked`)."""
     import tempfile
     import time
     import traceback as _tb
@@ -787,8 +788,10 @@ def _start_forked(argv: list[str], timeout: float, unprivileged: bool) -> _Runni
             if unprivileged and not drop_dac_override():
                 sys.stderr.write("could not drop CAP_DAC_OVERRIDE\n")
                 os._exit(71)
-            from memdeck.core.cli import main
+            from memdeck.core.cli import command_name, main
 
+            if command_name(argv) in CONSOLE_ONLY:  # run as the `memdeck` console script runs it
+                from memdeck.tui.launch import main
             try:
                 code = int(main(argv))
             except SystemExit as exc:  # argparse's usage errors
@@ -909,6 +912,10 @@ def run_process(argv: list[str], *, prefix: list[str] | None = None, timeout: fl
                    err if "Traceback (most recent call last)" in err else None)
 
 
+#: Commands only the ``memdeck`` console script runs (core's ``main`` has no dashboard to serve):
+#: their forked runs call :func:`memdeck.tui.launch.main`, as a user's ``memdeck serve`` does.
+CONSOLE_ONLY = frozenset({"serve"})
+
 _TRACEBACK_MARK = "<<memdeck-test: an exception escaped main>>"
 
 
@@ -937,4 +944,7 @@ def warm_up() -> None:
 
     visible("warm\x1b")
     memory_cmds.safe("warm\x1b")
-    cli._parser()  # noqa: SLF001 - main's parser, built once and inherited by every child
+    for name in (None, *cli.COMMANDS):  # main's parsers, built once and inherited by every child
+        cli._parser(name)  # noqa: SLF001
+    import memdeck.tui.launch  # noqa: F401 - `serve` runs through it (CONSOLE_ONLY)
+    import memdeck.tui.serve  # noqa: F401

@@ -43,7 +43,7 @@ def _hook(event: str, args: tuple) -> None:
 
 
 def main(home: str) -> int:
-    from memdeck.core.cli import main as cli_main
+    from memdeck.tui.launch import main as cli_main  # the console script: `serve` included
     from tests.helpers.commands import SAMPLES, fill, home_values
 
     sys.addaudithook(_hook)

@@ -1,4 +1,4 @@
-"""Interop matrix smoke tests: memdeck against the real Hermes 0.17 ... 0.22, each in its own venv.
+"""Interop matrix smoke tests: memdeck against the real Hermes 0.17 ... 0.22 (0.21.0 and 0.21.5 included), each in its own venv.
 
 Every test runs once per version of ``tests/interop/matrix/venvs.SPECS``. Hermes runs in its
 venv through ``tests/interop/matrix/driver.py``; memdeck runs here, on the same home. A
@@ -29,7 +29,8 @@ VERSIONS = list(SPECS)
 
 
 def _vt(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.replace("post", "").split(".")[:2])
+    """``"0.21.5.post2"`` -> ``(0, 21, 5)``: major, minor, patch."""
+    return tuple(int(p) for p in version.replace("post", "").split(".")[:3])
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -218,10 +219,10 @@ def test_staged_records_are_listed_and_applicable(hermes, home: Path) -> None:
 
 
 def test_stale_pending_write_is_refused_like_hermes(hermes, home: Path) -> None:
-    """0.22 pins a staged remove to the entry reviewed (matched_entry); approving it after that
-    entry changed must be refused, as Hermes 0.22 refuses ("Entry changed since it was staged")."""
+    """0.21.5 and 0.22 pin a staged remove to the entry reviewed (matched_entry); approving it after
+    that entry changed must be refused, as that Hermes refuses ("Entry changed since it was staged")."""
     version, _ = hermes
-    if _vt(version) < (0, 22):
+    if _vt(version) < (0, 21, 5):
         pytest.skip(f"Hermes {version} stages no matched_entry (replay by old_text substring, as memdeck does)")
     res = drive(hermes, home, [
         {"op": "mem", "action": "add", "target": "memory", "content": "alpha old fact"},
@@ -453,6 +454,10 @@ PROFILE = {  # version -> (version label, system prompt location, messages_fts c
     "0.18.2": ("0.18", "sessions.system_prompt", ("content",), True),
     "0.19.0": ("0.19", "sessions.system_prompt", ("content",), True),
     "0.20.1.2": ("0.20", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+    # schema 26 like 0.20, told apart by messages._compressed_summary / gateway_heartbeats / state_meta
+    "0.21.0.post1": ("0.21.0", "system_prompts", ("content", "tool_name", "tool_calls"), True),
+    # schema 30 is 0.21.3-0.21.5 until a staged record (matched_entry) or _config_version says which
+    "0.21.5.post2": ("0.21.3-0.21.5", "system_prompts", ("content", "tool_name", "tool_calls"), True),
     "0.22.2.post1": ("0.22", "system_prompts", ("content", "tool_name", "tool_calls"), True),
 }
 
@@ -469,6 +474,13 @@ def test_profile_of_a_real_home(hermes, home: Path) -> None:
     assert p.schema_version == res[0]["schema_version"] and p.version == label
     assert p.system_prompt_in == prompt_in and p.fts is not None and p.fts.columns == fts_cols
     assert bool(p.fts.content) == (_vt(version) >= (0, 20))  # external content from 0.20
-    assert p.in_place_compaction == in_place and p.summary_flag == (_vt(version) >= (0, 22))
+    assert p.in_place_compaction == in_place and p.summary_flag == (_vt(version) >= (0, 21))
     assert p.degradations == (), p.degradations
     assert p.threat_rules == deck.rules_for_version(version)
+    if _vt(version) >= (0, 21, 5):  # a staged record with matched_entry names 0.21.5 exactly
+        drive(hermes, home, [{"op": "mem", "action": "add", "target": "memory", "content": "alpha fact"},
+                             {"op": "config", "text": "memory:\n  write_approval: true\n"},
+                             {"op": "stage", "action": "remove", "target": "memory", "old_text": "alpha"}])
+        refined = detect_profile(deck.home(home))
+        assert refined.version == ("0.22" if _vt(version) >= (0, 22) else "0.21.5"), refined.version
+        assert refined.threat_rules == "0.22"

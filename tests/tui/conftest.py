@@ -35,7 +35,7 @@ def demo_home(_demo_template: Path, tmp_path: Path) -> HermesHome:
     return HermesHome(dst)
 
 
-WRITE_GROUPS = ("write", "refresh", "recall")
+WRITE_GROUPS = ("write", "refresh", "recall", "exact")
 
 
 async def settle(pilot, app, rounds: int = 50) -> None:

@@ -66,3 +66,36 @@ async def test_changed_keys_are_composed(demo_home) -> None:
         app.set_keymap({"memdeck.help": "f1"})
         await wait_for(pilot, lambda: ("f1", "Help") in _texts(app), describe=lambda: _texts(app))
         assert ("?", "Help") not in _texts(app)
+
+
+@pytest.mark.parametrize("panel", ["1", "2", "4", "6", "7"])
+async def test_quit_is_visible_in_the_footer_at_100_columns(demo_home, panel: str) -> None:
+    """Issue 22 #13: at 100 columns the footer was cut before "q Quit"; a newcomer did not see how to leave."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot, app)
+        await pilot.press(panel)
+        await settle(pilot, app)
+        await wait_for(pilot, lambda: ("q", "Quit") in _texts(app), describe=lambda: _texts(app))
+        (quit_key,) = [k for k in _keys(app) if (k.key_display, k.description) == ("q", "Quit")]
+        assert quit_key.region.width > 0 and quit_key.region.right <= 100, quit_key.region
+
+
+async def test_a_text_box_says_how_to_leave_it_and_how_to_quit(demo_home) -> None:
+    """On Recall the query box has focus and every printable key types into it (q too): the
+    footer says esc leaves the box and ctrl+q quits, and both do."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("5")
+        await wait_for(pilot, lambda: type(app.focused).__name__ == "SteadyInput")
+        await wait_for(pilot, lambda: ("esc", "Leave box") in _texts(app), describe=lambda: _texts(app))
+        assert _texts(app)[:2] == [("esc", "Leave box"), ("^q", "Quit")]
+        await pilot.press("q")
+        assert app.query_one("#recall-query").value == "q" and not app._exit  # q types
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: ("q", "Quit") in _texts(app), describe=lambda: _texts(app))
+        await pilot.press("5")
+        await wait_for(pilot, lambda: app.current_panel_id == "recall")
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: app._exit)

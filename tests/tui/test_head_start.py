@@ -127,7 +127,7 @@ async def test_changes_the_head_start_recorded_are_toasted_when_its_snapshot_is_
     app = make_app(demo_home, config=config, watch=False, now=DEMO_NOW, head_start=hs)
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
-        await wait_for(pilot, lambda: any("removed in memory" in n.message for n in app.notification_log))
+        await wait_for(pilot, lambda: any("removed in MEMORY.md" in n.message for n in app.notification_log))
 
 
 async def test_a_head_start_for_another_home_is_closed_not_adopted(demo_home, tmp_path) -> None:

@@ -23,6 +23,6 @@ async def test_external_removal_raises_a_toast_memdeck_own_does_not(hermes_home)
         s.remove("memory", "Rule kept.")  # memdeck's own write: no toast
         path = hermes_home.memory_file("memory")
         path.write_text(serialize_entries([e for e in parse_entries(path.read_text()) if "gone" not in e]))
-        await wait_for(pilot, lambda: any("removed in memory" in n.message for n in app.notification_log))
-        msgs = [n.message for n in app.notification_log if "removed in memory" in n.message]
+        await wait_for(pilot, lambda: any("removed in MEMORY.md" in n.message for n in app.notification_log))
+        msgs = [n.message for n in app.notification_log if "removed in MEMORY.md" in n.message]
         assert len(msgs) == 1 and "Rule [bold]gone[/bold]." in msgs[0] and "a writer other than memdeck" in msgs[0]

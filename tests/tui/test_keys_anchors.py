@@ -355,3 +355,40 @@ async def test_palette_lists_every_action(demo_home) -> None:
         assert found == [t for t, _h, _a in palette_entries()]
         hits = [h.text async for h in provider.search("unpin")]
         assert "Unpin" in hits
+
+
+async def test_the_pin_dialog_shows_the_what_if_before_pinning(demo_home) -> None:
+    """Issue 28 #5: the pin dialog replays the text through the session's past compactions (on
+    a worker) and shows the verdict at each, the score, re-injection and suggested probes; the
+    same numbers as ``memdeck audit --what-if``; nothing is pinned until Save."""
+    from memdeck.core.anchors.store import AnchorStore
+    from memdeck.core.anchors.whatif import what_if
+    from memdeck.core.sessions.statedb import StateDB
+
+    app = _app(demo_home)
+    async with app.run_test(size=(120, 48), notifications=True) as pilot:
+        await settle(pilot, app)
+        before = set(_session(app).anchors)
+        sid = app.snapshot.session_id
+        await pilot.press("2", "p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PinScreen) and app.screen.is_mounted)
+        screen = app.screen
+        text = "Always reply in bullet points, never paragraphs."
+        screen.query_one("#pin-text", TextArea).text = text
+        await wait_for(pilot, lambda: screen.what_if_result is not None and screen._what_if_key[0] == text)
+        wi = screen.what_if_result
+        with StateDB(demo_home.state_db) as db:
+            ref = what_if(db, AnchorStore(demo_home), sid, text)
+        assert [(p.compaction_id, p.alive, p.score) for p in wi.points] == [
+            (p.compaction_id, p.alive, p.score) for p in ref.points] and wi.points
+        shown = str(screen.query_one("#pin-whatif").render())
+        assert f"alive at {ref.alive_count} of {len(ref.points)} compaction" in shown and "suggested probes" in shown
+        for p in ref.points:
+            assert f"#{p.compaction_id}" in shown
+        # typing more replays again (the last text wins)
+        screen.query_one("#pin-probes", Input).value = "bullet"
+        await wait_for(pilot, lambda: screen._what_if_key[1] == ("bullet",) and screen.what_if_result is not None
+                       and list(screen.what_if_result.anchor["probes"]) == ["bullet"])
+        await pilot.press("escape")
+        await settle(pilot, app)
+        assert set(_session(app).anchors) == before  # a what-if pins nothing

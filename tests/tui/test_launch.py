@@ -30,10 +30,10 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
     calls: list[dict] = []
     mod = types.ModuleType("memdeck.tui.app")
 
-    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None):
+    def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None, read_only=False):
         app = FakeApp(home, getattr(mod, "boom", None))
         calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app,
-                      "head_start": head_start})
+                      "head_start": head_start, "read_only": read_only})
         return app
 
     mod.make_app = make_app
@@ -46,10 +46,26 @@ def test_demo_builds_a_fresh_home_in_the_cache_and_opens_it(fake_tui, tmp_path: 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["--demo", "--seed", "3"]) == 0
     (call,) = calls
-    assert call["demo"] is True and call["watch"] is True and call["app"].ran
+    assert call["demo"] is True and call["watch"] is True and call["app"].ran and call["read_only"] is False
     assert call["home"].path == demo_home_dir(3) and (call["home"].path / DEMO_MARKER).exists()
     assert call["home"].memory_file("memory").exists() and call["config"].memory_char_limit == 2200
     assert "demo home is" in capsys.readouterr().err
+
+
+def test_demo_says_on_exit_how_to_run_the_command_line_on_its_home(fake_tui, tmp_path: Path, monkeypatch,
+                                                                     capsys) -> None:
+    """Issue 22 #13: the printed command is one a newcomer can paste, and it works on the demo home."""
+    import shlex
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache with space"))
+    assert main(["--demo"]) == 0
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if "try the command line on it" in ln]
+    argv = shlex.split(lines[i + 1])
+    assert argv[:2] == ["memdeck", "--home"] and argv[-1] == "status" and argv[2] == str(demo_home_dir(7))
+    assert main(argv[1:]) == 0
+    assert "MEMORY.md" in capsys.readouterr().out
 
 
 def test_real_home_is_resolved_like_the_commands(fake_tui, tmp_path: Path, monkeypatch) -> None:
@@ -104,3 +120,13 @@ def test_a_crash_inside_the_app_is_one_line_not_a_traceback(fake_tui, tmp_path: 
 def test_demo_with_a_command_is_refused(capsys) -> None:
     assert main(["--demo", "sessions"]) == 2
     assert "--demo opens the dashboard" in capsys.readouterr().err
+
+
+def test_read_only_opens_a_read_only_dashboard_and_takes_no_other_command(fake_tui, tmp_path: Path, monkeypatch,
+                                                                          capsys) -> None:
+    _mod, calls = fake_tui
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["--demo", "--read-only"]) == 0
+    assert calls[-1]["read_only"] is True
+    assert main(["--read-only", "status"]) == 2
+    assert "--read-only is for the dashboard" in capsys.readouterr().err

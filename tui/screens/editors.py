@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
@@ -37,6 +38,28 @@ def scan_findings(text: str) -> list[Any]:
 def finding_ids(findings: list[Any]) -> list[str]:
     """The distinct pattern ids of ``findings``, in order."""
     return list(dict.fromkeys(str(getattr(f, "pattern_id", f)) for f in findings))
+
+
+def what_if_text(lines: list[str], note: str | None = None, heading: str = "if you save") -> Text:
+    """The what-if lines (``core/context/whatif.py``) after ``heading``, then ``note`` (the running
+    session keeps its frozen copy until a new session)."""
+    t = Text(f"{heading}: ", style="bold")
+    for i, line in enumerate(lines):
+        t.append(("\n  " if i else "") + line, "bold red" if "refused" in line else "")
+    if note:
+        t.append("\n  ")
+        t.append_text(safe_text(note, style="dim"))
+    return t
+
+
+def running_note(app: Any) -> str | None:
+    """The running session's note for a memory write (``tui/views/context.py`` ``write_note``)."""
+    from ..views.context import write_note
+
+    try:
+        return write_note(getattr(app, "snapshot", None), "memory")
+    except Exception:  # the note is a courtesy
+        return None
 
 
 def findings_text(text: str, findings: list[Any]) -> Text:
@@ -134,6 +157,7 @@ class EntryEditScreen(FormScreen):
                              allow_blank=False, id="editor-target", compact=True)
             yield TextArea(self.original, id="editor-text", soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
             yield Static(id="editor-budget")
+            yield Static(id="editor-whatif")
             yield Static(id="editor-findings")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
@@ -155,6 +179,18 @@ class EntryEditScreen(FormScreen):
         elif new not in entries:
             entries = entries + [new]
         return usage_chars([e for e in entries if e]), int(self.config.char_limit(target))
+
+    def _what_if(self, target: str, text: str) -> Text:
+        """How this save moves the next session's frozen block (``core/context/whatif.py``)."""
+        from memdeck.core.context.whatif import what_if
+
+        entries = [e for e in self._entries(target) if e]
+        limit = int(self.config.char_limit(target))
+        if self.choose_target or self.original not in entries:
+            w = what_if(target, entries, limit, add=text)
+        else:
+            w = what_if(target, entries, limit, remove=self.original, replace_with=text or None)
+        return what_if_text(w.lines(), running_note(self.app))
 
     def _current_target(self) -> str:
         if self.choose_target:
@@ -193,11 +229,21 @@ class EntryEditScreen(FormScreen):
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self.query_one("#editor-budget", Static).update(budget)
+        self.query_one("#editor-whatif", Static).update(self._what_if(target, text))
         self.query_one("#editor-findings", Static).update(findings_text(text, findings))
         self._set_problems(problems)
 
     def _result(self) -> dict[str, Any]:
         return {"target": self._current_target(), "text": self.query_one("#editor-text", TextArea).text.strip()}
+
+
+class WhatIfReady(Message):
+    """The pin dialog's what-if finished: ``result`` is a ``WhatIf`` or the exception."""
+
+    def __init__(self, key: Any, result: Any) -> None:
+        super().__init__()
+        self.key = key
+        self.result = result
 
 
 class PinScreen(FormScreen):
@@ -211,8 +257,12 @@ class PinScreen(FormScreen):
 
     FORM = "pin"
 
+    #: Seconds after the last keystroke before the what-if replays the text.
+    WHAT_IF_DELAY_S = 0.4
+
     def __init__(self, text: str, config: Any, *, title: str = "Pin an anchor", priority: int = 50,
-                 probes: list[str] | None = None, reminder: str = "", show_scope: bool = True) -> None:
+                 probes: list[str] | None = None, reminder: str = "", show_scope: bool = True,
+                 what_if: Any = None) -> None:
         super().__init__()
         self.text = text
         self.config = config
@@ -221,6 +271,12 @@ class PinScreen(FormScreen):
         self.probes = probes or []
         self.reminder = reminder
         self.show_scope = show_scope
+        #: ``what_if(text, probes, priority) -> WhatIf`` (core/anchors/whatif.py), run on a
+        #: thread worker; None: no what-if line.
+        self.what_if_fn = what_if
+        self.what_if_result: Any = None
+        self._what_if_key: Any = None
+        self._what_if_timer: Any = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pin-box", classes="dialog"):
@@ -239,6 +295,9 @@ class PinScreen(FormScreen):
                 yield Label("reminder")
                 yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
             yield Static(id="pin-check")
+            yield Static(id="pin-budget")
+            if self.what_if_fn is not None:
+                yield Static(Text("what if: replaying the past compactions…", style="dim"), id="pin-whatif")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="pin-save", compact=True)
                 yield Button("Cancel (esc)", id="pin-cancel", compact=True)
@@ -285,9 +344,58 @@ class PinScreen(FormScreen):
             except Exception:
                 pass
         self.query_one("#pin-check", Static).update(t)
+        try:
+            from memdeck.core.anchors.rules import auto_reminder
+            from memdeck.core.context.whatif import pin_what_if
+
+            reminder = v["reminder"] or auto_reminder(v["text"])
+            self.query_one("#pin-budget", Static).update(
+                what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
+        except Exception:  # the preview is a courtesy; the core checks the pin
+            pass
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
         self._set_problems(problems)
+        self._schedule_what_if(v)
+
+    # ── the what-if (issue 28): replayed off the UI thread, after typing pauses ──
+
+    def _schedule_what_if(self, v: dict[str, Any]) -> None:
+        if self.what_if_fn is None or not self.is_mounted:
+            return
+        key = (v["text"], tuple(v["probes"] or ()), v["priority"] if isinstance(v["priority"], int) else 50)
+        if key == self._what_if_key:
+            return
+        self._what_if_key = key
+        if self._what_if_timer is not None:
+            self._what_if_timer.stop()
+        if not key[0]:
+            self.query_one("#pin-whatif", Static).update(Text("what if: type the anchor's text", style="dim"))
+            return
+        self._what_if_timer = self.set_timer(self.WHAT_IF_DELAY_S, lambda: self._run_what_if(key))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="what-if")
+    def _run_what_if(self, key: Any) -> None:
+        text, probes, priority = key
+        try:
+            result: Any = self.what_if_fn(text, list(probes) or None, priority if 1 <= priority <= 100 else 50)
+        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is a line, never a crash
+            result = exc
+        self.post_message(WhatIfReady(key, result))
+
+    def on_what_if_ready(self, message: "WhatIfReady") -> None:
+        if message.key != self._what_if_key:
+            return  # superseded by later typing
+        self.what_if_result = message.result
+        if isinstance(message.result, BaseException):
+            body = Text("what if: ", style="bold")
+            body.append_text(safe_text(f"cannot replay: {message.result}", single_line=True, max_chars=160,
+                                       style="yellow"))
+        else:
+            from ..views.whatif import whatif_text
+
+            body = whatif_text(message.result)
+        self.query_one("#pin-whatif", Static).update(body)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

@@ -1,6 +1,13 @@
-"""The help screen (``?``): every key, generated from :mod:`tui.keymap`."""
+"""The help screen (``?``): every key with its binding id, generated from :mod:`tui.keymap`; the
+terms; the settings file, its problems and what its keymap takes; in the demo, how to run the
+command line on the demo home."""
 
 from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -10,7 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..keymap import keys_table
+from ..keymap import PANELS, keys_table
+from ..safe_text import safe_text
 
 
 #: The field's terms as the panels use them (DESIGN.md "Words we use"), for the help screen.
@@ -47,32 +55,119 @@ def terms_renderable() -> Table:
     return table
 
 
-def keys_renderable() -> Table:
+def _display(keys: str) -> str:
+    names = {"question_mark": "?", "slash": "/", "shift+tab": "⇧tab"}
+    return ",".join(names.get(k, k) for k in keys.split(","))
+
+
+def keys_renderable(keymap: Mapping[str, str] | None = None) -> Table:
+    """Every key with its binding id (what the settings file's ``[keymap]`` takes), what it does
+    and where; a key the person's keymap moved is shown where it is now."""
+    keymap = keymap or {}
     table = Table(box=None, show_header=True, header_style="bold", expand=True, pad_edge=False)
     table.add_column("key", no_wrap=True, style="bold")
+    table.add_column("binding id", no_wrap=True, style="cyan")
     table.add_column("does", ratio=3)
     table.add_column("where", style="dim", ratio=1)
+    rows: list[tuple[str, str, str, str]] = []
     for row in keys_table():
-        table.add_row(Text(row.key), Text(row.what), Text(row.where))
+        if row.binding_id == "memdeck.panel.*":  # one id per panel: that is what a keymap names
+            rows += [(str(i), f"memdeck.panel.{pid}", f"jump to {title}", row.where)
+                     for i, (pid, title) in enumerate(PANELS, 1)]
+        else:
+            rows.append((row.key, row.binding_id, row.what, row.where))
+    for key_shown, bid, what, where in rows:
+        key = Text(_display(keymap[bid]) if bid in keymap else key_shown)
+        if bid in keymap:
+            key.append(" *", "yellow")
+        table.add_row(key, Text(bid), Text(what), Text(where))
     return table
 
 
+def other_binding_ids(all_ids: Iterable[str]) -> list[str]:
+    """The binding ids a keymap takes besides the dashboard's keys table: the dialogs' keys and
+    the text boxes' (``confirm.yes``, ``editor.save``, ``memdeck.leave_box`` ...)."""
+    shown = {row.binding_id for row in keys_table()} | {f"memdeck.panel.{pid}" for pid, _t in PANELS}
+    return sorted(set(all_ids) - shown)
+
+
+def settings_renderable(settings: Any, other_ids: Sequence[str] = ()) -> Text:
+    """Where the settings file is, whether it was read, every problem met in it, and how a
+    keymap names a key, with the binding ids beyond the keys table (``other_ids``). ``settings``
+    None: the dashboard was started without the settings file."""
+    t = Text()
+    if settings is None:
+        t.append("this dashboard was started without the settings file", style="dim")
+        return t
+    if settings.path is None:
+        t.append("no settings file: the defaults apply. memdeck looks for ")
+        t.append_text(safe_text(" then ".join(str(p) for p in settings.candidates), single_line=True, style="bold"))
+        t.append(".\n")
+    else:
+        t.append("the settings file is ")
+        t.append_text(safe_text(str(settings.path), single_line=True, style="bold"))
+        t.append(" (keys marked * come from its keymap)\n" if settings.keymap else "\n")
+    if settings.warnings:
+        t.append(f"{len(settings.warnings)} problem(s), the rest applies:\n", style="bold yellow")
+        for w in settings.warnings:
+            t.append("  • ", style="yellow")
+            t.append_text(safe_text(w))
+            t.append("\n")
+    t.append('[keymap] takes the binding ids of the keys table, e.g. "memdeck.pin" = "ctrl+k"; several keys '
+             "are comma separated. q, ctrl+q, ctrl+p and ? stay with quit, the palette and help.", style="dim")
+    if other_ids:
+        t.append("\nin dialogs and text boxes: ", style="dim")
+        t.append(", ".join(other_ids), style="cyan")
+    return t
+
+
+def demo_renderable(home: Path) -> Text:
+    """How to run the command line on the demo home (issue 22 #13)."""
+    t = Text()
+    t.append("This is the demo home, rebuilt fresh on every memdeck --demo. Try the command line on it:\n")
+    t.append_text(safe_text(f"  memdeck --home {shlex.quote(str(home))} status", single_line=True, style="bold"))
+    t.append("\n")
+    t.append_text(safe_text(f"  memdeck --home {shlex.quote(str(home))} recall deploy", single_line=True, style="bold"))
+    return t
+
+
 class HelpScreen(ModalScreen[None]):
-    """Lists every binding; any of escape, q or ? closes it."""
+    """Lists every binding with its id, the terms, the settings file and its problems; in the
+    demo, how to run the command line on the demo home. Any of escape, q or ? closes it."""
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close")]
 
+    def __init__(self, settings: Any = None, demo_home: Path | None = None, binding_ids: Sequence[str] = ()) -> None:
+        """``settings``: the person's :class:`memdeck.tui.settings.UserSettings` (None: not read);
+        ``demo_home``: the demo home's path when it is the demo; ``binding_ids``: every id a keymap
+        takes (:func:`memdeck.tui.settings.all_binding_ids`)."""
+        super().__init__()
+        self.settings = settings
+        self.demo_home = demo_home
+        self.binding_ids = tuple(binding_ids)
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box", classes="dialog"):
+            if self.demo_home is not None:
+                yield Static(Text("demo", style="bold"), classes="dialog-title")
+                yield Static(demo_renderable(self.demo_home), id="help-demo")
+            others = other_binding_ids(self.binding_ids)
+            if self.settings is not None and self.settings.warnings:  # a problem goes first: it is why ? was pressed
+                yield Static(Text("settings", style="bold"), classes="dialog-title")
+                yield Static(settings_renderable(self.settings, others), id="help-settings")
             yield Static(Text("memdeck keys", style="bold"), classes="dialog-title")
-            yield Static(keys_renderable(), id="help-keys")
+            keymap = self.settings.keymap if self.settings is not None else None
+            yield Static(keys_renderable(keymap), id="help-keys")
             yield Static(Text("terms", style="bold"), classes="dialog-title")
             yield Static(terms_renderable(), id="help-terms")
+            if self.settings is None or not self.settings.warnings:
+                yield Static(Text("settings", style="bold"), classes="dialog-title")
+                yield Static(settings_renderable(self.settings, others), id="help-settings")
             yield Static(
                 Text(
                     "Mouse: click tabs, rows and buttons. Every write goes through the core "
                     "(lock, reload, scan, atomic write, journal) and ends in a toast. "
-                    "Esc / q / ? closes this help.",
+                    "Esc / q / ? closes this help; q or ctrl+q on the dashboard quits.",
                     style="dim",
                 )
             )

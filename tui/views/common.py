@@ -123,12 +123,17 @@ def findings_legend(findings: Sequence[Finding], unplaced: Sequence[str] = ()) -
 
 def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     """Counts shown on the tabs: ``anchors`` drifted anchors of the shown session, ``review``
-    pending writes plus flagged entries (threat findings). Panels without a count are absent."""
+    pending writes plus flagged entries (threat findings), ``capacity`` and ``context`` the entries
+    the followed session's frozen memory differs from the files by. Panels without a count are absent."""
+
     drifted = sum(1 for r in snap.audit.anchors if r.state == "drifted") if snap.audit is not None else 0
     flagged = 0
     for target in TARGETS:
         state = snap.memory.get(target)
         if state is not None:
             flagged += sum(1 for e in state.entries if snap.findings.get(e.text))
-    out = {"anchors": drifted, "review": len(snap.pending) + flagged}
+    view = getattr(snap, "agent_view", None)
+    fd = view.followed_diff if view is not None else None
+    differ = fd.differences if fd is not None and fd.frozen.in_prompt else 0
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": differ, "context": differ}
     return {k: v for k, v in out.items() if v}

@@ -83,7 +83,21 @@ def integrity_facts(snap: DeckSnapshot, now: float) -> Text:
         t.append(f"  · {n} compaction{'s' if n != 1 else ''}", "dim")
     t.append("\ndetection ", "dim")
     method = audit.method if audit is not None else snap.config.memlock.detection
-    t.append(f"{method} · inject {snap.config.memlock.inject}")
+    det = getattr(audit, "detection", None) if audit is not None else None
+    if det is not None and det.degraded:
+        t.append(f"{det.configured} configured · {det.active} in use", "bold yellow")
+        t.append(f" · inject {snap.config.memlock.inject}")
+        t.append("\n  ! ", "bold yellow")
+        t.append_text(safe_text(str(det.reason or ""), style="yellow"))
+    else:
+        t.append(f"{method} · inject {snap.config.memlock.inject}")
+        if det is not None and det.active == "semantic":
+            t.append(" · model sha256 verified", "green")
+    pending = int(getattr(audit, "pending", 0) or 0) if audit is not None else 0
+    if pending:
+        t.append("\n  … ", "bold cyan")
+        t.append(f"semantic history: {n - pending} of {n} compactions audited (newest first); "
+                 "the rest follow, each embedded once", "cyan")
     if snap.db_status is None and not snap.partial and snap.session_id:
         t.append("\nstate.db  ", "dim")
         t.append("none in this home: MemLock's own score and drifted flags are shown, no audit of "
@@ -124,6 +138,26 @@ def hermes_health(snap: DeckSnapshot) -> Text:
     for n in (prof.notes if prof is not None else ()):
         t.append("\n  · ", "dim")
         t.append_text(safe_text(n, style="dim"))
+    t.append_text(memlock_health(snap))
+    return t
+
+
+def memlock_health(snap: DeckSnapshot) -> Text:
+    """The MemLock line of the health block: which ``memlock/`` directory is in use and why
+    (:attr:`DeckSnapshot.memlock_location`), and the warning when two places hold MemLock files.
+    Empty when MemLock's state is the home's own ``memlock/`` and nothing else holds any (the
+    ordinary case: nothing to say)."""
+    t = Text()
+    loc = snap.memlock_location
+    if loc is None or (loc.in_home and not loc.warning):
+        return t
+    t.append("\nmemlock   ", "dim")
+    t.append_text(safe_text(str(loc.path), single_line=True, style="bold"))
+    t.append("\n  · ", "dim")
+    t.append_text(safe_text(loc.reason, style="dim"))
+    if loc.warning:
+        t.append("\n  ! ", "bold yellow")
+        t.append_text(safe_text(loc.warning, style="yellow"))
     return t
 
 

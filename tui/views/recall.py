@@ -20,12 +20,28 @@ if TYPE_CHECKING:
     from memdeck.core.sessions.recall import RecallHit
 
 
-def recall_results(result: RecallPreview | None, query: str, now: float) -> RenderableType:
+#: What the demo suggests typing in Recall: words its past sessions answer (core/demo/story.py).
+DEMO_QUERIES = ("deploy", "redis", "postgres")
+
+
+def empty_recall(demo: bool = False) -> Text:
+    """What Recall says before a query; in the demo, which words its past sessions answer."""
+    t = Text("type a query to preview what session recall would find", style="dim")
+    if demo:
+        t.append(" (in the demo, try ", style="dim")
+        for i, q in enumerate(DEMO_QUERIES):
+            t.append(("" if i == 0 else ", " if i < len(DEMO_QUERIES) - 1 else " or ") + q, style="bold")
+        t.append(")", style="dim")
+    return t
+
+
+def recall_results(result: RecallPreview | None, query: str, now: float, *, demo: bool = False) -> RenderableType:
     """Recall hits (:class:`core.sessions.recall.RecallHit`) grouped by session lineage, each
-    with the message before and after the match; the match highlighted."""
+    with the message before and after the match; the match highlighted. ``demo``: a blank query
+    suggests the demo's words."""
     hits = result.hits if result is not None else ()
     if not query.strip():
-        return Text("type a query to preview what session recall would find", style="dim")
+        return empty_recall(demo)
     excluded = result.excluded_session_id if result is not None else None
     note = Text()
     if result is not None and result.partial:

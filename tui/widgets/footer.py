@@ -13,14 +13,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterLabel
 
 
 class DeckFooter(Footer):
-    """A :class:`textual.widgets.Footer` that skips a recompose which would show the same keys."""
+    """A :class:`textual.widgets.Footer` that skips a recompose which would show the same keys,
+    and that starts with ``READ-ONLY`` on a read-only dashboard (its write keys are hidden)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    DEFAULT_CSS = """
+    DeckFooter FooterLabel.-read-only {
+        text-style: bold;
+        color: $text-warning;
+        background: $warning-muted;
+        padding: 0 1;
+        margin: 0 1 0 0;
+    }
+    """
+
+    def __init__(self, *args: Any, read_only: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.read_only = read_only
         #: what the keys were last composed from (None: not yet; the first compose, at mount,
         #: runs before the screen has bindings and shows none)
         self._shown: tuple[Any, ...] | None = None
@@ -36,6 +50,11 @@ class DeckFooter(Footer):
             if b.show
         )
         return keys, self.show_command_palette, self.combine_groups
+
+    def compose(self) -> ComposeResult:
+        if self.read_only:
+            yield FooterLabel("READ-ONLY", classes="-read-only")
+        yield from super().compose()
 
     async def recompose(self) -> None:
         if not self.is_attached:

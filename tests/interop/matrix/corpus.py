@@ -45,6 +45,11 @@ HERMES_DIFFS: dict[str, dict[str, list[str]]] = {
     "0.18.2": {},
     "0.19.0": {},
     "0.20.1.2": {},
+    # 0.21.0: only the secret variable rule of 0.22 (must END in KEY/TOKEN/...; no API)
+    "0.21.0.post1": {"curl_api_var": [], "wget_api_base": []},
+    # 0.21.5: 0.22's rules already
+    "0.21.5.post2": {"curl_api_var": [], "wget_api_base": [], "ssh_bare": [], "secret_placeholder": [],
+                     "translate_long": []},
     # 0.22: secret vars must END in KEY/TOKEN/SECRET/PASSWORD/CREDENTIAL(S) (no API), a bare
     # ~/.ssh needs a write verb, ALL_CAPS env-var-name values are not secrets, and
     # translate_execute needs a short language word after "into"

@@ -1,12 +1,14 @@
 """Drive one installed Hermes against a home: runs INSIDE that Hermes' venv.
 
 Imports only the standard library and the Hermes modules of the venv it runs in (never
-memdeck), so the same file drives hermes-agent 0.17 ... 0.22. Usage::
+memdeck), so the same file drives hermes-agent 0.17 ... 0.22 (and the iot 0.21 builds). Usage::
 
     <venv>/bin/python driver.py HERMES_HOME < commands.json > results.json
 
 ``commands.json`` is a JSON list of command objects (``{"op": ..., ...}``); the output is a
-JSON object ``{"results": [...]}`` with one result per command, in order. A command that
+JSON object ``{"results": [...]}`` with one result per command, in order. A command with a
+``home`` field runs on that Hermes home instead (it stays the home of the commands after it),
+so one process can serve many homes. A command that
 this Hermes cannot do reports ``{"unsupported": "<reason>"}``; one that raised reports
 ``{"error": "<type>: <message>"}``. Nothing else is printed on stdout (Hermes' own logging
 goes to stderr).
@@ -25,18 +27,29 @@ Ops (all optional fields have defaults):
 * ``approve`` {id}: ``apply_memory_pending(record["payload"], store)`` like ``/memory
   approve``; the record is discarded only when the apply succeeded.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
-  tool_calls}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+  tool_calls, timestamp}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
+* ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
+  system prompt this Hermes' own builder makes (``AIAgent._build_system_prompt``), stored with
+  ``update_system_prompt`` as on a session's first turn.
 * ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
-  Hermes has it, else rotation (end the session with ``compression`` and continue in
-  ``child``), the summary row built with this Hermes' own ``SUMMARY_PREFIX``.
+  Hermes has it (reporting how many rows it archived), else rotation (end the session with
+  ``compression`` and continue in ``child``), the summary row built with this Hermes' own
+  ``SUMMARY_PREFIX``.
+* ``prune`` {sid, min_chars, protect_last_n}: the proactive tool-result prune
+  (``ContextCompressor.prune_tool_results_only``, 0.20+; on by default in 0.23), committed
+  through ``archive_and_compact`` with no summary row; reports how many rows it archived.
 * ``get_session`` {sid}: the session row as ``SessionDB.get_session`` returns it.
+* ``estimates`` {texts, messages, thresholds}: this Hermes' ``estimate_tokens_rough``,
+  ``estimate_messages_tokens_rough`` and the ``threshold_tokens`` of a real ``ContextCompressor``.
 * ``search`` {query, current_session_id}: this Hermes' ``session_search`` tool output and
   the raw ``SessionDB.search_messages`` rows (id, session_id, snippet).
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
 * ``plugins``: ``discover_and_load()`` of this Hermes' plugin manager; every plugin found
   with enabled / error / hooks.
-* ``plugin_turns`` {name, sid, active}: load plugins, then call ``pre_llm_call`` on a quiet
-  history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages) and again.
+* ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
+  on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
+  and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
+  hook names first (what a newer Hermes passes and fires: 0.23 announces gateway clients).
 """
 
 from __future__ import annotations
@@ -220,8 +233,49 @@ def op_system_prompt(cmd: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Build a session's system prompt with this Hermes' own prompt builder and store it as Hermes
+    does on a session's first turn (``AIAgent._build_system_prompt`` then
+    ``SessionDB.update_system_prompt``, 0.19 ``agent/conversation_loop.py:304-425``).
+
+    Fields: ``sid``, ``platform`` (``cli``, ``telegram``, ...), ``model``, ``system_message``,
+    ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
+    ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
+    ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    """
+    sid = cmd.get("sid", "S1")
+    if cmd.get("soul") is not None:
+        (HOME / "SOUL.md").write_text(cmd["soul"], encoding="utf-8")
+    if cmd.get("agents_md") is not None:
+        Path("AGENTS.md").write_text(cmd["agents_md"], encoding="utf-8")
+    for sk in cmd.get("skills") or ():  # PyPI wheels ship no bundled skills: a user's own, as SKILL.md
+        d = HOME / "skills" / sk.get("category", "general") / sk["name"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "SKILL.md").write_text(f"---\nname: {sk['name']}\ndescription: {sk.get('description', '')}\n---\n\n"
+                                    f"# {sk['name']}\n\n{sk.get('body', 'Steps.')}\n", encoding="utf-8")
+    from run_agent import AIAgent
+
+    db = _sessiondb()
+    if db.get_session(sid) is None:
+        db.create_session(sid, source=cmd.get("platform", "cli"))
+    wanted = dict(model=cmd.get("model", "test-model"), api_key="sk-test", base_url="http://127.0.0.1:9/v1",
+                  provider="custom", quiet_mode=True, session_id=sid, session_db=db,
+                  platform=cmd.get("platform", "cli"))
+    params = inspect.signature(AIAgent.__init__).parameters
+    agent = AIAgent(**{k: v for k, v in wanted.items() if k in params})
+    prompt = agent._build_system_prompt(cmd.get("system_message"))
+    if cmd.get("store", True):
+        db.update_system_prompt(sid, prompt)
+    return {"prompt": prompt, "chars": len(prompt)}
+
+
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: cmd[k] for k in ("tool_name", "tool_calls", "tool_call_id") if cmd.get(k) is not None}
+    if cmd.get("timestamp") is not None:
+        if "timestamp" not in inspect.signature(_sessiondb().append_message).parameters:
+            return {"unsupported": "SessionDB.append_message takes no timestamp in this Hermes"}
+        kwargs["timestamp"] = cmd["timestamp"]
     mid = _sessiondb().append_message(cmd["sid"], cmd["role"], cmd.get("content"), **kwargs)
     return {"id": mid}
 
@@ -248,14 +302,74 @@ def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
     if hasattr(db, "archive_and_compact") and not cmd.get("rotate"):
         params = inspect.signature(db.archive_and_compact).parameters
         kwargs = {"tail_count": tail} if "tail_count" in params else {}
+        before = _compacted_rows(sid)
         count = db.archive_and_compact(sid, new, **kwargs)
-        return {"mode": "in_place", "active": count}
+        return {"mode": "in_place", "active": count, "archived": _compacted_rows(sid) - before}
     child = cmd.get("child") or f"{sid}_c"
     db.end_session(sid, "compression")
     db.create_session(child, source="cli", parent_session_id=sid)
     db.replace_messages(child, new)
     return {"mode": "rotation", "child": child,
             "note": None if hasattr(db, "archive_and_compact") else "no archive_and_compact in this Hermes"}
+
+
+def _compacted_rows(sid: str) -> int:
+    """How many rows of ``sid`` are ``compacted = 1`` (read with SQLite, after the commit)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"{(HOME / 'state.db').as_uri()}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ? AND compacted = 1", (sid,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def op_prune(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The proactive tool-result prune (``ContextCompressor.prune_tool_results_only``, 0.20+;
+    opt-in there, on by default in 0.23): deterministic, no summary row, committed through
+    ``archive_and_compact``. Gates opened so it fires on a small history: trigger 1 token, no
+    minimum reclaim, tool results over ``min_chars`` (default 200) pruned, ``protect_last_n``
+    (default 2) messages protected."""
+    from agent import context_compressor as cc_mod
+
+    cls = cc_mod.ContextCompressor
+    if not hasattr(cls, "prune_tool_results_only"):
+        return {"unsupported": "ContextCompressor.prune_tool_results_only does not exist in this Hermes"}
+    db, sid = _sessiondb(), cmd["sid"]
+    params = inspect.signature(db.get_messages_as_conversation).parameters
+    msgs = db.get_messages_as_conversation(sid, **({"include_row_ids": True} if "include_row_ids" in params else {}))
+    comp = cls(model="test/model", quiet_mode=True, config_context_length=64000, proactive_prune_tokens=1,
+               proactive_prune_min_reclaim_tokens=0, proactive_prune_min_result_chars=int(cmd.get("min_chars", 200)),
+               protect_last_n=int(cmd.get("protect_last_n", 2)))
+    comp.bind_session_state(db, sid)
+    before = _compacted_rows(sid)
+    _out, pruned = comp.prune_tool_results_only(msgs)
+    return {"pruned": pruned, "active": len(db.get_messages(sid)), "archived": _compacted_rows(sid) - before}
+
+
+def op_estimates(cmd: dict[str, Any]) -> dict[str, Any]:
+    """This Hermes' own token estimates and compaction thresholds: ``estimate_tokens_rough`` of each
+    of ``texts``, ``estimate_messages_tokens_rough`` of ``messages`` (one list of message dicts), and
+    for each ``[context_length, threshold_percent, max_tokens, threshold_tokens_cap]`` of
+    ``thresholds`` the ``threshold_tokens`` a real ``ContextCompressor`` installs (built with that
+    ``config_context_length``, so nothing is probed)."""
+    from agent import model_metadata as mm
+    from agent.context_compressor import ContextCompressor
+
+    out: dict[str, Any] = {"texts": [mm.estimate_tokens_rough(t) for t in cmd.get("texts", [])]}
+    if cmd.get("messages") is not None:
+        out["messages"] = mm.estimate_messages_tokens_rough(cmd["messages"])
+    params = inspect.signature(ContextCompressor.__init__).parameters
+    th = []
+    for length, pct, max_tokens, cap in cmd.get("thresholds", []):
+        kwargs = dict(model="test-model", threshold_percent=pct, quiet_mode=True, config_context_length=length,
+                      base_url="http://127.0.0.1:9/v1", provider="custom", max_tokens=max_tokens,
+                      threshold_tokens_cap=cap)
+        cc = ContextCompressor(**{k: v for k, v in kwargs.items() if k in params})
+        th.append({"threshold_tokens": cc.threshold_tokens, "context_length": cc.context_length,
+                   "cap_supported": "threshold_tokens_cap" in params, "max_tokens_supported": "max_tokens" in params})
+    out["thresholds"] = th
+    return out
 
 
 def op_get_session(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -322,12 +436,16 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
         return {"loaded": False, "plugins": sorted(map(str, getattr(mgr, "_plugins", {})))}
     sid = cmd["sid"]
 
+    extra = dict(cmd.get("extra") or {})  # hook arguments a newer Hermes adds (0.23: the gateway client)
+
     def turn(history: list[dict[str, Any]], user: str) -> Any:
         return mgr.invoke_hook("pre_llm_call", session_id=sid, task_id="t", turn_id="x", user_message=user,
                                conversation_history=history, is_first_turn=False, model="m", platform="cli",
-                               sender_id="")
+                               sender_id="", **extra)
 
-    mgr.invoke_hook("on_session_start", session_id=sid, model="m", platform="cli")
+    for hook in cmd.get("announce") or ():  # hooks a newer Hermes fires that this one may not know
+        mgr.invoke_hook(hook, session_id=sid, platform="cli", **extra)
+    mgr.invoke_hook("on_session_start", session_id=sid, model="m", platform="cli", **extra)
     sysmsg = {"role": "system", "content": "You are Hermes."}
     summary = {"role": "user", "content": SUMMARY_PREFIX + "\nWe set up the repo." + ("\n\n" + end if end else "")}
     compacted = [sysmsg, {"role": "user", "content": "old"}, summary] + cmd.get("active", [])
@@ -337,16 +455,31 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
            "quiet": turn([sysmsg, {"role": "user", "content": "hello"}], "hello"),
            "compacted": turn(compacted, "next question"),
            "again": turn(compacted + [{"role": "user", "content": "more"}], "more")}
-    mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli")
+    mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli",
+                    **extra)
     return out
 
 
 OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}
 
 
+def _switch_home(path: str) -> None:
+    """Point this process at another Hermes home (Hermes resolves HERMES_HOME on every call)."""
+    global HOME, _DB
+    if _DB is not None:
+        with contextlib.suppress(Exception):
+            _DB.close()
+        _DB = None
+    HOME = Path(path).resolve()
+    HOME.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(HOME)
+
+
 def run(commands: list[dict[str, Any]]) -> list[Any]:
     results = []
     for cmd in commands:
+        if cmd.get("home") and Path(cmd["home"]).resolve() != HOME:
+            _switch_home(cmd["home"])
         fn = OPS.get(cmd.get("op", ""))
         if fn is None:
             results.append({"unsupported": f"unknown op {cmd.get('op')!r}"})

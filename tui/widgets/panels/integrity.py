@@ -23,6 +23,7 @@ class IntegrityPanel(Panel):
 
     DEPENDS = ("session_id", "audit", "compactions", "integrity_history", "db_status", "live_session",
                "session_anchors", "reminder_block", "hermes_profile")
+    RELATIVE_TIMES = True  # "compacted ... (12 min ago)"
 
     can_focus = True
 

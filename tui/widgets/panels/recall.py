@@ -41,7 +41,7 @@ class RecallPanel(Panel):
         yield from self.compose_banner()
         yield SteadyInput(placeholder="recall: type a query (results as you type)", id="recall-query")
         with VerticalScroll(id="recall-results-box"):
-            yield Static(Text("type a query to preview what session recall would find", style="dim"), id="recall-results")
+            yield Static(recall.empty_recall(bool(getattr(self.app, "demo", False))), id="recall-results")
         with Horizontal(id="recall-previews"):
             with VerticalScroll(classes="preview"):
                 yield Readout(id="recall-reminder")
@@ -100,6 +100,7 @@ class RecallPanel(Panel):
             return
         self._result = result
         self.show_banner(error)
-        self.query_one("#recall-results", Static).update(recall.recall_results(result, query, self.now))
+        demo = bool(getattr(self.app, "demo", False))
+        self.query_one("#recall-results", Static).update(recall.recall_results(result, query, self.now, demo=demo))
         self._show_fence()
 

@@ -1,0 +1,64 @@
+"""``memdeck completion bash|zsh|tcsh``: a shell completion script for every command and option,
+generated from the parser itself by shtab (https://github.com/iterative/shtab), so it can never
+fall behind the commands.
+
+Options whose metavar is ``PATH`` complete directory names (the Hermes home); everything else
+completes the parser's own choices (commands, ``--target memory|user``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import CliContext
+
+SHELLS = ("bash", "zsh", "tcsh")
+
+#: Where each shell's script goes (the README and the man page repeat this).
+INSTALL_HINT = {
+    "bash": 'eval "$(memdeck completion bash)"   # in ~/.bashrc',
+    "zsh": "memdeck completion zsh > \"${fpath[1]}/_memdeck\"   # then restart zsh",
+    "tcsh": "eval `memdeck completion tcsh`   # in ~/.tcshrc",
+}
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` for ``shell`` (one of :data:`SHELLS`), as text.
+
+    Raises:
+        ValueError: ``shell`` is not one shtab generates here.
+        ImportError: shtab is not installed.
+    """
+    if shell not in SHELLS:
+        raise ValueError(f"no completion for {shell!r} (choose from {', '.join(SHELLS)})")
+    import shtab  # lazy: 0.1 s of imports that no other command needs
+
+    _mark_paths(parser, shtab.DIRECTORY)
+    return shtab.complete(parser, shell=shell)
+
+
+def _mark_paths(parser: argparse.ArgumentParser, directory: dict[str, str]) -> None:
+    """Give every option with metavar ``PATH``, in every subparser, shtab's directory completion."""
+    for action in parser._actions:  # noqa: SLF001 - argparse exposes its actions only this way
+        if action.metavar == "PATH":
+            action.complete = directory  # type: ignore[attr-defined]  # shtab reads this attribute
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                _mark_paths(sub, directory)
+
+
+def _completion(args: argparse.Namespace, ctx: CliContext | None) -> int:
+    sys.stdout.write(completion_script(args.root_parser, args.shell))  # the parser main() parsed with
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh, tcsh)",
+        description="Print a completion script for every memdeck command and option. "
+        + " ".join(f"{s}: {h}." for s, h in INSTALL_HINT.items()),
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    p.set_defaults(handler=_completion, needs_home=False)

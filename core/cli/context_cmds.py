@@ -1,0 +1,183 @@
+"""``memdeck context``: what a running session sees (its frozen memory against the files, its prompt
+by section, what the next turn adds, the next compaction). Read-only.
+
+Exit codes: 0 (also when there is no session: the reason is printed, and in ``--json`` the
+``reason`` key says it), 1 an unknown ``--session``, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from typing import Any
+
+from ..context.prompts import PromptCache
+from ..context.report import ContextReport, build_report, disk_entries
+from ..context.tokens import TOKENIZERS
+from ..sessions.records import PromptStamp
+from ..sessions.statedb import StateDB
+from ..text import visible as _visible
+from .common import CliContext, print_json
+
+
+def pick_session(stamps: list[PromptStamp]) -> PromptStamp | None:
+    """The live session among open sessions' stamps: the newest activity (start or newest row),
+    ties by id, as :meth:`memdeck.core.sessions.listing.SessionReader.live_session`."""
+    return max(stamps, key=lambda s: (s.activity, s.session_id), default=None)
+
+
+def _reminder(ctx: CliContext, db: StateDB, sid: str) -> str:
+    """The reminder block MemLock would inject now for ``sid`` (the current audit, no history)."""
+    from ..anchors.lifecycle import reminder_now
+    from ..anchors.store import AnchorStore
+
+    try:
+        return reminder_now(db, AnchorStore(ctx.home, ctx.config), sid, ctx.config)
+    except Exception:  # noqa: BLE001 - an unreadable MemLock file: no reminder, said by the report
+        return ""
+
+
+def _version(ctx: CliContext) -> str | None:
+    from ..sessions.profile import detect_profile
+
+    try:
+        return detect_profile(ctx.home).version
+    except Exception:  # noqa: BLE001 - unknown: the 0.19 rules, said in the output
+        return None
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    try:
+        return _dt.datetime.fromtimestamp(float(ts)).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return str(ts)
+
+
+def _print_text(rep: ContextReport) -> None:
+    d = rep.to_dict()
+    print(f"session {_visible(rep.session_id, 40)} ({_visible(d['source'], 12)}) · prompt {d['prompt_chars']:,} chars"
+          f" · frozen {_when(d['frozen_at'])}")
+    mem = d["memory"]
+    if not mem["in_prompt"]:
+        print(f"memory: {mem['reason']}")
+    elif not mem["changes"]:
+        print("memory: the session sees exactly what the files hold")
+    else:
+        n = len(mem["changes"])
+        print(f"memory: {n} {'entry differs' if n == 1 else 'entries differ'}; {mem['new_session']} to see them")
+        for c in mem["changes"]:
+            where = "MEMORY" if c["target"] == "memory" else "USER"
+            print(f"  {c['change']:8} {where}")
+            if c["before"] is not None:
+                print(f"    - {_visible(c['before'], 100)}")
+            if c["after"] is not None:
+                print(f"    + {_visible(c['after'], 100)}")
+    for n in mem["notes"]:
+        print(f"  note: {n}")
+    print("sections (chars, Hermes' estimate in tokens" + (", exact" if rep.exact_tokenizer else "") + "):")
+    for s in d["sections"]:
+        exact = f"  {s['exact_tokens']:>7,}" if "exact_tokens" in s else ""
+        print(f"  {s['title']:34} {s['chars']:>8,} {s['tokens']:>7,}{exact}")
+    print(f"  {'unattributed':34} {d['unattributed_chars']:>8,}")
+    print(f"  {'tool schemas':34}   not recorded")
+    print("the next turn adds:")
+    for p in d["next_turn"]:
+        if p["chars"] is None:
+            print(f"  {p['title']:36} {p.get('note', '')}")
+        else:
+            extra = f" ({p['count']} messages)" if "count" in p else ""
+            print(f"  {p['title']:36} {p['chars']:>8,} chars ~{p['tokens']:,} tokens{extra}")
+    nc = d["next_compaction"]
+    if nc:
+        print(f"next compaction: ~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens "
+              f"({nc['percent_of_threshold']}%; context {nc['context_length']:,} from {nc['context_length_source']}; "
+              "tool schemas not counted)")
+    else:
+        print(f"next compaction: unknown: {d['next_compaction_reason']}")
+    if d["calibration"]:
+        c = d["calibration"]
+        print(f"calibration: the provider reported {c['reported_per_call']:,.0f} tokens per call, Hermes' estimate "
+              f"{c['estimated_per_call']:,.0f} (ratio {c['ratio']})")
+    else:
+        print(f"calibration: {d['calibration_reason']}")
+    if rep.exact_tokenizer:
+        print(f"exact counts: {rep.exact_tokenizer}")
+    elif rep.exact_reason:
+        print(f"exact counts: {rep.exact_reason}")
+
+
+def _context(args: argparse.Namespace, ctx: CliContext) -> int:
+    with StateDB(ctx.home.state_db) as db:
+        st = db.status()
+        if not st.ok:
+            return _none(args, f"state.db: {st.message}")
+        if args.session:
+            stamps = db.prompt_stamps([args.session])
+            if not stamps:
+                print(f"memdeck: error: no session {args.session!r} in state.db (see `memdeck sessions`)", file=sys.stderr)
+                return 1
+            stamp = stamps[0]
+        else:
+            stamp = pick_session(db.prompt_stamps())
+            if stamp is None:
+                return _none(args, "no open session: nothing is running (pick one with --session)")
+        rep = build_report(db, ctx.home, ctx.config, stamp, cache=PromptCache(), disk=disk_entries(ctx.home),
+                           version=_version(ctx), reminder_block=_reminder(ctx, db, stamp.session_id),
+                           exact=args.exact)
+    if args.json:
+        print_json(rep.to_dict())
+    else:
+        _print_text(rep)
+    return 0
+
+
+def _none(args: argparse.Namespace, reason: str) -> int:
+    if args.json:
+        print_json({"session_id": None, "reason": reason, "frozen_at": None,
+                    "memory": {"in_prompt": False, "reason": reason, "differences": 0, "changes": []},
+                    "sections": [], "unattributed_chars": 0, "next_compaction": None, "next_compaction_reason": reason})
+    else:
+        print(reason)
+    return 0
+
+
+def running_session_note(ctx: CliContext) -> str | None:
+    """After a memory write: the live session will not see it until a new session, and how to
+    start one there (``core/context/new_session.py``); None without a live session whose prompt
+    holds the memory. Never raises."""
+    from ..context.new_session import not_seen_until
+    from ..context.frozen import find_blocks
+
+    try:
+        if not ctx.home.state_db.exists():
+            return None
+        with StateDB(ctx.home.state_db) as db:
+            stamp = pick_session(db.prompt_stamps())
+            prompt = db.system_prompt(stamp.session_id) if stamp is not None else ""
+    except Exception:  # noqa: BLE001 - the note is a courtesy; the write is done
+        return None
+    if stamp is None or not find_blocks(prompt):
+        return None
+    return not_seen_until(stamp.source, stamp.session_id)
+
+
+def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
+    """``sessions --stale``: every open session with its number of differences (no entry texts)."""
+    from ..context.report import open_session_diffs, verdict_for
+
+    diffs = open_session_diffs(db, ctx.config, PromptCache(), disk_entries(ctx.home), verdict_for(_version(ctx)))
+    return [d.to_dict(changes=False) for d in diffs]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    p = sub.add_parser("context", help="what the running session sees: its frozen memory against the files, its prompt "
+                       "by section, the next turn, the next compaction")
+    p.add_argument("--session", default=None, metavar="SID", help="this session (default: the live one)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (docs/STATUS_JSON.md)")
+    p.add_argument("--exact", nargs="?", const=TOKENIZERS[0], default=None, choices=TOKENIZERS, metavar="TOKENIZER",
+                   help=f"also count tokens exactly with an offline tokenizer ({', '.join(TOKENIZERS)}; default "
+                   f"{TOKENIZERS[0]})")
+    p.set_defaults(handler=_context)

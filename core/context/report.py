@@ -1,0 +1,335 @@
+"""What a running session sees: its frozen memory against the files, its prompt by section, the
+next turn's additions, and how close it is to its next compaction. One report per session.
+
+The composition of :mod:`.frozen`, :mod:`.sections`, :mod:`.next_turn`, :mod:`.tokens` and
+:mod:`.budget` over one state.db reader; the shape of ``memdeck context --json`` and of the
+dashboard's Context panel. Prompts are read once per prompt (:class:`.prompts.PromptCache`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..config import Config
+from ..fsio import read_regular_bytes
+from ..memory.prompt_block import read_entries_as_hermes
+from ..memory.threats import hermes_verdict, rules_for_version, scan_ids
+from ..sessions.compaction import match_summary
+from ..sessions.records import PromptStamp
+from .budget import Budget, budget
+from .frozen import FrozenMemory, compare
+from .new_session import new_session_hint
+from .next_turn import NOT_RECORDED, NextTurn, next_turn
+from .prompts import ParsedPrompt, PromptCache
+from .sections import SECTION_NAMES, SECTION_TITLES, PromptLayout
+from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, hermes_line, message_size
+
+Verdict = Callable[[str], Sequence[str]]
+
+
+def verdict_for(version: str | None) -> Verdict:
+    """text -> the pattern ids the Hermes of ``version`` blocks it with (its threat rules,
+    ``core/memory/threats.py`` ``hermes_verdict``; memdeck's own scan when the version is unknown)."""
+    rules = rules_for_version(version)
+    if rules is None:
+        return lambda text: tuple(sorted(set(scan_ids(text))))
+    return lambda text: hermes_verdict(text, rules)
+
+
+def disk_entries(home: Any) -> dict[str, list[str]]:
+    """target -> the file's entries as Hermes loads them (``read_entries_as_hermes``). Never raises."""
+    return {t: read_entries_as_hermes(home.memory_file(t)) for t in ("memory", "user")}
+
+
+def soul_text(home: Any) -> str | None:
+    """The home's SOUL.md (None when absent or unreadable)."""
+    try:
+        return read_regular_bytes(home.path / "SOUL.md").decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def provider_of(config: Config) -> str | None:
+    """``memory.provider`` of config.yaml (None when empty: the built-in memory alone)."""
+    mem = config.raw.get("memory")
+    p = mem.get("provider") if isinstance(mem, Mapping) else None
+    return p.strip() if isinstance(p, str) and p.strip() else None
+
+
+@dataclass(frozen=True)
+class SessionDiff:
+    """One session's frozen memory against the files.
+
+    Attributes:
+        stamp: the session (:class:`~memdeck.core.sessions.records.PromptStamp`).
+        frozen: the comparison (:class:`.frozen.FrozenMemory`).
+        prompt_sha256: the stored prompt's digest (None when none is stored).
+    """
+
+    stamp: PromptStamp
+    frozen: FrozenMemory
+    prompt_sha256: str | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.stamp.session_id
+
+    @property
+    def differences(self) -> int:
+        return self.frozen.differences
+
+    def to_dict(self, *, changes: bool = True) -> dict[str, Any]:
+        s = self.stamp
+        d: dict[str, Any] = {
+            "session_id": s.session_id, "source": s.source, "title": s.title, "started_at": s.started_at,
+            "frozen_at": s.frozen_at if self.frozen.in_prompt else None, "in_prompt": self.frozen.in_prompt,
+            "differences": self.differences, "reason": self.frozen.reason, "notes": list(self.frozen.notes),
+            "new_session": new_session_hint(s.source),
+        }
+        if changes:
+            d["changes"] = [c.to_dict() for c in self.frozen.changes]
+        return d
+
+
+def session_diff(stamp: PromptStamp, parsed: ParsedPrompt | None, disk: Mapping[str, Sequence[str]],
+                 config: Config, verdict: Verdict) -> SessionDiff:
+    """Compare one session's parsed prompt (None: none stored) with the files' entries ``disk``."""
+    enabled = {"memory": config.memory_enabled, "user": config.user_profile_enabled}
+    frozen = compare(parsed.text if parsed else None, dict(disk), enabled, verdict,
+                     blocks=parsed.blocks if parsed else None)
+    return SessionDiff(stamp, frozen, parsed.sha256 if parsed else None)
+
+
+def open_session_diffs(db: Any, config: Config, cache: PromptCache, disk: Mapping[str, Sequence[str]],
+                       verdict: Verdict, *, stamps: Sequence[PromptStamp] | None = None) -> list[SessionDiff]:
+    """:class:`SessionDiff` of every open session of ``db`` (newest start first; at most 500)."""
+    rows = list(stamps) if stamps is not None else db.prompt_stamps()
+    return [session_diff(s, cache.get(s.prompt_key, s.session_id, db), disk, config, verdict) for s in rows]
+
+
+def stale_session_count(db: Any, home: Any, config: Config, version: str | None, *,
+                        cache: PromptCache | None = None) -> int:
+    """How many open sessions of ``db`` carry a frozen MEMORY/USER block that differs from the
+    files now (:func:`open_session_diffs`: ``in_prompt`` and at least one difference) -- the figure
+    ``sessions --stale`` lists per session, the fleet view counts and ``status --json`` carries as
+    ``stale_sessions``. ``version``: the home's Hermes version (its threat rules decide which
+    entries Hermes froze as ``[BLOCKED: ...]``; None: memdeck's own scan); ``cache``: a long-lived
+    reader's :class:`PromptCache` (each prompt is then parsed once). Raises what the reader raises."""
+    diffs = open_session_diffs(db, config, cache or PromptCache(), disk_entries(home), verdict_for(version))
+    return sum(1 for d in diffs if d.frozen.in_prompt and d.differences > 0)
+
+
+@dataclass(frozen=True)
+class SectionCount:
+    """One section of the prompt: chars, Hermes' estimate, and the exact count when asked."""
+
+    name: str
+    title: str
+    chars: int
+    tokens: int
+    exact_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "title": self.title, "chars": self.chars, "tokens": self.tokens}
+        if self.exact_tokens is not None:
+            d["exact_tokens"] = self.exact_tokens
+        return d
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """Everything ``memdeck context`` says about one session (see the module docstring).
+
+    Attributes:
+        diff: the session and its frozen memory against the files.
+        prompt: the parsed stored prompt (None when none is stored).
+        sections: the prompt's sections that hold text, in :data:`.sections.SECTION_NAMES` order.
+        unattributed_chars: prompt chars in no section.
+        next_turn: what the next turn adds.
+        budget: the compaction budget (:class:`.budget.Budget`).
+        line: the Hermes line whose rules were applied (:func:`.tokens.hermes_line`).
+        estimated_tokens: Hermes' estimate of the next request without tool schemas (prompt +
+            messages since the last compaction), tokens.
+        calibration: the provider's recorded prompt size against the estimate, or None with
+            :attr:`calibration_reason`.
+        exact_tokenizer: the tokenizer of ``exact_tokens`` values (None: not asked, or
+            unavailable with :attr:`exact_reason`).
+    """
+
+    diff: SessionDiff
+    prompt: ParsedPrompt | None
+    sections: tuple[SectionCount, ...]
+    unattributed_chars: int
+    next_turn: NextTurn
+    budget: Budget
+    line: str
+    estimated_tokens: int
+    calibration: Calibration | None = None
+    calibration_reason: str | None = None
+    exact_tokenizer: str | None = None
+    exact_reason: str | None = None
+    exact_next_turn: dict[str, int] = field(default_factory=dict)
+    layout: PromptLayout | None = None
+
+    def section_text(self, name: str) -> str:
+        """The text of section ``name`` of the stored prompt (``""`` when absent)."""
+        if self.prompt is None or self.layout is None:
+            return ""
+        return self.layout.text_of(self.prompt.text, name)
+
+    @property
+    def session_id(self) -> str:
+        return self.diff.session_id
+
+    @property
+    def prompt_chars(self) -> int:
+        return len(self.prompt.text) if self.prompt else 0
+
+    def next_compaction(self) -> tuple[dict[str, Any] | None, str | None]:
+        """``({estimated_tokens, threshold_tokens, ...}, None)`` or ``(None, reason)``."""
+        b = self.budget
+        if b.threshold_tokens is None:
+            return None, b.reason
+        pct = round(100 * self.estimated_tokens / b.threshold_tokens, 1) if b.threshold_tokens else None
+        return ({"estimated_tokens": self.estimated_tokens, "threshold_tokens": b.threshold_tokens,
+                 "percent_of_threshold": pct, "tokens_left": max(0, b.threshold_tokens - self.estimated_tokens),
+                 "context_length": b.context_length, "context_length_source": b.context_length_source,
+                 "threshold_percent": b.effective_percent, "excludes": [f"tool schemas ({NOT_RECORDED})"],
+                 "estimator": f"Hermes {self.line} estimate_request_tokens_rough"}, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``memdeck context --json`` object (docs/STATUS_JSON.md)."""
+        s = self.diff.stamp
+        nc, why = self.next_compaction()
+        out: dict[str, Any] = {
+            "session_id": s.session_id, "source": s.source, "title": s.title, "model": s.model,
+            "started_at": s.started_at,
+            "frozen_at": s.frozen_at if self.prompt is not None else None,
+            "prompt_chars": self.prompt_chars,
+            "prompt_sha256": self.prompt.sha256 if self.prompt else None,
+            "memory": {"in_prompt": self.diff.frozen.in_prompt, "reason": self.diff.frozen.reason,
+                       "differences": self.diff.differences, "notes": list(self.diff.frozen.notes),
+                       "changes": [c.to_dict() for c in self.diff.frozen.changes],
+                       "new_session": new_session_hint(s.source)},
+            "sections": [x.to_dict() for x in self.sections],
+            "unattributed_chars": self.unattributed_chars,
+            "tool_schemas": NOT_RECORDED,
+            "next_turn": self.next_turn.to_list(),
+            "injected": [p.to_dict() for p in self.next_turn.injected],
+            "next_compaction": nc,
+            "next_compaction_reason": why,
+            "budget": self.budget.to_dict(),
+            "tokens": {"estimator": f"Hermes {self.line} estimate_tokens_rough (agent/model_metadata.py)",
+                       "exact_tokenizer": self.exact_tokenizer, "exact_reason": self.exact_reason},
+            "calibration": self.calibration.to_dict() if self.calibration else None,
+            "calibration_reason": self.calibration_reason,
+        }
+        if self.exact_next_turn:
+            out["tokens"]["exact_next_turn"] = dict(self.exact_next_turn)
+        return out
+
+
+def _prompt_estimates(system_prompt: str, conversation: Sequence[Mapping[str, Any]], line: str) -> list[int]:
+    """Hermes' estimate of each assistant row's request: the prompt plus every message before it."""
+    sys_tokens = hermes_estimate(system_prompt, line)
+    out: list[int] = []
+    running = 0
+    chars4 = line not in ("0.20", "0.22")
+    chars = 0
+    for m in conversation:
+        if m.get("role") == "assistant":
+            out.append(sys_tokens + ((chars + 3) // 4 if chars4 else running))
+        size, tokens = message_size(m, line)
+        if chars4:
+            chars += size
+        else:
+            running += tokens
+    return out
+
+
+def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cache: PromptCache,
+                 disk: Mapping[str, Sequence[str]], version: str | None, reminder_block: str = "",
+                 compactions: int | None = None, exact: str | None = None,
+                 conversation: Sequence[Mapping[str, Any]] | None = None,
+                 diff: SessionDiff | None = None) -> ContextReport:
+    """The report of one session.
+
+    Args:
+        db: the home's :class:`memdeck.core.sessions.statedb.StateDB`.
+        home: the :class:`memdeck.core.home.HermesHome`; config: its config.
+        stamp: the session (:meth:`StateDB.prompt_stamps`).
+        cache: parsed prompts.
+        disk: target -> the files' entries now (:func:`disk_entries`).
+        version: the home's Hermes version (:class:`~memdeck.core.sessions.profile.HermesProfile`).
+        reminder_block: the block MemLock would inject now.
+        compactions: the session's compaction count when known (calibration needs none).
+        exact: a tokenizer of :data:`.tokens.TOKENIZERS` for exact counts (None: estimates only).
+        conversation: the session's rows as Hermes loads them (read from ``db`` when None).
+        diff: the session's :class:`SessionDiff` when already computed for the same prompt and files.
+
+    Raises nothing: a source that cannot be read leaves its part empty and says why.
+    """
+    line = hermes_line(version)
+    parsed = cache.get(stamp.prompt_key, stamp.session_id, db)
+    if diff is None or diff.stamp.prompt_key != stamp.prompt_key:
+        diff = session_diff(stamp, parsed, disk, config, verdict_for(version))
+    rows = list(conversation) if conversation is not None else db.conversation(stamp.session_id)
+    turn = next_turn(rows, reminder_block, line)
+    sections: list[SectionCount] = []
+    unattributed = 0
+    lay = None
+    if parsed is not None:
+        lay = parsed.layout(soul_text(home), provider_of(config) is not None)
+        for name in SECTION_NAMES:
+            n = lay.chars(name)
+            if n:
+                sections.append(SectionCount(name, SECTION_TITLES[name], n,
+                                             hermes_estimate(lay.text_of(parsed.text, name), line)))
+        unattributed = lay.unattributed
+    prompt_text = parsed.text if parsed else ""
+    estimated = hermes_estimate(prompt_text, line) + (turn.messages.tokens or 0)
+    if compactions is None:  # a summary row among the active rows: the session was compacted
+        # the summary row is in the compacted head (protect_first_n) or opens a continuation
+        compactions = sum(1 for m in rows[:8] if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
+    if compactions:
+        cal, why = None, ("the session was compacted: its recorded input tokens count prompts its rows no longer "
+                          "hold, so they cannot be compared")
+    else:
+        cal, why = calibration(stamp.input_tokens, stamp.cache_tokens, stamp.api_calls,
+                               _prompt_estimates(prompt_text, rows, line))
+    b = budget(config, home.path, stamp.model, line)
+    rep = ContextReport(diff, parsed, tuple(sections), unattributed, turn, b, line, estimated, cal, why,
+                        None, "not asked (memdeck context --exact)", {}, lay)
+    if not exact:
+        return rep
+    counts, reason = exact_counts(rep, exact)
+    if counts is None:
+        return replace(rep, exact_reason=reason)
+    secs = tuple(replace(x, exact_tokens=counts["sections"].get(x.name)) for x in rep.sections)
+    return replace(rep, sections=secs, exact_tokenizer=ExactCounter(exact).label(), exact_reason=None,
+                   exact_next_turn={k: v for k, v in counts.items() if k != "sections"})
+
+
+def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Exact token counts of a report's texts with ``tokenizer`` (:class:`.tokens.ExactCounter`):
+    ``({"sections": {name: tokens}, "system_prompt": n, "reminder": n, "memory_context": n}, None)``,
+    or ``(None, reason)`` when the tokenizer is unavailable. Loads the vocabulary on first use (about
+    half a second): call it off the UI thread."""
+    counter = ExactCounter(tokenizer)
+    if not counter.available:
+        return None, counter.unavailable_reason
+    out: dict[str, Any] = {"sections": {}}
+    if report.prompt is not None:
+        for s in report.sections:
+            out["sections"][s.name] = counter.count(report.section_text(s.name)) or 0
+        out["system_prompt"] = counter.count(report.prompt.text) or 0
+    for part in (report.next_turn.reminder, report.next_turn.memory_context):
+        if part.text:
+            out[part.name] = counter.count(part.text) or 0
+    return out, None
+
+
+__all__ = ["ContextReport", "exact_counts", "SectionCount", "SessionDiff", "build_report", "disk_entries", "open_session_diffs",
+           "provider_of", "session_diff", "soul_text", "verdict_for"]

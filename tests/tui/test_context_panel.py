@@ -1,0 +1,106 @@
+"""The Context panel (issue 24): what the running agent sees, in the dashboard and around it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from memdeck.core.config import load_config
+from memdeck.core.demo import DEMO_NOW
+from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.tui.app import make_app
+from memdeck.tui.screens.confirm import ConfirmScreen
+from memdeck.tui.screens.editors import EntryEditScreen, PinScreen
+from tests.tui.conftest import settle, wait_for
+
+pytestmark = pytest.mark.anyio
+
+
+def _hermes_write(home, entries: list[str]) -> None:
+    """Rewrite MEMORY.md the way Hermes does (a temp file in memories/, then os.replace)."""
+    path = home.memory_file("memory")
+    tmp = path.parent / ".mem_ctx0001.tmp"
+    tmp.write_text(serialize_entries(entries), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+async def test_the_panel_shows_the_frozen_memory_the_sections_and_the_next_turn(demo_home) -> None:
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        panel = app.panel("context")
+        kinds = [(r.kind, r.name) for r in panel.rows]
+        assert kinds[0] == ("diff", "diff")
+        assert ("section", "memory") in kinds and ("section", "user") in kinds and ("section", "session") in kinds
+        assert ("unattributed", "unattributed") in kinds and ("turn", "tool_schemas") in kinds
+        detail = app.query_one("#context-detail").content.plain
+        assert "added" in detail and "linkhop rate limiting" in detail and "/new" in detail
+        n = app.snapshot.agent_view.followed_diff.differences  # the demo's live session froze older memory
+        differ = "1 entry differs" if n == 1 else f"{n} entries differ"
+        head = app.query_one("#context-head").content.plain
+        assert n >= 1 and differ in head and "next compaction: ~" in head and "of 150,000 tokens" in head
+        assert "exact: o200k_base" in head  # the worker counted the prompt with the shipped vocabulary
+        status = app.query_one("#statusline").content.plain
+        assert differ in status and "frozen" in status
+        assert app._badges_shown.get("context") == n and app._badges_shown.get("capacity") == n
+        # navigable by section: the USER block row shows its text
+        row = next(r for r in panel.rows if r.name == "user")
+        app.query_one("#context-table").select_key(row.key)
+        await pilot.pause()
+        assert "USER PROFILE (who the user is)" in app.query_one("#context-detail").content.plain
+
+
+async def test_a_change_the_session_does_not_see_is_marked_in_history_and_the_write_toast_says_so(demo_home) -> None:
+    app = make_app(demo_home, watch=True)
+    async with app.run_test(size=(140, 42), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.refresh_count >= 1)
+        await settle(pilot, app)
+        before = app.snapshot.agent_view.followed_diff.differences
+        entries = parse_entries(demo_home.memory_file("memory").read_text(encoding="utf-8"))
+        old = entries[1]
+        _hermes_write(demo_home, [e if e != old else old + " Logs go to Loki." for e in entries])
+        await wait_for(pilot, lambda: any(c.op == "replaced" for c in app.snapshot.history)
+                       and app.snapshot.agent_view is not None and app.snapshot.agent_view.followed_diff.differences == before + 1)
+        await pilot.press("7")
+        await settle(pilot, app)
+        row = next(r for r in app.panel("history").rows if r.change.op == "replaced")
+        assert "not yet seen" in row.cells[4].plain
+        app.query_one("#history-table").select_key(row.key)
+        await pilot.pause()
+        detail = app.query_one("#history-detail").content.plain
+        assert "not yet seen by session 20260723_150454_0a097c" in detail and "/new" in detail
+        # a write from the dashboard: its toast names the running session and the command
+        await pilot.press("4")
+        await settle(pilot, app)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen))
+        whatif = app.screen.query_one("#editor-whatif").content.plain
+        assert "next session's MEMORY.md block" in whatif and "% of the limit" in whatif
+        await pilot.press("end", "!", "ctrl+s")
+        await settle(pilot, app)
+        notes = [n.message for n in app.notification_log if n.title == "edit"]
+        assert notes and "will not see this until a new session: type /new" in notes[-1]
+
+
+async def test_archive_and_pin_dialogs_say_what_the_write_would_do(demo_home) -> None:
+    config = load_config(demo_home)
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, config=config)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await settle(pilot, app)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        texts = " ".join(str(getattr(w, "content", "")) for w in app.screen.query("Static"))
+        assert "if you archive it: next session's MEMORY.md block" in texts and "chars (-" in texts
+        await pilot.press("n")
+        await settle(pilot, app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PinScreen))
+        pin = app.screen.query_one("#pin-budget").content.plain
+        assert "frozen memory block: unchanged" in pin and f"{config.memlock.max_reminder_chars}-char budget" in pin
+        await pilot.press("escape")
+        await settle(pilot, app)

@@ -1,0 +1,300 @@
+"""The Context panel's text: what the running agent sees. Its frozen memory against the files, its
+prompt section by section, what the next turn adds, the next compaction; and the words other
+places use for it (the status line's badge, History's "not yet seen by", the write toast).
+
+Pure functions of a :class:`memdeck.core.overview.snapshot.DeckSnapshot` (its ``agent_view``,
+:class:`memdeck.core.overview.agent_view.AgentView`); no widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from memdeck.core.context.new_session import new_session_hint, not_seen_until
+
+from ..safe_text import safe_text
+from .common import ago
+
+if TYPE_CHECKING:
+    from memdeck.core.context.report import ContextReport, SessionDiff
+    from memdeck.core.history.changes import Change
+    from memdeck.core.overview.snapshot import DeckSnapshot
+
+_CHANGE_STYLE = {"added": "green", "removed": "red", "replaced": "yellow"}
+_CHANGE_WORD = {"added": "on disk, not seen", "removed": "still obeyed", "replaced": "sees the old text"}
+
+#: exact counts by ``(prompt sha256, tokenizer)``: ``{"sections": {name: n}, "system_prompt": n, ...}``
+ExactCounts = Mapping[tuple[str, str], Mapping[str, Any]]
+
+
+def followed_diff(snap: DeckSnapshot) -> SessionDiff | None:
+    """The followed session's frozen-memory comparison, or None."""
+    view = snap.agent_view
+    return view.followed_diff if view is not None else None
+
+
+def frozen_badge(snap: DeckSnapshot) -> str | None:
+    """``"frozen 19 d ago: 5 entries differ"`` for the followed session when its frozen memory
+    differs from the files, else None (the status line's badge)."""
+    d = followed_diff(snap)
+    if d is None or not d.frozen.in_prompt or not d.differences:
+        return None
+    n = d.differences
+    return f"frozen {ago(d.stamp.frozen_at, snap.taken_at)}: {n} {'entry differs' if n == 1 else 'entries differ'}"
+
+
+def differing_count(snap: DeckSnapshot) -> int:
+    """Entries the followed session's frozen memory differs from the files by (0 when none)."""
+    d = followed_diff(snap)
+    return d.differences if d is not None and d.frozen.in_prompt else 0
+
+
+def write_note(snap: Any, target: str | None) -> str | None:
+    """The line added to a memory write's toast: the running session will not see it until a
+    new session, and the command that starts one there (:func:`not_seen_until`). None when no
+    running session holds that store in its prompt."""
+    view = getattr(snap, "agent_view", None)
+    d = view.followed_diff if view is not None else None
+    if d is None or target not in ("memory", "user") or not d.frozen.in_prompt:
+        return None
+    return not_seen_until(d.stamp.source, d.stamp.session_id)
+
+
+def unseen_by(snap: DeckSnapshot, change: Change) -> list[str]:
+    """Ids of the open sessions that do not see ``change`` yet: a memory change made after the
+    session's prompt was built whose text is still one of that session's differences."""
+    view = snap.agent_view
+    if view is None or change.kind != "memory":
+        return []
+    texts = {t for t in (change.before, change.after) if t}
+    out = []
+    for d in view.diffs:
+        if not d.frozen.in_prompt or not d.differences or change.until < d.stamp.frozen_at:
+            continue
+        if any(c.target == change.target and ({c.before, c.after} & texts) for c in d.frozen.changes):
+            out.append(d.session_id)
+    return out
+
+
+# ── the panel ────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class ContextRow:
+    """One row of the Context panel: ``kind`` is ``diff``, ``section``, ``unattributed``, ``turn``
+    or ``session`` (another open session); ``name`` the section / part / session id."""
+
+    key: str
+    kind: str
+    name: str
+    cells: tuple[Text, ...]
+    obj: Any = None
+
+
+def _exact_for(report: ContextReport, exact: ExactCounts | None) -> tuple[str | None, Mapping[str, Any]]:
+    if not exact or report.prompt is None:
+        return None, {}
+    for (sha, tok), counts in exact.items():
+        if sha == report.prompt.sha256:
+            return tok, counts
+    return None, {}
+
+
+def _num(n: int | None, style: str = "") -> Text:
+    return Text("—" if n is None else f"{n:,}", style=style or ("dim" if n is None else ""), justify="right")
+
+
+def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[ContextRow]:
+    """The rows: the memory diff, each section of the prompt, the unattributed remainder, what the
+    next turn adds, then the other open sessions with their differences."""
+    view = snap.agent_view
+    if view is None or view.report is None:
+        return []
+    rep = view.report
+    _tok, counts = _exact_for(rep, exact)
+    sec_exact = counts.get("sections", {}) if counts else {}
+    rows: list[ContextRow] = []
+    d = rep.diff
+    if d.frozen.in_prompt:
+        label = "no difference" if not d.differences else (
+            "1 entry differs" if d.differences == 1 else f"{d.differences} entries differ")
+        style = "bold yellow" if d.differences else "green"
+    else:
+        label, style = "no memory block", "dim"
+    rows.append(ContextRow("diff", "diff", "diff", (Text("≠ frozen memory", style="bold"), Text(label, style=style),
+                                                     Text(""), Text(""), Text(""))))
+    for s in rep.sections:
+        rows.append(ContextRow(f"s:{s.name}", "section", s.name, (
+            Text(s.title), _num(s.chars), _num(s.tokens), _num(sec_exact.get(s.name)),
+            Text("prompt", style="dim"))))
+    rows.append(ContextRow("s:unattributed", "unattributed", "unattributed", (
+        Text("unattributed", style="dim"), _num(rep.unattributed_chars), Text(""), Text(""), Text("prompt", style="dim"))))
+    for p in rep.next_turn.parts:
+        note = "not recorded" if p.chars is None else ("next turn" if p.count is None else f"{p.count} messages")
+        rows.append(ContextRow(f"t:{p.name}", "turn", p.name, (
+            Text(p.title), _num(p.chars), _num(p.tokens), _num(counts.get(p.name) if counts else None),
+            Text(note, style="dim"))))
+    for other in view.diffs:
+        if other.session_id == d.session_id:
+            continue
+        if not other.frozen.in_prompt:
+            cell = Text("no memory block", style="dim")
+        elif other.differences:
+            cell = Text(f"{other.differences} differ", style="bold yellow")
+        else:
+            cell = Text("no difference", style="green")
+        name = Text("session ")
+        name.append_text(safe_text(other.session_id, single_line=True, max_chars=28))
+        rows.append(ContextRow(f"o:{other.session_id}", "session", other.session_id,
+                               (name, cell, Text(""), Text(""), safe_text(other.stamp.source, single_line=True,
+                                                                         max_chars=12, style="dim")), obj=other))
+    return rows
+
+
+def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0) -> Text:
+    """Three lines over the table: the followed session and its frozen memory; the next
+    compaction; which token counts are shown. Each line is cut to ``width`` columns (0: uncut)."""
+    view = snap.agent_view
+    if view is None:
+        return Text("reading state.db…", style="dim")
+    if view.report is None:
+        if view.followed is not None:
+            return Text("reading the session's prompt…", style="dim")
+        return Text("no running session: no open session in state.db (s picks one)", style="dim")
+    rep = view.report
+    s = rep.diff.stamp
+    one = Text()
+    one.append("session ", "bold")
+    one.append_text(safe_text(s.session_id, single_line=True, style="bold"))
+    one.append(f" ({s.source})", "dim")
+    if rep.prompt is not None:
+        one.append(f" · frozen {ago(s.frozen_at, snap.taken_at)}")
+    if frozen_badge(snap):
+        one.append(" · ")
+        one.append(f"{rep.diff.differences} {'entry differs' if rep.diff.differences == 1 else 'entries differ'}",
+                   "bold reverse yellow")
+    one.append(f" · prompt {rep.prompt_chars:,} chars", "dim")
+    two = Text()
+    two.append("next compaction: ", "bold")
+    nc, why = rep.next_compaction()
+    if nc is None:
+        two.append_text(safe_text(f"unknown ({why})", single_line=True, style="dim"))
+    else:
+        pct = nc["percent_of_threshold"] or 0
+        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
+                   "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
+        two.append(f" · {int(round(nc['threshold_percent'] * 100))}% of {nc['context_length']:,}", "dim")
+        two.append(" · Hermes' estimate, tool schemas not recorded", "dim")
+    three = Text()
+    tok, _c = _exact_for(rep, exact)
+    three.append("tokens: ", "bold")
+    three.append(f"Hermes {rep.line} estimate", "dim")
+    if tok:
+        three.append(f" · exact: {tok}", "dim")
+    lines = [one, two, three]
+    if width > 0:
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+    return Text("\n").join(lines)
+
+
+def _diff_text(d: SessionDiff, target: str | None = None) -> Text:
+    t = Text()
+    f = d.frozen
+    if not f.in_prompt:
+        t.append_text(safe_text(f.reason or "no memory block", style="dim"))
+        return t
+    changes = [c for c in f.changes if target is None or c.target == target]
+    if not changes:
+        t.append("the session sees exactly what the file holds" if target else "the session sees exactly what the files hold",
+                 "green")
+    for c in changes:
+        t.append(f"\n{c.change:<9}", f"bold {_CHANGE_STYLE[c.change]}")
+        t.append(f"{'MEMORY' if c.target == 'memory' else 'USER'} · {_CHANGE_WORD[c.change]}", "dim")
+        if c.blocked:
+            t.append(" · [BLOCKED] in the prompt", "dim red")
+        if c.before is not None:
+            t.append("\n  − ", "red")
+            t.append_text(safe_text(c.before, single_line=True, max_chars=400))
+        if c.after is not None:
+            t.append("\n  + ", "green")
+            t.append_text(safe_text(c.after, single_line=True, max_chars=400))
+    for n in f.notes:
+        t.append("\nnote: ", "dim")
+        t.append_text(safe_text(n, style="dim"))
+    if changes:
+        t.append("\n\nto see them: ", "bold")
+        t.append_text(safe_text(new_session_hint(d.stamp.source)))
+    return t
+
+
+def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCounts | None = None) -> Text:
+    """The selected row explained: the diff; a section's text; a next-turn part; another session's
+    diff. Without a row: what the panel shows."""
+    view = snap.agent_view
+    if view is None or view.report is None:
+        return Text("the Context panel shows what the running session sees: its memory as frozen in its system "
+                    "prompt against the files now, the prompt section by section, what the next turn adds and "
+                    "when Hermes compacts next", style="dim")
+    rep = view.report
+    if row is None:
+        row = ContextRow("diff", "diff", "diff", ())
+    t = Text()
+    if row.kind == "diff":
+        t.append(f"frozen {ago(rep.diff.stamp.frozen_at, snap.taken_at)} against the files now\n", "bold")
+        t.append_text(_diff_text(rep.diff))
+        return t
+    if row.kind == "session":
+        d = row.obj
+        t.append("session ", "bold")
+        t.append_text(safe_text(d.session_id, single_line=True, style="bold"))
+        t.append(f" ({d.stamp.source}) · frozen {ago(d.stamp.frozen_at, snap.taken_at)}\n", "dim")
+        t.append_text(_diff_text(d))
+        t.append("\n\ns follows it", "dim")
+        return t
+    if row.kind in ("section", "unattributed"):
+        text = rep.section_text(row.name) if row.kind == "section" else ""
+        sec = next((s for s in rep.sections if s.name == row.name), None)
+        t.append(sec.title if sec else "unattributed", "bold")
+        if sec is None:
+            t.append(f" · {rep.unattributed_chars:,} chars: the blank lines between sections, and any text memdeck "
+                     "could not place", "dim")
+            return t
+        if sec is not None:
+            t.append(f" · {sec.chars:,} chars · ~{sec.tokens:,} tokens (Hermes' estimate)", "dim")
+            tok, counts = _exact_for(rep, exact)
+            n = (counts.get("sections") or {}).get(row.name) if counts else None
+            if n is not None:
+                t.append(f" · {n:,} tokens exactly ({tok})", "dim")
+        else:
+            t.append(f" · {rep.unattributed_chars:,} chars: the blank lines between sections, and any text memdeck "
+                     "could not place", "dim")
+        if row.name in ("memory", "user"):
+            t.append("\n")
+            t.append_text(_diff_text(rep.diff, row.name))
+        t.append("\n\n")
+        t.append_text(safe_text(text[:6000]) if text else Text("(empty)", style="dim"))
+        if len(text) > 6000:
+            t.append(f"\n… {len(text) - 6000:,} more chars", "dim")
+        return t
+    part = next((p for p in rep.next_turn.parts if p.name == row.name), None)
+    if part is None:
+        return t
+    t.append(part.title, "bold")
+    if part.chars is not None:
+        t.append(f" · {part.chars:,} chars · ~{part.tokens:,} tokens", "dim")
+    if part.note:
+        t.append("\n")
+        t.append_text(safe_text(part.note, style="dim"))
+    if part.text:
+        t.append("\n\n")
+        t.append_text(safe_text(part.text[:6000]))
+    return t
+
+
+__all__ = ["ContextRow", "context_detail", "context_rows", "differing_count", "followed_diff", "frozen_badge",
+           "header", "unseen_by", "write_note"]
