@@ -229,7 +229,8 @@ def _session_store(data: dict[str, Any]) -> tuple[str, str]:
 
 
 def load_config(home: HermesHome | Path) -> Config:
-    """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`.
+    """Read ``<home>/config.yaml``. Never raises; problems become :attr:`Config.warnings`
+    (a file that is not UTF-8 or not YAML: the defaults apply, and the warning says so).
 
     The file is bounded as every config memdeck reads (:func:`read_config_text`,
     :func:`load_yaml_document`): at most :data:`MAX_CONFIG_BYTES` on disk, :data:`MAX_CONFIG_NODES`
@@ -377,6 +378,16 @@ def _shallow(text: str) -> bool:
 #: The most values a config may expand to, aliases counted at every place they are used.
 #: Hermes' own config.yaml is a few hundred; an alias bomb ("billion laughs") is billions.
 MAX_CONFIG_NODES = 100_000
+
+
+def config_size_problem(data: Any) -> str | None:
+    """Why a parsed config.yaml is too large to use (:func:`check_expanded_size`: past
+    :data:`MAX_CONFIG_NODES` values or deeper than 200 levels, an alias bomb), or None."""
+    try:
+        check_expanded_size(data)
+    except ConfigTooLarge as exc:
+        return str(exc)
+    return None
 
 
 def check_expanded_size(data: Any) -> None:

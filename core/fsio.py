@@ -432,8 +432,9 @@ class FileTooLarge(NotRegularFile):
         self.size = size
 
 
-def read_text_strict(path: Path) -> str | None:
-    """Read a UTF-8 text file for a writer that must not guess.
+def read_text_strict(path: Path, *, max_bytes: int | None = None) -> str | None:
+    """Read a UTF-8 text file for a writer that must not guess (``max_bytes``: refuse a larger
+    file, as :func:`read_regular_bytes`).
 
     A UTF-8 BOM is dropped and CRLF/CR line ends become ``\\n`` (tolerant read, as newer
     Hermes main does with ``utf-8-sig``); memdeck never *writes* either.
@@ -442,11 +443,11 @@ def read_text_strict(path: Path) -> str | None:
         the text, or ``None`` when the file does not exist.
 
     Raises:
-        UnreadableFile: the file exists but cannot be read, is not a regular file, or is
-            not valid UTF-8. Writers must refuse rather than treat it as empty.
+        UnreadableFile: the file exists but cannot be read, is not a regular file, is over
+            ``max_bytes``, or is not valid UTF-8. Writers must refuse rather than treat it as empty.
     """
     try:
-        raw = read_regular_bytes(Path(path))
+        raw = read_regular_bytes(Path(path), max_bytes=max_bytes)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
@@ -490,3 +491,41 @@ def cleanup_stale_temps(directory: Path, prefix: str = ".mem_", suffix: str = ".
             except OSError:
                 continue
     return removed
+
+
+#: why a file listed by :func:`list_names` as undecodable is never read
+NOT_UTF8_NAME = ("the file name is not valid UTF-8 (neither Hermes nor MemLock writes such names); "
+                 "memdeck does not read this file")
+
+
+def list_names(directory: Path, suffix: str = "") -> tuple[list[str], list[str]]:
+    """The names of ``directory``'s entries ending in ``suffix`` (dot files skipped), split into
+    names that are valid UTF-8 and those that are not, both sorted.
+
+    The one place memdeck reads the names of data files (MemLock session files and pins, pending
+    records, the history's watched files). ``os.listdir`` returns a name that is not UTF-8 with its
+    bad bytes as lone surrogates (``surrogateescape``, PEP 383); carried on, such a name breaks
+    SQLite, JSON and ``str.encode`` far from here (issue 22 #4). Neither Hermes nor MemLock writes
+    such names, so readers skip them and may say so: the second list holds each as shown text,
+    its bad bytes as ``\\xNN``.
+
+    Raises:
+        OSError: the directory cannot be listed (as ``os.listdir``).
+    """
+    good: list[str] = []
+    bad: list[str] = []
+    for name in os.listdir(directory):
+        if not name.endswith(suffix) or name.startswith("."):
+            continue
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            bad.append(shown_name(name))
+            continue
+        good.append(name)
+    return sorted(good), sorted(bad)
+
+
+def shown_name(name: str) -> str:
+    """A file name from ``os.listdir`` as printable text: bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")

@@ -1,4 +1,5 @@
-"""A crash-point injector for tests: run an operation in a forked child and kill it at step N.
+"""A crash-point injector for tests: run an operation in a forked child and kill it at step N
+(or, for the disk-full tests, make step N fail as a full disk does).
 
 A *step* is one durable effect the operation is about to make: an ``os.replace``/``os.rename``,
 an ``os.fsync``, an ``os.unlink``/``os.link``, or an SQLite commit of memdeck.db (a ``COMMIT``
@@ -9,10 +10,15 @@ them (:func:`crash_points`), never a hand-picked few. No sleeps: the parent wait
 
 In the child, ``os.fsync`` is counted but not executed: a killed process keeps the page cache,
 so it changes nothing but the time the matrix takes.
+
+``fail_at=N`` (instead of a crash) makes step N fail the way a full disk makes it fail and lets
+the operation go on handling it: a file step raises ``OSError(ENOSPC)``, an SQLite commit
+``sqlite3.OperationalError("database or disk is full")`` (SQLITE_FULL).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sqlite3
@@ -27,9 +33,10 @@ _WRITE_SQL = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"
 
 
 class _Counter:
-    def __init__(self, crash_at: int | None) -> None:
+    def __init__(self, crash_at: int | None, fail_at: int | None = None) -> None:
         self.n = 0
         self.crash_at = crash_at
+        self.fail_at = fail_at
         self.log: list[str] = []
 
     def step(self, what: str) -> None:
@@ -37,6 +44,10 @@ class _Counter:
         self.log.append(what)
         if self.crash_at is not None and self.n == self.crash_at:
             os._exit(CRASH_STATUS)
+        if self.fail_at is not None and self.n == self.fail_at:
+            if what.startswith("sql "):
+                raise sqlite3.OperationalError("database or disk is full")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _install(counter: _Counter) -> None:
@@ -88,8 +99,10 @@ def _install(counter: _Counter) -> None:
     sqlite3.connect = connect  # type: ignore[assignment]
 
 
-def run_in_child(op: Callable[[], Any], crash_at: int | None) -> tuple[int, int, list[str]]:
-    """Run ``op`` in a forked child, killed before step ``crash_at`` (None: never).
+def run_in_child(op: Callable[[], Any], crash_at: int | None, *,
+                 fail_at: int | None = None) -> tuple[int, int, list[str]]:
+    """Run ``op`` in a forked child, killed before step ``crash_at`` (None: never), its step
+    ``fail_at`` failing as on a full disk (None: none).
 
     Returns ``(exit status, steps counted, step log)``: status :data:`CRASH_STATUS` when the
     child died at its step, :data:`DONE_STATUS` when ``op`` returned, :data:`ERROR_STATUS` when
@@ -99,7 +112,7 @@ def run_in_child(op: Callable[[], Any], crash_at: int | None) -> tuple[int, int,
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         os.close(r)
-        counter = _Counter(crash_at)
+        counter = _Counter(crash_at, fail_at)
         status = DONE_STATUS
         try:
             _install(counter)

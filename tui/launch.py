@@ -52,10 +52,9 @@ def resolve_dashboard_home(args: argparse.Namespace) -> tuple[HermesHome, bool]:
         # memdeck's own default, before Hermes' active_profile
         profile = load_settings(explicit=getattr(args, "config", None)).default_profile
     home = resolve_home(getattr(args, "home", None), profile)
-    if not home.path.is_dir():
-        raise MemdeckError(
-            f"no Hermes home at {home.path} (set HERMES_HOME, pass --home PATH, or try `memdeck --demo`)"
-        )
+    from memdeck.core.cli import require_home
+
+    require_home(home)  # NoHome, as every command: exit 4
     return home, False
 
 
@@ -73,12 +72,18 @@ def _load_factory() -> Any:
 
 def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
     """:func:`resolve_dashboard_home`, or the exit code with the reason printed: 2 for a usage
-    error (bad ``--profile``/``--home``), 1 for a failure, 130 on Ctrl-C."""
+    error (bad ``--profile``/``--home``), 4 when there is no Hermes home there (as every command:
+    ``core/cli/common.py`` ``EXIT_CODES``), 1 for a failure, 130 on Ctrl-C."""
+    from memdeck.core.cli.common import EXIT_NO_HOME, NoHome
+
     try:
         return resolve_dashboard_home(args)
     except HomeError as exc:
         _say(f"error: {exc}")
         return 2
+    except NoHome as exc:
+        _say(f"error: {exc}; or try `memdeck --demo`")
+        return EXIT_NO_HOME  # as every command
     except (MemdeckError, OSError) as exc:
         _say(f"error: {exc}")
         return 1
@@ -124,7 +129,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
 
     Returns:
         0 when the app quit normally (or the app's own return code), 1 on a failure, 2 on a usage
-        error (bad ``--profile``/``--home``, a ``--config`` file that does not exist), 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
+        error (bad ``--profile``/``--home``, a ``--config`` file that does not exist), 4 when there
+        is no Hermes home there, 130 on Ctrl-C. The reason of a failure is printed on one stderr line.
     """
     settings_file = _config_or_exit(args)
     if isinstance(settings_file, int):

@@ -34,7 +34,9 @@ from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import DEFAULT_LOCK_TIMEOUT, atomic_write_text, file_lock, read_regular_bytes, read_text_strict
+from ..fsio import (NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, file_lock, list_names,
+                    read_regular_bytes, read_text_strict)
+from .. import jsondata
 from ..home import HermesHome, require_hermes_home
 from ..memlock_home import MemlockLocation, locate_memlock
 from .model import Anchor, PinsReport, SessionAnchors, SessionFileInfo, dump_json
@@ -202,13 +204,24 @@ class AnchorFiles:
 
         The session id comes from inside each file; an unparsable file is listed with
         ``error`` set and its stem as id. When two files carry the same session id (old and
-        new naming) only the more recently modified one is listed.
+        new naming) only the more recently modified one is listed. No ``memlock/`` directory
+        means no sessions.
+
+        Raises:
+            UnreadableFile: ``memlock/`` exists but cannot be listed (not a directory, no
+                permission): "no sessions" would be a wrong answer.
         """
         try:
-            entries = [p for p in self.root.glob("*.json") if p.is_file()]
-        except OSError:
+            names, undecodable = list_names(self.root, ".json")
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise UnreadableFile(f"{self.root} cannot be listed ({exc.strerror or exc}); "
+                                 "memdeck cannot see MemLock's session files") from exc
+        entries = [p for p in (self.root / n for n in names) if p.is_file()]
         found: dict[str, SessionFileInfo] = {}
+        for shown in undecodable:  # listed, never read: the id is the shown name (printable, valid Unicode)
+            found[shown[:-5]] = SessionFileInfo(shown[:-5], self.root / shown, 0.0, NOT_UTF8_NAME)
         for p in entries:
             try:
                 mtime = p.stat().st_mtime
@@ -229,9 +242,11 @@ class AnchorFiles:
         if text is None:
             raise FileNotFoundError(path)
         try:
-            data = json.loads(text)
-        except ValueError as exc:
+            data = jsondata.loads(text)
+        except json.JSONDecodeError as exc:
             raise UnreadableFile(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); refusing to touch it") from exc
+        except ValueError as exc:
+            raise UnreadableFile(f"{path} {exc}; refusing to touch it") from exc
         try:
             return SessionAnchors.from_dict(data, fallback_sid, path)
         except ValueError as exc:
@@ -412,14 +427,17 @@ class AnchorFiles:
                                                 session_id=session_id,
                                                 before=row_before, after=row_after, detail=detail, conn=conn,
                                                 state="intent")
+            path = self.session_path(session_id) if session_id else None
+            # the bytes of every file this change may write, to put back if it cannot be journaled done
+            kept = _kept_bytes([p for p in (path, self.pin_path(aid) if g_change else None,
+                                             self.manifest_path if g_change else None) if p is not None])
             try:
                 if g_change:
                     if g_after is None:
                         self.remove_pin(aid)
                     else:
                         self.save_pin(g_after)
-                if session_id and after != before:
-                    path = self.session_path(session_id)
+                if path is not None and after != before:
                     atomic_write_text(path, dump_json(after), prefix=path.name + ".", suffix=".tmp")
                 row = _journal.get(self.home, ch.journal_id, conn=conn)
                 assert row is not None
@@ -427,10 +445,35 @@ class AnchorFiles:
             except BaseException:
                 with contextlib.suppress(Exception):
                     row = _journal.get(self.home, ch.journal_id, conn=conn)
-                    if row is not None and row.state == "intent":
+                    if row is not None and row.state == "intent" and not self._put_back(conn, row, kept):
                         self._resolve(conn, row)
                 raise
             return ch
+
+    def _put_back(self, conn: sqlite3.Connection, row: "_journal.JournalRow", kept: dict[Path, bytes | None]) -> bool:
+        """The change failed after its intent was committed (a file write, or the ``done`` commit:
+        a full disk, a lost memdeck.db): put back every file it may have written, byte for byte
+        (the manifest included, so no pin is quarantined), and roll the row back, so a failure
+        reported to the caller means nothing changed (memory files do the same: ``core/fsio.py``
+        ``replaced_until_committed``). False when that fails too: the row then stays an intent
+        for the next change under this lock to resolve from the disk."""
+        try:
+            with file_lock(self.manifest_path) if self.manifest_path in kept else contextlib.nullcontext():
+                for p, data in kept.items():
+                    try:
+                        now = read_regular_bytes(p)
+                    except FileNotFoundError:
+                        now = None
+                    if now == data:
+                        continue
+                    if data is None:
+                        p.unlink(missing_ok=True)
+                    else:
+                        atomic_write_bytes(p, data, prefix=p.name + ".", suffix=".tmp")
+            self._roll_back(conn, row)
+        except Exception:  # noqa: BLE001 - the intent row stays; recovery decides from the disk
+            return False
+        return True
 
     def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
         with deckdb.transaction(conn):
@@ -523,9 +566,21 @@ class AnchorFiles:
         return done
 
     # -- global pins (persist/) -------------------------------------------------
+    def _pin_files(self) -> list[Path]:
+        """``persist/*.json`` but the manifest, sorted (names that are not UTF-8 skipped:
+        :func:`core.fsio.list_names`). Raises OSError when ``persist/`` cannot be listed."""
+        names, _bad = list_names(self.persist_dir, ".json")
+        return [self.persist_dir / n for n in names if n != MANIFEST_NAME]
+
+    def _undecodable_pins(self) -> list[str]:
+        try:
+            return list_names(self.persist_dir, ".json")[1]
+        except OSError:
+            return []
+
     def _read_manifest(self) -> dict[str, dict[str, Any]] | None:
         try:
-            raw = json.loads(read_regular_bytes(self.manifest_path).decode("utf-8"))
+            raw = jsondata.loads(read_regular_bytes(self.manifest_path))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -547,22 +602,23 @@ class AnchorFiles:
         quarantined: list[str] = []
         skipped: dict[str, str] = {}
         try:
-            files = sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME)
+            files = self._pin_files()
         except OSError:
             return PinsReport([], [], {})
+        skipped.update({shown[:-5]: NOT_UTF8_NAME for shown in self._undecodable_pins()})
         baseline = self._read_manifest()
         for f in files:
             try:
                 raw = read_regular_bytes(f)
             except OSError as exc:
-                skipped[f.stem] = f"unreadable: {exc.strerror}"
+                skipped[f.stem] = f"unreadable: {exc.strerror or exc}"
                 continue
             if baseline is not None and f.stem in baseline:
                 if hashlib.sha256(raw).hexdigest() != baseline[f.stem].get("sha256", ""):
                     quarantined.append(f.stem)
                     continue
             try:
-                data = json.loads(raw.decode("utf-8"))
+                data = jsondata.loads(raw)
             except ValueError as exc:
                 skipped[f.stem] = f"not valid JSON: {exc}"
                 continue
@@ -591,7 +647,7 @@ class AnchorFiles:
         """
         existing = self._read_manifest()
         pins: dict[str, dict[str, Any]] = {}
-        for f in sorted(p for p in self.persist_dir.glob("*.json") if p.name != MANIFEST_NAME):
+        for f in self._pin_files():
             try:
                 raw = read_regular_bytes(f)
             except OSError:
@@ -622,7 +678,7 @@ class AnchorFiles:
         with writable(path), file_lock(self.manifest_path):
             prior: dict[str, Any] = {}
             try:
-                loaded = json.loads(read_regular_bytes(path).decode("utf-8"))
+                loaded = jsondata.loads(read_regular_bytes(path))
                 if isinstance(loaded, dict):
                     prior = loaded
             except (OSError, ValueError):
@@ -675,7 +731,7 @@ class AnchorFiles:
     def get_pin(self, anchor_id: str) -> dict[str, Any] | None:
         """The raw record of global pin ``anchor_id`` in ``persist/`` (None when absent or unreadable)."""
         try:
-            data = json.loads(read_regular_bytes(self.pin_path(anchor_id)).decode("utf-8"))
+            data = jsondata.loads(read_regular_bytes(self.pin_path(anchor_id)))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -694,6 +750,20 @@ class AnchorFiles:
         return out
 
 
+
+
+def _kept_bytes(paths: list[Path]) -> dict[Path, bytes | None]:
+    """``path -> its bytes`` (None: absent) of each of ``paths``; a file that cannot be read is
+    not kept (it is then never put back)."""
+    out: dict[Path, bytes | None] = {}
+    for p in paths:
+        try:
+            out[p] = read_regular_bytes(p)
+        except FileNotFoundError:
+            out[p] = None
+        except OSError:
+            continue
+    return out
 
 
 def default_session_id(store: AnchorFiles, live_session_id: str | None = None) -> str | None:

@@ -50,6 +50,13 @@ def new_pin_id(existing: Iterable[str] = ()) -> str:
             return candidate
 
 
+def _score(value: Any) -> int | None:
+    """A file's ``integrity_score``: an int (MemLock writes 0-100) or None when absent or not a
+    finite number (a hand-edited ``[1, 2]`` or ``NaN`` is no score)."""
+    n = _rules.as_number(value)
+    return None if n is None else int(n)
+
+
 def dump_json(data: Any) -> str:
     """JSON exactly as MemLock writes it: ``indent=2``, ``ensure_ascii=False``, no final newline."""
     return json.dumps(data, indent=2, ensure_ascii=False)
@@ -183,11 +190,11 @@ class SessionAnchors:
             anchors=anchors,
             static_anchor_ids=[str(x) for x in static_ids if isinstance(x, (str, int))] if isinstance(static_ids, list) else [],
             pinned_count=_rules.as_int(data.get("pinned_count", 0), 0),
-            last_summary_hash=data.get("last_summary_hash"),
-            last_compaction_at=data.get("last_compaction_at"),
-            integrity_score=data.get("integrity_score"),
+            last_summary_hash=data.get("last_summary_hash") if isinstance(data.get("last_summary_hash"), str) else None,
+            last_compaction_at=_rules.as_number(data.get("last_compaction_at")),
+            integrity_score=_score(data.get("integrity_score")),
             drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
-            last_alert_at=data.get("last_alert_at"),
+            last_alert_at=_rules.as_number(data.get("last_alert_at")),
             last_reinject_turn=_rules.as_int(data.get("last_reinject_turn", 0), 0),
             turn_count=_rules.as_int(data.get("turn_count", 0), 0),
             extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},

@@ -8,6 +8,7 @@ the same logic (``memlock_core/detection.py``, ``memlock_core/__init__.py``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -71,6 +72,15 @@ def probes_of(anchor: Any) -> list[str]:
         return [str(p) for p in probes]
     except TypeError:
         return []
+
+
+def as_number(value: Any) -> float | None:
+    """A finite number read from a hand-editable file (bools, strings, lists, NaN and infinities
+    give None): MemLock's optional numeric fields (``integrity_score``, ``last_compaction_at``,
+    ``last_alert_at``) are None or a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def as_int(value: Any, default: int) -> int:

@@ -1,6 +1,7 @@
 """The ``memdeck`` command: the TUI by default, headless subcommands otherwise.
 
-Exit codes: 0 success, 1 a write was refused or failed (reason on stderr), 2 usage error.
+Exit codes (:data:`.common.EXIT_CODES`, also in ``memdeck --help``): 0 success, 1 refused or
+failed (reason on stderr), 2 usage error, 3 ``scan`` found flagged items, 4 no Hermes home there.
 Each command group lives in its own module with ``register(subparsers)``; a handler has the
 signature ``handler(args, ctx: CliContext) -> int``.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sqlite3
 import sys
@@ -26,7 +28,9 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..errors import MemdeckError, Refused
 from ..text import visible
-from .common import CliContext, UsageError
+from ..home import HOME_MARKERS, HermesHome, resolve_home
+from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
+                     UsageError, exit_codes_text, print_json)
 
 if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
     from . import (anchor_cmds, completion_cmds, context_cmds, fleet_cmds, history_cmds, memory_cmds,  # noqa: F401
@@ -46,7 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "undo": ("memory_cmds", "undo the last change recorded in the journal (if the file still holds it)"),
     "pending": ("memory_cmds", "review Hermes' staged memory writes (write approval)"),
     "scan": ("memory_cmds", "threat-scan every entry on disk and every pending write; show where the Hermes "
-                            "that loads the home would judge differently"),
+                            "that loads the home would judge differently (exit 3 when anything is flagged, 0 when "
+                            "clean)"),
     "journal": ("memory_cmds", "list recent changes made through memdeck"),
     "sessions": ("session_cmds", "list state.db sessions (newest first; * marks the live one)"),
     "recall": ("session_cmds", "preview what Hermes' session_search would recall for QUERY"),
@@ -73,6 +78,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 #: Commands that open the dashboard (``--demo`` may go with them).
 DASHBOARD_COMMANDS = frozenset({"serve"})
+
+#: Commands that run without a Hermes home at the resolved path (exit 4 does not apply): the fleet
+#: reads every profile and every home of the settings' ``fleet.homes``, and shows a missing one as
+#: its row's state.
+ANY_HOME_COMMANDS = frozenset({"fleet", "metrics"})
 
 #: Global options that take a value (``--home PATH``): the word after them is not the command.
 _VALUE_OPTIONS = ("--home", "--profile", "--seed", "--config")
@@ -119,7 +129,7 @@ def build_parser(only: str | None | bool = True, epilog: str | None = None) -> a
         prog="memdeck",
         description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors.\n"
         "Without a command, opens the dashboard.",
-        epilog=epilog,
+        epilog=exit_codes_text() + (f"\n\n{epilog}" if epilog else ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's paths are never broken
     )
     parser.add_argument("--version", action="version", version=f"memdeck {__version__}")
@@ -146,6 +156,18 @@ def build_parser(only: str | None | bool = True, epilog: str | None = None) -> a
     for name, (_mod, help_line) in COMMANDS.items():
         sub.add_parser(name, help=help_line, add_help=False)
     return parser
+
+
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser :func:`main` uses for ``command`` (:func:`build_parser`), built once per process
+    and command (callers running many commands in one process, the suite's hostile homes among
+    them, paid each time). ``parse_args`` leaves a parser as it was."""
+    return _built_parser(command if command in COMMANDS else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _built_parser(only: str | None) -> argparse.ArgumentParser:
+    return build_parser(only)
 
 
 def main(argv: Sequence[str] | None = None, *,
@@ -178,12 +200,15 @@ def main(argv: Sequence[str] | None = None, *,
     """
     raw = list(sys.argv[1:] if argv is None else argv)
     wants_help = help_epilog is not None and ("-h" in raw or "--help" in raw)
-    parser = build_parser(command_name(raw), help_epilog(raw) if help_epilog is not None and wants_help else None)
+    if wants_help:
+        parser = build_parser(command_name(raw), help_epilog(raw))  # type: ignore[misc]
+    else:
+        parser = _parser(command_name(raw))
     bad = _non_utf8(raw)
     if bad is not None:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {bad}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     args = parser.parse_args(raw)
     # `completion` prints the whole parser's script (every command registered), the others need only theirs
     args.root_parser = build_parser(True) if args.command == "completion" else parser
@@ -204,24 +229,29 @@ def main(argv: Sequence[str] | None = None, *,
             return int(args.handler(args, None) or 0)
         with visible_output():
             ctx = CliContext.from_args(args)
+            if args.command not in ANY_HOME_COMMANDS:
+                require_home(ctx.home if not getattr(args, "plugin_home", None) else resolve_home(args.plugin_home))
             _observe(ctx)
             return int(args.handler(args, ctx) or 0)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except NoHome as exc:
+        if getattr(args, "json", False):
+            print_json({"success": False, "code": "no_home", "error": str(exc)})
+        print(f"memdeck: error: {exc}", file=sys.stderr)
+        return EXIT_NO_HOME
     except Refused as exc:
         print(f"memdeck: refused: {exc.reason}", file=sys.stderr)
-        return 1
+        return EXIT_NO_HOME if exc.code == "not_a_home" else EXIT_FAILED
     except MemdeckError as exc:
         print(f"memdeck: error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except sqlite3.Error as exc:  # a damaged or vanished database mid-command: a reason, never a traceback
         print(f"memdeck: error: a database could not be read or written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return EXIT_FAILED
     except BrokenPipeError:
         # `memdeck status | head`: the reader went away; exit quietly like other Unix tools.
         try:
@@ -229,7 +259,13 @@ def main(argv: Sequence[str] | None = None, *,
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:
             pass
-        return 141
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:  # a full disk, a vanished directory, no permission: a reason, never a traceback
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"memdeck: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 class _Visible:
@@ -258,6 +294,23 @@ def visible_output() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
+
+
+def require_home(home: HermesHome) -> None:
+    """Raise :class:`NoHome` when ``home`` does not exist or has none of Hermes' markers
+    (``config.yaml``, ``memories/``, ``state.db``): every command then says so and exits 4,
+    instead of reading nothing and printing zeros (issue 22 #11) or writing into a typo."""
+    try:
+        is_dir = home.path.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        how = "does not exist" if not home.path.exists() else "is not a directory"
+        raise NoHome(f"no Hermes home at {home.path}: it {how}; nothing was read or written (point --home or "
+                     "HERMES_HOME at a home; Hermes creates ~/.hermes on its first run)")
+    if not any((home.path / m).exists() for m in HOME_MARKERS):
+        raise NoHome(f"no Hermes home at {home.path}: it has no config.yaml, memories/ or state.db; nothing was read "
+                     f"or written (to start a new home on purpose, create {home.path / 'memories'} first)")
 
 
 def _observe(ctx: CliContext) -> None:

@@ -38,6 +38,10 @@ def _session(args: argparse.Namespace, ctx: CliContext, store: AnchorStore, db: 
             live = info.id if info else None
     found = default_session_id(store, live)
     if not found:
+        unreadable = [i for i in store.list_sessions() if i.error]
+        if unreadable:
+            raise UsageError(f"no session: state.db has no live session and no MemLock session file can be read "
+                             f"({unreadable[0].path.name}: {unreadable[0].error}); pass --session SID")
         raise UsageError("no session: state.db has no live session and there is no MemLock session file; pass --session SID")
     return found
 

@@ -15,8 +15,38 @@ if TYPE_CHECKING:
     from ..config import Config
 
 
+#: The exit codes of every ``memdeck`` command (the CLI help, README's "Command line" and
+#: docs/STATUS_JSON.md list them; tests/core/test_hostile_homes.py holds every command to them).
+EXIT_OK = 0
+EXIT_FAILED = 1      # a write was refused or a command failed: the reason on stderr (with --json, also as JSON)
+EXIT_USAGE = 2       # bad arguments
+EXIT_FINDINGS = 3    # scan: flagged entries or pending writes (a clean scan is 0)
+EXIT_NO_HOME = 4     # the home does not exist or is not a Hermes home (nothing was read or written)
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`memdeck status | head`)
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success (a no-op such as adding an entry that exists included)",
+    EXIT_FAILED: "refused or failed: the reason on stderr (with --json also on stdout); nothing was written",
+    EXIT_USAGE: "usage error",
+    EXIT_FINDINGS: "scan found flagged entries or pending writes",
+    EXIT_NO_HOME: "no Hermes home there: the directory does not exist or has no config.yaml, memories/ or state.db",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_BROKEN_PIPE: "stdout was closed by its reader",
+}
+
+
+def exit_codes_text() -> str:
+    """The exit-code table as the CLI help shows it."""
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES.items())
+
+
 class UsageError(MemdeckError):
     """Bad command-line usage (exit code 2)."""
+
+
+class NoHome(MemdeckError):
+    """The home the command was pointed at does not exist or is not a Hermes home (exit code 4)."""
 
 
 class CliContext:

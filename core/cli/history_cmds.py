@@ -4,7 +4,9 @@
 newest first. ``revert`` reverses one change through the core (exit 1 with the reason when it
 no longer applies or would overflow; an overflow lists the entries you could archive).
 ``watch`` runs headless (no TUI): it waits on the home's watcher (``core/watcher.py``) and
-prints, or pipes into ``CMD`` (run once per event through the shell, the JSON line on stdin),
+prints, or pipes into ``CMD`` (run once per event through the shell, the JSON line on stdin;
+each run bounded by ``--exec-timeout`` and never holding up the stream: ``core/cli/exec_hook.py``,
+whose ``{"event": "exec", ...}`` lines report a run that timed out, failed or was dropped),
 one JSON object per line for each event:
 
 * ``{"event": "change", ...Change.to_dict()}`` - a recorded change;
@@ -24,18 +26,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as _dt
-import json
-import subprocess
 import sys
 import time
 from typing import Any
 
 from .. import history as _history
-from ..errors import Refused
+from ..errors import MemdeckError, Refused
 from ..home import TARGETS
 from ..memory.pending import list_pending
 from ..memory.reader import read_memory
 from .common import CliContext, UsageError, print_json
+from .exec_hook import DEFAULT_RUN_TIMEOUT, ExecHook, json_line
 from .memory_cmds import _clock, _refused, safe
 
 #: usage (percent 0-100) whose upward crossing ``watch`` reports
@@ -109,6 +110,8 @@ def _revert(args: argparse.Namespace, ctx: CliContext) -> int:
         res = _history.revert(ctx.home, ctx.config, int(cid), actor=ctx.actor)
     except Refused as exc:
         return _refused(exc, args.json)
+    if res.get("warning"):
+        print(f"memdeck: warning: {res['warning']}", file=sys.stderr)
     if args.json:
         print_json(res)
     else:
@@ -166,7 +169,11 @@ class _Watch:
         floor = self.ctx.config.memlock.alert_floor
         out: dict[str, int] = {}
         store = AnchorStore(self.ctx.home, self.ctx.config)
-        for info in store.list_sessions():
+        try:
+            infos = store.list_sessions()
+        except MemdeckError:  # memlock/ cannot be listed: no alert can be told, none is invented
+            return out
+        for info in infos:
             if info.error:
                 continue
             try:
@@ -215,50 +222,81 @@ class _Watch:
         return out
 
 
-def _emit(event: dict[str, Any], cmd: str | None) -> None:
-    line = json.dumps(event, ensure_ascii=False)
-    if cmd is None:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        return
-    proc = subprocess.run(cmd, shell=True, input=line + "\n", text=True, check=False)
-    if proc.returncode != 0:
-        print(f"memdeck: warning: --exec command exited {proc.returncode}", file=sys.stderr)
+def _print_line(event: dict[str, Any]) -> None:
+    sys.stdout.write(json_line(event) + "\n")
+    sys.stdout.flush()
 
 
-async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, ready: bool) -> int:
+def _emit(event: dict[str, Any], hook: ExecHook | None) -> None:
+    """Print the event's JSON line, or hand it to the ``--exec`` hook (which never waits)."""
+    if hook is None:
+        _print_line(event)
+    else:
+        hook.submit(event, json_line(event))
+
+
+async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | None, ready: bool) -> None:
     from ..watcher import watch_home
 
     w = _Watch(ctx)
-    for c in _history.observe(ctx.home):  # what changed while nothing watched
-        _emit({"event": "change", **c.to_dict()}, cmd)
-    sent = 0
-    def armed() -> None:
-        if ready:
-            print(json.dumps({"event": "ready"}), flush=True)
-
-    agen = watch_home(ctx.home, armed)
     try:
-        async for kinds in agen:
-            for ev in w.events(kinds):
-                _emit(ev, cmd)
-                sent += 1
-                if max_events is not None and sent >= max_events:
-                    await agen.aclose()
-                    return 0
-        return 0
+        sent = 0
+        for c in _history.observe(ctx.home):  # what changed while nothing watched
+            _emit({"event": "change", **c.to_dict()}, hook)
+            sent += 1
+        if max_events is not None and sent >= max_events:
+            return
+
+        def armed() -> None:
+            if ready:
+                _print_line({"event": "ready"})
+
+        agen = watch_home(ctx.home, armed)
+        try:
+            async for kinds in agen:
+                for ev in w.events(kinds):
+                    _emit(ev, hook)
+                    sent += 1
+                    if max_events is not None and sent >= max_events:
+                        return
+        finally:
+            await agen.aclose()
     finally:
         w.close()
 
 
-def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
-    coro = _watch_loop(ctx, args.exec, args.max_events, args.ready)
+async def _watch_main(args: argparse.Namespace, ctx: CliContext) -> None:
+    """The loop, then the hook's queued runs, all within ``--timeout``; on the timeout the running
+    CMD's process group is killed at once (reported), so ``watch`` returns within about
+    :data:`~memdeck.core.cli.exec_hook.KILL_GRACE` seconds of it."""
+    hook = ExecHook(args.exec, run_timeout=args.exec_timeout, report=_print_line) if args.exec else None
+
+    async def run() -> None:
+        await _watch_loop(ctx, hook, args.max_events, args.ready)
+        if hook is not None:
+            await hook.wait()
+
     try:
         if args.timeout is not None:
-            return asyncio.run(asyncio.wait_for(coro, args.timeout))
-        return asyncio.run(coro)
+            await asyncio.wait_for(run(), args.timeout)
+        else:
+            await run()
     except (asyncio.TimeoutError, TimeoutError):
-        return 0
+        pass
+    finally:
+        if hook is not None:
+            await hook.close()
+
+
+def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    if args.exec_timeout <= 0:
+        raise UsageError("--exec-timeout must be more than 0 seconds")
+    if args.max_events is not None and args.max_events < 1:
+        raise UsageError("--max-events must be at least 1")
+    asyncio.run(_watch_main(args, ctx))
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
@@ -280,8 +318,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
                        "90%% usage crossing, low integrity score and running session that no longer sees the files")
-    p.add_argument("--exec", metavar="CMD", default=None, help="run CMD (shell) per event with the JSON line on stdin")
+    p.add_argument("--exec", metavar="CMD", default=None,
+                   help="run CMD (shell) per event with the JSON line on stdin, one run at a time in its own process "
+                        "group; a run that fails or passes --exec-timeout is reported as an {\"event\": \"exec\"} line")
+    p.add_argument("--exec-timeout", type=float, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
+                   help=f"kill a run of CMD (its whole process group) after this many seconds "
+                        f"(default {DEFAULT_RUN_TIMEOUT:g})")
     p.add_argument("--max-events", type=int, default=None, help="stop after this many events")
-    p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="stop after this many seconds (a running CMD is killed; exit 0)")
     p.add_argument("--ready", action="store_true", help="print {\"event\": \"ready\"} once the watcher is armed")
     p.set_defaults(handler=_watch)

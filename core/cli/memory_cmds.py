@@ -1,9 +1,9 @@
 """CLI commands of the memory area: status, memory ..., archive, restore, undo, pending, scan, journal.
 
-Exit codes: 0 success (also a no-op such as adding an existing entry), 1 refused or failed
-(reason on stderr; an overflow also lists the current entries with ids and sizes so you can
-choose what to archive), 2 usage. ``--json`` prints the result (or the refusal, on stdout,
-with exit 1) as JSON.
+Exit codes (``core/cli/common.py`` ``EXIT_CODES``): 0 success (also a no-op such as adding an
+existing entry), 1 refused or failed (reason on stderr; an overflow also lists the current entries
+with ids and sizes so you can choose what to archive), 2 usage, 3 ``scan`` found flagged items.
+``--json`` prints the result (or the refusal, on stdout, with exit 1) as JSON.
 
 Writes made here are direct user actions: they are applied even when ``memory.write_approval``
 is on (that gate is for the agent; see ``core/pending.py``).
@@ -31,7 +31,7 @@ from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
 from ..text import hidden_pattern
-from .common import CliContext, UsageError, add_target_arg, print_json
+from .common import EXIT_FINDINGS, EXIT_OK, CliContext, UsageError, add_target_arg, print_json
 
 
 _INVISIBLE = "".join(sorted(INVISIBLE_CHARS))  # the extra characters safe() matches (a cache key)
@@ -99,6 +99,9 @@ def _run(args: argparse.Namespace, fn: Callable[[], Any], ctx: CliContext | None
         res = fn()
     except Refused as exc:
         return _refused(exc, as_json)
+    warning = res.details.get("warning") if isinstance(res, WriteResult) else None
+    if warning:
+        _err(f"memdeck: warning: {safe(str(warning))}")
     target = getattr(res, "target", None) or (res.get("target") if isinstance(res, dict) else None)
     if ctx is not None and target in ("memory", "user") and getattr(res, "changed", True):
         from .context_cmds import running_session_note
@@ -300,11 +303,12 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
     hermes = {"version": version, "from": how or None, "rules": rules,
               "rules_text": HERMES_RULESETS[rules] if rules else "the Hermes that loads this home is unknown",
               "differences": diffs}
+    total = sum(len(v) for v in found.values()) + len(pend)
+    status = EXIT_FINDINGS if total else EXIT_OK
     if args.json:
         print_json({"memory": found, "pending": [{"id": r.id, "threats": list(r.threats), "findings": list(r.findings)} for r in pend],
-                    "hermes": hermes})
-        return 0
-    total = sum(len(v) for v in found.values()) + len(pend)
+                    "hermes": hermes, "flagged": total})
+        return status
     for t, rows in found.items():
         for row in rows:
             print(f"[{t}] {row['id']}  {safe(row['text'], one_line=True, width=70)}")
@@ -322,7 +326,7 @@ def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
             print("  same verdict as memdeck on every entry and pending write")
     else:
         print("the Hermes that loads this home is unknown: memdeck's rules only (ask with --hermes VERSION)")
-    return 0
+    return status
 
 
 def _show_journal(r: Any) -> None:
@@ -399,7 +403,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     _command(psub, "reject", "drop a pending write (journaled)", _pending_reject, args=(_a("id"),))
 
     _command(sub, "scan", "threat-scan every entry on disk and every pending write; show where the Hermes that "
-             "loads the home would judge differently", _scan,
+             "loads the home would judge differently (exit 3 when anything is flagged, 0 when clean)", _scan,
              args=((("--hermes",), {"metavar": "VERSION", "help": "compare with this Hermes version's threat rules "
                                     "(default: the version detected from the home)"}),))
     _command(sub, "journal", "list recent changes made through memdeck", _journal_cmd,

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import sqlite3
 import stat
@@ -458,6 +459,7 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
                         if stmt.strip():
                             conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _check_tables(conn, path)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise DeckDBError(f"{path} is not usable: {exc}") from exc
@@ -467,15 +469,62 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
     return conn
 
 
+@functools.lru_cache(maxsize=1)
+def _expected_tables() -> dict[str, frozenset[str]]:
+    """``table -> column names`` of the current schema, read from a database built in memory by
+    :data:`MIGRATIONS` (so it never drifts from them)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for step in MIGRATIONS:
+            for stmt in step.split(";"):
+                if stmt.strip():
+                    conn.execute(stmt)
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        return {t: frozenset(r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')) for t in tables}
+    finally:
+        conn.close()
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a memdeck.db whose tables memdeck cannot read and write by column name (issue 22 #7):
+    a table of the schema that is missing or lacks one of its columns, or holds an extra column
+    that is ``NOT NULL`` without a default (no row memdeck writes could satisfy it). Other extra
+    columns, and any column order, are fine: every statement names its columns.
+
+    Raises:
+        DeckDBError: naming the table and the columns, before anything is read or written.
+    """
+    problems: list[str] = []
+    for table, want in _expected_tables().items():
+        info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+        if not info:
+            problems.append(f"it has no {table} table")
+            continue
+        have = {r[1] for r in info}
+        missing = sorted(want - have)
+        if missing:
+            problems.append(f"its {table} table lacks the column(s) {', '.join(missing)}")
+        blocking = sorted(r[1] for r in info if r[1] not in want and r[3] and r[4] is None and not r[5])
+        if blocking:
+            problems.append(f"its {table} table has extra NOT NULL column(s) without a default: {', '.join(blocking)}")
+    if problems:
+        raise DeckDBError(f"{path} does not have the tables this memdeck writes ({'; '.join(problems)}); it was made or "
+                          "changed by another program. memdeck neither reads nor writes it: keep a copy and move it "
+                          "aside to let memdeck start a new one (its journal and archive stay in the copy)")
+
+
 def _make_private(path: Path) -> None:
     """Take group and other permissions off an existing memdeck.db (one made by an older memdeck
     or by hand) by path: never through a descriptor, whose ``close()`` would drop this process's
     SQLite locks on the file (``core/sqlite_files.py``). ``lstat`` first: a link is never
-    followed (``_refuse_links`` has refused one already; this closes the window after it)."""
+    followed (``_refuse_links`` has refused one already; this closes the window after it). The
+    owner's bits are kept: a memdeck.db someone made read-only stays read-only (it was made 0600,
+    writable, until the hostile homes caught it)."""
     with contextlib.suppress(OSError):
         st = os.lstat(path)
         if stat.S_ISREG(st.st_mode) and st.st_mode & 0o077:
-            os.chmod(path, 0o600)
+            os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
 
 
 def _refuse_links(path: Path) -> None:

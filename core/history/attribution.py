@@ -18,12 +18,13 @@ The copies of staged pending writes live in ``history_seen`` rows of kind ``pend
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from typing import Any
 
-from ..fsio import read_regular_bytes
-from ..home import HermesHome
+from .. import jsondata
+from ..fsio import list_names, read_regular_bytes
+from ..home import TARGETS, HermesHome
+from ..memory.pending import MAX_PENDING_BYTES
 from ..sessions.statedb import StateDB
 
 #: seconds around a change's window in which a Hermes memory tool call may explain it
@@ -90,7 +91,7 @@ def remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) -> 
     forget copies older than 7 days whose file is gone."""
     d = home.pending_dir  # <home>/pending/memory
     try:
-        names = [n for n in os.listdir(d) if n.endswith(".json")]
+        names = list_names(d, ".json")[0]
     except OSError:
         names = []
     known = {r[0] for r in conn.execute("SELECT path FROM history_seen WHERE kind = 'pending'")}
@@ -99,14 +100,15 @@ def remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) -> 
         if rel in known:
             continue
         try:
-            rec = json.loads(read_regular_bytes(d / n).decode("utf-8"))
+            rec = jsondata.loads(read_regular_bytes(d / n, max_bytes=MAX_PENDING_BYTES))
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict):
+            payload = rec.get("payload")
+            target = payload.get("target") if isinstance(payload, dict) else None
             conn.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, stamp, content, seen_at) "
                          "VALUES (?, 'pending', ?, NULL, ?, ?)",
-                         (rel, str((rec.get("payload") or {}).get("target") or "memory"),
-                          json.dumps(rec, ensure_ascii=False), now))
+                         (rel, target if target in TARGETS else "memory", json.dumps(rec, ensure_ascii=False), now))
     conn.execute("DELETE FROM history_seen WHERE kind = 'pending' AND seen_at < ?", (now - 7 * 86400.0,))
 
 

@@ -9,6 +9,7 @@ replaced), and the change's ``reverted_by`` is set to that journal row.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from ..anchors.files import AnchorChange
@@ -45,8 +46,9 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
     ch = get_change(home, change_id)
     if ch is None:
         raise Refused(f"no change #{change_id} in the history (see `memdeck history`)", code="not_found")
-    if ch.reverted_by is not None:
-        raise Refused(f"change #{change_id} was already reverted (journal #{ch.reverted_by})", code="conflict")
+    done_by = ch.reverted_by if ch.reverted_by is not None else _reverted_in_journal(home, ch.change_id)
+    if done_by is not None:
+        raise Refused(f"change #{change_id} was already reverted (journal #{done_by})", code="conflict")
     detail = {"change_id": ch.change_id, "change_op": ch.op}
     if ch.kind == "memory":
         res = MemoryStore(home, config, actor=actor).revert_entry(ch.target, remove=ch.after, add=ch.before,
@@ -57,12 +59,27 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
     else:
         jid = _revert_anchor(home, config, ch, actor, detail)
         out = {"message": f"Reverted change #{ch.change_id} ({ch.op}) of anchor {ch.anchor_id} in {ch.where}."}
-    with deckdb.opened(home) as c, deckdb.transaction(c):
-        c.execute("UPDATE history SET reverted_by = ? WHERE change_id = ?", (jid, ch.change_id))
-    observe(home)
+    # the revert is made and journaled (detail.change_id: the journal says it was reverted); marking
+    # the history row and observing the result are bookkeeping: if memdeck.db cannot take them now
+    # (a full disk), the command still reports what happened, with a warning
+    try:
+        with deckdb.opened(home) as c, deckdb.transaction(c):
+            c.execute("UPDATE history SET reverted_by = ? WHERE change_id = ?", (jid, ch.change_id))
+        observe(home)
+    except (deckdb.DeckDBError, sqlite3.Error, OSError) as exc:
+        out["warning"] = f"the change was reverted (journal #{jid}) but the history could not be updated: {exc}"
     out.update({"change_id": ch.change_id, "journal_id": jid, "kind": ch.kind, "target": ch.target, "scope": ch.scope,
                 "session_id": ch.session_id})
     return out
+
+
+def _reverted_in_journal(home: HermesHome, change_id: int) -> int | None:
+    """The journal row of a done revert of ``change_id`` (``detail.change_id``), or None."""
+    with deckdb.opened(home) as c:
+        row = c.execute("SELECT journal_id FROM journal WHERE op = 'revert' AND state = 'done' AND undone_by IS NULL"
+                        " AND json_valid(detail) AND json_extract(detail, '$.change_id') = ? ORDER BY journal_id DESC"
+                        " LIMIT 1", (int(change_id),)).fetchone()
+    return int(row[0]) if row else None
 
 
 def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, detail: dict[str, Any]) -> int:

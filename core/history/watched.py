@@ -12,12 +12,12 @@ A file's stamp is ``mtime_ns:size:ino``; only a file whose stamp changed is read
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..fsio import read_regular_bytes
+from .. import jsondata
+from ..fsio import list_names, read_regular_bytes
 from ..home import TARGET_FILES, TARGETS, HermesHome
 
 # The entry format and MemLock's anchor model are imported by the functions that read a file's
@@ -46,9 +46,10 @@ class WatchedFile:
 
 
 def watched_files(home: HermesHome) -> list[WatchedFile]:
-    """MEMORY.md, USER.md, ``memlock/*.json`` and ``memlock/persist/*.json`` (manifest excluded) of
-    the MemLock directory in use (:func:`core.memlock_home.locate_memlock`; ``rel`` keeps the
-    ``memlock/`` prefix wherever that directory is)."""
+    """MEMORY.md, USER.md, ``memlock/*.json`` and ``memlock/persist/*.json`` (manifest excluded;
+    names that are not UTF-8 skipped, :func:`core.fsio.list_names`) of the MemLock directory in
+    use (:func:`core.memlock_home.locate_memlock`; ``rel`` keeps the ``memlock/`` prefix wherever
+    that directory is)."""
     from ..memlock_home import locate_memlock
 
     out = [WatchedFile(f"memories/{TARGET_FILES[t]}", "memory", t, home.memory_file(t)) for t in TARGETS]
@@ -56,11 +57,11 @@ def watched_files(home: HermesHome) -> list[WatchedFile]:
     for sub in ("", "persist"):
         d = root / sub if sub else root
         try:
-            names = sorted(os.listdir(d))
+            names, _undecodable = list_names(d, ".json")
         except OSError:
             continue
         for name in names:
-            if not name.endswith(".json") or name.startswith(".") or name == "manifest.json":
+            if name == "manifest.json":
                 continue
             rel = f"memlock/{sub + '/' if sub else ''}{name}"
             out.append(WatchedFile(rel, "anchor", None, d / name, None if sub else name[:-5]))
@@ -119,7 +120,7 @@ def canonical_anchors(raw: str | None, rel: str, fallback: str | None) -> tuple[
     if raw is None:
         return (None if persist else fallback), json.dumps(
             {"session_id": "global" if persist else fallback, "anchors": {}}, sort_keys=True)
-    data = json.loads(raw)
+    data = jsondata.loads(raw)
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     if persist:

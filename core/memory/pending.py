@@ -27,7 +27,7 @@ approving here is the user's decision for an agent write.
 from __future__ import annotations
 
 import contextlib
-import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -44,13 +44,20 @@ from ..deck import db as deckdb
 from ..deck import journal
 from ..config import Config, load_config
 from ..errors import Refused
-from ..fsio import read_regular_bytes
+from .. import jsondata
+from ..fsio import NOT_UTF8_NAME, atomic_write_bytes, list_names, read_regular_bytes
 from ..home import TARGETS, HermesHome
 from . import approval, staged
 from .approval import RecordClaim
+from .results import WriteResult
 from .threats import pattern_ids, scan
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+#: The largest pending record memdeck reads, in bytes. Hermes stages one memory write per record
+#: (its content fits a memory file's char limit, a few KB); a larger record is listed as
+#: malformed, never parsed or threat-scanned.
+MAX_PENDING_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -100,7 +107,7 @@ def _contents(payload: dict[str, Any]) -> list[str]:
     out = []
     for op in ops:
         act, content = op.get("action"), op.get("content") or op.get("new_text")
-        if act in {"add", "replace", "patch"} and isinstance(content, str) and content:
+        if act in ("add", "replace", "patch") and isinstance(content, str) and content:
             out.append(content)
         matched, old = op.get("matched_entry"), op.get("old_text")
         if act == "patch" and isinstance(matched, str) and isinstance(old, str) and old and isinstance(content, str):
@@ -122,16 +129,16 @@ def _describe(payload: dict[str, Any]) -> str:
             a = op.get("action", "?")
             if a == "remove":
                 lines.append(f"- remove: {op.get('old_text', '')}")
-            elif a in {"replace", "patch"}:
+            elif a in ("replace", "patch"):
                 lines.append(f"- {a}: {op.get('old_text', '')} -> {op.get('content', '')}")
             else:
                 lines.append(f"- {a}: {op.get('content', '')}")
-            if a in {"replace", "remove", "patch"} and op.get("matched_entry") is not None:
+            if a in ("replace", "remove", "patch") and op.get("matched_entry") is not None:
                 lines.append(f"  (entry reviewed: {op.get('matched_entry')})")
         return "\n".join(lines)
     pinned = payload.get("matched_entry")
-    tail = f"\nentry reviewed: {pinned}" if pinned is not None and act in {"replace", "remove", "patch"} else ""
-    if act in {"replace", "patch"}:
+    tail = f"\nentry reviewed: {pinned}" if pinned is not None and act in ("replace", "remove", "patch") else ""
+    if act in ("replace", "patch"):
         return f"old: {payload.get('old_text') or ''}\nnew: {payload.get('content') or ''}{tail}"
     if act == "remove":
         return f"{payload.get('old_text') or ''}{tail}"
@@ -147,11 +154,11 @@ def _problem(rec: Any) -> str | None:
     if not isinstance(payload, dict):
         return "the record has no payload object"
     act = payload.get("action")
-    if act not in {"add", "replace", "remove", "patch", "batch"}:
-        return f"unknown staged action {act!r}"
+    if not isinstance(act, str) or act not in ("add", "replace", "remove", "patch", "batch"):
+        return f"unknown staged action {_shown(act)}"
     target = payload.get("target", "memory") or "memory"
-    if target not in TARGETS:
-        return f"invalid target {target!r}"
+    if not isinstance(target, str) or target not in TARGETS:
+        return f"invalid target {_shown(target)}"
     if act == "batch":
         ops = payload.get("operations")
         if not isinstance(ops, list) or not all(isinstance(o, dict) or o is None for o in ops):
@@ -166,11 +173,25 @@ def _problem(rec: Any) -> str | None:
     return None
 
 
+def _shown(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` chars: a reason quoting a hostile field stays short."""
+    r = repr(value)
+    return r if len(r) <= width else r[: width - 1] + "…"
+
+
+def _text(value: Any) -> str:
+    """A record field that must be text: itself when it is a string, else ``""``."""
+    return value if isinstance(value, str) else ""
+
+
 def load_record(path: Path) -> PendingWrite:
-    """Parse one record file (never raises: problems are reported in ``malformed``)."""
+    """Parse one record file (never raises: problems are reported in ``malformed``): a record over
+    :data:`MAX_PENDING_BYTES`, not UTF-8, not JSON, nested too deeply or holding a lone surrogate
+    (:func:`core.jsondata.loads`), or with fields of the wrong type is listed as malformed."""
     pid = path.name[:-5] if path.name.endswith(".json") else path.name
     try:
-        rec = json.loads(read_regular_bytes(path).decode("utf-8-sig"))
+        raw = read_regular_bytes(path, max_bytes=MAX_PENDING_BYTES)
+        rec = jsondata.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
     except (OSError, UnicodeDecodeError) as exc:
         return PendingWrite(pid, path, malformed=f"cannot read the record: {exc}")
     except ValueError as exc:
@@ -187,12 +208,15 @@ def load_record(path: Path) -> PendingWrite:
         ids.extend(pattern_ids(f))
     try:
         created = float(rec.get("created_at") or 0.0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        created = 0.0
+    if not math.isfinite(created):
         created = 0.0
     return PendingWrite(
         id=str(rec.get("id") or pid) if _ID_RE.match(str(rec.get("id") or pid)) else pid, path=path,
-        action=str(payload.get("action") or rec.get("action") or ""), target=str(payload.get("target") or "memory"),
-        origin=str(rec.get("origin") or "foreground"), summary=str(rec.get("summary") or ""), created_at=created,
+        action=_text(payload.get("action")) or _text(rec.get("action")),
+        target=_text(payload.get("target")) or "memory",
+        origin=_text(rec.get("origin")) or "foreground", summary=_text(rec.get("summary")), created_at=created,
         payload=payload, threats=tuple(dict.fromkeys(ids)), findings=tuple(findings), malformed=problem,
         text=_describe(payload),
     )
@@ -202,10 +226,12 @@ def list_pending(home: HermesHome) -> list[PendingWrite]:
     """Every pending memory write, oldest first (by ``created_at``). Never raises."""
     d = home.pending_dir
     try:
-        paths = sorted(p for p in d.glob("*.json") if p.is_file())
+        names, undecodable = list_names(d, ".json")
     except OSError:
         return []
+    paths = [p for p in (d / n for n in names) if p.is_file()]
     recs = [load_record(p) for p in paths]
+    recs += [PendingWrite(shown[:-5], d / shown, malformed=NOT_UTF8_NAME) for shown in undecodable]
     recs.sort(key=lambda r: (r.created_at, r.id))
     return recs
 
@@ -281,7 +307,14 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
         if not result.changed:  # nothing to write (e.g. the entry exists): done, as Hermes does
-            _remove_record(rec)
+            try:
+                _remove_record(rec)
+            except OSError as exc:
+                # nothing was written: reporting a failure now would be untrue, and the record
+                # left behind applies nothing the next time either
+                if isinstance(result, WriteResult):
+                    result.details["warning"] = (f"nothing to apply, but its record could not be removed "
+                                                 f"({exc.strerror or exc})")
     return result
 
 
@@ -355,9 +388,10 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
     target = rec.target if rec.target in TARGETS else "memory"
     with _claimed(rec):
         try:
-            raw = read_regular_bytes(rec.path).decode("utf-8", errors="replace")
+            raw_bytes = read_regular_bytes(rec.path)
         except OSError:
-            raw = ""
+            raw_bytes = b""
+        raw = raw_bytes.decode("utf-8", errors="replace")
         _recover_rejects(home)
         # write-ahead: the row (intent), the removal, then done; a kill in between is resolved
         # by the next approve/reject (:func:`_recover_rejects`)
@@ -371,7 +405,16 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
         except BaseException:
             _recover_rejects(home)
             raise
-        with deckdb.opened(home) as conn, deckdb.transaction(conn):
-            journal.mark_done(conn, [jid])
+        try:
+            with deckdb.opened(home) as conn, deckdb.transaction(conn):
+                journal.mark_done(conn, [jid])
+        except BaseException:
+            # the journal cannot say done (a full disk): put the record back, so a failure means
+            # the write is still pending; if that fails too, the intent row (holding the record)
+            # is resolved by the next approve/reject
+            with contextlib.suppress(Exception):
+                atomic_write_bytes(rec.path, raw_bytes, prefix=".pending_", suffix=".tmp")
+                _recover_rejects(home)
+            raise
     return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
             "message": f"Rejected pending write {rec.id}."}

@@ -35,7 +35,7 @@ class ReplayOps:
             raise Refused("operations list is empty.", code="empty")
         for i, op in enumerate(operations):
             op = op or {}
-            if op.get("action") in {"add", "replace"} and op.get("content"):
+            if op.get("action") in ("add", "replace") and op.get("content"):
                 scan_or_refuse(str(op["content"]), f"Operation {i + 1}: ")
         with self._locked(target):
             raw, entries = self._load(target)
@@ -52,7 +52,7 @@ class ReplayOps:
                         raise Refused(f"{pos}: content is required.{suffix}", code="invalid")
                     if content not in working:
                         working.append(content)
-                elif act in {"replace", "remove"}:
+                elif act in ("replace", "remove"):
                     if not old_text:
                         raise Refused(f"{pos}: old_text is required.{suffix}", code="invalid")
                     if act == "replace" and not content:
@@ -81,7 +81,7 @@ class ReplayOps:
         """
         if action == "add":
             return self.add(target, content)
-        if action not in {"replace", "remove"}:
+        if action not in ("replace", "remove"):
             raise Refused(f"Unknown staged action '{action}'.", code="invalid")
         old = (old_text or "").strip()
         if not old:

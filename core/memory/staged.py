@@ -178,7 +178,7 @@ def _batch(ops: list[dict[str, Any]], entries: list[str], limit: int) -> tuple[l
     if not ops:
         raise Refused("operations list is empty.", code="empty")
     for i, op in enumerate(ops):
-        if op.get("action") in {"add", "replace"} and op.get("content"):
+        if op.get("action") in ("add", "replace") and op.get("content"):
             _scan(str(op["content"]), f"Operation {i + 1}: ")
     working = list(entries)
     for i, op in enumerate(ops):

@@ -47,7 +47,8 @@ from ..deck import journal
 from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
 from ..fsio import (DEFAULT_LOCK_TIMEOUT, INTENT_TEMP_PREFIX, StagedReplace, applied, atomic_write_bytes,
-                    atomic_write_text, cleanup_stale_temps, discard_staged, file_lock, read_text_strict, stage_replace)
+                    atomic_write_text, cleanup_stale_temps, discard_staged, file_lock, list_names, read_regular_bytes,
+                    read_text_strict, stage_replace)
 from ..home import TARGETS, HermesHome, require_hermes_home
 from . import approval
 from .approval import RecordClaim
@@ -61,6 +62,24 @@ from .results import PlannedWrite, WriteResult
 from .reverting import RevertOps
 
 STALE_TEMP_AGE = 60.0
+
+
+def _same_snapshot(path: Path, raw: bytes, newest: int = 3) -> Path | None:
+    """The newest of the last ``newest`` ``<file>.bak.<ts>`` snapshots of ``path`` whose bytes are
+    ``raw``, or None (names that are not UTF-8 are never looked at: ``core/fsio.py`` ``list_names``)."""
+    prefix = path.name + ".bak."
+    try:
+        names = [n for n in list_names(path.parent)[0] if n.startswith(prefix) and n[len(prefix):].isdigit()]
+    except OSError:
+        return None
+    for name in sorted(names, key=lambda n: int(n[len(prefix):]), reverse=True)[:newest]:
+        p = path.parent / name
+        try:
+            if p.stat().st_size == len(raw) and read_regular_bytes(p) == raw:
+                return p
+        except OSError:
+            continue
+    return None
 
 
 class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
@@ -148,10 +167,17 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
 
     @staticmethod
     def _backup(path: Path) -> str:
-        """Copy the file's raw bytes to ``<file>.bak.<int(time)>`` (Hermes' naming)."""
+        """Copy the file's raw bytes to ``<file>.bak.<int(time)>`` (Hermes' naming), unless one of
+        the newest snapshots already holds exactly these bytes: then that one is named again, so a
+        refused write repeated (a key held down, a script retrying) never fills the disk with copies
+        of one large drifted file (the hostile homes' 50 MB MEMORY.md wrote 50 MB per refusal)."""
         bak = path.with_name(f"{path.name}.bak.{int(time.time())}")
         try:
-            atomic_write_bytes(bak, path.read_bytes(), prefix=".bak_")
+            raw = path.read_bytes()
+            same = _same_snapshot(path, raw)
+            if same is not None:
+                return str(same)
+            atomic_write_bytes(bak, raw, prefix=".bak_")
         except OSError as exc:
             return f"{bak} (BACKUP FAILED: {exc.strerror}; file unchanged on disk)"
         return str(bak)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -158,6 +158,13 @@ class DeckSnapshot:
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
             write text that has any (texts without findings are absent).
         errors: panel id -> banner text for every source that failed.
+        notices: panel id -> banner text for a source that was read only in part, so the panel
+            could show a wrong number without it: config.yaml unusable (defaults applied: char
+            limits, MemLock's settings), MemLock files skipped, the change history not updated.
+            Kept apart from ``errors``, which make the next build read everything again.
+        pin_warnings: the global pins of ``memlock/persist/`` MemLock would not load (quarantined:
+            bytes differ from the manifest; skipped: unreadable, not JSON, no id or text), as
+            MemLock >= 0.5 ``load_pins`` decides (:meth:`core.anchors.files.AnchorFiles.load_pins_report`).
         history: the newest :data:`HISTORY_ROWS` changes of the change history, newest first
             (:func:`memdeck.core.history.changes.list_changes`; empty before memdeck.db exists).
         usage_history: target -> :class:`core.history.usage.UsageSeries`, the file's usage after
@@ -206,6 +213,8 @@ class DeckSnapshot:
     reminder_block: str = ""
     findings: Mapping[str, tuple[Finding, ...]] = field(default_factory=_frozen)
     errors: Mapping[str, str] = field(default_factory=_frozen)
+    notices: Mapping[str, str] = field(default_factory=_frozen)
+    pin_warnings: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     stamps: SourceStamps | None = None
     following_live: bool = True
@@ -225,8 +234,37 @@ class DeckSnapshot:
         return len(self.archived)
 
     def error_for(self, panel: str) -> str | None:
-        """The banner text for ``panel`` (``None`` when its sources are fine)."""
-        return self.errors.get(panel)
+        """The banner text for ``panel``: its failed sources, then its :attr:`notices` (``None``
+        when its sources are fine)."""
+        parts = [t for t in (self.errors.get(panel), self.notices.get(panel)) if t]
+        return " · ".join(parts) if parts else None
+
+
+#: where each kind of warning is shown as a banner (``DeckSnapshot.notices``): config.yaml
+#: feeds the char limits (Capacity) and MemLock's settings (Integrity, Anchors)
+_NOTICE_PANELS = {"config": ("capacity", "integrity", "anchors"), "memlock": ("anchors", "integrity"),
+                  "history": ("history",)}
+
+
+def _pin_warnings(report: Any) -> tuple[str, ...]:
+    """One line per global pin MemLock would not load (``report``: a ``PinsReport`` or None)."""
+    if report is None:
+        return ()
+    out = [f"memlock: persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined]
+    out += [f"memlock: persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items())]
+    return tuple(out)
+
+
+def _notices(config_warnings: Sequence[str], memlock: Sequence[str] = (), history: Sequence[str] = ()) -> Mapping[str, str]:
+    """``panel -> banner`` for the warnings that make a panel's numbers partial."""
+    by_panel: dict[str, list[str]] = {}
+    for kind, texts in (("config", config_warnings), ("memlock", memlock), ("history", history)):
+        for t in texts:
+            for p in _NOTICE_PANELS[kind]:
+                lst = by_panel.setdefault(p, [])
+                if t not in lst:
+                    lst.append(t)
+    return _frozen({p: " · ".join(v) for p, v in by_panel.items()})
 
 
 class _Errors:
@@ -317,6 +355,8 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
         state = _read_or_banner(errors, ("capacity", "review"), home.memory_file(target).name, _read, None)
         if state is not None:
             memory[target] = state
+            if state.error:
+                errors.add(("capacity",), home.memory_file(target).name, RuntimeError(state.error))
 
     def _pending() -> tuple[PendingWrite, ...]:
         from ..memory.pending import list_pending
@@ -334,7 +374,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
-                        findings=_frozen(findings), errors=errors.frozen(),
+                        findings=_frozen(findings), errors=errors.frozen(), notices=_notices(config.warnings),
                         warnings=config.warnings, partial=True,
                         # only what this snapshot read counts as read: MemLock files and state.db
                         # get stamps no real source has, so a build from here reads them
@@ -412,6 +452,8 @@ def build_snapshot(
     errors = _Errors()
     taken_at = time.time() if now is None else float(now)
     warnings = list(config.warnings)
+    history_warnings: list[str] = []
+    memlock_warnings: list[str] = []
 
     # ── memory files ──
     memory: dict[str, MemoryFileState] = {}
@@ -427,8 +469,9 @@ def build_snapshot(
         state = _read_or_banner(errors, ("capacity", "review"), f"{home.memory_file(target).name}", _read, None)
         if state is not None:
             memory[target] = state
-            if state.error:
-                errors.add(("capacity",), home.memory_file(target).name, RuntimeError(state.error))
+    for target, state in memory.items():  # read now or reused: an unreadable file keeps its banner
+        if state.error:
+            errors.add(("capacity",), home.memory_file(target).name, RuntimeError(state.error))
 
     # ── pending writes and archive ──
     def _pending() -> tuple[PendingWrite, ...]:
@@ -457,7 +500,8 @@ def build_snapshot(
 
             new_changes = tuple(observe(home, statedb=db if db is not None else None, now=taken_at))
         except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard
-            warnings.append(f"change history not updated: {describe_failure(exc)}")
+            history_warnings.append(f"change history not updated: {describe_failure(exc)}")
+            warnings.append(history_warnings[-1])
     if memory_same and memlock_same and previous is not None and not new_changes:
         changes = previous.history
     else:
@@ -515,19 +559,26 @@ def build_snapshot(
         anchor_sessions = _read_or_banner(errors, ("anchors", "integrity"), "memlock", lambda: tuple(store.list_sessions()), ())
     for info in anchor_sessions:
         if info.error:
-            warnings.append(f"memlock: {info.path.name}: {info.error}")
+            memlock_warnings.append(f"memlock: {info.path.name}: {info.error}")
+            warnings.append(memlock_warnings[-1])
     if store.location.warning:
-        warnings.append(f"memlock: {store.location.warning}")
+        memlock_warnings.append(f"memlock: {store.location.warning}")
+        warnings.append(memlock_warnings[-1])
     shown = _pick_session(session_id, live, anchor_sessions)
     session_anchors = None
     anchors_same = memlock_same and previous is not None and previous.session_id == shown
     if anchors_same and previous is not None:
         session_anchors, global_ids = previous.session_anchors, previous.global_ids
+        pin_warnings = previous.pin_warnings
     else:
         if shown:
             session_anchors = _read_or_banner(errors, ("anchors", "integrity", "drift"), "memlock session",
                                      lambda: store.load_session(shown), None)
-        global_ids = _read_or_banner(errors, ("anchors",), "memlock persist", lambda: frozenset(store.global_ids()), frozenset())
+        pins = _read_or_banner(errors, ("anchors",), "memlock persist", store.load_pins_report, None)
+        global_ids = frozenset(str(p["id"]) for p in pins.pins if p.get("scope") == "global") if pins else frozenset()
+        pin_warnings = _pin_warnings(pins)
+    memlock_warnings.extend(pin_warnings)
+    warnings.extend(pin_warnings)
 
     # ── audit, integrity history, drift log ──
     audit = None
@@ -668,6 +719,8 @@ def build_snapshot(
         reminder_block=reminder,
         findings=_frozen(findings),
         errors=errors.frozen(),
+        notices=_notices(config.warnings, memlock_warnings, history_warnings),
+        pin_warnings=pin_warnings,
         warnings=tuple(warnings),
         stamps=stamps,
         following_live=session_id is None,

@@ -150,6 +150,7 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
         out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
         report = store.load_pins_report()
         warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
+        warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
         with StateDB.shared(home.state_db) as db:
             db_ok = db.status().ok
             live = db.live_session() if db_ok else None

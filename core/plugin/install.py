@@ -35,13 +35,15 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..config import MAX_CONFIG_BYTES, config_size_problem
 from ..errors import Refused, UnreadableFile
-from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_text_strict
+from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_regular_bytes, read_text_strict
 from ..home import HermesHome
 
 PLUGIN_NAME = "memdeck"
@@ -200,13 +202,15 @@ def plugin_dir(home: HermesHome) -> Path:
     return home.plugins_dir / PLUGIN_NAME
 
 
-def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
-    """Stage ``files`` outside ``plugins/`` and swap them into ``plugins/memdeck``."""
-    target = plugin_dir(home)
+@contextlib.contextmanager
+def _staged(home: HermesHome, files: dict[str, bytes]) -> Iterator[Path]:
+    """Write and fsync ``files`` under ``memdeck/staging/`` (memdeck's own directory) and yield
+    that tree; it is removed on exit unless :func:`_swapped_in` moved it. Staging comes before
+    anything in ``plugins/`` is created or locked, so an install that cannot write (a full disk,
+    a read-only ``memdeck/``) leaves the home as it was."""
     staging_root = home.memdeck_dir / "staging"
     staging_root.mkdir(parents=True, exist_ok=True)
     stage = staging_root / f"plugin-{secrets.token_hex(4)}"
-    old = staging_root / f"old-{secrets.token_hex(4)}"
     try:
         for rel, data in files.items():
             dest = stage / rel
@@ -217,8 +221,26 @@ def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
                 os.fsync(fh.fileno())
         for d in sorted({(stage / r).parent for r in files}, key=lambda p: -len(p.parts)):
             fsync_dir(d)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            staging_root.rmdir()
+
+
+@contextlib.contextmanager
+def _swapped_in(home: HermesHome, stage: Path) -> Iterator[None]:
+    """Swap the staged tree into ``plugins/memdeck`` (the old one moved aside), run the block, then
+    remove the old tree; if the swap or the block fails (a full disk while config.yaml is edited),
+    the previous tree is put back first, so a failed install leaves ``plugins/`` as it was."""
+    target = plugin_dir(home)
+    staging_root = stage.parent
+    old = staging_root / f"old-{secrets.token_hex(4)}"
+    had = target.exists() or target.is_symlink()
+    swapped = False
+    try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists() or target.is_symlink():
+        if had:
             os.rename(target, old)
             try:
                 os.rename(stage, target)
@@ -227,13 +249,20 @@ def _write_tree(home: HermesHome, files: dict[str, bytes]) -> None:
                 raise
         else:
             os.rename(stage, target)
+        swapped = True
         fsync_dir(target.parent)
+        yield
+    except BaseException:
+        if swapped:
+            with contextlib.suppress(OSError):
+                os.rename(target, stage)  # the new tree back to staging (removed with it)
+                if had:
+                    os.rename(old, target)
+                fsync_dir(target.parent)
+        raise
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
         if old.exists() or old.is_symlink():
             _discard(old)
-        with contextlib.suppress(OSError):
-            staging_root.rmdir()
 
 
 def _remove_tree(home: HermesHome) -> bool:
@@ -244,7 +273,12 @@ def _remove_tree(home: HermesHome) -> bool:
     staging_root.mkdir(parents=True, exist_ok=True)
     old = staging_root / f"old-{secrets.token_hex(4)}"
     os.rename(target, old)  # atomic disappearance from plugins/
-    fsync_dir(target.parent)
+    try:
+        fsync_dir(target.parent)
+    except BaseException:  # a failure means the tree is still there
+        with contextlib.suppress(OSError):
+            os.rename(old, target)
+        raise
     _discard(old)
     with contextlib.suppress(OSError):
         staging_root.rmdir()
@@ -453,7 +487,8 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
     only ``plugins.enabled`` replaced.
 
     Raises:
-        Refused(code="invalid"): the file is not valid YAML, its top level is not a mapping,
+        Refused(code="invalid"): the file is not valid YAML, expands past memdeck's config bound
+            (an alias bomb: ``core/config.py`` ``config_size_problem``), its top level is not a mapping,
             ``plugins``/``plugins.enabled`` has an unexpected type, or no safe edit exists.
     """
     try:
@@ -463,6 +498,9 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
         raise Refused(f"config.yaml is not valid YAML ({first}); not touching it", "invalid") from exc
     if data is None:
         data = {}
+    too_large = config_size_problem(data)
+    if too_large:  # memdeck's own reader refuses it: never edit what it will not read
+        raise Refused(f"config.yaml {too_large}; not touching it", "invalid")
     if not isinstance(data, dict):
         raise Refused("config.yaml's top level is not a mapping; not touching it", "invalid")
     plugins = data.get("plugins")
@@ -516,30 +554,53 @@ def set_enabled(home: HermesHome, *, add: str | None = None, remove: str | None 
         Refused: see :func:`edit_enabled`; nothing is written.
         UnreadableFile, LockTimeout: the file cannot be read / is locked.
     """
+    with _config_edited(home, add=add, remove=remove) as outcome:
+        return outcome
+
+
+@contextlib.contextmanager
+def _config_edited(home: HermesHome, *, add: str | None = None,
+                   remove: str | None = None) -> Iterator[tuple[bool, Path | None, list[str]]]:
+    """:func:`set_enabled`'s edit, under config.yaml's lock for the block it yields
+    ``(changed, backup_path, enabled_after)`` to. If the edit or the block fails (a full disk),
+    config.yaml is put back to its bytes before and the backup just written removed, so a failure
+    means config.yaml is as it was (unless putting it back fails too: then the error says so)."""
     cfg = home.config_path
     with file_lock(cfg):
-        text = read_text_strict(cfg)
+        text = read_text_strict(cfg, max_bytes=MAX_CONFIG_BYTES)
         if text is None:
             if add is None:
-                return False, None, []
+                yield False, None, []
+                return
             text = ""
             raw = b""
         else:
-            raw = cfg.read_bytes()
+            raw = read_regular_bytes(cfg)
         new_text, _old, new_list = edit_enabled(text, add=add, remove=remove)
         if new_text == text and raw:
-            return False, None, new_list
+            yield False, None, new_list
+            return
         backup = None
-        if raw:
-            backup = _backup_path(cfg)
-            atomic_write_bytes(backup, raw, prefix=".cfg_", suffix=".tmp")
-        atomic_write_bytes(cfg, new_text.encode("utf-8"), prefix=".cfg_", suffix=".tmp")
-        return True, backup, new_list
+        try:
+            if raw:
+                backup = _backup_path(cfg)
+                atomic_write_bytes(backup, raw, prefix=".cfg_", suffix=".tmp")
+            atomic_write_bytes(cfg, new_text.encode("utf-8"), prefix=".cfg_", suffix=".tmp")
+            yield True, backup, new_list
+        except BaseException:
+            with contextlib.suppress(OSError):
+                if not raw:
+                    cfg.unlink(missing_ok=True)
+                elif read_regular_bytes(cfg) != raw:
+                    atomic_write_bytes(cfg, raw, prefix=".cfg_", suffix=".tmp")
+                if backup is not None:
+                    backup.unlink(missing_ok=True)
+            raise
 
 
 def _enabled_state(home: HermesHome) -> tuple[list[str], list[str]]:
     try:
-        text = read_text_strict(home.config_path)
+        text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         data = _safe_load(text) if text else None
     except (UnreadableFile, Exception):
         return [], []
@@ -581,17 +642,16 @@ def install_plugin(home: HermesHome, *, enable: bool = True, src: Path | None = 
     if enable:
         # Dry run of the config edit first: a refusal must leave the disk untouched (no
         # plugin directory that config.yaml does not enable). set_enabled re-checks under the lock.
-        text = read_text_strict(home.config_path)
+        text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         if text is not None:
             edit_enabled(text, add=PLUGIN_NAME)
-    with file_lock(plugin_dir(home)):
-        if _tree_bytes(plugin_dir(home)) != files:
-            _write_tree(home, files)
-            result.files_changed = True
-    if enable:
-        changed, backup, enabled = set_enabled(home, add=PLUGIN_NAME)
-        result.config_changed, result.backup, result.enabled = changed, backup, enabled
-    else:
+    with _staged(home, files) as stage, file_lock(plugin_dir(home)):
+        result.files_changed = _tree_bytes(plugin_dir(home)) != files
+        with _swapped_in(home, stage) if result.files_changed else contextlib.nullcontext():
+            if enable:  # a failure here puts the previous tree back
+                changed, backup, enabled = set_enabled(home, add=PLUGIN_NAME)
+                result.config_changed, result.backup, result.enabled = changed, backup, enabled
+    if not enable:
         result.enabled = _enabled_state(home)[0]
     result.warnings = _warnings(home, result.enabled, installing=True)
     return result
@@ -604,10 +664,14 @@ def uninstall_plugin(home: HermesHome) -> PluginOpResult:
     Idempotent: a second run changes nothing.
     """
     result = PluginOpResult(plugin_dir=plugin_dir(home))
-    changed, backup, enabled = set_enabled(home, remove=PLUGIN_NAME)
-    result.config_changed, result.backup, result.enabled = changed, backup, enabled
-    with file_lock(plugin_dir(home)):
-        result.files_changed = _remove_tree(home)
+    # Dry run of the config edit first, as install does: a refusal leaves the disk untouched (the
+    # plugin lock below would create plugins/ for its sidecar). _config_edited re-checks under the lock.
+    text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
+    if text is not None:
+        edit_enabled(text, remove=PLUGIN_NAME)
+    with file_lock(plugin_dir(home)), _config_edited(home, remove=PLUGIN_NAME) as (changed, backup, enabled):
+        result.config_changed, result.backup, result.enabled = changed, backup, enabled
+        result.files_changed = _remove_tree(home)  # a failure puts config.yaml back
     return result
 
 

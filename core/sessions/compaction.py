@@ -17,12 +17,13 @@ summary-body hashes agree with MemLock's; otherwise frozen literals are used.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from .. import jsondata
 
 #: Hermes 0.19 ``SUMMARY_PREFIX``, verbatim (1632 chars).
 SUMMARY_PREFIX_0_19 = (
@@ -94,7 +95,7 @@ def decode_content(content: Any) -> Any:
     """Decode a state.db ``messages.content`` value: ``"\\x00json:[...]"`` -> the list; else as is."""
     if isinstance(content, str) and content.startswith(CONTENT_JSON_PREFIX):
         try:
-            return json.loads(content[len(CONTENT_JSON_PREFIX):])
+            return jsondata.loads(content[len(CONTENT_JSON_PREFIX):])
         except ValueError:
             return content
     return content

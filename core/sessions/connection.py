@@ -93,6 +93,15 @@ class _Unavailable(Exception):
         self.status = status
 
 
+#: how SQLite's text decoding fails on bytes that are not UTF-8 (``sqlite3`` module, CPython 3.11)
+_NOT_UTF8 = "Could not decode to UTF-8"
+
+
+def _lenient_text(raw: bytes) -> str:
+    """A state.db text value with bytes that are not UTF-8 as U+FFFD (see ``StateDBConnection._run``)."""
+    return raw.decode("utf-8", "replace")
+
+
 class StateDBConnection:
     """The read-only connection to one ``state.db`` (the base of :class:`.statedb.StateDB`).
 
@@ -347,7 +356,12 @@ class StateDBConnection:
         return self._schema_cookie
 
     def _run(self, fn: Callable[[sqlite3.Connection], T], default: T) -> T:
-        """Run ``fn(conn)`` under the lock; on any SQLite/IO failure record the status, return default."""
+        """Run ``fn(conn)`` under the lock; on any SQLite/IO failure record the status, return default.
+
+        Text that is not valid UTF-8 (a damaged or hand-edited state.db: Hermes writes through
+        Python, always UTF-8) makes SQLite's default decoding raise for the whole query, which
+        showed as no sessions and no recall at all; the query is run again with such text
+        decoded leniently (bad bytes as U+FFFD), and the connection keeps reading that way."""
         with self._lock:
             try:
                 conn = self._open()
@@ -356,7 +370,14 @@ class StateDBConnection:
                     self._introspect(conn)
                     self._events_cache = None
                     self._change_state = None
-                return fn(conn)
+                try:
+                    return fn(conn)
+                except sqlite3.OperationalError as exc:
+                    if not str(exc).startswith(_NOT_UTF8) or conn.text_factory is _lenient_text:
+                        raise
+                    conn.text_factory = _lenient_text
+                    self.last_error = f"state.db holds text that is not valid UTF-8 (shown with U+FFFD): {exc}"
+                    return fn(conn)
             except _Unavailable as exc:
                 self._status = exc.status
                 self._drop()

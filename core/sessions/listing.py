@@ -7,11 +7,11 @@ connection of :mod:`.connection`. ``live`` marks the open session with the newes
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .. import jsondata
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
 from .connection import number_or_zero
@@ -229,7 +229,7 @@ class SessionReader(CompactionEventReader):
                 msg[k] = d[k]
         if d.get("tool_calls"):
             try:
-                msg["tool_calls"] = json.loads(d["tool_calls"])
+                msg["tool_calls"] = jsondata.loads(d["tool_calls"])
             except (TypeError, ValueError):
                 msg["tool_calls"] = []
         if role == "assistant":
@@ -424,7 +424,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     try:
-        calls = json.loads(raw) if isinstance(raw, str) else raw
+        calls = jsondata.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
         return []
     found = []
@@ -437,7 +437,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
         args = fn.get("arguments")
         if isinstance(args, str):
             try:
-                args = json.loads(args)
+                args = jsondata.loads(args)
             except ValueError:
                 continue
         if isinstance(args, dict):

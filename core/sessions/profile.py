@@ -12,14 +12,15 @@ lists in plain words what memdeck cannot show or does differently on this home
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fsio import read_regular_bytes
+from .. import jsondata
+from ..fsio import list_names, read_regular_bytes
+from ..memory.pending import MAX_PENDING_BYTES
 from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
@@ -232,12 +233,13 @@ def _pending(directory: Path) -> tuple[set[str], set[str]]:
     fields: set[str] = set()
     actions: set[str] = set()
     try:
-        paths = sorted(directory.glob("*.json"))[:500]
+        paths = [directory / n for n in list_names(directory, ".json")[0][:500]]
     except OSError:
         return fields, actions
     for p in paths:
         try:
-            payload = json.loads(read_regular_bytes(p).decode("utf-8-sig")).get("payload")
+            raw = read_regular_bytes(p, max_bytes=MAX_PENDING_BYTES)
+            payload = jsondata.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw).get("payload")
         except (OSError, ValueError, AttributeError):
             continue
         if not isinstance(payload, dict):

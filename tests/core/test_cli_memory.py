@@ -76,12 +76,16 @@ def test_pending_and_scan_commands(hermes_home: HermesHome, capsys) -> None:
     assert run(hermes_home, "pending", "list") == 0
     out = capsys.readouterr().out
     assert "abcd0001" in out and "c2_explicit" in out
-    assert run(hermes_home, "scan") == 0
+    assert run(hermes_home, "scan") == 3  # issue 22 #11: flagged items exit 3, so a script can tell
     assert "[pending] abcd0002" in capsys.readouterr().out
+    assert run(hermes_home, "scan", "--json") == 3
+    assert json.loads(capsys.readouterr().out)["flagged"] == 1
     assert run(hermes_home, "pending", "approve", "abcd0002") == 1
     assert run(hermes_home, "pending", "approve", "abcd0001") == 0
     assert run(hermes_home, "pending", "reject", "abcd0002") == 0
     assert hermes_home.memory_file("user").read_text() == "Likes tea" and not list(d.glob("*.json"))
+    assert run(hermes_home, "scan") == 0  # clean
+    assert "no threats found" in capsys.readouterr().out
 
 
 def test_edit_move_normalize(hermes_home: HermesHome, capsys) -> None:

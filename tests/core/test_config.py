@@ -65,6 +65,8 @@ memlock:
         ("memlock:\n  max_slots: many\n", "memlock.max_slots"),
         ("memlock: 12\n", "memlock: is not a mapping"),
         (b"memory: \xff\xfe\n", "could not be read"),
+        # issue 22: a 13 MB config.yaml stalled every command; over 1 MiB it is not parsed
+        ("memory:\n  memory_char_limit: 3000\n" + "# padding\n" * 110_000, "1,048,576-byte bound"),
     ],
 )
 def test_broken_config_falls_back_with_warning(tmp_path: Path, text: str | bytes, needle: str) -> None:

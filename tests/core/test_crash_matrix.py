@@ -54,8 +54,11 @@ def _data_files(home: HermesHome) -> dict[str, bytes]:
         rel = p.relative_to(home.path).as_posix()
         name = p.name
         if (not p.is_file() or rel.startswith("memdeck/") or name.startswith(".") or name.endswith((".lock", ".tmp"))
-                or ".bak." in name or name.endswith(APPLYING_SUFFIX)):  # a record set aside: _aside_records
+                or ".bak." in name or rel in ("state.db-wal", "state.db-shm", "state.db-journal")
+                or name.endswith(APPLYING_SUFFIX)):  # a record set aside: _aside_records
             continue
+        if name.startswith("config.yaml.bak-"):  # plugin install's backup, named by the wall clock
+            rel = "config.yaml.bak-*"
         out[rel] = p.read_bytes()
     return out
 
@@ -490,4 +493,184 @@ def test_journal_agrees_with_files_at_every_point(matrix_root: str) -> None:
             continue
         _, points = _matrix(sc.name, matrix_root)
         bad += [f"{sc.name} step {p.step} ({p.what}): {j}" for p in points for j in p.journal]
+    assert not bad, "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- every writing command of the CLI
+#
+# The scenarios above are the core's write paths, chosen by hand. Below, every command of the real
+# parser that is not marked read-only (tests/helpers/commands.py: a new command is a writer until
+# it is marked read-only) runs as `memdeck ...` (``memdeck.core.cli.main``) on a copy of the
+# hostile homes' base (the demo home plus journal, archive and history) and is killed at every
+# durable step it takes, the change history's commits included. Its samples run in order; the
+# earlier ones set the home up (uninterrupted), the last one is the one killed. After each kill:
+# every data file holds its old or its new bytes; the journal never records a change the files
+# lack; the same command run again (the next command resolves what the kill left) exits with a
+# result or a reason, never a traceback; then nothing present before and after an uninterrupted
+# run is lost, the state is that run's, and memdeck.db passes its integrity check.
+
+#: a writer whose samples write nothing on the base home gets a setup here (home -> None)
+CLI_SETUP: dict[str, Callable[[Path], None]] = {
+    # normalize rewrites a drifted file: give USER.md whitespace drift (Hermes' parse, not its join)
+    "memory normalize": lambda root: (root / "memories" / "USER.md").write_text(
+        (root / "memories" / "USER.md").read_text(encoding="utf-8").replace("\n§\n", "\n\n§\n\n", 1), encoding="utf-8"),
+}
+
+
+def _cli_op(home: Path, argv: list[str], ok: tuple[int, ...] = (0, 3)) -> Callable[[], None]:
+    """``memdeck --home HOME ARGV`` in this process (deterministic clock and ids), raising when the
+    exit code is not in ``ok`` or an exception escapes (the child reports it)."""
+    import contextlib
+    import io
+
+    from memdeck.core.cli import main as cli_main
+
+    def op() -> None:
+        out, err = io.StringIO(), io.StringIO()
+        with deterministic(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli_main(["--home", str(home), *argv])
+        if code not in ok:
+            raise RuntimeError(f"exit {code}: {err.getvalue()[-300:]} {out.getvalue()[-300:]}")
+        if code != 0 and "memdeck: " not in err.getvalue() and '"success": false' not in out.getvalue():
+            raise RuntimeError(f"exit {code} without a reason")
+    return op
+
+
+@functools.lru_cache(maxsize=1)
+def _cli_base(root: str) -> Path:
+    from tests.helpers.hostile import build_base
+
+    return build_base(Path(root) / "cli-base")
+
+
+def _cli_case(cmd: str, root: Path) -> tuple[Path, list[str]]:
+    """A home set up for ``cmd`` (its setup, then every sample but the last, uninterrupted) and the
+    last sample, filled from that home."""
+    from tests.helpers.commands import SAMPLES, fill, home_values
+    from tests.helpers.hostile import copy_home
+
+    template = copy_home(_cli_base(str(root)), root / f"cli-{cmd.replace(' ', '_')}-template")
+    if cmd in CLI_SETUP:
+        CLI_SETUP[cmd](template)
+    samples = SAMPLES[cmd]
+    for argv in samples[:-1]:
+        status, _, log = run_in_child(_cli_op(template, fill(argv, home_values(str(template)))), None)
+        assert status == 0, f"{cmd}: the setup sample {argv} failed: {log[-1:]}"
+    return template, fill(samples[-1], home_values(str(template)))
+
+
+def _diff(got: State, want: State) -> str:
+    """What ``got`` holds that ``want`` does not and the reverse, per file/archive (short)."""
+    out = []
+    for t in ("memory", "user"):
+        a, b = got.memory.get(t, []), want.memory.get(t, [])
+        if a != b:
+            out.append(f"{t}: extra {[x[:40] for x in a if x not in b]} missing {[x[:40] for x in b if x not in a]}"
+                       + (" (order)" if sorted(a) == sorted(b) else ""))
+    if got.archive != want.archive:
+        out.append(f"archive: extra {set(got.archive) - set(want.archive)} missing {set(want.archive) - set(got.archive)}")
+    for k in sorted(set(got.anchors) | set(want.anchors)):
+        a, b = got.anchors.get(k, []), want.anchors.get(k, [])
+        if a != b:
+            out.append(f"{k}: extra {[(t[:30], p) for t, p in a if (t, p) not in b]} "
+                       f"missing {[(t[:30], p) for t, p in b if (t, p) not in a]}")
+    return "; ".join(out)
+
+
+def _integrity(home: HermesHome) -> list[str]:
+    rows = _rows(home, "PRAGMA integrity_check")
+    return [] if rows == [("ok",)] or not rows else [f"memdeck.db integrity_check: {rows[:3]}"]
+
+
+def _cli_point(cmd: str, template: Path, argv: list[str], root: Path, step: int, what: str,
+               old: State, new: State, again: State) -> Point:
+    """Kill ``memdeck ARGV`` before ``step``; check the disk, resolve what the kill left as the next
+    write would (both stores' intent recovery), run the command again, and compare with an
+    uninterrupted run (``new``) or, when the kill came after the change was made, with two
+    uninterrupted runs (``again``: ``undo`` twice undoes two changes, ``pin`` twice pins twice)."""
+    from tests.helpers.hostile import copy_home, remove_home
+
+    path = copy_home(template, root / f"cli-{cmd.replace(' ', '_')}-{step}")
+    home = HermesHome(path)
+    hard: list[str] = []
+    jr: list[str] = []
+    status, _, log = run_in_child(_cli_op(path, argv), step)
+    if status != CRASH_STATUS:
+        hard.append(f"the child did not reach step {step} (status {status}, {log[-1:]})")
+    crashed = snapshot(home)
+    for rel in sorted(set(old.files) | set(new.files) | set(crashed.files)):
+        if crashed.files.get(rel) not in (old.files.get(rel), new.files.get(rel)):
+            hard.append(f"{rel} is neither its old nor its new content")
+    data = lambda st: {k: v for k, v in st.files.items() if not k.startswith("pending/")}  # noqa: E731
+    if new.journal != old.journal and crashed.journal == new.journal and data(crashed) != data(new):
+        hard.append("the journal records the change but the files do not hold it")
+    keep = old.texts() & new.texts()
+    lost = keep - crashed.texts()
+    if lost:
+        hard.append(f"lost after the kill: {sorted(lost)[:3]}")
+    with deterministic():
+        recover_intents(home, CFG)
+        _as(home).recover_intents()
+    lost = keep - snapshot(home).texts()
+    if lost:
+        hard.append(f"lost after intent recovery: {sorted(lost)[:3]}")
+    status, _, log = run_in_child(_cli_op(path, argv, ok=(0, 1, 3)), None)
+    if status != 0:
+        hard.append(f"the command run again failed: {log[-1:]}")
+    final = snapshot(home)
+    lost = keep - final.texts()
+    if lost:
+        hard.append(f"lost after the command ran again: {sorted(lost)[:3]}")
+    if final.logical() not in (new.logical(), again.logical()):
+        hard.append(f"after the command ran again the state is neither one run's nor two runs': {_diff(final, new)}")
+    elif final.files not in (new.files, again.files):
+        want = new if final.logical() == new.logical() else again
+        changed = sorted(k for k in set(final.files) | set(want.files) if final.files.get(k) != want.files.get(k))
+        jr.append(f"after the command ran again these files differ from an uninterrupted run's: {changed[:5]}")
+    hard += _integrity(home)
+    remove_home(path)
+    return Point(step, what, hard, jr)
+
+
+@functools.lru_cache(maxsize=None)
+def _cli_matrix(cmd: str, root: str) -> tuple[int, tuple[Point, ...]]:
+    from tests.helpers.hostile import copy_home
+
+    base = Path(root)
+    template, argv = _cli_case(cmd, base)
+    old = snapshot(HermesHome(template))
+    h_new = copy_home(template, base / f"cli-{cmd.replace(' ', '_')}-new")
+    steps, log = crash_points(_cli_op(h_new, argv))
+    new = snapshot(HermesHome(h_new))
+    assert new.files != old.files or new.archive != old.archive or new.journal != old.journal, (
+        f"`memdeck {' '.join(argv)}` changed nothing on the crash matrix's home: give {cmd!r} a sample that "
+        "writes, or a setup in CLI_SETUP")
+    status, _, run_log = run_in_child(_cli_op(h_new, argv, ok=(0, 1, 3)), None)  # the same command once more
+    assert status == 0, f"`memdeck {' '.join(argv)}` run a second time failed: {run_log[-1:]}"
+    again = snapshot(HermesHome(h_new))
+    return steps, tuple(_cli_point(cmd, template, argv, base, n, log[n - 1], old, new, again)
+                        for n in range(1, steps + 1))
+
+
+def _writers() -> list[str]:
+    from tests.helpers.commands import writers
+
+    return writers()
+
+
+@pytest.mark.parametrize("cmd", _writers())
+def test_every_writing_command_killed_at_every_step_loses_nothing(cmd: str, matrix_root: str) -> None:
+    steps, points = _cli_matrix(cmd, matrix_root)
+    assert steps == len(points) >= 2
+    bad = [f"step {p.step} ({p.what}): {h}" for p in points for h in p.hard]
+    assert not bad, "\n".join(bad)
+
+
+def test_every_writing_command_leaves_the_files_of_an_uninterrupted_run(matrix_root: str) -> None:
+    """After a kill and the same command again, every data file holds what an uninterrupted run
+    writes (not only the same entries and anchors)."""
+    bad = []
+    for cmd in _writers():
+        _, points = _cli_matrix(cmd, matrix_root)
+        bad += [f"{cmd} step {p.step} ({p.what}): {j}" for p in points for j in p.journal]
     assert not bad, "\n".join(bad)

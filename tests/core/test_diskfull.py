@@ -160,3 +160,61 @@ def test_disk_full_on_a_real_tmpfs(tmp_path: Path) -> None:
         assert any("commit" in m for m in messages), f"the COMMIT never failed: {messages[-3:]}"
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# --------------------------------------------------------------------------- every writing command of the CLI
+#
+# Every command of the real parser that is not marked read-only (tests/helpers/commands.py), run
+# as ``memdeck ...`` on the crash matrix's home, with each of its durable steps failing in turn
+# as on a full disk (tests/crashpoints.py ``fail_at``: ENOSPC from a rename, link, unlink or
+# fsync; SQLITE_FULL from a commit of memdeck.db, the change history's included). Whatever step
+# fails, the command ends with a result or a reason (never a traceback), and what it reports is
+# what the disk holds: success means the files hold an uninterrupted run's result; a failure
+# means the data files and the journal are as they were.
+
+from tests.core import test_crash_matrix as matrix  # noqa: E402 - the CLI matrix's home and snapshot
+
+
+@pytest.fixture(scope="module")
+def full_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("diskfull_cli"))
+
+
+def _outcome_is_the_disk(cmd: str, root: str) -> list[str]:
+    from tests.crashpoints import DONE_STATUS, crash_points, run_in_child
+    from tests.helpers.hostile import copy_home, remove_home
+
+    base = Path(root)
+    template, argv = matrix._cli_case(cmd, base)  # noqa: SLF001
+    old = matrix.snapshot(HermesHome(template))
+    h_new = copy_home(template, base / f"full-{cmd.replace(' ', '_')}-new")
+    steps, log = crash_points(matrix._cli_op(h_new, argv))  # noqa: SLF001
+    new = matrix.snapshot(HermesHome(h_new))
+    bad: list[str] = []
+    for n in range(1, steps + 1):
+        path = copy_home(template, base / f"full-{cmd.replace(' ', '_')}-{n}")
+        status, _, child_log = run_in_child(matrix._cli_op(path, argv, ok=(0, 3)), None, fail_at=n)  # noqa: SLF001
+        got = matrix.snapshot(HermesHome(path))
+        where = f"{cmd} step {n} ({log[n - 1]} fails)"
+        reported = child_log[-1] if child_log else ""
+        if status == DONE_STATUS:
+            if got.logical() != new.logical():
+                bad.append(f"{where}: reported success but the disk does not hold the result: {matrix._diff(got, new)}")  # noqa: SLF001
+        elif "exit 1:" in reported and "Traceback" not in reported:
+            if got.files != old.files or got.journal != old.journal:
+                changed = sorted(k for k in set(got.files) | set(old.files) if got.files.get(k) != old.files.get(k))
+                bad.append(f"{where}: reported a failure but changed {changed or 'the journal'}")
+            if "full" not in reported and "No space" not in reported and "disk" not in reported:
+                bad.append(f"{where}: the reason does not say the disk is full: {reported[-200:]}")
+        else:
+            bad.append(f"{where}: {reported[-400:]}")
+        if not matrix._integrity(HermesHome(path)) == []:  # noqa: SLF001
+            bad.append(f"{where}: {matrix._integrity(HermesHome(path))}")  # noqa: SLF001
+        remove_home(path)
+    return bad
+
+
+@pytest.mark.parametrize("cmd", matrix._writers())  # noqa: SLF001
+def test_every_writing_command_on_a_full_disk_reports_what_the_disk_holds(cmd: str, full_root: str) -> None:
+    bad = _outcome_is_the_disk(cmd, full_root)
+    assert not bad, "\n".join(bad)

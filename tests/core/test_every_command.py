@@ -3,7 +3,7 @@ parser has: a command added later fails here until it has a sample in tests/help
 
 from __future__ import annotations
 
-from tests.helpers.commands import SAMPLES, command_paths
+from tests.helpers.commands import READ_ONLY, SAMPLES, WRITES, command_paths, writers
 
 
 def test_every_command_of_the_parser_has_samples() -> None:
@@ -13,3 +13,14 @@ def test_every_command_of_the_parser_has_samples() -> None:
     stale = [p for p in SAMPLES if p not in paths]
     assert not stale, f"SAMPLES names commands the parser no longer has: {stale}"
     assert all(SAMPLES[p] for p in paths)
+
+
+def test_every_command_is_read_only_or_says_what_it_writes() -> None:
+    """A new command is a writer (the kill, disk-full, multi-process and hostile-home tests run it as
+    one) until it is marked read-only; a writer names the files it may change."""
+    paths = command_paths()
+    assert READ_ONLY <= set(paths), f"READ_ONLY names commands the parser no longer has: {READ_ONLY - set(paths)}"
+    missing = [p for p in writers() if p not in WRITES]
+    assert not missing, f"say in tests/helpers/commands.py WRITES which files {missing} may change (or mark them READ_ONLY)"
+    assert not (READ_ONLY & set(WRITES)), "a command is both read-only and a writer"
+    assert set(WRITES) <= set(paths)

@@ -173,6 +173,29 @@ def test_normalize_rewrites_canonical_and_keeps_backup(hermes_home: HermesHome, 
     assert store.normalize("memory").changed is False
 
 
+def test_a_refusal_repeated_keeps_one_snapshot_of_the_same_bytes(hermes_home: HermesHome, store: MemoryStore,
+                                                                  monkeypatch) -> None:
+    """Each refused write of a drifted file snapshots it (Hermes' drift guard); the same bytes are
+    snapshotted once, however often the write is retried (a 50 MB file wrote 50 MB per refusal)."""
+    import time as _time
+
+    write_raw(hermes_home, "memory", "a\n\n§\n\nb")
+    clock = iter(range(1_800_000_000, 1_800_000_100))
+    monkeypatch.setattr(_time, "time", lambda: float(next(clock)))
+    baks = set()
+    for _ in range(4):
+        with pytest.raises(Refused) as ei:
+            store.add("memory", "c")
+        baks.add(ei.value.details["drift_backup"])
+    assert len(baks) == 1 and sorted(p.name for p in hermes_home.memories_dir.glob("MEMORY.md.bak.*")) == [
+        Path(next(iter(baks))).name]
+    write_raw(hermes_home, "memory", "a\n\n§\n\nb changed")  # other bytes: a new snapshot
+    with pytest.raises(Refused) as ei:
+        store.add("memory", "c")
+    assert ei.value.details["drift_backup"] not in baks
+    assert Path(ei.value.details["drift_backup"]).read_text() == "a\n\n§\n\nb changed"
+
+
 def test_normalize_refuses_an_entry_over_the_limit(hermes_home: HermesHome) -> None:
     s = MemoryStore(hermes_home, SMALL)
     write_raw(hermes_home, "memory", "x" * 61)

@@ -234,6 +234,35 @@ def test_cli_install_into_an_unwritable_plugins_path_is_an_error_not_a_traceback
     assert not list(hermes_home.path.glob("config.yaml.bak-*"))
 
 
+def test_an_install_that_cannot_stage_leaves_plugins_untouched(hermes_home, capsys):
+    """The plugin's files are staged in memdeck/ before plugins/ is created or locked: a staging
+    that fails (here memdeck/staging is a file; a read-only memdeck/ or a full disk alike) left an
+    empty plugins/ and its lock behind (found by the hostile homes)."""
+    write_config(hermes_home, CONFIG)
+    before = hermes_home.config_path.read_bytes()
+    (hermes_home.path / "memdeck").mkdir()
+    (hermes_home.path / "memdeck" / "staging").write_text("in the way", encoding="utf-8")
+    assert cli_main(["--home", str(hermes_home.path), "plugin", "install"]) == 1
+    assert "memdeck: error:" in capsys.readouterr().err
+    assert not hermes_home.plugins_dir.exists()
+    assert hermes_home.config_path.read_bytes() == before
+
+
+def test_an_alias_bomb_config_is_refused_not_edited(hermes_home):
+    """memdeck's config reader refuses a config that expands past its bound; the installer edited
+    it anyway (found by the hostile homes)."""
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdef", "bcdefg"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]")
+    write_config(hermes_home, "\n".join(lines) + "\n")
+    before = hermes_home.config_path.read_bytes()
+    from memdeck.core.errors import Refused
+
+    with pytest.raises(Refused, match="expands to more than"):
+        install_plugin(hermes_home)
+    assert hermes_home.config_path.read_bytes() == before and not plugin_dir(hermes_home).exists()
+
+
 def test_status_advises_disabling_memlock_only_when_memdecks_plugin_would_run_too(hermes_home, capsys):
     """Issue 8 #9: with memdeck's plugin not installed, MemLock is the guard; nothing to disable."""
     write_config(hermes_home, "plugins:\n  enabled:\n    - memlock\n")

@@ -124,3 +124,36 @@ def test_recall_preview_fences_hits(demo: HermesHome) -> None:
     assert preview.fence.startswith("<memory-context>") and preview.fence.endswith("</memory-context>")
     none, err2 = run_recall(None, "x", demo, load_config(demo))
     assert none is None and "no state.db" in (err2 or "")
+
+
+def test_an_unreadable_memory_file_keeps_its_banner_after_the_first_paint(demo: HermesHome) -> None:
+    """The memory-only first paint carried no banner for a MEMORY.md that is not UTF-8, and the full
+    build reused that memory part unchanged: Capacity showed an empty file, no banner (found by the
+    hostile homes, tests/tui/test_hostile_panels.py)."""
+    from memdeck.core.overview.snapshot import build_memory_snapshot, take_stamps
+
+    demo.memory_file("memory").write_bytes(b"caf\xe9\n\xc2\xa7\nsecond")
+    cfg = load_config(demo)
+    first = build_memory_snapshot(demo, cfg, stamps=take_stamps(demo, None))
+    assert "not valid UTF-8" in (first.error_for("capacity") or "")
+    db = open_statedb(demo)
+    try:
+        full = build_snapshot(demo, cfg, db, previous=first, stamps=take_stamps(demo, db))
+    finally:
+        if db is not None:
+            db.close()
+    assert "not valid UTF-8" in (full.error_for("capacity") or "")
+
+
+@pytest.mark.parametrize("config_text,panels", [
+    (b"memory: \xff\n", ("capacity", "integrity", "anchors")),            # not UTF-8: every default applies
+    ("memory:\n  memory_char_limit: lots\n", ("capacity", "integrity", "anchors")),
+])
+def test_a_config_that_cannot_be_used_is_a_banner_where_its_numbers_show(demo: HermesHome, config_text, panels) -> None:
+    """config.yaml's problems were only in ``warnings``, which no panel showed: the char limits of
+    Capacity were the defaults with nothing on screen saying so."""
+    (demo.path / "config.yaml").write_bytes(config_text if isinstance(config_text, bytes) else config_text.encode())
+    snap = build_snapshot(demo, load_config(demo), open_statedb(demo))
+    for p in panels:
+        assert "config" in (snap.error_for(p) or "") or "memory_char_limit" in (snap.error_for(p) or ""), p
+    assert not snap.errors.get("capacity")  # a notice, not a failed source: the next build stays incremental

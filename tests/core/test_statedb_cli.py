@@ -35,7 +35,7 @@ def test_recall_json_and_hostile_query(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_missing_db_is_a_status_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "memories").mkdir(parents=True)  # a home (it has memories/) without state.db
     assert main(["--home", str(tmp_path / "h"), "sessions"]) == 0
     assert "state.db: missing" in capsys.readouterr().err
     assert main(["--home", str(tmp_path / "h"), "recall", "x", "--json"]) == 0

@@ -5,10 +5,17 @@
 store test, the raw-open audit, the hostile homes). ``tests/core/test_every_command.py`` fails
 when a command of the parser has no sample here, so a command added later cannot skip them.
 
-A sample is an argv after ``memdeck --home H``; ``{entry}`` is replaced with the text of an
-existing MEMORY.md entry of the home (or a placeholder when it has none), ``{session}`` with a
-session id, ``{pending}`` with a pending write's id, ``{anchor}`` with an anchor id,
-``{textfile_dir}`` with a directory beside the home (created) for ``metrics --textfile``.
+A sample is an argv after ``memdeck --home H``; its ``{placeholders}`` are filled from the home
+(:func:`home_values`: an entry, a pending write, an anchor, archive rows, a change, a directory
+beside the home for ``metrics --textfile``). The kill and
+disk-full tests run a writer's samples in order on one home, each to completion but the one they
+interrupt: an earlier sample sets up a later one (``plugin uninstall`` installs first).
+
+Every command is a *writer* unless :data:`READ_ONLY` names it: the kill and disk-full tests, the
+multi-process store test and the hostile homes run every writer, so a new command is treated as
+one until it is marked read-only here (and then the hostile homes check that it changes no
+file). A writer says in :data:`WRITES` which files of a home it may change;
+``tests/core/test_every_command.py`` fails when a command is in neither.
 """
 
 from __future__ import annotations
@@ -23,13 +30,13 @@ SAMPLES: dict[str, list[list[str]]] = {
     "status": [["status"], ["status", "--json"]],
     "memory list": [["memory", "list"], ["memory", "list", "--json"]],
     "memory add": [["memory", "add", "--target", "memory", "every-command probe entry"]],
-    "memory replace": [["memory", "replace", "--target", "memory", "every-command probe entry", "every-command probe entry v2"]],
-    "memory remove": [["memory", "remove", "--target", "memory", "every-command probe entry"]],
+    "memory replace": [["memory", "replace", "--target", "memory", "{entry_id}", "{entry} (replaced)"]],
+    "memory remove": [["memory", "remove", "--target", "memory", "{entry_id}"]],
     "memory edit": [["memory", "edit", "{entry_id}", "{entry} (edited)", "--json"]],
     "memory move": [["memory", "move", "{entry_id}", "--to", "user", "--json"]],
     "memory normalize": [["memory", "normalize", "--target", "user", "--json"]],
     "archive": [["archive", "--list"], ["archive", "{entry_id}", "--json"]],
-    "restore": [["restore", "1", "--json"]],
+    "restore": [["restore", "{archived_entry}", "--json"]],
     "undo": [["undo", "--json"]],
     "pending list": [["pending", "list"], ["pending", "list", "--json"]],
     "pending approve": [["pending", "approve", "{pending}", "--json"]],
@@ -44,17 +51,17 @@ SAMPLES: dict[str, list[list[str]]] = {
     "unpin": [["unpin", "{anchor}", "--json"]],
     "anchor edit": [["anchor", "edit", "{anchor}", "--priority", "5", "--json"]],
     "anchor archive": [["anchor", "archive", "{anchor}", "--json"]],
-    "anchor restore": [["anchor", "restore", "1", "--json"]],
+    "anchor restore": [["anchor", "restore", "{archived_anchor}", "--json"]],
     "audit": [["audit"], ["audit", "--json"],
               ["audit", "--what-if", "Always reply in bullet points.", "--probe", "bullet", "--priority", "70", "--json"],
               ["audit", "--what-if", "Use British English spelling everywhere."]],
     "preview": [["preview"], ["preview", "--json"]],
-    "plugin install": [["plugin", "status", "--json"]],  # installing is covered by its own tests; status is read-only
-    "plugin uninstall": [["plugin", "status"]],
+    "plugin install": [["plugin", "install", "--json"]],
+    "plugin uninstall": [["plugin", "install", "--json"], ["plugin", "uninstall", "--json"]],
     "plugin status": [["plugin", "status"], ["plugin", "status", "--json"]],
     "history": [["history"], ["history", "--json"]],
-    "revert": [["revert", "1", "--json"]],
-    "watch": [["watch", "--timeout", "1", "--max-events", "5"]],
+    "revert": [["revert", "{change}", "--json"]],
+    "watch": [["watch", "--timeout", "0.3", "--max-events", "5"]],
     # serve runs until stopped: --check binds a free port, prints the URL and exits (the served
     # tabs are tested in tests/tui/test_serve_http.py and test_serve_browser.py)
     "serve": [["serve", "--port", "0", "--check"], ["serve", "--port", "0", "--check", "--read-only"]],
@@ -64,6 +71,66 @@ SAMPLES: dict[str, list[list[str]]] = {
     "fleet": [["fleet"], ["fleet", "--json"]],
     "metrics": [["metrics"], ["metrics", "--textfile", "{textfile_dir}"]],
 }
+
+
+#: The commands that never change a file of the home (memdeck.db aside: every command records
+#: the change history there). Anything not listed is a writer.
+READ_ONLY: frozenset[str] = frozenset({
+    "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
+    "plugin status", "history", "watch", "context",
+    # the dashboard's server (its own sessions write through the dashboard's stores), a script on
+    # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
+    "serve", "completion", "fleet", "metrics",
+})
+
+#: Commands that exit 0 where there is no Hermes home, each for a reason (every other command exits
+#: 4 there): ``completion`` reads no home (it prints a shell script; its parser sets
+#: ``needs_home=False``); ``fleet`` and ``metrics`` show every home, a missing one as its row's
+#: error (``core/cli`` ``ANY_HOME_COMMANDS``).
+NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion", "fleet", "metrics"})
+
+#: Commands that read nothing of a home: the hostile homes run them on the homes that are no
+#: home only (their output cannot depend on what a home holds).
+READS_NO_HOME: frozenset[str] = frozenset({"completion"})
+
+#: What each writer may change, as ``fnmatch`` patterns of home-relative paths (``*`` crosses
+#: ``/``), besides memdeck's own files (memdeck.db and its side files, ``*.lock`` sidecars).
+WRITES: dict[str, tuple[str, ...]] = {
+    "memory add": ("memories/*",),
+    "memory replace": ("memories/*",),
+    "memory remove": ("memories/*",),
+    "memory edit": ("memories/*",),
+    "memory move": ("memories/*",),
+    "memory normalize": ("memories/*",),
+    "archive": ("memories/*",),
+    "restore": ("memories/*",),
+    "undo": ("memories/*", "memlock/*"),
+    "pending approve": ("memories/*", "pending/memory/*"),
+    "pending reject": ("pending/memory/*",),
+    "pin": ("memlock/*",),
+    "unpin": ("memlock/*",),
+    "anchor edit": ("memlock/*",),
+    "anchor archive": ("memlock/*",),
+    "anchor restore": ("memlock/*",),
+    "plugin install": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
+    "plugin uninstall": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
+    "revert": ("memories/*", "memlock/*"),
+}
+
+
+def writers() -> list[str]:
+    """Every command of the parser that is not :data:`READ_ONLY`, in parser order."""
+    return [p for p in command_paths() if p not in READ_ONLY]
+
+
+def command_of(argv: list[str]) -> str:
+    """The command path (``"memory add"``) an argv after the global options invokes."""
+    paths = set(SAMPLES)
+    for n in (2, 1):
+        head = " ".join(argv[:n])
+        if head in paths:
+            return head
+    raise KeyError(f"no command for {argv!r}")
 
 
 def command_paths(parser: argparse.ArgumentParser | None = None) -> list[str]:
@@ -86,18 +153,28 @@ def _leaves(p: argparse.ArgumentParser, prefix: tuple[str, ...]) -> Iterator[str
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
-    """``argv`` with ``{entry}``, ``{entry_id}``, ``{session}``, ``{pending}``, ``{anchor}``, ``{textfile_dir}`` replaced."""
+    """``argv`` with its ``{placeholders}`` replaced (see :func:`home_values`)."""
     return [a.format(**values) if "{" in a else a for a in argv]
 
 
+#: what every placeholder is where the home has none (a hostile home still gets its commands)
+PLACEHOLDERS = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
+                "pending": "no-such-pending", "anchor": "no-such-anchor", "archived_entry": "1",
+                "archived_anchor": "1", "change": "1"}
+
+
 def home_values(home_path: str) -> dict[str, str]:
-    """Values for :func:`fill` read from a home through memdeck's own readers (placeholders
-    where the home has none, or cannot be read: a hostile home must still get its commands)."""
+    """Values for :func:`fill`, read from a home through memdeck's own readers (never blocking on a
+    FIFO): ``entry``/``entry_id`` the first MEMORY.md entry; ``pending`` the first pending write
+    that could be approved (else the first); ``session``/``anchor`` the first readable MemLock
+    session with anchors and its first anchor; ``archived_entry``/``archived_anchor`` the newest
+    archive row of each kind, ``change`` the newest revertible change by another writer (memdeck.db
+    read ``mode=ro``: nothing is created or migrated). :data:`PLACEHOLDERS` where there is none."""
     from pathlib import Path
 
-    values = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
-              "pending": "no-such-pending", "anchor": "no-such-anchor"}
-    textfile_dir = Path(home_path).absolute().parent / (Path(home_path).name + "-textfile")
+    values = dict(PLACEHOLDERS)
+    root = Path(home_path)
+    textfile_dir = root.absolute().parent / (root.name + "-textfile")
     try:
         textfile_dir.mkdir(exist_ok=True)
     except OSError:  # a hostile place: the command then says it cannot write there
@@ -108,34 +185,64 @@ def home_values(home_path: str) -> dict[str, str]:
         from memdeck.core.home import HermesHome
         from memdeck.core.memory.reader import read_memory
 
-        home = HermesHome(Path(home_path))
+        home = HermesHome(root)
         state = read_memory(home, load_config(home), "memory")
         if state.entries:
-            first = state.entries[0]
-            values["entry"] = getattr(first, "text", str(first))
-            values["entry_id"] = str(getattr(first, "id", values["entry_id"]))
+            values["entry"], values["entry_id"] = state.entries[0].text, str(state.entries[0].id)
     except Exception:  # noqa: BLE001 - a hostile home keeps the placeholders
         pass
     try:
         from memdeck.core.home import HermesHome
         from memdeck.core.memory.pending import list_pending
 
-        recs = list_pending(HermesHome(Path(home_path)))
-        if recs:
-            values["pending"] = str(recs[0].id)
+        recs = list_pending(HermesHome(root))
+        usable = [r for r in recs if not r.malformed and not r.threats] or recs
+        if usable:
+            values["pending"] = str(usable[0].id)
     except Exception:  # noqa: BLE001
         pass
     try:
-        import json
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.home import HermesHome
 
-        for f in sorted((Path(home_path) / "memlock").glob("*.json")):
-            data = json.loads(f.read_text(encoding="utf-8"))
-            anchors = data.get("anchors") if isinstance(data, dict) else None
-            if anchors:
-                first = anchors[0] if isinstance(anchors, list) else next(iter(anchors.values()))
-                values["anchor"] = str(first.get("id") or first.get("anchor_id"))
-                values["session"] = f.stem
-                break
+        store = AnchorStore(HermesHome(root))
+        for info in store.list_sessions():
+            if info.error is None:
+                anchors = store.load_session(info.session_id).sorted_anchors()
+                if anchors:
+                    values["session"], values["anchor"] = info.session_id, anchors[0].id
+                    break
     except Exception:  # noqa: BLE001
         pass
+    values.update(_deck_values(root / "memdeck" / "memdeck.db"))
     return values
+
+
+def _deck_values(path: object) -> dict[str, str]:
+    import sqlite3
+    import urllib.parse
+    from pathlib import Path
+
+    p = Path(str(path))
+    if not p.is_file():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        conn = sqlite3.connect("file:" + urllib.parse.quote(str(p.absolute())) + "?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return {}
+    try:
+        for key, kind in (("archived_entry", "memory"), ("archived_anchor", "anchor")):
+            row = conn.execute("SELECT MAX(archive_id) FROM archive WHERE kind = ? AND state = 'archived'",
+                               (kind,)).fetchone()
+            if row and row[0] is not None:
+                out[key] = str(row[0])
+        row = conn.execute("SELECT MAX(change_id) FROM history WHERE actor != 'cli' AND actor != 'tui'"
+                           " AND reverted_by IS NULL").fetchone()
+        if row and row[0] is not None:
+            out["change"] = str(row[0])
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    return out

@@ -1,12 +1,16 @@
 """Several memdeck processes on one home at once (issue 22's blocker): the roles and their report.
 
-Run as ``python -m tests.helpers.store_stress ROLE HOME SECONDS TAG`` (the test starts each role as
+Run as ``python -m tests.helpers.store_stress ROLE HOME SECONDS TAG [K/N]`` (the test starts each role as
 its own process, as a user's shells would). Each role prints one JSON line at the end:
 
 - ``cli``: one ``memdeck`` *process* per command, in a loop until the deadline: ``memory add``,
-  ``history --json``, ``memory remove``, ``journal --json``, ``archive`` + ``restore`` and ``undo``
-  now and then. Every command is recorded as ``ok``, ``refused`` (exit 1 with memdeck's
-  ``refused:`` line: a reason) or ``failed`` (anything else, with its stderr).
+  ``history --json``, ``memory remove``, ``journal --json``, ``archive`` + ``restore`` now and
+  then, and each time round one sample of a writing command of ``tests/helpers/commands.py``:
+  the ``K``-th of ``N`` cli roles takes every ``N``-th sample from the ``K``-th on and goes on
+  past the deadline until each of its share ran once, so all of them run (a new writer joins
+  by default), filled from the home as it is then (never naming another role's notes). Every command
+  is recorded as ``ok``, ``refused`` (exit 1 with memdeck's ``refused:`` line: a reason) or
+  ``failed`` (anything else, with its stderr).
 - ``dashboard``: the real dashboard (``make_app``, watchers on), headless, adding and removing
   entries through its own write worker and refreshing on every change the others make; it
   reports its write outcomes, refreshes and every error toast or source banner it showed.
@@ -55,7 +59,7 @@ def _classify(proc: subprocess.CompletedProcess[str]) -> str:
     return _FAILED
 
 
-def run_cli(home: Path, seconds: float, tag: str) -> dict[str, Any]:
+def run_cli(home: Path, seconds: float, tag: str, share: str = "0/1") -> dict[str, Any]:
     counts = {_OK: 0, _REFUSED: 0, _FAILED: 0}
     failures: list[str] = []
     deadline = time.monotonic() + seconds
@@ -70,8 +74,15 @@ def run_cli(home: Path, seconds: float, tag: str) -> dict[str, Any]:
             failures.append(f"{' '.join(argv)} -> {proc.returncode}: {proc.stderr.strip()[-400:]}")
         return proc
 
-    while time.monotonic() < deadline:
+    k, n = (int(x) for x in share.split("/"))
+    writes = _writer_samples()[k::n]
+    ran: dict[str, int] = {}
+    while time.monotonic() < deadline or i < len(writes):
         text = f"stress {tag} note {i}"
+        if writes:
+            name, argv = writes[i % len(writes)]
+            cmd(*fill(argv, _values(home)))
+            ran[name] = ran.get(name, 0) + 1
         cmd("memory", "add", "--target", "memory", text)
         cmd("history", "--json", "--limit", "5")
         if i % 3 == 2:
@@ -86,7 +97,38 @@ def run_cli(home: Path, seconds: float, tag: str) -> dict[str, Any]:
         cmd("memory", "remove", "--target", "memory", text)
         cmd("journal", "--json", "--limit", "5")
         i += 1
-    return {"role": "cli", "tag": tag, "counts": counts, "failures": failures}
+    return {"role": "cli", "tag": tag, "counts": counts, "failures": failures, "writers": ran}
+
+
+def _writer_samples() -> list[tuple[str, list[str]]]:
+    from tests.helpers.commands import SAMPLES, writers
+
+    return [(name, argv) for name in writers() for argv in SAMPLES[name]]
+
+
+def fill(argv: list[str], values: dict[str, str]) -> list[str]:
+    from tests.helpers.commands import fill as _fill
+
+    return _fill(argv, values)
+
+
+def _values(home: Path) -> dict[str, str]:
+    """:func:`tests.helpers.commands.home_values`, but an entry another role added (a stress note)
+    is never named: the roles' own add/remove pairs stay theirs."""
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
+    from memdeck.core.memory.reader import read_memory
+    from tests.helpers.commands import PLACEHOLDERS, home_values
+
+    values = home_values(str(home))
+    try:
+        h = HermesHome(home)
+        entries = [e for e in read_memory(h, load_config(h), "memory").entries if not e.text.startswith("stress ")]
+    except Exception:  # noqa: BLE001 - the placeholders then
+        entries = []
+    values["entry"], values["entry_id"] = ((entries[0].text, str(entries[0].id)) if entries else
+                                           (PLACEHOLDERS["entry"], PLACEHOLDERS["entry_id"]))
+    return values
 
 
 def run_dashboard(home: Path, seconds: float, tag: str) -> dict[str, Any]:
@@ -167,7 +209,7 @@ ROLES = {"cli": run_cli, "dashboard": run_dashboard, "watch": run_watch}
 def main(argv: list[str]) -> int:
     role, home, seconds, tag = argv[0], Path(argv[1]), float(argv[2]), argv[3]
     os.environ.setdefault("TZ", "UTC")
-    report = ROLES[role](home, seconds, tag)
+    report = ROLES[role](home, seconds, tag, *argv[4:5])
     print(json.dumps(report))
     return 0
 

@@ -92,9 +92,13 @@ def test_real_home_is_resolved_like_the_commands(fake_tui, tmp_path: Path, monke
     assert head_start._done.wait(30) and head_start.first is not None
 
 
-def test_missing_home_is_one_line_and_exit_1(fake_tui, tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("where", ["missing", "not-a-home"])
+def test_missing_home_is_one_line_and_exit_4(fake_tui, tmp_path: Path, capsys, where: str) -> None:
+    """As every command (issue 22 #11): no home there is exit 4, one line, and no dashboard of zeros."""
     _mod, calls = fake_tui
-    assert main(["--home", str(tmp_path / "nope")]) == 1
+    if where == "not-a-home":
+        (tmp_path / "nope").mkdir()
+    assert main(["--home", str(tmp_path / "nope")]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no Hermes home at" in err and "--demo" in err
     assert calls == []

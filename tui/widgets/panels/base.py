@@ -135,7 +135,8 @@ class Panel(Vertical):
         """What this panel draws from ``snap`` (compared with ``==`` to skip a redraw)."""
         if not self.DEPENDS:
             return None
-        return (snap.config, snap.errors, snap.partial, *(getattr(snap, f, None) for f in self.DEPENDS))
+        return (snap.config, snap.errors, getattr(snap, "notices", None), snap.partial,
+                *(getattr(snap, f, None) for f in self.DEPENDS))
 
     def needs_drawing(self, snap: DeckSnapshot) -> bool:
         """False when ``snap`` holds the same data for this panel as the one last drawn."""
