@@ -24,7 +24,6 @@ from typing import Any
 from .. import jsondata
 from ..fsio import list_names, read_regular_bytes
 from ..home import TARGETS, HermesHome
-from ..memory.pending import MAX_PENDING_BYTES
 from ..sessions.statedb import StateDB
 
 #: seconds around a change's window in which a Hermes memory tool call may explain it
@@ -99,6 +98,9 @@ def remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) -> 
         rel = f"pending/memory/{n}"
         if rel in known:
             continue
+        # imported only for a record not yet seen: a recall process imports no memory write code (issue 23)
+        from ..memory.pending import MAX_PENDING_BYTES
+
         try:
             rec = jsondata.loads(read_regular_bytes(d / n, max_bytes=MAX_PENDING_BYTES))
         except (OSError, ValueError):
@@ -109,7 +111,10 @@ def remember_pending(conn: sqlite3.Connection, home: HermesHome, now: float) -> 
             conn.execute("INSERT OR REPLACE INTO history_seen (path, kind, target, stamp, content, seen_at) "
                          "VALUES (?, 'pending', ?, NULL, ?, ?)",
                          (rel, target if target in TARGETS else "memory", json.dumps(rec, ensure_ascii=False), now))
-    conn.execute("DELETE FROM history_seen WHERE kind = 'pending' AND seen_at < ?", (now - 7 * 86400.0,))
+    present = {f"pending/memory/{n}" for n in names}
+    gone = [(path,) for (path,) in conn.execute("SELECT path FROM history_seen WHERE kind = 'pending' AND seen_at < ?",
+                                                (now - 7 * 86400.0,)) if path not in present]
+    conn.executemany("DELETE FROM history_seen WHERE kind = 'pending' AND path = ?", gone)
 
 
 __all__ = ["ATTRIBUTION_SLACK", "hermes_attribution", "pending_attribution", "remember_pending"]

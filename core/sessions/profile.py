@@ -20,7 +20,6 @@ from typing import Any
 
 from .. import jsondata
 from ..fsio import list_names, read_regular_bytes
-from ..memory.pending import MAX_PENDING_BYTES
 from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
@@ -230,6 +229,8 @@ def _config_version(path: Path) -> int | None:
 
 
 def _pending(directory: Path) -> tuple[set[str], set[str]]:
+    from ..memory.pending import MAX_PENDING_BYTES  # here: a recall process never imports the memory write code (issue 23)
+
     fields: set[str] = set()
     actions: set[str] = set()
     try:

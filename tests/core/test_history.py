@@ -148,3 +148,27 @@ def test_observe_is_cheap_when_nothing_changed(hermes_home: HermesHome) -> None:
     for _ in range(50):
         history.observe(hermes_home, conn=conn)
     assert (time.perf_counter() - t) / 50 < 0.01
+
+
+def test_a_pending_copy_is_kept_while_its_file_is_there_and_forgotten_a_week_after_it_is_gone(hermes_home: HermesHome) -> None:
+    """``remember_pending`` forgets a staged write's copy older than 7 days only when its file is
+    gone: a write pending for weeks keeps its attribution (the copy was dropped at 7 days, and
+    every later process read and parsed the record again)."""
+    from memdeck.core.history.attribution import remember_pending
+
+    d = hermes_home.pending_dir
+    d.mkdir(parents=True)
+    (d / "a1.json").write_text(json.dumps({"id": "a1", "payload": {"action": "add", "target": "memory",
+                                                                   "content": "x"}}), encoding="utf-8")
+    (d / "b2.json").write_text(json.dumps({"id": "b2", "payload": {"action": "add", "target": "user",
+                                                                   "content": "y"}}), encoding="utf-8")
+    t0 = 1_800_000_000.0
+    conn = deckdb.connect(hermes_home)
+    try:
+        remember_pending(conn, hermes_home, t0)
+        (d / "b2.json").unlink()
+        remember_pending(conn, hermes_home, t0 + 8 * 86400)
+        kept = {(p, at) for p, at in conn.execute("SELECT path, seen_at FROM history_seen WHERE kind = 'pending'")}
+    finally:
+        conn.close()
+    assert kept == {("pending/memory/a1.json", t0)}
