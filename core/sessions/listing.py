@@ -105,10 +105,9 @@ class SessionReader(CompactionEventReader):
         (:class:`.records.UserTurn`). None when ``messages`` has no ``api_content`` column (Hermes
         0.17 / 0.18 never store what was appended to a turn); ``[]`` when the database is
         unavailable. One query, through ``idx_messages_session_active`` on 0.19+."""
-        if "api_content" not in self._mcols:
-            return None
-
-        def q(conn: sqlite3.Connection) -> list[UserTurn]:
+        def q(conn: sqlite3.Connection) -> list[UserTurn] | None:
+            if "api_content" not in self._mcols:
+                return None
             active = " AND active = 1" if self.has_active else ""
             ts = "timestamp" if "timestamp" in self._mcols else "NULL"
             rows = conn.execute(f"SELECT id, {ts}, content, api_content FROM messages WHERE session_id = ? AND "

@@ -26,6 +26,12 @@ Ops (all optional fields have defaults):
 * ``pending``: ``write_approval.list_pending("memory")``.
 * ``approve`` {id}: ``apply_memory_pending(record["payload"], store)`` like ``/memory
   approve``; the record is discarded only when the apply succeeded.
+* ``approve_dry`` {ids}: for each id, what this Hermes' own approval would do now, the home left
+  as it was: ``apply_memory_pending(record["payload"], store)`` on the files as they are, then the
+  files put back byte for byte (the record is never discarded). Per id: ``success``, ``error``
+  (Hermes' words) and ``changed`` (whether MEMORY.md or USER.md changed).
+* ``approve_all`` {ids}: ``approve`` for each id in order (a real approval: records discarded on
+  success), each result.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
   tool_calls, timestamp}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
 * ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
@@ -92,9 +98,20 @@ def _sessiondb() -> Any:
 
 
 def _store() -> Any:
+    """A ``MemoryStore`` with the char limits of the home's config.yaml (``memory.memory_char_limit``
+    / ``user_char_limit``, Hermes' defaults 2200 / 1375 when unset), as the agent builds it."""
     from tools.memory_tool import MemoryStore
 
-    store = MemoryStore()
+    limits: dict[str, Any] = {}
+    try:
+        from hermes_cli.config import load_config
+
+        mem = load_config().get("memory") or {}
+        if isinstance(mem, dict):
+            limits = {k: int(mem[k]) for k in ("memory_char_limit", "user_char_limit") if mem.get(k) is not None}
+    except Exception:  # noqa: BLE001 - no config: Hermes' defaults
+        limits = {}
+    store = MemoryStore(**limits)
     store.load_from_disk()
     return store
 
@@ -228,6 +245,51 @@ def op_approve(cmd: dict[str, Any]) -> dict[str, Any]:
     if result.get("success"):
         write_approval.discard_pending(write_approval.MEMORY, cmd["id"])
     return {"result": result, "discarded": bool(result.get("success"))}
+
+
+def _memory_files() -> dict[str, bytes | None]:
+    out = {}
+    for name in ("MEMORY.md", "USER.md"):
+        path = HOME / "memories" / name
+        out[name] = path.read_bytes() if path.exists() else None
+    return out
+
+
+def _put_back(files: dict[str, bytes | None]) -> None:
+    for name, data in files.items():
+        path = HOME / "memories" / name
+        if data is None:
+            if path.exists():
+                path.unlink()
+        elif not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def op_approve_dry(cmd: dict[str, Any]) -> dict[str, Any]:
+    """What this Hermes' approval of each record would do, the home left as it was (see the docstring)."""
+    from tools import memory_tool, write_approval
+
+    if not hasattr(memory_tool, "apply_memory_pending"):
+        return {"unsupported": "tools.memory_tool.apply_memory_pending does not exist"}
+    out = {}
+    for pid in cmd["ids"]:
+        rec = write_approval.get_pending(write_approval.MEMORY, pid)
+        if rec is None:
+            out[pid] = {"success": False, "error": f"no pending record {pid}", "changed": False}
+            continue
+        before = _memory_files()
+        try:
+            res = memory_tool.apply_memory_pending(rec.get("payload", {}), _store())
+        finally:
+            after = _memory_files()
+            _put_back(before)
+        out[pid] = {"success": bool(res.get("success")), "error": res.get("error"), "message": res.get("message"),
+                    "changed": after != before}
+    return {"results": out}
+
+
+def op_approve_all(cmd: dict[str, Any]) -> dict[str, Any]:
+    return {"results": [op_approve({"id": pid}) for pid in cmd["ids"]]}
 
 
 def op_session(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -577,7 +639,8 @@ def op_turns(cmd: dict[str, Any]) -> dict[str, Any]:
             before = len(server.requests)
             res = agent.run_conversation(text, conversation_history=history)
             history = res.get("messages")
-            sent = [_last_user_content(r) for r in server.requests[before:]]
+            sent = [c for c in (_last_user_content(r) for r in server.requests[before:])
+                    if isinstance(c, str) and c.startswith(text)]  # 0.22 asks for a title beside the turn
             turns.append({"final": res.get("final_response"), "sent": sent[0] if sent else None,
                           "requests": len(sent)})
         return {"providers": [p.name for p in mgr.providers] if mgr is not None else [], "calls": calls,
