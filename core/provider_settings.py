@@ -310,9 +310,16 @@ def _is_provider_dir(path: Path) -> bool:
     return "register_memory_provider" in head or "MemoryProvider" in head
 
 
-def _memory_section(config: Config, rules: str, notes: list[str]) -> Mapping[str, Any] | None:
-    """``memory:`` as that Hermes sees it: a mapping, ``{}``, or None (0.17-0.20 failing on it)."""
+def _memory_section(config: Config, rules: str, notes: list[str], version: str | None = None) -> Mapping[str, Any] | None:
+    """``memory:`` as that Hermes sees it: a mapping, ``{}``, or None (0.17-0.20 failing on it).
+    An empty ``memory:`` (YAML null) replaces the default section in 0.17 / 0.18's ``_deep_merge``
+    (fixed in 0.19, #58277): those fail on it as on any other value that is not a mapping."""
     raw_mem = config.raw.get("memory")
+    v = _version_tuple(version)
+    if raw_mem is None and "memory" in config.raw and v is not None and v < (0, 19, 0):
+        notes.append("memory: is empty: Hermes 0.17 / 0.18 replace the default section with it and run with no "
+                     "built-in memory and no provider (fixed in 0.19)")
+        return None
     if raw_mem is None:
         return {}
     if isinstance(raw_mem, Mapping):
@@ -326,7 +333,7 @@ def configured_provider(config: Config, version: str | None) -> str | None:
     """``memory.provider`` as the Hermes of ``version`` reads it (None: the built-in stores alone).
     Pure: reads nothing but ``config``."""
     rules = rules_for(version)
-    return _provider_name(_memory_section(config, rules, []), rules, [])
+    return _provider_name(_memory_section(config, rules, [], version), rules, [])
 
 
 def provider_settings(config: Config, home: Path | Any, version: str | None) -> ProviderSettings:
@@ -343,12 +350,15 @@ def provider_settings(config: Config, home: Path | Any, version: str | None) -> 
     notes: list[str] = []
     if version is None:
         notes.append("the Hermes version is unknown: the keys are read as Hermes 0.19 reads them")
-    mem = _memory_section(config, rules, notes)
+    mem = _memory_section(config, rules, notes, version)
     name = _provider_name(mem, rules, notes)
     found = None
     own = None
+    raw = mem.get("provider") if mem is not None else None
     if name is not None:
-        if name in bundled_with(version):
+        if isinstance(raw, str) and raw != raw.strip():
+            pass  # Hermes looks the padded name up as written: it finds nothing (noted above)
+        elif name in bundled_with(version):
             found = f"bundled with Hermes {version or '0.19'}"
         elif _is_provider_dir(home_path / "plugins" / name):
             found = f"plugins/{name}"

@@ -184,8 +184,16 @@ def fleet_settings() -> Any:
     return load_settings().fleet
 
 
+def alert_settings() -> Any:
+    """The ``alerts`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.alerts`)."""
+    from .settings import load_settings
+
+    return load_settings().alerts
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
-    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, fleet=run_fleet, fleet_settings=fleet_settings)
+    return cli_main(argv, dashboard=run_dashboard, serve=run_serve, fleet=run_fleet, fleet_settings=fleet_settings,
+                    alert_settings=alert_settings)

@@ -144,7 +144,8 @@ def main(argv: Sequence[str] | None = None, *,
          dashboard: Callable[[argparse.Namespace], int] | None = None,
          serve: Callable[[argparse.Namespace], int] | None = None,
          fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
-         fleet_settings: Callable[[], Any] | None = None) -> int:
+         fleet_settings: Callable[[], Any] | None = None,
+         alert_settings: Callable[[], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -161,6 +162,9 @@ def main(argv: Sequence[str] | None = None, *,
         fleet_settings: returns the ``fleet`` table of the person's settings file
             (:class:`memdeck.core.fleet.homes.FleetSettings`: ``fleet.homes``, the ssh command),
             which the TUI owns; without it ``fleet`` and ``metrics`` see the profiles only.
+        alert_settings: returns the ``alerts`` table of that file
+            (:class:`memdeck.core.overview.alerts.AlertSettings`), for ``watch``; without it the
+            defaults apply.
     """
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(command_name(raw))
@@ -173,6 +177,7 @@ def main(argv: Sequence[str] | None = None, *,
     # `completion` prints the whole parser's script (every command registered), the others need only theirs
     args.root_parser = build_parser(True) if args.command == "completion" else parser
     args.fleet_screen, args.load_fleet_settings = fleet, fleet_settings
+    args.load_alert_settings = alert_settings
     try:
         if args.command is None:
             if dashboard is None:

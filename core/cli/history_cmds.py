@@ -120,14 +120,89 @@ def _revert(args: argparse.Namespace, ctx: CliContext) -> int:
 class _Watch:
     """The state ``watch`` compares against: pending ids, usage percents, audit alerts."""
 
-    def __init__(self, ctx: CliContext) -> None:
+    def __init__(self, ctx: CliContext, settings: Any = None) -> None:
+        from ..overview.alerts import AlertSettings
+
         self.ctx = ctx
+        self.settings = settings if settings is not None else AlertSettings()
         self.pending = {p.id for p in list_pending(ctx.home)}
         self.pct = self._pcts()
         self.low = self._low_sessions()
         self._db: Any = None
         self._prompts: Any = None
         self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
+        self.provider = self._provider_watch()
+        now = time.time()
+        # records already past the age when watch starts are a state, not an event (as every alert)
+        self.aged = {i.id for i in self._queue() if (i.age(now) or 0) >= self.settings.pending_age_s}
+
+    def _version(self) -> str | None:
+        from ..sessions.profile import detect_profile
+
+        try:
+            return detect_profile(self.ctx.home).version
+        except Exception:  # noqa: BLE001 - unknown version: Hermes 0.19's reading
+            return None
+
+    def _provider_watch(self) -> Any:
+        """What the provider alerts compare (``core/overview/alerts.py`` ``ProviderWatch``) for the
+        live session: its injected turns and the provider's share of its compaction budget."""
+        from ..context.budget import budget
+        from ..context.report import provider_share, session_injected
+        from ..context.tokens import hermes_line
+        from ..overview.alerts import ProviderWatch
+        from ..provider_settings import configured_provider
+
+        version = self._version()
+        name = configured_provider(self.ctx.config, version)
+        if name is None or not self._frozen_db():
+            return ProviderWatch(provider=name)
+        live = self._db.live_session()
+        if live is None:
+            return ProviderWatch(provider=name)
+        inj = session_injected(self._db, self.ctx.config, live.id, version)
+        share = provider_share(inj, budget(self.ctx.config, self.ctx.home.path, getattr(live, "model", None),
+                                           hermes_line(version)))
+        return ProviderWatch(live.id, name, inj.quiet_turns(), share)
+
+    def _frozen_db(self) -> bool:
+        """Open (once) and check the home's state.db; False when there is none or it is unreadable."""
+        from ..context.prompts import PromptCache
+        from ..sessions.statedb import StateDB
+
+        if not self.ctx.home.state_db.exists():
+            return False
+        if self._db is None:
+            self._db, self._prompts = StateDB(self.ctx.home.state_db), PromptCache()
+        self._db.reopen_if_replaced()
+        return bool(self._db.status().ok)
+
+    def _queue(self) -> list[Any]:
+        from ..memory.review import review_queue
+
+        return [i for i in review_queue(self.ctx.home, self.ctx.config) if i.record.staged_by is None]
+
+    def age_deadline(self) -> float | None:
+        """Epoch seconds at which the next pending write passes ``pending_age_hours`` (None: none will)."""
+        limit = self.settings.pending_age_s
+        times = [i.record.created_at + limit for i in self._queue() if i.id not in self.aged and i.record.created_at]
+        return min(times) if times else None
+
+    def age_events(self, now: float | None = None) -> list[dict[str, Any]]:
+        """``pending_age`` events of the records that passed the age since the last look."""
+        from ..overview.alerts import pending_age_of
+
+        now = time.time() if now is None else now
+        out = []
+        items = self._queue()
+        for i in items:
+            age = i.age(now)
+            if age is not None and age >= self.settings.pending_age_s and i.id not in self.aged:
+                self.aged.add(i.id)
+                a = pending_age_of(i, age, self.settings)
+                out.append({"event": "pending_age", "message": a.message, **a.data})
+        self.aged &= {i.id for i in items}
+        return out
 
     def close(self) -> None:
         if self._db is not None:
@@ -205,6 +280,15 @@ class _Watch:
                     out.append({"event": "frozen", **{k: d[k] for k in (
                         "session_id", "source", "differences", "frozen_at", "new_session", "changes")}})
             self.frozen = seen
+        if kinds & {"statedb", "config"}:
+            from ..overview.alerts import provider_changes
+
+            now_w = self._provider_watch()
+            for a in provider_changes(self.provider, now_w, self.settings):
+                out.append({"event": a.kind, "message": a.message, **a.data})
+            self.provider = now_w
+        if "pending" in kinds:
+            out.extend(self.age_events())
         if "memlock" in kinds:
             low = self._low_sessions()
             for sid, score in low.items():
@@ -226,10 +310,11 @@ def _emit(event: dict[str, Any], cmd: str | None) -> None:
         print(f"memdeck: warning: --exec command exited {proc.returncode}", file=sys.stderr)
 
 
-async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, ready: bool) -> int:
+async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, ready: bool,
+                      settings: Any = None) -> int:
     from ..watcher import watch_home
 
-    w = _Watch(ctx)
+    w = _Watch(ctx, settings)
     for c in _history.observe(ctx.home):  # what changed while nothing watched
         _emit({"event": "change", **c.to_dict()}, cmd)
     sent = 0
@@ -239,20 +324,33 @@ async def _watch_loop(ctx: CliContext, cmd: str | None, max_events: int | None, 
 
     agen = watch_home(ctx.home, armed)
     try:
-        async for kinds in agen:
-            for ev in w.events(kinds):
+        while True:
+            # the age of a pending write passes with no file event: wake at that moment, no polling
+            deadline = w.age_deadline()
+            wait = None if deadline is None else max(0.0, deadline - time.time()) + 0.01
+            try:
+                kinds = await asyncio.wait_for(agen.__anext__(), wait)
+                events = w.events(kinds)
+            except StopAsyncIteration:
+                return 0
+            except (asyncio.TimeoutError, TimeoutError):
+                events = w.age_events()
+            for ev in events:
                 _emit(ev, cmd)
                 sent += 1
                 if max_events is not None and sent >= max_events:
                     await agen.aclose()
                     return 0
-        return 0
     finally:
         w.close()
 
 
 def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
-    coro = _watch_loop(ctx, args.exec, args.max_events, args.ready)
+    loader = getattr(args, "load_alert_settings", None)  # the person's settings file (the TUI owns it)
+    settings = loader() if callable(loader) else None
+    for w in getattr(settings, "warnings", ()):
+        print(f"memdeck: warning: {w}", file=sys.stderr)
+    coro = _watch_loop(ctx, args.exec, args.max_events, args.ready, settings)
     try:
         if args.timeout is not None:
             return asyncio.run(asyncio.wait_for(coro, args.timeout))
@@ -279,7 +377,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.set_defaults(handler=_revert)
 
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
-                       "90%% usage crossing, low integrity score and running session that no longer sees the files")
+                       "90%% usage crossing, low integrity score and running session that no longer sees the files",
+                       description="Also: a memory provider that injected nothing for alerts.provider_quiet_turns turns "
+                       "or takes more than alerts.provider_budget_pct %% of the compaction budget, and the oldest "
+                       "pending write waiting past alerts.pending_age_hours (the settings file's alerts table).")
     p.add_argument("--exec", metavar="CMD", default=None, help="run CMD (shell) per event with the JSON line on stdin")
     p.add_argument("--max-events", type=int, default=None, help="stop after this many events")
     p.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")

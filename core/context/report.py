@@ -210,11 +210,7 @@ class ContextReport:
         (each is replayed with its turn on every later request, :meth:`.injected.InjectedView.provider_tokens`)
         and ``percent`` is that against the tokens Hermes compacts at (:attr:`.budget.Budget.threshold_tokens`,
         0-100, one decimal). None when nothing is recorded or the threshold is unknown."""
-        th = self.budget.threshold_tokens
-        if not self.injected.recorded or not th:
-            return None
-        tokens = self.injected.provider_tokens()
-        return {"tokens": tokens, "threshold_tokens": th, "percent": round(100 * tokens / th, 1)}
+        return provider_share(self.injected, self.budget)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``memdeck context --json`` object (docs/STATUS_JSON.md)."""
@@ -336,6 +332,18 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
                    exact_next_turn={k: v for k, v in counts.items() if k != "sections"})
 
 
+def provider_share(injected: InjectedView, b: Budget) -> dict[str, Any] | None:
+    """``{tokens, threshold_tokens, percent}``: the provider fences a session's active region still
+    carries (Hermes' estimate, :meth:`.injected.InjectedView.provider_tokens`) against the tokens
+    Hermes compacts at (:attr:`.budget.Budget.threshold_tokens`), percent 0-100 with one decimal.
+    None when nothing is recorded or the threshold is unknown."""
+    th = b.threshold_tokens
+    if not injected.recorded or not th:
+        return None
+    tokens = injected.provider_tokens()
+    return {"tokens": tokens, "threshold_tokens": th, "percent": round(100 * tokens / th, 1)}
+
+
 def session_injected(db: Any, config: Config, session_id: str, version: str | None) -> InjectedView:
     """What was appended to each user turn of ``session_id``'s active region (one query,
     :meth:`memdeck.core.sessions.listing.SessionReader.user_turns`), attributed with the
@@ -364,4 +372,4 @@ def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] 
 
 
 __all__ = ["ContextReport", "exact_counts", "SectionCount", "SessionDiff", "build_report", "disk_entries", "open_session_diffs",
-           "provider_of", "session_diff", "session_injected", "soul_text", "verdict_for"]
+           "provider_of", "provider_share", "session_diff", "session_injected", "soul_text", "verdict_for"]
