@@ -21,7 +21,7 @@ class CapacityPanel(TableDetailPanel):
     """MEMORY.md / USER.md usage bars, the entries with sizes and threat flags, the next
     session's frozen prompt block."""
 
-    DEPENDS = ("memory", "findings", "prompt_blocks", "archived")
+    DEPENDS = ("memory", "findings", "prompt_blocks", "archived", "provider")
 
     NAME = SOURCE = "capacity"
     COLUMNS = [("target", "target"), ("n", "#"), ("id", "id"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")]
