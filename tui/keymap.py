@@ -77,6 +77,10 @@ WRITE_ACTIONS = frozenset({
 #: newcomer sees how to leave (issue 22 #13: at 100 columns it was cut off).
 _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
 
+#: Bindings kept out of the footer (they would push the keys of every panel past its width): the
+#: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.
+_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale"})
+
 #: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
 #: palette and help. A user keymap may move them to other keys, but no other binding may take
 #: their keys (:func:`memdeck.tui.settings.load_settings` refuses it, issue 22 #10).
@@ -119,7 +123,7 @@ def app_bindings() -> list[Binding]:
                 id=bid,
                 key_display=_DISPLAY.get(key),
                 priority=action in {"command_palette"},
-                show=action not in {"prev_panel"},
+                show=action not in _NOT_IN_FOOTER,
             )
         )
     for i, (pid, title) in enumerate(PANELS, 1):
