@@ -42,3 +42,29 @@ def _no_user_home_leak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(fake_home))
     if "HERMES_HOME" in os.environ:
         monkeypatch.delenv("HERMES_HOME")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start building the interop venvs the collected tests will ask for (see
+    tests/interop/matrix/prebuild.py): on a fresh machine their pip installs then overlap the
+    core tests instead of adding minutes after them. Only modules that call ``hermes_python``
+    count; such a module's ``SPEC`` when it has one, else every version of the matrix."""
+    if config.option.collectonly:
+        return
+    specs: list[str] = []
+    seen: set[object] = set()
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is None or module in seen or not hasattr(module, "hermes_python"):
+            continue
+        seen.add(module)
+        if isinstance(getattr(module, "SPEC", None), str):
+            specs.append(module.SPEC)
+        else:
+            from tests.interop.matrix.venvs import SPECS
+
+            specs.extend(SPECS.values())
+    if specs:
+        from tests.interop.matrix import prebuild
+
+        prebuild.start(specs)

@@ -42,21 +42,24 @@ def hermes_line(version: str | None) -> str:
     """The Hermes line (``"0.17"`` ... ``"0.22"``) whose rules apply to ``version``.
 
     ``version`` is what :class:`~memdeck.core.sessions.profile.HermesProfile` reports (``"0.19"``,
-    ``"0.20.1"``, ``"between 0.20 and 0.22"``, ``"newer than 0.22"``) or None. Unknown or None
-    gives ``"0.19"`` (the release memdeck's reference describes); a range gives its lower end;
-    newer than 0.22 gives ``"0.22"``.
+    ``"0.20.1"``, ``"0.21.5"``, ``"0.21.3-0.21.5"``, ``"between 0.20 and 0.22"``, ``"newer than 0.22"``)
+    or None. Unknown or None gives ``"0.19"`` (the release memdeck's reference describes); "between"
+    gives its lower end, a dash range its newer bound (as the profile's threat rules do); 0.21.5
+    gives ``"0.22"`` (its estimator counts UTF-8 bytes, checked against its ``model_metadata.py``),
+    0.21.0 ``"0.20"``; newer than 0.22 gives ``"0.22"``.
     """
     if not version:
         return "0.19"
     if "newer" in version:
         return "0.22"
-    m = re.search(r"(\d+)\.(\d+)", version)
-    if m is None:
+    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if not found:
         return "0.19"
-    minor = int(m.group(2)) if m.group(1) == "0" else 99
+    major, minor_s, patch_s = found[-1] if "-" in version else found[0]  # "0.21.3-0.21.5": the newer bound
+    minor = int(minor_s) if major == "0" else 99
     if minor <= 17:
         return "0.17"
-    if minor >= 22:
+    if minor >= 22 or (minor == 21 and int(patch_s or 0) >= 5):  # 0.21.5 counts bytes like 0.22 (its model_metadata.py)
         return "0.22"
     if minor >= 20:
         return "0.20"

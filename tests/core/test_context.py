@@ -190,7 +190,8 @@ def test_hermes_estimators_per_version() -> None:
     assert hermes_estimate(cyr, "0.20") == (6 + 3) // 4 == 2
     assert hermes_estimate(cyr, "0.22") == (12 + 3) // 4 == 3
     assert [hermes_line(v) for v in (None, "0.17", "0.18", "0.19", "0.20.1", "between 0.20 and 0.22", "0.22.2",
-                                     "newer than 0.22")] == ["0.19", "0.17", "0.18", "0.19", "0.20", "0.20", "0.22", "0.22"]
+                                     "newer than 0.22", "0.21.0", "0.21.5", "0.21.3-0.21.5")] == [
+        "0.19", "0.17", "0.18", "0.19", "0.20", "0.20", "0.22", "0.22", "0.20", "0.22", "0.22"]
 
 
 def test_message_estimate_is_hermes_str_of_the_message() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from memdeck.tui.app import MemdeckApp, make_app
+from memdeck.tui.keymap import PANELS
 from memdeck.tui.launch import resolve_dashboard_home
 from memdeck.tui.settings import all_binding_ids, load_settings
 from tests.tui.conftest import settle, wait_for
@@ -212,7 +213,7 @@ async def test_help_lists_every_binding_id_a_keymap_takes(demo_home, tmp_path: P
         table = app.screen.query_one("#help-keys").content
         ids = [c.plain for c in table.columns[1].cells]
         assert {"memdeck.pin", "memdeck.quit", "memdeck.palette", "memdeck.panel.anchors"} <= set(ids)
-        assert "memdeck.panel.*" not in ids and len(ids) == len(keys_table()) - 1 + 7  # one row per panel
+        assert "memdeck.panel.*" not in ids and len(ids) == len(keys_table()) - 1 + len(PANELS)  # one row per panel
         keys = [c.plain for c in table.columns[0].cells]
         assert keys[ids.index("memdeck.panel.anchors")] == "f2 *"  # the key the keymap moved it to
         settings_text = str(app.screen.query_one("#help-settings").content)
