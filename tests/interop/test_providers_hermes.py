@@ -261,10 +261,11 @@ def test_a_failing_provider_shows_nothing_injected_and_alerts(version: str, mode
 @pytest.mark.parametrize("version", ["0.17.0", "0.18.2"])
 def test_a_hermes_without_api_content_says_so(version: str, tmp_path: Path) -> None:
     py = hermes(version)
-    home = new_home(tmp_path, "old", "memory:\n  provider: holographic\n")
-    res = drive(py, home, [{"op": "turns", "sid": SID, "messages": ["Which colour do I like?"],
-                            "calls": [{"tool": "fact_store", "args": {"action": "add", "content": HOLO_FACTS[0]}}]}])[0]
-    assert "<memory-context>" in res["turns"][0]["sent"]  # Hermes injected it, and kept nothing of it
+    # the tests' own provider, which recalls on every turn (holographic's search recalls nothing here on 0.17)
+    home = _mdprov_home(tmp_path, "old")
+    res = drive(py, home, [{"op": "turns", "sid": SID, "messages": ["when do we deploy?"],
+                            "calls": [{"tool": "mdprov_remember", "args": {"fact": "Deploys happen on Fridays."}}]}])[0]
+    assert "<memory-context>" in res["turns"][0]["sent"], res  # Hermes injected it, and kept nothing of it
     h = HermesHome(home)
     with StateDB(h.state_db) as db:
         view = session_injected(db, load_config(h), SID, detect_profile(h).version)
