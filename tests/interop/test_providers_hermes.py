@@ -39,7 +39,7 @@ from memdeck.core.overview.snapshot import build_snapshot, take_stamps
 from memdeck.core.provider_settings import provider_settings
 from memdeck.core.sessions.profile import detect_profile
 from memdeck.core.sessions.statedb import StateDB
-from tests.interop.matrix.venvs import SPECS, hermes_python
+from tests.interop.matrix.venvs import SPECS, hermes_python, versions_to_run
 
 pytestmark = pytest.mark.interop
 
@@ -103,7 +103,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("version", list(SPECS))
+@pytest.mark.parametrize("version", versions_to_run())  # one per rules family; all: MEMDECK_INTEROP_FULL=1
 def test_provider_settings_equal_what_each_hermes_makes_of_them(version: str, tmp_path: Path) -> None:
     py = hermes(version)
     homes = {}
@@ -258,7 +258,8 @@ def test_a_failing_provider_shows_nothing_injected_and_alerts(version: str, mode
     assert sum("nothing injected" in w for w in words) >= 3, words
 
 
-@pytest.mark.parametrize("version", ["0.17.0", "0.18.2"])
+@pytest.mark.parametrize("version", versions_to_run(("0.17.0",)) if not os.environ.get("MEMDECK_INTEROP_FULL")
+                         else ["0.17.0", "0.18.2"])
 def test_a_hermes_without_api_content_says_so(version: str, tmp_path: Path) -> None:
     py = hermes(version)
     # the tests' own provider, which recalls on every turn (holographic's search recalls nothing here on 0.17)

@@ -28,13 +28,14 @@ from memdeck.core.home import HermesHome
 from memdeck.core.memory.pending import list_pending
 from memdeck.core.memory.review import approve_all_clean, reject_all_stale, review_queue
 from memdeck.core.undo import undo
-from tests.interop.matrix.venvs import SPECS, hermes_python
+from tests.interop.matrix.venvs import SPECS, hermes_python, versions_to_run
 
 pytestmark = pytest.mark.interop
 
 DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
-#: every version of the matrix stages through its own gate (0.17-0.21.4 by old_text, 0.21.5+ pinned)
-VERSIONS = list(SPECS)
+#: each stages through its own gate (0.17-0.21.4 by old_text, 0.21.5+ pinned): 0.19 and 0.22 by default,
+#: every version of the matrix with MEMDECK_INTEROP_FULL=1 (venvs.versions_to_run)
+VERSIONS = versions_to_run(("0.19.0", "0.22.2.post1"))
 #: the versions the issue names for the bulk approval
 BULK_VERSIONS = ["0.19.0", "0.22.2.post1"]
 
