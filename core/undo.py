@@ -44,7 +44,8 @@ def recover_interrupted(home: HermesHome, config: Any) -> None:
 def undo(home: HermesHome, config: Any, actor: str = "cli", kind: str | None = None) -> Any:
     """Undo the most recent change (of ``kind``, or of any kind) recorded in the journal.
 
-    Returns whatever the kind's handler returns (memory: a ``WriteResult``; anchors: a dict).
+    Returns whatever the kind's handler returns (memory: a ``WriteResult``; anchors: a dict; a
+    reject: :func:`memdeck.core.memory.pending.unreject`'s dict).
 
     Raises:
         Refused: ``code="nothing"`` when there is nothing to undo; ``code="unsupported"`` for a
@@ -55,6 +56,10 @@ def undo(home: HermesHome, config: Any, actor: str = "cli", kind: str | None = N
     rows = journal.last_undoable(home, kind)
     if not rows:
         raise Refused("nothing to undo: the journal has no change that is not already undone", code="nothing")
+    if rows[-1].op == "reject":  # a pending record removed: stage it again from the journal's copy
+        from .memory.pending import unreject
+
+        return unreject(home, rows[-1].journal_id, actor=actor)
     handler = UNDO_HANDLERS.get(rows[0].kind)
     if handler is None:
         raise Refused(f"cannot undo journal #{rows[-1].journal_id}: no undo handler for kind {rows[0].kind!r}",

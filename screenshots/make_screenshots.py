@@ -56,6 +56,7 @@ class Shot:
     external_replace: bool = False
     long_session: bool = False
     pin_text: str = ""  # open the pin dialog with this text and wait for its what-if
+    stage_queue: bool = False  # stage two stale records and a provider's record, select a stale one
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -75,6 +76,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
+    Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it last
 )
 
 
@@ -124,6 +126,22 @@ def _replace_first_entry(memory_md: Path) -> None:
     os.replace(tmp, memory_md)
 
 
+def _stage_queue(home) -> str:
+    """Stage what the demo's queue lacks (issue 25): two records whose target entry is gone (stale)
+    and one a memory provider put in pending/memory; returns the first stale record's id."""
+    import json
+
+    from memdeck.core.demo.changes import pending_record
+
+    staged = (("5a1e0001", "replace", "the deploy host is fly-ams-2", "Deploy host: fly-ams-1", "background_review", 86400 * 2),
+              ("5a1e0002", "replace", "linkhop's CI runs on GitHub Actions", "CI runs on Buildkite", "background_review", 7200),
+              ("f0e10001", "add", "user likes tea", None, "holographic", 600))
+    for pid, action, content, old, origin, age in staged:
+        rec = pending_record(pid, action, "memory", content, old, origin, DEMO_NOW - age)
+        (home.pending_dir / f"{pid}.json").write_text(json.dumps(rec), encoding="utf-8")
+    return staged[0][0]
+
+
 async def _settle(pilot, app, rounds: int = 200) -> None:
     """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
     for _ in range(rounds):
@@ -141,12 +159,17 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     """Run the app headless for ``shot`` and save its SVG to ``out/<name>.svg``."""
     from memdeck.tui.app import make_app
 
+    stale = _stage_queue(home) if shot.stage_queue else None
     app = make_app(home, watch=False, demo=True, now=now)
     async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
         app.theme = shot.theme
         await app.action_show_panel(shot.panel)
         await _settle(pilot, app)
+        if stale:
+            row = next(r for r in app.panel("review").rows if r.ident == stale)
+            app.query_one("#review-table").select_key(row.key)
+            await _settle(pilot, app)
         if shot.query:
             app.query_one("#recall-query").value = shot.query
             app.run_recall(shot.query)

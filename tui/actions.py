@@ -114,8 +114,9 @@ def _selected(app: "MemdeckApp", kinds: tuple[str, ...], what: str) -> Any:
     sel = app.selection()
     if sel is not None and sel.kind == "pending" and "pending" not in kinds:
         # a pending write is not an entry yet: say what acts on it instead of "select an entry"
-        app.notify("this is a pending write, not an entry yet: A approves it (then e/a/m act on the entry), "
-                   "X rejects it", title="pending write", severity="warning", markup=False, timeout=5)
+        app.notify("this is a pending write, not an entry yet: A approves it (then a/m act on the entry), "
+                   "e edits it before approving, X rejects it", title="pending write", severity="warning",
+                   markup=False, timeout=5)
         return None
     if sel is None or sel.kind not in kinds:
         _nothing(app, what)
@@ -316,8 +317,11 @@ def _archive_label(rec: Any) -> Text:
 def action_edit(self: "MemdeckApp") -> None:
     from .screens.editors import AnchorEditScreen, EntryEditScreen
 
-    sel = _selected(self, ("entry", "anchor"), "an entry or an anchor")
+    sel = _selected(self, ("entry", "anchor", "pending"), "an entry, an anchor or a pending write")
     if sel is None:
+        return
+    if sel.kind == "pending":
+        _edit_pending(self, sel)
         return
     if sel.kind == "anchor":
         aid, sid = sel.anchor_id, sel.session_id
@@ -404,6 +408,119 @@ def action_approve(self: "MemdeckApp") -> None:
                                             f"→ {_target_name(getattr(r, 'target', sel.target))}")
 
 
+def _edit_pending(self: "MemdeckApp", sel: Any) -> None:
+    """Edit before approve (Hermes PR #44966): the staged text in the entry dialog (live char
+    budget, what-if and threat scan of the entry that would land), then the edited write applied
+    (``core/memory/review.py`` ``edit_and_approve``; the journal and History keep both texts)."""
+    from memdeck.core.memory.entries import hermes_match
+    from memdeck.core.memory.pending import Edit
+
+    from .screens.editors import EntryEditScreen
+
+    rec, pid = sel.obj, sel.pending_id or ""
+    payload = getattr(rec, "payload", {}) or {}
+    if payload.get("action") == "batch":
+        self.notify(f"pending write {safe_plain(pid)} is a batch: edit one of its operations with `memdeck pending edit "
+                    f"{safe_plain(pid)} TEXT --op N`, or approve it as staged (A)", title="edit before approve",
+                    severity="warning", markup=False, timeout=8)
+        return
+    try:
+        staged = Edit("x").staged_text(rec)
+    except Refused as exc:
+        self.notify(safe_plain(exc.reason), title="edit before approve", severity="warning", markup=False, timeout=6)
+        return
+    target = sel.target if sel.target in ("memory", "user") else "memory"
+    entries = [e.text for e in getattr(self.snapshot.memory.get(target), "entries", ())] if self.snapshot else []
+    act, old = payload.get("action"), str(payload.get("old_text") or "")
+    replaces = payload.get("matched_entry") if isinstance(payload.get("matched_entry"), str) else None
+    if act == "replace" and replaces is None and old.strip():
+        m = hermes_match(entries, old.strip())
+        replaces = entries[m] if isinstance(m, int) else None
+    compose = None
+    if act == "patch" and replaces is not None:
+        pinned = replaces
+
+        def compose(span: str) -> str:
+            return pinned.replace(old, span, 1)
+
+    def done(values: dict[str, Any] | None) -> None:
+        if not values:
+            return
+        text = values["text"]
+
+        def op() -> Any:
+            from memdeck.core.memory.review import edit_and_approve
+
+            return edit_and_approve(self.home, self.config, pid, text, actor="tui")
+
+        self.run_write("approve", op, lambda r: f"approved pending write {pid} as edited: {_preview(text, 50)} "
+                                                f"→ {_target_name(getattr(r, 'target', target))}")
+
+    what = "the new text of the span" if act == "patch" else "the entry"
+    self.push_screen(EntryEditScreen(self.home, self.config, target, staged, title=f"Edit pending write {pid} "
+                                     f"({act}: {what}), then approve", replaces=replaces, compose=compose,
+                                     allow_unchanged=True, save_label="Approve"), done)
+
+
+def _bulk_toast(summary: Any) -> str:
+    """The toast of a bulk action: the summary, then each refused record and why (first five)."""
+    lines = [summary.message()]
+    for o in [o for o in summary.outcomes if o.outcome == "refused"][:5]:
+        lines.append(f"refused {o.id}: {_preview(o.reason or o.code or '', 90)}")
+    return "\n".join(lines)
+
+
+@toast_on_error
+def action_approve_clean(self: "MemdeckApp") -> None:
+    """Approve every clean pending write (asks first): each its own journaled write, re-checked as it
+    is applied (``core/memory/review.py`` ``approve_all_clean``)."""
+    items = list(getattr(self.snapshot, "review", ()) if self.snapshot is not None else ())
+    clean = [i for i in items if i.state == "clean"]
+    if not clean:
+        self.notify("no clean pending write to approve (stale, refused and other subsystems' records are left)",
+                    markup=False, timeout=4)
+        return
+    others = len(items) - len(clean)
+    body = Text(f"Approve {len(clean)} clean pending write{'s' if len(clean) != 1 else ''}, oldest first?\n")
+    body.append("Each is applied on its own, journaled and undoable; one that turned stale meanwhile is refused, "
+                "not applied.", "dim")
+    if others:
+        body.append(f"\n{others} other record{'s' if others != 1 else ''} (stale, refused, another subsystem's) "
+                    "stay as they are.", "dim")
+    provider = self.snapshot.provider.name if self.snapshot is not None and self.snapshot.provider else None
+
+    def op() -> Any:
+        from memdeck.core.memory.review import approve_all_clean
+
+        return approve_all_clean(self.home, self.config, actor="tui", provider=provider)
+
+    _confirm(self, "Approve all clean", body, lambda: self.run_write("approve_clean", op, _bulk_toast), "Approve all")
+
+
+@toast_on_error
+def action_reject_stale(self: "MemdeckApp") -> None:
+    """Reject every stale pending write (asks first): each journaled and undoable (z stages the last
+    one again)."""
+    items = list(getattr(self.snapshot, "review", ()) if self.snapshot is not None else ())
+    stale = [i for i in items if i.state == "stale"]
+    if not stale:
+        self.notify("no stale pending write: every record's entry is still as it was staged", markup=False, timeout=4)
+        return
+    body = Text(f"Reject {len(stale)} stale pending write{'s' if len(stale) != 1 else ''}?\n")
+    for i in stale[:6]:
+        body.append_text(safe_text(f"{i.id}: {_preview(i.reason or '', 90)}", single_line=True, style="dim"))
+        body.append("\n")
+    body.append("Each is journaled; z stages the last one again.", "dim")
+    provider = self.snapshot.provider.name if self.snapshot is not None and self.snapshot.provider else None
+
+    def op() -> Any:
+        from memdeck.core.memory.review import reject_all_stale
+
+        return reject_all_stale(self.home, self.config, actor="tui", provider=provider)
+
+    _confirm(self, "Reject all stale", body, lambda: self.run_write("reject_stale", op, _bulk_toast), "Reject all")
+
+
 @toast_on_error
 def action_reject(self: "MemdeckApp") -> None:
     sel = _selected(self, ("pending",), "a pending write in Review")
@@ -444,7 +561,9 @@ def describe_change(rows: list[Any]) -> str:
             what = f"{last.op} in {_target_name(last.target)}"
         if d.get("text"):
             what += f": “{_preview(str(d['text']), 50)}”"
-        if d.get("pending_id"):
+        if last.op == "reject" and d.get("pending_id"):
+            what = f"reject of pending write {d['pending_id']} (undo stages it again)"
+        elif d.get("pending_id"):
             what += f" (approved pending write {d['pending_id']})"
     else:
         what = f"{last.op} ({last.kind} {last.where})"
@@ -605,7 +724,9 @@ class DeckActions:
     action_new_entry = action_new_entry
     action_move = action_move
     action_approve = action_approve
+    action_approve_clean = action_approve_clean
     action_reject = action_reject
+    action_reject_stale = action_reject_stale
     action_undo = action_undo
     action_revert = action_revert
     action_filter = action_filter

@@ -225,6 +225,10 @@ class MemdeckApp(DeckActions, App[None]):
         #: the Context panel is on screen: refreshes build the followed session's report (its rows,
         #: sections and budget); while it is not, they build only the frozen-memory comparisons
         self.context_shown = False
+        #: pending ids whose age alert was toasted (a record is told about once)
+        self._aged_toasted: set[str] = set()
+        #: the one-shot timer of the moment the oldest unreviewed pending write passes its age
+        self._age_timer: Any = None
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -513,7 +517,9 @@ class MemdeckApp(DeckActions, App[None]):
         "entry": (("edit", "e  edit the entry"), ("pin", "p  pin it as an anchor"), ("archive", "a  archive it"),
                   ("move", "m  move it to the other file")),
         "anchor": (("edit", "e  edit the anchor"), ("unpin", "u  unpin it"), ("archive", "a  archive it")),
-        "pending": (("approve", "A  approve the pending write"), ("reject", "X  reject it")),
+        "pending": (("approve", "A  approve the pending write"), ("edit", "e  edit it, then approve"),
+                    ("reject", "X  reject it"), ("approve_clean", "C  approve every clean one"),
+                    ("reject_stale", "S  reject every stale one")),
         "change": (("revert", "r  revert this change"),),
     }
 
@@ -558,11 +564,11 @@ class MemdeckApp(DeckActions, App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
-    def action_toggle_usage_chart(self) -> None:
+    async def action_toggle_usage_chart(self) -> None:
         """``g`` in Capacity: show or hide the usage charts (from the palette on another panel,
         Capacity is shown with them)."""
         if self.current_panel_id != "capacity":
-            self.action_show_panel("capacity")
+            await self.action_show_panel("capacity")
             panel = self.panel("capacity")
             if not panel.charts_shown:
                 panel.toggle_charts()
@@ -685,6 +691,9 @@ class MemdeckApp(DeckActions, App[None]):
             if badge:
                 t.append(" · ")
                 t.append(badge, "bold reverse yellow")
+        for words, style in self._store_badges(snap):
+            t.append(" · ")
+            t.append(words, style)
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -706,6 +715,33 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(" · ")
             t.append_text(shown)
         return t
+
+    def _store_badges(self, snap: Any) -> list[tuple[str, str]]:
+        """The status line's words for the memory stores and the review queue: which stores are
+        authoritative when it is not the built-in MEMORY + USER alone (``built-in MEMORY off;
+        provider: kiokuko``), the provider's quiet turns, and the oldest unreviewed pending write
+        past ``alerts.pending_age_hours``."""
+        from memdeck.core.overview.alerts import oldest_pending_age, provider_quiet
+
+        out: list[tuple[str, str]] = []
+        if snap is None:
+            return out
+        try:
+            prov = getattr(snap, "provider", None)
+            if prov is not None and not prov.default:
+                out.append((prov.authority(), "bold cyan" if prov.name else "bold yellow"))
+            quiet = provider_quiet(snap)
+            n = self.alert_settings.provider_quiet_turns
+            if quiet is not None and quiet[0] >= n:
+                out.append((f"{quiet[1]}: nothing injected for {quiet[0]} turns", "bold reverse yellow"))
+            old = oldest_pending_age(snap, self.clock())
+            if old is not None and old[0] >= self.alert_settings.pending_age_s:
+                from .views.review import age_text
+
+                out.append((f"⏳ pending {age_text(old[0])}", "bold reverse yellow"))
+        except Exception:  # a badge never breaks the status line
+            return out
+        return out
 
     @staticmethod
     def _frozen_badge(snap: Any) -> str | None:
@@ -941,9 +977,9 @@ class MemdeckApp(DeckActions, App[None]):
         previous = self.snapshot
         self.snapshot = snap
         if previous is not None and previous.home == snap.home:
-            for alert in alerts_between(previous, snap):
-                self.notify(safe_plain(alert.message), title=safe_plain(alert.title, single_line=True),
-                            severity=alert.severity, markup=False, timeout=8 if alert.severity == "error" else 6)
+            for alert in alerts_between(previous, snap, self.alert_settings):
+                self._toast_alert(alert)
+        self._arm_age_timer(snap)
         self._toast_changes(getattr(snap, "new_changes", ()))
         if previous is not None and previous.data_version != snap.data_version:
             try:
@@ -964,6 +1000,53 @@ class MemdeckApp(DeckActions, App[None]):
         release_removed_widget_styles()
         if not snap.partial:  # the memory-only first paint is not a refresh of the whole home
             self.refresh_count += 1
+
+    @property
+    def alert_settings(self) -> Any:
+        """The thresholds of the provider and review alerts (the settings file's ``alerts`` table;
+        the defaults without one)."""
+        from memdeck.core.overview.alerts import AlertSettings
+
+        found = getattr(self.settings, "alerts", None)
+        return found if found is not None else AlertSettings()
+
+    def _toast_alert(self, alert: Any) -> None:
+        """One alert as a toast (a pending write's age is told once per record)."""
+        if alert.kind == "pending_age":
+            pid = alert.data.get("id")
+            if pid in self._aged_toasted:
+                return
+            self._aged_toasted.add(pid)
+        self.notify(safe_plain(alert.message), title=safe_plain(alert.title, single_line=True),
+                    severity=alert.severity, markup=False, timeout=8 if alert.severity == "error" else 6)
+
+    def _arm_age_timer(self, snap: Any) -> None:
+        """Wake once, when the oldest unreviewed pending write passes ``alerts.pending_age_hours``
+        (its age grows with no file event to refresh on): a toast and the status line's badge."""
+        from memdeck.core.overview.alerts import oldest_pending_age
+
+        if self._age_timer is not None:
+            self._age_timer.stop()
+            self._age_timer = None
+        now = self.clock()
+        found = oldest_pending_age(snap, now) if snap is not None else None
+        if found is None:
+            return
+        wait = self.alert_settings.pending_age_s - found[0]
+        if wait > 0:
+            self._age_timer = self.set_timer(wait + 0.5, self._age_due, name="pending-age")
+
+    def _age_due(self) -> None:
+        from memdeck.core.overview.alerts import pending_age_alert
+
+        self._age_timer = None
+        snap = self.snapshot
+        if snap is None:
+            return
+        alert = pending_age_alert(snap, snap, self.alert_settings, now=self.clock())
+        if alert is not None:
+            self._toast_alert(alert)
+        self.update_status_line()
 
     def _update_badges(self, snap: Any) -> None:
         """Counts on the tabs: drifted anchors, flagged entries and pending writes."""

@@ -41,11 +41,13 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("u", "unpin", "Unpin", "memdeck.unpin", "unpin the selected anchor (asks first)", "Anchors"),
     ("a", "archive", "Archive", "memdeck.archive", "archive the selected entry or anchor (asks first)", "Capacity, Anchors, Review"),
     ("R", "restore", "Restore", "memdeck.restore", "restore an archived entry or anchor (picker)", "anywhere"),
-    ("e", "edit", "Edit", "memdeck.edit", "edit the selected entry or anchor (live char budget and threat scan)", "Capacity, Anchors, Review"),
+    ("e", "edit", "Edit", "memdeck.edit", "edit the selected entry or anchor (live char budget and threat scan); a pending write: edit it, then approve", "Capacity, Anchors, Review"),
     ("n", "new_entry", "New", "memdeck.new", "add a new entry to MEMORY.md or USER.md", "anywhere"),
     ("m", "move", "Move", "memdeck.move", "move the selected entry to the other target", "Capacity, Review"),
     ("A", "approve", "Approve", "memdeck.approve", "approve the selected pending write", "Review"),
+    ("C", "approve_clean", "All clean", "memdeck.approve_clean", "approve every clean pending write, each on its own (asks first)", "Review"),
     ("X", "reject", "Reject", "memdeck.reject", "reject the selected pending write (asks first)", "Review"),
+    ("S", "reject_stale", "All stale", "memdeck.reject_stale", "reject every stale pending write, each journaled (asks first)", "Review"),
     ("z", "undo", "Undo", "memdeck.undo", "undo the last memdeck write (asks first)", "anywhere"),
     ("r", "revert", "Revert", "memdeck.revert", "revert the selected change, whoever made it (asks first)", "History"),
     ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "every panel but Integrity"),
@@ -68,12 +70,17 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
 #: from the footer and the palette. tests/tui/test_read_only.py checks this against actions.py.
 WRITE_ACTIONS = frozenset({
     "pin", "unpin", "archive", "restore", "edit", "new_entry", "move", "approve", "reject", "undo", "revert",
+    "approve_clean", "reject_stale",
 })
 
 #: The footer shows bindings in order and is cut at the terminal's width: the pause state first,
 #: so "PAUSED" is always visible, then help, so every other key can be found, then quit, so a
 #: newcomer sees how to leave (issue 22 #13: at 100 columns it was cut off).
 _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
+
+#: Bindings kept out of the footer (they would push the keys of every panel past its width): the
+#: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.
+_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale"})
 
 #: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
 #: palette and help. A user keymap may move them to other keys, but no other binding may take
@@ -130,7 +137,7 @@ def app_bindings() -> list[Binding]:
                 id=bid,
                 key_display=_DISPLAY.get(key),
                 priority=action in {"command_palette"},
-                show=action not in {"prev_panel"},
+                show=action not in _NOT_IN_FOOTER,
             )
         )
     for i, (pid, title) in enumerate(PANELS, 1):

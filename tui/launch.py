@@ -233,9 +233,21 @@ def fleet_settings(config: str | None = None) -> Any:
     return load_settings(explicit=config_path(config)).fleet
 
 
+def alert_settings(config: str | None = None) -> Any:
+    """The ``alerts`` table of the person's settings file (:attr:`memdeck.tui.settings.UserSettings.alerts`),
+    chosen as :func:`fleet_settings` chooses it.
+
+    Raises:
+        UsageError: ``config`` names no file (exit 2).
+    """
+    from .settings import config_path, load_settings
+
+    return load_settings(explicit=config_path(config)).alerts
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``memdeck`` console script; returns the process exit code."""
     from memdeck.core.cli import main as cli_main
 
     return cli_main(argv, dashboard=run_dashboard, serve=run_serve, help_epilog=help_epilog, fleet=run_fleet,
-                    fleet_settings=fleet_settings)
+                    fleet_settings=fleet_settings, alert_settings=alert_settings)

@@ -24,8 +24,12 @@ Hermes home::
     "memdeck.quit" = "q,ctrl+w"
     [fleet]                          # memdeck fleet / memdeck metrics: homes beside the profiles
     homes = ["/srv/gateway/.hermes", "ssh://ops@box-2/home/ops/.hermes"]
+    [alerts]                         # toasts and `memdeck watch` events
+    provider_quiet_turns = 3         # a memory provider that injected nothing for this many turns
+    provider_budget_pct = 20         # its fences over this share of the compaction threshold
+    pending_age_hours = 24           # the oldest unreviewed pending write older than this
 
-(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`; ``alerts``': :mod:`memdeck.core.overview.alerts`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
 one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
@@ -54,9 +58,10 @@ from typing import Any
 
 from memdeck.core.config import ConfigTooLarge, check_expanded_size, load_yaml_document, read_config_text
 from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
+from memdeck.core.overview.alerts import AlertSettings, parse_alert_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet"})
+KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet", "alerts"})
 
 #: The environment variable naming the settings file (``--config`` wins over it).
 CONFIG_ENV = "MEMDECK_CONFIG"
@@ -85,6 +90,8 @@ class UserSettings:
         source: how they were chosen, one of :data:`SOURCES`.
         fleet: the ``fleet`` table (:class:`memdeck.core.fleet.homes.FleetSettings`; its own
             warnings are in ``fleet.warnings``, also listed in ``warnings``).
+        alerts: the ``alerts`` table (:class:`memdeck.core.overview.alerts.AlertSettings`; its
+            warnings are listed in ``warnings`` too).
     """
 
     path: Path | None = None
@@ -95,6 +102,7 @@ class UserSettings:
     candidates: tuple[Path, ...] = ()
     source: str = "default"
     fleet: FleetSettings = field(default_factory=FleetSettings)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
 
     @property
     def origin(self) -> str:
@@ -275,8 +283,10 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
         warnings.extend(f"{path}: {w}" for w in more)
     fleet = parse_fleet_settings(data.get("fleet"), str(path))
     warnings.extend(fleet.warnings)
+    alerts = parse_alert_settings(data.get("alerts"), str(path))
+    warnings.extend(alerts.warnings)
     return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
-                        candidates=candidates, source=source, fleet=fleet)
+                        candidates=candidates, source=source, fleet=fleet, alerts=alerts)
 
 
 #: Modifiers Textual puts before a key name (``ctrl+shift+f2``).

@@ -175,7 +175,8 @@ def main(argv: Sequence[str] | None = None, *,
          serve: Callable[[argparse.Namespace], int] | None = None,
          help_epilog: Callable[[Sequence[str]], str] | None = None,
          fleet: Callable[[argparse.Namespace, CliContext], int] | None = None,
-         fleet_settings: Callable[[str | None], Any] | None = None) -> int:
+         fleet_settings: Callable[[str | None], Any] | None = None,
+         alert_settings: Callable[[str | None], Any] | None = None) -> int:
     """Run one ``memdeck`` command; returns the process exit code.
 
     Args:
@@ -197,6 +198,9 @@ def main(argv: Sequence[str] | None = None, *,
             which the TUI owns, given the ``--config`` value (None: ``MEMDECK_CONFIG`` or the
             default place); it raises :class:`UsageError` for a ``--config`` file that is not
             there. Without it ``fleet`` and ``metrics`` see the profiles only.
+        alert_settings: returns the ``alerts`` table of that file
+            (:class:`memdeck.core.overview.alerts.AlertSettings`), for ``watch``, given the
+            ``--config`` value as ``fleet_settings`` is; without it the defaults apply.
     """
     raw = list(sys.argv[1:] if argv is None else argv)
     wants_help = help_epilog is not None and ("-h" in raw or "--help" in raw)
@@ -214,6 +218,7 @@ def main(argv: Sequence[str] | None = None, *,
     args.root_parser = build_parser(True) if args.command == "completion" else parser
     args.fleet_screen = fleet
     args.load_fleet_settings = (lambda: fleet_settings(args.config)) if fleet_settings is not None else None
+    args.load_alert_settings = (lambda: alert_settings(args.config)) if alert_settings is not None else None
     try:
         if args.command is None:
             if dashboard is None:

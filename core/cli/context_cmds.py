@@ -90,6 +90,7 @@ def _print_text(rep: ContextReport) -> None:
         else:
             extra = f" ({p['count']} messages)" if "count" in p else ""
             print(f"  {p['title']:36} {p['chars']:>8,} chars ~{p['tokens']:,} tokens{extra}")
+    _print_injected(rep)
     nc = d["next_compaction"]
     if nc:
         print(f"next compaction: ~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens "
@@ -107,6 +108,34 @@ def _print_text(rep: ContextReport) -> None:
         print(f"exact counts: {rep.exact_tokenizer}")
     elif rep.exact_reason:
         print(f"exact counts: {rep.exact_reason}")
+
+
+def _print_injected(rep: Any) -> None:
+    """What a memory provider and the plugins appended to each user turn (``core/context/injected.py``)."""
+    inj = rep.injected
+    prov = f"provider {inj.provider}" if inj.provider else "no memory provider configured"
+    if not inj.recorded:
+        print(f"injected, turn by turn ({prov}): {inj.reason}")
+        return
+    print(f"injected, turn by turn ({prov}; user turns since the last compaction: {len(inj.turns)}):")
+    if not inj.turns:
+        print("  no user turn yet")
+    for t in inj.turns[-20:]:
+        if not t.parts:
+            print(f"  turn #{t.turn_id} {_when(t.time)}: nothing injected")
+            continue
+        for part in t.parts:
+            print(f"  turn #{t.turn_id} {_when(t.time)}: {part.source} {_visible(part.name, 40)}: {part.chars:,} chars "
+                  f"~{part.tokens:,} tokens")
+            shown = part.recalled if part.recalled is not None else part.text
+            for line in shown.splitlines()[:12]:
+                print(f"      {_visible(line, 110)}")
+    if len(inj.turns) > 20:
+        print(f"  ({len(inj.turns) - 20} older turns: memdeck context --json)")
+    share = rep.provider_share()
+    if share is not None and inj.provider:
+        print(f"  the provider's fences in context: ~{share['tokens']:,} tokens, {share['percent']}% of the "
+              f"{share['threshold_tokens']:,} at which Hermes compacts")
 
 
 def _context(args: argparse.Namespace, ctx: CliContext) -> int:

@@ -123,14 +123,89 @@ def _revert(args: argparse.Namespace, ctx: CliContext) -> int:
 class _Watch:
     """The state ``watch`` compares against: pending ids, usage percents, audit alerts."""
 
-    def __init__(self, ctx: CliContext) -> None:
+    def __init__(self, ctx: CliContext, settings: Any = None) -> None:
+        from ..overview.alerts import AlertSettings
+
         self.ctx = ctx
+        self.settings = settings if settings is not None else AlertSettings()
         self.pending = {p.id for p in list_pending(ctx.home)}
         self.pct = self._pcts()
         self.low = self._low_sessions()
         self._db: Any = None
         self._prompts: Any = None
         self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
+        self.provider = self._provider_watch()
+        now = time.time()
+        # records already past the age when watch starts are a state, not an event (as every alert)
+        self.aged = {i.id for i in self._queue() if (i.age(now) or 0) >= self.settings.pending_age_s}
+
+    def _version(self) -> str | None:
+        from ..sessions.profile import detect_profile
+
+        try:
+            return detect_profile(self.ctx.home).version
+        except Exception:  # noqa: BLE001 - unknown version: Hermes 0.19's reading
+            return None
+
+    def _provider_watch(self) -> Any:
+        """What the provider alerts compare (``core/overview/alerts.py`` ``ProviderWatch``) for the
+        live session: its injected turns and the provider's share of its compaction budget."""
+        from ..context.budget import budget
+        from ..context.report import provider_share, session_injected
+        from ..context.tokens import hermes_line
+        from ..overview.alerts import ProviderWatch
+        from ..provider_settings import configured_provider
+
+        version = self._version()
+        name = configured_provider(self.ctx.config, version)
+        if name is None or not self._frozen_db():
+            return ProviderWatch(provider=name)
+        live = self._db.live_session()
+        if live is None:
+            return ProviderWatch(provider=name)
+        inj = session_injected(self._db, self.ctx.config, live.id, version)
+        share = provider_share(inj, budget(self.ctx.config, self.ctx.home.path, getattr(live, "model", None),
+                                           hermes_line(version)))
+        return ProviderWatch(live.id, name, inj.quiet_turns(), share)
+
+    def _frozen_db(self) -> bool:
+        """Open (once) and check the home's state.db; False when there is none or it is unreadable."""
+        from ..context.prompts import PromptCache
+        from ..sessions.statedb import StateDB
+
+        if not self.ctx.home.state_db.exists():
+            return False
+        if self._db is None:
+            self._db, self._prompts = StateDB(self.ctx.home.state_db), PromptCache()
+        self._db.reopen_if_replaced()
+        return bool(self._db.status().ok)
+
+    def _queue(self) -> list[Any]:
+        from ..memory.review import review_queue
+
+        return [i for i in review_queue(self.ctx.home, self.ctx.config) if i.record.staged_by is None]
+
+    def age_deadline(self) -> float | None:
+        """Epoch seconds at which the next pending write passes ``pending_age_hours`` (None: none will)."""
+        limit = self.settings.pending_age_s
+        times = [i.record.created_at + limit for i in self._queue() if i.id not in self.aged and i.record.created_at]
+        return min(times) if times else None
+
+    def age_events(self, now: float | None = None) -> list[dict[str, Any]]:
+        """``pending_age`` events of the records that passed the age since the last look."""
+        from ..overview.alerts import pending_age_of
+
+        now = time.time() if now is None else now
+        out = []
+        items = self._queue()
+        for i in items:
+            age = i.age(now)
+            if age is not None and age >= self.settings.pending_age_s and i.id not in self.aged:
+                self.aged.add(i.id)
+                a = pending_age_of(i, age, self.settings)
+                out.append({"event": "pending_age", "message": a.message, **a.data})
+        self.aged &= {i.id for i in items}
+        return out
 
     def close(self) -> None:
         if self._db is not None:
@@ -212,6 +287,15 @@ class _Watch:
                     out.append({"event": "frozen", **{k: d[k] for k in (
                         "session_id", "source", "differences", "frozen_at", "new_session", "changes")}})
             self.frozen = seen
+        if kinds & {"statedb", "config"}:
+            from ..overview.alerts import provider_changes
+
+            now_w = self._provider_watch()
+            for a in provider_changes(self.provider, now_w, self.settings):
+                out.append({"event": a.kind, "message": a.message, **a.data})
+            self.provider = now_w
+        if "pending" in kinds:
+            out.extend(self.age_events())
         if "memlock" in kinds:
             low = self._low_sessions()
             for sid, score in low.items():
@@ -235,10 +319,15 @@ def _emit(event: dict[str, Any], hook: ExecHook | None) -> None:
         hook.submit(event, json_line(event))
 
 
-async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | None, ready: bool) -> None:
+async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | None, ready: bool,
+                      settings: Any = None) -> None:
+    """Events until ``max_events`` (or forever). Besides file events, the age of a pending write
+    passes with no event at all: the loop wakes at that moment (:meth:`_Watch.age_deadline`), no
+    polling. The generator's next step is one task kept across such wake-ups (cancelling it
+    would end the generator)."""
     from ..watcher import watch_home
 
-    w = _Watch(ctx)
+    w = _Watch(ctx, settings)
     try:
         sent = 0
         for c in _history.observe(ctx.home):  # what changed while nothing watched
@@ -252,27 +341,58 @@ async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | 
                 _print_line({"event": "ready"})
 
         agen = watch_home(ctx.home, armed)
+        step: asyncio.Future[Any] | None = None
         try:
-            async for kinds in agen:
-                for ev in w.events(kinds):
+            while True:
+                deadline = w.age_deadline()
+                wait = None if deadline is None else max(0.0, deadline - time.time()) + 0.01
+                if step is None:
+                    step = asyncio.ensure_future(agen.__anext__())
+                done, _ = await asyncio.wait({step}, timeout=wait)
+                if step in done:
+                    try:
+                        kinds = step.result()
+                    except StopAsyncIteration:
+                        return
+                    step = None
+                    events = w.events(kinds)
+                else:
+                    events = w.age_events()
+                for ev in events:
                     _emit(ev, hook)
                     sent += 1
                     if max_events is not None and sent >= max_events:
                         return
         finally:
+            if step is not None and not step.done():
+                step.cancel()
+                try:
+                    await step
+                except (asyncio.CancelledError, StopAsyncIteration):
+                    pass
             await agen.aclose()
     finally:
         w.close()
 
 
-async def _watch_main(args: argparse.Namespace, ctx: CliContext) -> None:
+def _alert_settings(args: argparse.Namespace) -> Any:
+    """The settings file's ``alerts`` table (the TUI owns the file; None: the defaults), its
+    warnings printed to stderr."""
+    loader = getattr(args, "load_alert_settings", None)
+    settings = loader() if callable(loader) else None
+    for w in getattr(settings, "warnings", ()):
+        print(f"memdeck: warning: {w}", file=sys.stderr)
+    return settings
+
+
+async def _watch_main(args: argparse.Namespace, ctx: CliContext, settings: Any = None) -> None:
     """The loop, then the hook's queued runs, all within ``--timeout``; on the timeout the running
     CMD's process group is killed at once (reported), so ``watch`` returns within about
     :data:`~memdeck.core.cli.exec_hook.KILL_GRACE` seconds of it."""
     hook = ExecHook(args.exec, run_timeout=args.exec_timeout, report=_print_line) if args.exec else None
 
     async def run() -> None:
-        await _watch_loop(ctx, hook, args.max_events, args.ready)
+        await _watch_loop(ctx, hook, args.max_events, args.ready, settings)
         if hook is not None:
             await hook.wait()
 
@@ -295,7 +415,7 @@ def _watch(args: argparse.Namespace, ctx: CliContext) -> int:
         raise UsageError("--exec-timeout must be more than 0 seconds")
     if args.max_events is not None and args.max_events < 1:
         raise UsageError("--max-events must be at least 1")
-    asyncio.run(_watch_main(args, ctx))
+    asyncio.run(_watch_main(args, ctx, _alert_settings(args)))
     return 0
 
 
@@ -317,7 +437,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.set_defaults(handler=_revert)
 
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
-                       "90%% usage crossing, low integrity score and running session that no longer sees the files")
+                       "90%% usage crossing, low integrity score and running session that no longer sees the files",
+                       description="Also: a memory provider that injected nothing for alerts.provider_quiet_turns turns "
+                       "or takes more than alerts.provider_budget_pct %% of the compaction budget, and the oldest "
+                       "pending write waiting past alerts.pending_age_hours (the settings file's alerts table).")
     p.add_argument("--exec", metavar="CMD", default=None,
                    help="run CMD (shell) per event with the JSON line on stdin, one run at a time in its own process "
                         "group; a run that fails or passes --exec-timeout is reported as an {\"event\": \"exec\"} line")

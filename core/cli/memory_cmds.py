@@ -22,6 +22,7 @@ from typing import Any
 from ..undo import undo as _undo_last
 from ..deck import journal as _journal
 from ..memory import pending as _pending
+from ..memory import review as _review
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
 from ..home import TARGETS
@@ -173,8 +174,12 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     for p in pend:
         flag = f"  ⚠ {','.join(p['threats'])}" if p["threats"] else ""
         bad = f"  ✗ malformed: {safe(p['malformed'], one_line=True)}" if p["malformed"] else ""
+        state = f"  [{p['state']}, {age_words(p.get('age_s'))} old]" if p.get("state") else ""
         print(f"  {p['id']}  {p['action'] or '?':8} {p['target']:6} {p['origin']:17} "
-              f"{safe(p['summary'], one_line=True, width=60)}{flag}{bad}")
+              f"{safe(p['summary'], one_line=True, width=60)}{state}{flag}{bad}")
+    prov = st.get("provider") or {}
+    if prov and (prov.get("name") or not prov.get("memory_enabled") or not prov.get("user_profile_enabled")):
+        print(f"memory stores: {safe(prov.get('authoritative') or '', one_line=True)}")
     print(f"archived entries: {st['archived']}")
     _print_session_summary(st)
     for w in st["config_warnings"]:
@@ -260,24 +265,102 @@ def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
     return _run(args, lambda: _undo_last(ctx.home, ctx.config, actor=ctx.actor))
 
 
-def _show_pending(r: Any) -> None:
+def age_words(seconds: float | None) -> str:
+    """``5 min``, ``3 h``, ``2 days`` (``?`` when unknown)."""
+    if seconds is None:
+        return "?"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _show_pending(item: Any, now: float) -> None:
+    r = item.record
     flag = f"  ⚠ {','.join(r.threats)}" if r.threats else ""
-    bad = f"  ✗ malformed: {safe(r.malformed, one_line=True)}" if r.malformed else ""
-    print(f"{r.id}  {r.action or '?'} {r.target} ({r.origin}){flag}{bad}")
+    state = item.state if item.state != "clean" else "clean"
+    print(f"{r.id}  {state:8} {r.action or '?'} {r.target}  {age_words(item.age(now))} old  "
+          f"({safe(_review.staged_by_words(r, item.provider), one_line=True)}){flag}")
+    if item.reason:
+        print(f"    why: {safe(item.reason, one_line=True, width=160)}")
     for line in safe(r.text).splitlines() or [""]:
         print(f"    {line}")
 
 
+def _queue(ctx: CliContext) -> list[Any]:
+    from ..provider_settings import configured_provider
+
+    return _review.review_queue(ctx.home, ctx.config, configured_provider(ctx.config, None))
+
+
 def _pending_list(args: argparse.Namespace, ctx: CliContext) -> int:
-    return _list(args, _pending.list_pending(ctx.home), "no pending memory writes", _show_pending)
+    import time
+
+    now = time.time()
+    items = _queue(ctx)
+    if args.json:
+        print_json([i.to_dict(now) for i in items])
+        return 0
+    if not items:
+        print("no pending memory writes")
+    for i in items:
+        _show_pending(i, now)
+    if items:
+        counts: dict[str, int] = {}
+        for i in items:
+            counts[i.state] = counts.get(i.state, 0) + 1
+        print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) +
+              (" (memdeck pending approve --all-clean / reject --stale)" if counts.get("clean") or counts.get("stale")
+               else ""))
+    return 0
+
+
+def _bulk(args: argparse.Namespace, run: Callable[[Callable[[Any], None]], Any]) -> int:
+    """Run a bulk action, printing each record's outcome as it happens (so what was printed before
+    an interruption is exact), then the summary; exit 1 when a record was refused."""
+    def show(o: Any) -> None:
+        if not args.json:
+            print(safe(o.line(), one_line=True, width=200), flush=True)
+
+    summary = run(show)
+    if args.json:
+        print_json(summary.to_dict())
+    else:
+        print(summary.message())
+    return 1 if summary.count("refused") else 0
+
+
+def _one_or_all(args: argparse.Namespace, flag: str, what: str) -> None:
+    if bool(args.id) == bool(getattr(args, flag)):
+        raise UsageError(f"pending {what} takes either an ID or --{flag.replace('_', '-')}")
 
 
 def _pending_approve(args: argparse.Namespace, ctx: CliContext) -> int:
+    _one_or_all(args, "all_clean", "approve")
+    if args.all_clean:
+        from ..provider_settings import configured_provider
+
+        return _bulk(args, lambda show: _review.approve_all_clean(
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
     return _run(args, lambda: _pending.approve(ctx.home, ctx.config, args.id, actor=ctx.actor))
 
 
 def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
+    _one_or_all(args, "stale", "reject")
+    if args.stale:
+        from ..provider_settings import configured_provider
+
+        return _bulk(args, lambda show: _review.reject_all_stale(
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
     return _run(args, lambda: _pending.reject(ctx.home, args.id, actor=ctx.actor))
+
+
+def _pending_edit(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.op is not None and args.op < 1:
+        raise UsageError("--op counts from 1")
+    return _run(args, lambda: _review.edit_and_approve(ctx.home, ctx.config, args.id, args.text, op=args.op,
+                                                        actor=ctx.actor), ctx)
 
 
 def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -398,9 +481,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
 
     p = sub.add_parser("pending", help="review Hermes' staged memory writes (write approval)")
     psub = p.add_subparsers(dest="pending_command", metavar="ACTION", required=True)
-    _command(psub, "list", "list pending writes with threat findings", _pending_list)
-    _command(psub, "approve", "apply a pending write through the core, then drop it", _pending_approve, args=(_a("id"),))
-    _command(psub, "reject", "drop a pending write (journaled)", _pending_reject, args=(_a("id"),))
+    _command(psub, "list", "list pending writes: who staged each, its state (clean, stale with Hermes' reason, "
+             "refused), its age and threat findings", _pending_list)
+    _command(psub, "approve", "apply a pending write through the core, then drop it; --all-clean: every clean one, "
+             "each its own journaled write", _pending_approve, args=(
+                 _a("id", nargs="?"), _a("--all-clean", action="store_true",
+                                         help="approve every record that is clean and not stale, oldest first")))
+    _command(psub, "reject", "drop a pending write (journaled, undoable); --stale: every stale one", _pending_reject,
+             args=(_a("id", nargs="?"), _a("--stale", action="store_true",
+                                           help="reject every record whose entry changed or vanished since staging")))
+    _command(psub, "edit", "apply a pending write with TEXT in place of its staged text (the history keeps both)",
+             _pending_edit, args=(_a("id"), _a("text"), _a("--op", type=int, default=None,
+                                                              help="the operation of a batch to edit (from 1)")))
 
     _command(sub, "scan", "threat-scan every entry on disk and every pending write; show where the Hermes that "
              "loads the home would judge differently (exit 3 when anything is flagged, 0 when clean)", _scan,

@@ -13,8 +13,8 @@ One concept. Besides the system prompt (sized by :mod:`.sections`), Hermes' next
   rows carry in ``api_content`` is shown as the size of the next one;
 * the tool schemas, which Hermes never stores: "not recorded".
 
-:attr:`NextTurn.injected` is where what providers and plugins appended turn by turn (read from
-``messages.api_content``) is listed; it is empty here (issue 25 fills it).
+What providers and plugins appended turn by turn (read from ``messages.api_content``) is
+:mod:`.injected`'s (the report's ``injected``).
 
 Pure functions of values; nothing here reads the home.
 """
@@ -70,18 +70,16 @@ class NextTurn:
 
     Attributes:
         messages, reminder, memory_context, tool_schemas: the parts.
-        injected: what providers and plugins appended turn by turn (empty until issue 25).
     """
 
     messages: TurnPart
     reminder: TurnPart
     memory_context: TurnPart
     tool_schemas: TurnPart
-    injected: tuple[TurnPart, ...] = ()
 
     @property
     def parts(self) -> tuple[TurnPart, ...]:
-        return (self.messages, self.reminder, self.memory_context, self.tool_schemas, *self.injected)
+        return (self.messages, self.reminder, self.memory_context, self.tool_schemas)
 
     def to_list(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.parts]

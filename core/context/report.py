@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import Config
+from ..provider_settings import configured_provider
 from ..fsio import read_regular_bytes
 from ..memory.prompt_block import read_entries_as_hermes
 from ..memory.threats import hermes_verdict, rules_for_version, scan_ids
@@ -20,6 +21,7 @@ from ..sessions.compaction import match_summary
 from ..sessions.records import PromptStamp
 from .budget import Budget, budget
 from .frozen import FrozenMemory, compare
+from .injected import InjectedView, injected_view
 from .new_session import new_session_hint
 from .next_turn import NOT_RECORDED, NextTurn, next_turn
 from .prompts import ParsedPrompt, PromptCache
@@ -156,6 +158,8 @@ class ContextReport:
             :attr:`calibration_reason`.
         exact_tokenizer: the tokenizer of ``exact_tokens`` values (None: not asked, or
             unavailable with :attr:`exact_reason`).
+        injected: what a memory provider and the plugins appended to each user turn of the
+            active region (:class:`.injected.InjectedView`; ``recorded`` False on Hermes 0.17/0.18).
     """
 
     diff: SessionDiff
@@ -172,6 +176,7 @@ class ContextReport:
     exact_reason: str | None = None
     exact_next_turn: dict[str, int] = field(default_factory=dict)
     layout: PromptLayout | None = None
+    injected: InjectedView = field(default_factory=InjectedView)
 
     def section_text(self, name: str) -> str:
         """The text of section ``name`` of the stored prompt (``""`` when absent)."""
@@ -199,6 +204,14 @@ class ContextReport:
                  "threshold_percent": b.effective_percent, "excludes": [f"tool schemas ({NOT_RECORDED})"],
                  "estimator": f"Hermes {self.line} estimate_request_tokens_rough"}, None)
 
+    def provider_share(self) -> dict[str, Any] | None:
+        """The provider's share of the compaction budget: ``{tokens, threshold_tokens, percent}``,
+        where ``tokens`` is Hermes' estimate of every provider fence the active region still carries
+        (each is replayed with its turn on every later request, :meth:`.injected.InjectedView.provider_tokens`)
+        and ``percent`` is that against the tokens Hermes compacts at (:attr:`.budget.Budget.threshold_tokens`,
+        0-100, one decimal). None when nothing is recorded or the threshold is unknown."""
+        return provider_share(self.injected, self.budget)
+
     def to_dict(self) -> dict[str, Any]:
         """The ``memdeck context --json`` object (docs/STATUS_JSON.md)."""
         s = self.diff.stamp
@@ -217,7 +230,10 @@ class ContextReport:
             "unattributed_chars": self.unattributed_chars,
             "tool_schemas": NOT_RECORDED,
             "next_turn": self.next_turn.to_list(),
-            "injected": [p.to_dict() for p in self.next_turn.injected],
+            "injected": self.injected.to_list(),
+            "injected_reason": self.injected.reason,
+            "injected_turns": [t.to_dict() for t in self.injected.turns],
+            "provider_share": self.provider_share(),
             "next_compaction": nc,
             "next_compaction_reason": why,
             "budget": self.budget.to_dict(),
@@ -253,7 +269,7 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
                  disk: Mapping[str, Sequence[str]], version: str | None, reminder_block: str = "",
                  compactions: int | None = None, exact: str | None = None,
                  conversation: Sequence[Mapping[str, Any]] | None = None,
-                 diff: SessionDiff | None = None) -> ContextReport:
+                 diff: SessionDiff | None = None, injected: InjectedView | None = None) -> ContextReport:
     """The report of one session.
 
     Args:
@@ -268,6 +284,8 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         exact: a tokenizer of :data:`.tokens.TOKENIZERS` for exact counts (None: estimates only).
         conversation: the session's rows as Hermes loads them (read from ``db`` when None).
         diff: the session's :class:`SessionDiff` when already computed for the same prompt and files.
+        injected: the session's :class:`.injected.InjectedView` when already built (read from ``db``
+            when None: :func:`session_injected`).
 
     Raises nothing: a source that cannot be read leaves its part empty and says why.
     """
@@ -300,8 +318,10 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         cal, why = calibration(stamp.input_tokens, stamp.cache_tokens, stamp.api_calls,
                                _prompt_estimates(prompt_text, rows, line))
     b = budget(config, home.path, stamp.model, line)
+    if injected is None:
+        injected = session_injected(db, config, stamp.session_id, version)
     rep = ContextReport(diff, parsed, tuple(sections), unattributed, turn, b, line, estimated, cal, why,
-                        None, "not asked (memdeck context --exact)", {}, lay)
+                        None, "not asked (memdeck context --exact)", {}, lay, injected)
     if not exact:
         return rep
     counts, reason = exact_counts(rep, exact)
@@ -310,6 +330,26 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     secs = tuple(replace(x, exact_tokens=counts["sections"].get(x.name)) for x in rep.sections)
     return replace(rep, sections=secs, exact_tokenizer=ExactCounter(exact).label(), exact_reason=None,
                    exact_next_turn={k: v for k, v in counts.items() if k != "sections"})
+
+
+def provider_share(injected: InjectedView, b: Budget) -> dict[str, Any] | None:
+    """``{tokens, threshold_tokens, percent}``: the provider fences a session's active region still
+    carries (Hermes' estimate, :meth:`.injected.InjectedView.provider_tokens`) against the tokens
+    Hermes compacts at (:attr:`.budget.Budget.threshold_tokens`), percent 0-100 with one decimal.
+    None when nothing is recorded or the threshold is unknown."""
+    th = b.threshold_tokens
+    if not injected.recorded or not th:
+        return None
+    tokens = injected.provider_tokens()
+    return {"tokens": tokens, "threshold_tokens": th, "percent": round(100 * tokens / th, 1)}
+
+
+def session_injected(db: Any, config: Config, session_id: str, version: str | None) -> InjectedView:
+    """What was appended to each user turn of ``session_id``'s active region (one query,
+    :meth:`memdeck.core.sessions.listing.SessionReader.user_turns`), attributed with the
+    provider the home's Hermes reads from config.yaml (:func:`memdeck.core.provider_settings.configured_provider`)."""
+    return injected_view(db.user_turns(session_id), provider=configured_provider(config, version),
+                         plugins=config.plugins_enabled, line=hermes_line(version))
 
 
 def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -332,4 +372,4 @@ def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] 
 
 
 __all__ = ["ContextReport", "exact_counts", "SectionCount", "SessionDiff", "build_report", "disk_entries", "open_session_diffs",
-           "provider_of", "session_diff", "soul_text", "verdict_for"]
+           "provider_of", "provider_share", "session_diff", "session_injected", "soul_text", "verdict_for"]

@@ -213,14 +213,14 @@ def last_undoable(home: HermesHome | Path, kind: str | None = None, *, conn: sql
     """The rows of the most recent change that can be undone (all rows of its ``txn``).
 
     Only ``done`` rows count (an ``intent`` or ``unknown`` row is never undone automatically).
-    Undo rows and rows already undone are skipped, so repeated undos walk back in time.
-    ``reject`` rows (pending records, not file changes) are skipped too. Returns ``[]`` when
-    nothing is left to undo.
+    Undo rows and rows already undone are skipped, so repeated undos walk back in time. A
+    ``reject`` row (a pending record removed, no file change) is undone by staging the record
+    again (``core/memory/pending.py`` ``unreject``). Returns ``[]`` when nothing is left to undo.
     """
     if conn is None and not deckdb.db_path(home).exists():
         return []
     with deckdb.opened(home, conn) as c:
-        q = "SELECT * FROM journal WHERE undone_by IS NULL AND state = 'done' AND op NOT IN ('undo', 'reject')"
+        q = "SELECT * FROM journal WHERE undone_by IS NULL AND state = 'done' AND op != 'undo'"
         args: tuple[Any, ...] = ()
         if kind is not None:
             q += " AND kind = ?"

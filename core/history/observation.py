@@ -111,6 +111,8 @@ def _journal_attribution(r: sqlite3.Row, **extra: Any) -> dict[str, Any]:
         out["archive_id"] = detail["archive_id"]
     if isinstance(detail, dict) and isinstance(detail.get("pending_id"), str):  # an approval (memory/pending.py)
         out["pending_id"] = detail["pending_id"]
+        if detail.get("edited") and isinstance(detail.get("staged_text"), str):  # edited before approval
+            out["staged_text"], out["applied_text"] = detail["staged_text"], detail.get("applied_text")
     if isinstance(detail, dict) and isinstance(detail.get("recovery"), dict):  # settled by core/memory/recovery.py
         out["recovered"] = True
     return out

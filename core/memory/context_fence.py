@@ -40,10 +40,29 @@ def sanitize_context(text: str) -> str:
     return _FENCE_TAG_RE.sub("", text)
 
 
+def fence_spans(text: str) -> list[tuple[int, int]]:
+    """``[start, end)`` of every ``<memory-context> ... </memory-context>`` block in ``text``, in
+    order (the blocks :func:`sanitize_context` strips; case-insensitive tags, as Hermes 0.19
+    matches them)."""
+    return [m.span() for m in _INTERNAL_CONTEXT_RE.finditer(text or "")]
+
+
 def find_fences(text: str) -> list[str]:
-    """Every ``<memory-context> ... </memory-context>`` block in ``text``, in order (the blocks
-    :func:`sanitize_context` strips; case-insensitive tags, as Hermes 0.19 matches them)."""
-    return [m.group(0) for m in _INTERNAL_CONTEXT_RE.finditer(text or "")]
+    """Every ``<memory-context> ... </memory-context>`` block in ``text``, in order (see
+    :func:`fence_spans`)."""
+    return [text[a:b] for a, b in fence_spans(text)]
+
+
+def fence_body(fence: str) -> str:
+    """The recalled text inside a fence: the tags and Hermes' system note removed, and the one
+    newline :func:`memory_context_fence` puts on each side of it (the text a provider's
+    ``prefetch`` returned, after Hermes' sanitising)."""
+    body = re.sub(r"^<\s*memory-context\s*>\n?", "", fence, flags=re.IGNORECASE)
+    body = re.sub(r"\n?</\s*memory-context\s*>$", "", body, flags=re.IGNORECASE)
+    note = _INTERNAL_NOTE_RE.match(body)
+    if note is not None:
+        body = body[note.end():]
+    return body
 
 
 def memory_context_fence(text: str) -> str:
@@ -61,4 +80,4 @@ def memory_context_fence(text: str) -> str:
     return f"<memory-context>\n{MEMORY_CONTEXT_NOTE}\n\n{clean}\n</memory-context>"
 
 
-__all__ = ["MEMORY_CONTEXT_NOTE", "find_fences", "memory_context_fence", "sanitize_context"]
+__all__ = ["MEMORY_CONTEXT_NOTE", "fence_body", "fence_spans", "find_fences", "memory_context_fence", "sanitize_context"]

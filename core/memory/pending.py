@@ -17,7 +17,14 @@ operations}``.
   aside before the file changes, removed once the write is journaled ``done``, and never
   replayed when the journal holds an approval of the same bytes; a refused replay keeps the
   record, as Hermes' ``_approve`` does (``hermes_cli/write_approval_commands.py``).
-* :func:`reject` removes the record and journals it (``op="reject"``, detail = the record).
+* :func:`reject` removes the record and journals it (``op="reject"``, detail = the record);
+  :func:`unreject` stages a rejected record again from the journal's copy (the undo of a reject).
+* Who staged a record (:attr:`PendingWrite.staged_by`): Hermes' own write gate writes
+  ``subsystem: "memory"`` and the write origin of its skill-provenance ContextVar
+  (``tools/write_approval.py`` ``stage_write`` / ``current_origin``, every version 0.17-0.22:
+  :data:`HERMES_ORIGINS`). A record in ``pending/memory`` with another subsystem or origin was put
+  there by a memory provider or another subsystem: it is listed as theirs and never applied to
+  MEMORY.md/USER.md by memdeck (``approve`` refuses it, ``foreign``).
 
 Note on write approval: ``memory.write_approval`` gates the *agent's* writes (Hermes stages
 them here). memdeck's own CLI/TUI writes are direct user actions and are applied directly;
@@ -27,6 +34,7 @@ approving here is the user's decision for an agent write.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -58,6 +66,13 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: (its content fits a memory file's char limit, a few KB); a larger record is listed as
 #: malformed, never parsed or threat-scanned.
 MAX_PENDING_BYTES = 1 << 20
+#: The write origins Hermes' own gate records (``tools/write_approval.py`` ``current_origin``: the
+#: ``tools/skill_provenance.py`` ContextVar, default ``foreground``; ``AIAgent._memory_write_origin``
+#: ``assistant_tool`` for a turn's tool calls and ``background_review`` for the review fork,
+#: 0.17-0.22; ``side_question`` from 0.21).
+HERMES_ORIGINS = frozenset({"foreground", "assistant_tool", "background_review", "side_question"})
+#: The subsystem of a memory record staged by Hermes (``write_approval.MEMORY``).
+HERMES_SUBSYSTEM = "memory"
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,7 @@ class PendingWrite:
         findings: the findings as dicts (id, start, end, excerpt), per content scanned.
         malformed: why the record cannot be applied, or None.
         text: the content shown to a reviewer (content, or the batch's operations listed).
+        subsystem: the record's ``subsystem`` (Hermes' ``memory`` when absent).
     """
 
     id: str
@@ -87,11 +103,23 @@ class PendingWrite:
     findings: tuple[dict[str, Any], ...] = ()
     malformed: str | None = None
     text: str = ""
+    subsystem: str = HERMES_SUBSYSTEM
+
+    @property
+    def staged_by(self) -> str | None:
+        """Who staged it when it was not Hermes' own write gate (a memory provider or another
+        subsystem: its origin, else its subsystem), or None for Hermes (module docstring)."""
+        if self.subsystem != HERMES_SUBSYSTEM:
+            return self.subsystem or "an unnamed subsystem"
+        if self.origin not in HERMES_ORIGINS:
+            return self.origin
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "action": self.action, "target": self.target, "origin": self.origin,
                 "summary": self.summary, "created_at": self.created_at, "threats": list(self.threats),
-                "malformed": self.malformed, "text": self.text, "payload": self.payload}
+                "malformed": self.malformed, "text": self.text, "payload": self.payload,
+                "subsystem": self.subsystem, "staged_by": self.staged_by}
 
 
 def _ops(payload: dict[str, Any]) -> list[Any]:
@@ -218,7 +246,7 @@ def load_record(path: Path) -> PendingWrite:
         target=_text(payload.get("target")) or "memory",
         origin=_text(rec.get("origin")) or "foreground", summary=_text(rec.get("summary")), created_at=created,
         payload=payload, threats=tuple(dict.fromkeys(ids)), findings=tuple(findings), malformed=problem,
-        text=_describe(payload),
+        text=_describe(payload), subsystem=str(rec.get("subsystem") or HERMES_SUBSYSTEM),
     )
 
 
@@ -236,6 +264,61 @@ def list_pending(home: HermesHome) -> list[PendingWrite]:
     return recs
 
 
+@dataclass(frozen=True)
+class Edit:
+    """A reviewer's text in place of a staged write's (edit before approve, Hermes PR #44966).
+
+    Attributes:
+        text: the new ``content``: the whole entry of an add or replace, the new span of a patch.
+        op: the operation of a batch to edit (1-based); None for a single write.
+    """
+
+    text: str
+    op: int | None = None
+
+    def _op_of(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if payload.get("action") == "batch":
+            ops = payload.get("operations")
+            if self.op is None:
+                raise Refused("this pending write is a batch: say which operation to edit (--op N)", code="invalid")
+            if not isinstance(ops, list) or not 1 <= self.op <= len(ops) or not isinstance(ops[self.op - 1], dict):
+                raise Refused(f"this batch has no operation {self.op}", code="invalid")
+            op = ops[self.op - 1]
+        else:
+            if self.op not in (None, 1):
+                raise Refused("this pending write is a single write: it has no operation "
+                              f"{self.op}", code="invalid")
+            op = payload
+        if op.get("action") not in ("add", "replace", "patch"):
+            raise Refused(f"a {op.get('action') or 'write'} has no text to edit: only an add, a replace or a patch "
+                          "can be edited before approval", code="invalid")
+        return op
+
+    def staged_text(self, rec: "PendingWrite") -> str:
+        """The text the record staged for the edited op."""
+        op = self._op_of(rec.payload)
+        return str(op.get("content") or op.get("new_text") or "")
+
+    def payload_of(self, rec: "PendingWrite") -> dict[str, Any]:
+        """The record's payload with the edited op's text replaced (a copy; the record is untouched).
+
+        Raises:
+            Refused: ``invalid`` (a remove, a batch without ``op``, no such op) or ``empty`` text.
+        """
+        if not self.text.strip():
+            raise Refused("the edited text is empty: reject the pending write instead", code="empty")
+        payload = json.loads(json.dumps(rec.payload))
+        op = self._op_of(payload)
+        op["content"] = self.text
+        op.pop("new_text", None)
+        return payload
+
+    def journal_fields(self, rec: "PendingWrite") -> dict[str, Any]:
+        """What the journal (and History) keeps about the edit: both texts."""
+        return {"edited": True, "staged_text": self.staged_text(rec), "applied_text": self.text,
+                **({"edited_op": self.op} if self.op is not None else {})}
+
+
 def _find(home: HermesHome, pending_id: str) -> PendingWrite:
     pid = (pending_id or "").strip()
     if not _ID_RE.match(pid):
@@ -246,16 +329,27 @@ def _find(home: HermesHome, pending_id: str) -> PendingWrite:
     return load_record(path)
 
 
-def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str = "cli") -> Any:
+def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str = "cli", *,
+            strict: bool = False, edited: Edit | None = None, bulk: str | None = None) -> Any:
     """Apply a pending write through the core, then remove its record.
+
+    Args:
+        strict: a replay that would change nothing is refused (``stale``, the record kept) instead
+            of done: what a bulk approval asks, so that a record that turned into a no-op after it
+            was listed is counted as refused, not applied.
+        edited: the reviewer's text in place of the staged one (:class:`Edit`, Hermes PR #44966's
+            edit before approve): the record's payload with that op's ``content`` replaced is
+            applied, and the journal keeps both texts (``staged_text``, ``applied_text``).
+        bulk: the id of the bulk action this approval is part of (kept in the journal row).
 
     Returns the ``WriteResult`` of the replay.
 
     Raises:
         Refused: ``not_found``/``invalid`` (id), ``malformed`` (the record cannot be applied),
             or any refusal of the replay (``threat``, ``overflow``, ``no_match``, ``ambiguous``,
-            ``drift``, ``unreadable``); ``busy`` when another process is approving or rejecting
-            the same record; ``already_applied`` (the journal holds a ``done`` approval of these
+            ``drift``, ``unreadable``); ``foreign`` (staged by a memory provider or another
+            subsystem: never applied); ``stale`` in ``strict`` mode for a no-op; ``busy`` when
+            another process is approving or rejecting the same record; ``already_applied`` (the journal holds a ``done`` approval of these
             bytes: the leftover record is removed) or ``maybe_applied`` (an ``unknown`` one: kept,
             never replayed). The record is kept in every other refusal.
     """
@@ -264,6 +358,11 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
     rec = _find(home, pending_id)
     if rec.malformed:
         raise Refused(f"pending write {rec.id} is malformed: {rec.malformed}", code="malformed")
+    if rec.staged_by is not None:
+        raise Refused(f"pending write {rec.id} was staged by {rec.staged_by}, not by Hermes' memory tool: memdeck never "
+                      "applies it to MEMORY.md/USER.md (it belongs to whoever staged it; reject it if it is unwanted)",
+                      code="foreign", staged_by=rec.staged_by)
+    payload = rec.payload if edited is None else edited.payload_of(rec)
     with _claimed(rec):
         store = MemoryStore(home, config or load_config(home), actor=actor)
         # an approval killed between its write and its journal COMMIT left an intent: resolve it
@@ -298,8 +397,13 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         # write is done (core/memory/approval.py: the crash windows)
         store.claim = RecordClaim(home.pending_dir, rec.path.name, rec.id, raw, rec.origin)
         store.journal_extra = store.claim.journal_fields()
-        p = rec.payload
+        if edited is not None:
+            store.journal_extra.update(edited.journal_fields(rec))
+        if bulk is not None:
+            store.journal_extra["bulk"] = bulk
+        p = payload
         target = str(p.get("target") or "memory")
+
         if staged.is_pinned(p):  # staged by Hermes 0.21.5 / 0.22: patch / matched_entry semantics
             result = store.replay_pinned(p)
         elif p.get("action") == "batch":
@@ -307,6 +411,10 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
         else:
             result = store.hermes_single(str(p.get("action")), target, str(p.get("content") or ""), str(p.get("old_text") or ""))
         if not result.changed:  # nothing to write (e.g. the entry exists): done, as Hermes does
+            if strict:
+                raise Refused(f"pending write {rec.id} would change nothing now ({result.message.rstrip('.')}): it no "
+                              "longer applies. Nothing was written; the record is kept (reject it).", code="stale",
+                              noop=True)
             try:
                 _remove_record(rec)
             except OSError as exc:
@@ -376,8 +484,10 @@ def _claimed(rec: "PendingWrite") -> Iterator[None]:
         os.close(fd)
 
 
-def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, Any]:
-    """Discard a pending write (its record file is removed; the journal keeps a copy).
+def reject(home: HermesHome, pending_id: str, actor: str = "cli", *, bulk: str | None = None) -> dict[str, Any]:
+    """Discard a pending write (its record file is removed; the journal keeps a copy, so
+    :func:`unreject` / ``memdeck undo`` can stage it again). ``bulk``: the id of the bulk action
+    it is part of (kept in the journal row).
 
     Returns ``{"id", "action", "target", "journal_id"}``.
 
@@ -397,7 +507,8 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
         # by the next approve/reject (:func:`_recover_rejects`)
         jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
                              detail={"pending_id": rec.id, "record": raw, "action": rec.action,
-                                     "record_file": rec.path.name}, state="intent")
+                                     "record_file": rec.path.name, **({"bulk": bulk} if bulk else {})},
+                             state="intent")
         try:
             rec.path.unlink()
         except FileNotFoundError:
@@ -418,3 +529,48 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli") -> dict[str, A
             raise
     return {"id": rec.id, "action": rec.action, "target": target, "journal_id": jid,
             "message": f"Rejected pending write {rec.id}."}
+
+
+def unreject(home: HermesHome, journal_id: int | None = None, *, pending_id: str | None = None,
+             actor: str = "cli") -> dict[str, Any]:
+    """Stage a rejected record again from the journal's copy of it (the undo of :func:`reject`),
+    and journal that (an ``undo`` row; the reject row is marked undone by it).
+
+    Args:
+        journal_id: the ``reject`` row; or ``pending_id``: the newest reject of that record not undone.
+
+    Returns ``{"id", "journal_id", "undid", "message"}``.
+
+    Raises:
+        Refused: ``not_found`` (no such reject, or already undone), ``conflict`` (a record of
+            that name is staged now), ``unwritable`` (it could not be written).
+    """
+    if not journal.db_exists(home):
+        raise Refused("nothing to stage again: memdeck's journal is empty", code="not_found")
+    with deckdb.opened(home) as conn:
+        if journal_id is not None:
+            row = journal.get(home, int(journal_id), conn=conn)
+        else:
+            r = conn.execute("SELECT * FROM journal WHERE op = 'reject' AND state = 'done' AND undone_by IS NULL AND "
+                             "json_valid(detail) AND json_extract(detail, '$.pending_id') = ? ORDER BY journal_id DESC "
+                             "LIMIT 1", (pending_id,)).fetchone()
+            row = journal.row_of(r) if r is not None else None
+    what = f"journal #{journal_id}" if journal_id is not None else f"pending write {pending_id}"
+    if row is None or row.op != "reject" or row.state != "done" or row.undone_by is not None:
+        raise Refused(f"{what} is not a reject that can be undone (none, or already undone)", code="not_found")
+    d = row.detail
+    name = str(d.get("record_file") or f"{d.get('pending_id')}.json")
+    if not isinstance(d.get("record"), str) or not d.get("record"):
+        raise Refused(f"journal #{row.journal_id} keeps no copy of the record: it cannot be staged again",
+                      code="not_found")
+    if (home.pending_dir / name).exists():
+        raise Refused(f"a pending write named {name} is staged already: nothing was done", code="conflict")
+    pid = approval.restage(home, {**d, "record_file": name})
+    if pid is None or not (home.pending_dir / name).exists():
+        raise Refused(f"the record {name} could not be written back to {home.pending_dir}", code="unwritable")
+    with deckdb.opened(home) as conn, deckdb.transaction(conn):
+        jid = journal.record(home, actor=actor, op="undo", kind="memory", target=row.target, before=None, after=None,
+                             detail={"undoes": [row.journal_id], "pending_id": pid, "restaged": name}, conn=conn)
+        journal.mark_undone(conn, [row.journal_id], jid)
+    return {"id": pid, "journal_id": jid, "undid": row.journal_id,
+            "message": f"Staged pending write {pid} again (undid the reject, journal #{row.journal_id})."}

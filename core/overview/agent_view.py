@@ -14,8 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..context.budget import budget
+from ..context.injected import InjectedView
 from ..context.prompts import PromptCache
-from ..context.report import ContextReport, SessionDiff, build_report, disk_entries, session_diff, verdict_for
+from ..context.report import (ContextReport, SessionDiff, build_report, disk_entries, provider_share, session_diff,
+                              session_injected, verdict_for)
+from ..context.tokens import hermes_line
 
 #: Open sessions compared (a gateway home keeps one per chat; the newest started first).
 MAX_SESSIONS = 200
@@ -34,6 +38,10 @@ class AgentView:
         basis: what it was built from (a rebuild with the same basis reuses this view).
         cache: the parsed prompts, carried to the next view.
         error: why it could not be built (shown as the Context panel's banner), else None.
+        injected: what a memory provider and the plugins appended to each user turn of the followed
+            session (built with or without the report: the provider alerts watch it).
+        provider_share: the provider fences the followed session still carries against its
+            compaction threshold (:func:`memdeck.core.context.report.provider_share`), or None.
     """
 
     diffs: tuple[SessionDiff, ...] = ()
@@ -47,6 +55,8 @@ class AgentView:
     #: ``(prompt key, memory key) -> FrozenMemory``: a session's comparison, kept while neither changed
     frozen_cache: Mapping[tuple[Any, Any], Any] = field(default_factory=dict, compare=False, repr=False)
     followed: str | None = None
+    injected: InjectedView | None = None
+    provider_share: Mapping[str, Any] | None = None
 
     @property
     def followed_diff(self) -> SessionDiff | None:
@@ -103,12 +113,19 @@ def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None,
         found = db.prompt_stamps([want])
         stamp = found[0] if found else None
     report = None
-    if stamp is not None and with_report:
-        report = build_report(db, home, config, stamp, cache=cache, disk=entries, version=version,
-                              reminder_block=reminder_block,
-                              diff=next((d for d in diffs if d.session_id == stamp.session_id), None))
+    injected = None
+    share = None
+    if stamp is not None:
+        injected = session_injected(db, config, stamp.session_id, version)
+        if with_report:
+            report = build_report(db, home, config, stamp, cache=cache, disk=entries, version=version,
+                                  reminder_block=reminder_block, injected=injected,
+                                  diff=next((d for d in diffs if d.session_id == stamp.session_id), None))
+            share = report.provider_share()
+        elif injected.provider is not None:
+            share = provider_share(injected, budget(config, home.path, stamp.model, hermes_line(version)))
     return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache,
-                     stamp.session_id if stamp is not None else want)
+                     stamp.session_id if stamp is not None else want, injected, share)
 
 
 __all__ = ["AgentView", "MAX_SESSIONS", "build_agent_view"]

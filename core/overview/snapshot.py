@@ -35,6 +35,8 @@ from ..history.changes import Change
 from ..history.usage import UsageSeries
 from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
+from ..memory.review import QueueItem
+from ..provider_settings import ProviderSettings
 from ..memory.threats import Finding
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
 from .agent_view import AgentView
@@ -189,6 +191,11 @@ class DeckSnapshot:
         agent_view: what the open sessions see: each one's frozen memory against the files and
             the followed session's prompt by section, next turn and next compaction
             (:class:`core.overview.agent_view.AgentView`; None in the memory-only first paint).
+        provider: which stores the home's Hermes treats as authoritative: the built-in MEMORY /
+            USER and the memory provider (:class:`core.provider_settings.ProviderSettings`).
+        review: the review queue: each pending write (same order as :attr:`pending`) with who
+            staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
+            clean, stale with Hermes' words, refused, foreign).
     """
 
     taken_at: float
@@ -227,6 +234,8 @@ class DeckSnapshot:
     memlock_location: MemlockLocation | None = None
     usage_history: Mapping[str, UsageSeries] = field(default_factory=_frozen)
     agent_view: AgentView | None = None
+    provider: ProviderSettings | None = None
+    review: tuple[QueueItem, ...] = ()
 
     @property
     def archive_count(self) -> int:
@@ -372,7 +381,12 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
 
     prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
     findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+    provider = _read_or_banner(errors, ("capacity",), "memory provider settings",
+                               lambda: _provider(home, config, None), None)
+    review = _read_or_banner(errors, ("review",), "review queue",
+                             lambda: _review(pending, memory, provider), ())
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
+                        provider=provider, review=review,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
                         findings=_frozen(findings), errors=errors.frozen(), notices=_notices(config.warnings),
                         warnings=config.warnings, partial=True,
@@ -380,6 +394,19 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
                         # get stamps no real source has, so a build from here reads them
                         stamps=None if stamps is None else replace(stamps, memlock=((("", None),),),
                                                                    statedb=("not read",)))
+
+
+def _provider(home: HermesHome, config: Config, version: str | None) -> ProviderSettings:
+    from ..provider_settings import provider_settings
+
+    return provider_settings(config, home, version)
+
+
+def _review(pending: tuple[PendingWrite, ...], memory: Mapping[str, MemoryFileState],
+            provider: ProviderSettings | None) -> tuple[QueueItem, ...]:
+    from ..memory.review import queue_of
+
+    return tuple(queue_of(pending, memory, provider.name if provider is not None else None))
 
 
 def _scan_findings(memory: Mapping[str, MemoryFileState], pending: tuple[PendingWrite, ...]) -> dict[str, tuple[Finding, ...]]:
@@ -678,8 +705,23 @@ def build_snapshot(
     else:
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
-    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
+    # ── the authoritative stores (memory.provider, memory_enabled, user_profile_enabled) ──
     version = profile.version if profile is not None else None
+    if (previous is not None and previous.provider is not None and previous.config is config
+            and previous.hermes_profile is profile and unchanged("config")):
+        provider = previous.provider
+    else:
+        provider = _read_or_banner(errors, ("capacity",), "memory provider settings",
+                                   lambda: _provider(home, config, version), None)
+
+    # ── the review queue: what approving each pending write would do now ──
+    if (memory_same and pending_same and previous is not None and previous.provider == provider
+            and len(previous.review) == len(pending)):
+        review = previous.review
+    else:
+        review = _read_or_banner(errors, ("review",), "review queue", lambda: _review(pending, memory, provider), ())
+
+    # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
     basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
     basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
               context_report)
@@ -732,4 +774,6 @@ def build_snapshot(
         memlock_location=store.location,
         usage_history=usage_history,
         agent_view=agent_view,
+        provider=provider,
+        review=review,
     )

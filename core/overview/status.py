@@ -13,7 +13,9 @@ Shape (keys are only ever added, never renamed or removed)::
         "user":   {... same ...}
       },
       "pending": [{"id", "action", "target", "origin", "summary", "created_at", "threats": [ids],
-                   "malformed": str | null}],
+                   "malformed": str | null, "subsystem": str, "staged_by": str | null,
+                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed", "reason": str | null,
+                   "age_s": float | null}],
       "archived": int,                   # memory entries currently archived
       "config_warnings": [str],
       "sessions": [{"id", "title", "source", "started_at", "ended_at" (epoch s | null),
@@ -36,6 +38,11 @@ Shape (keys are only ever added, never renamed or removed)::
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
       "memory_provider": str,            # memory.provider of config.yaml ("" = the built-in stores only)
+      "provider": {"name": str | null, "memory_enabled": bool, "user_profile_enabled": bool,
+                   "authoritative": str, "rules": str, "found": str | null,
+                   "settings": {"where", "present", "keys", "error"} | null, "notes": [str]},
+                                         # the stores the home's Hermes treats as authoritative, read
+                                         # as that version reads them (core/provider_settings.py)
       "alert_floor": int,                # MemLock's memlock.alert_floor (percent 0-100): a lower score alerts
       "changes": {"total": int, "by_actor": {actor: int},             # memdeck.db's change history
                   "last": {"id", "time", "actor", "kind", "target", "where", "op"} | null},
@@ -55,6 +62,7 @@ becomes ``{"error": "..."}``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -192,13 +200,22 @@ def memory_section(home: HermesHome, config: Config) -> dict[str, Any]:
     return out
 
 
-def pending_section(home: HermesHome) -> list[dict[str, Any]]:
-    """The pending writes as status rows (never raises)."""
-    return [
-        {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
-         "created_at": p.created_at, "threats": list(p.threats), "malformed": p.malformed}
-        for p in list_pending(home)
-    ]
+def pending_section(home: HermesHome, config: Config | None = None, provider: str | None = None,
+                    now: float | None = None) -> list[dict[str, Any]]:
+    """The pending writes as status rows, each with who staged it and what approving it would do
+    now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``). Never raises."""
+    from ..memory.review import review_queue
+
+    now = time.time() if now is None else now
+    out = []
+    for item in review_queue(home, config, provider):
+        p = item.record
+        age = item.age(now)
+        out.append({"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
+                    "created_at": p.created_at, "threats": list(p.threats), "malformed": p.malformed,
+                    "subsystem": p.subsystem, "staged_by": p.staged_by, "state": item.state, "reason": item.reason,
+                    "age_s": round(age, 1) if age is not None else None})
+    return out
 
 
 def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
@@ -237,11 +254,13 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         archived = archive.count(home, kind="memory", state="archived")
     except Exception:  # noqa: BLE001 - an unusable memdeck.db must not break status
         archived = 0
+    from ..provider_settings import configured_provider
+
     out: dict[str, Any] = {
         "home": str(home.path),
         "profile": home.profile,
         "memory": memory_section(home, config),
-        "pending": pending_section(home),
+        "pending": pending_section(home, config, configured_provider(config, None)),
         "archived": archived,
         "config_warnings": list(config.warnings),
         "memory_provider": config.memory_provider,
@@ -265,7 +284,14 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["profile"] = f"{type(exc).__name__}: {exc}"
         _merge_sections(home, config, out, errors)
-        out["stale_sessions"] = stale_sessions_section(home, config, (out.get("hermes") or {}).get("version"))
+        version = (out.get("hermes") or {}).get("version")
+        out["stale_sessions"] = stale_sessions_section(home, config, version)
+    try:
+        from ..provider_settings import provider_settings
+
+        out["provider"] = provider_settings(config, home, version).to_dict()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["provider"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
     return out
 

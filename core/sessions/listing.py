@@ -15,7 +15,7 @@ from .. import jsondata
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
 from .connection import number_or_zero
-from .records import Message, PromptStamp, SessionInfo
+from .records import Message, PromptStamp, SessionInfo, UserTurn
 from ..memory.context_fence import sanitize_context
 
 #: How much of a stored prompt's end (chars) the key of a schema <= 22 prompt covers (the memory
@@ -98,6 +98,32 @@ class SessionReader(CompactionEventReader):
             return text if isinstance(text, str) else ""
 
         return self._run(q, "")
+
+    def user_turns(self, session_id: str, limit: int = 200) -> list[UserTurn] | None:
+        """The user rows of ``session_id``'s active region (what the next request still carries),
+        oldest first, at most the newest ``limit``, with ``content`` and ``api_content`` as stored
+        (:class:`.records.UserTurn`). None when ``messages`` has no ``api_content`` column (Hermes
+        0.17 / 0.18 never store what was appended to a turn); ``[]`` when the database is
+        unavailable. One query, through ``idx_messages_session_active`` on 0.19+."""
+        def q(conn: sqlite3.Connection) -> list[UserTurn] | None:
+            if "api_content" not in self._mcols:
+                return None
+            active = " AND active = 1" if self.has_active else ""
+            ts = "timestamp" if "timestamp" in self._mcols else "NULL"
+            rows = conn.execute(f"SELECT id, {ts}, content, api_content FROM messages WHERE session_id = ? AND "
+                                f"role = 'user'{active} ORDER BY id DESC LIMIT ?", (session_id, max(0, int(limit))))
+            out = []
+            for mid, t, content, api in rows:
+                if isinstance(content, bytes):
+                    content = content.decode("utf-8", "replace")
+                if isinstance(api, bytes):
+                    api = api.decode("utf-8", "replace")
+                out.append(UserTurn(int(mid), float(t) if isinstance(t, (int, float)) else None,
+                                    content if isinstance(content, str) else None,
+                                    api if isinstance(api, str) and api else None))
+            return out[::-1]
+
+        return self._run(q, [])
 
     def prompt_stamps(self, session_ids: Sequence[str] | None = None, *, limit: int = 500) -> list[PromptStamp]:
         """A :class:`.records.PromptStamp` of every open session (``ended_at`` NULL), newest start

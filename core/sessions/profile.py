@@ -339,6 +339,9 @@ def detect_profile(home: Any) -> HermesProfile:
         if "compacted" not in mcols:
             notes.append("no in-place compaction (Hermes 0.17): a compaction ends the session and continues in a "
                          "child session; memdeck follows the rotation")
+        if "api_content" not in mcols:
+            deg.append("messages has no api_content column (Hermes 0.17 / 0.18): what a memory provider or a plugin "
+                       "appended to each user turn is not recorded, so Context cannot show what was injected")
         if "messages_fts" not in tables:
             deg.append("no messages_fts: recall falls back to LIKE (no ranking, slower on large homes)")
         if "messages_fts_trigram" not in tables:

@@ -161,6 +161,26 @@ class Message:
 
 
 @dataclass(frozen=True)
+class UserTurn:
+    """One user row of a session's active region, as stored (nothing sanitized or stripped).
+
+    Attributes:
+        id: ``messages.id`` (the turn's id: what a memory provider and the plugins appended to
+            this turn is in this row).
+        timestamp: epoch seconds (None when the row has none).
+        content: the stored ``content`` (None when NULL; ``\x00json:`` lists left encoded).
+        api_content: the API-bound text Hermes 0.19+ stores when it differed from ``content``
+            (``agent/turn_context.py`` ``compose_user_api_content``: ``content + "\n\n" +
+            injections``), else None.
+    """
+
+    id: int
+    timestamp: float | None
+    content: str | None
+    api_content: str | None
+
+
+@dataclass(frozen=True)
 class CompactionEvent:
     """One compaction reconstructed from state.db.
 

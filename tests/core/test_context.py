@@ -278,7 +278,6 @@ def test_next_turn_parts_and_the_last_fence() -> None:
     assert t.messages.count == 3 and t.messages.tokens == hermes_message_estimate(rows, "0.19")
     assert t.reminder.chars == len("[memlock] reminders:\n  - Never push")
     assert t.tool_schemas.chars is None and "not recorded" in (t.tool_schemas.note or "")
-    assert t.injected == ()
 
 
 def test_what_if_moves_the_next_sessions_block_before_anything_is_written() -> None:

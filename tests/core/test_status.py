@@ -31,8 +31,17 @@ def test_status_contract(hermes_home: HermesHome) -> None:
     assert mem["entries"][0] == {"id": entry_id("First fact"), "text": "First fact", "chars": 10, "threats": []}
     assert mem["entries"][1]["threats"] == ["ssh_access"]
     assert st["memory"]["user"]["entries"] == [] and st["memory"]["user"]["limit"] == 1375
-    assert st["pending"] == [{"id": "abcd0001", "action": "add", "target": "user", "origin": "foreground", "summary": "",
-                              "created_at": 1.0, "threats": [], "malformed": None}]
+    old_keys = ("id", "action", "target", "origin", "summary", "created_at", "threats", "malformed")
+    assert [{k: p[k] for k in old_keys} for p in st["pending"]] == [
+        {"id": "abcd0001", "action": "add", "target": "user", "origin": "foreground", "summary": "",
+         "created_at": 1.0, "threats": [], "malformed": None}]
+    # issue 25: who staged it and what approving it would do now
+    assert {k: st["pending"][0][k] for k in ("subsystem", "staged_by", "state", "reason")} == {
+        "subsystem": "memory", "staged_by": None, "state": "clean", "reason": None}
+    assert st["pending"][0]["age_s"] > 0
+    assert st["provider"] == {"name": None, "memory_enabled": True, "user_profile_enabled": True,
+                              "authoritative": "built-in MEMORY + USER", "rules": "0.17-0.20", "found": None,
+                              "settings": None, "notes": st["provider"]["notes"]}
     assert st["archived"] == 1
     assert st["config_warnings"] and "memory_char_limit" in st["config_warnings"][0]
 

@@ -69,7 +69,7 @@ async def _visit_every_panel(home: Path) -> dict[str, Any]:
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot, app)
         for pid, _title in PANELS:
-            app.action_show_panel(pid)
+            await app.action_show_panel(pid)
             await settle(pilot, app)
             assert app.current_panel_id == pid
             banners = [b for b in app.panel(pid).query(Banner)]

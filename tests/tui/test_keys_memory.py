@@ -138,15 +138,23 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         clean = next(r for r in rows if not r.findings)
         hostile = next(r for r in rows if r.findings)
         table = app.query_one("#review-table")
-        # e / a / m on a pending row say what acts on a pending write (issue 8 #9)
+        # a / m on a pending row say what acts on a pending write (issue 8 #9)
         table.select_key(clean.key)
         await pilot.pause()
-        for key in ("e", "a", "m"):
+        for key in ("a", "m"):
             await pilot.press(key)
             await pilot.pause()
             assert not isinstance(app.screen, ConfirmScreen)
         said = [str(n.message) for n in app.notification_log]
-        assert sum("this is a pending write, not an entry yet" in m for m in said) == 3, said
+        assert sum("this is a pending write, not an entry yet" in m for m in said) == 2, said
+        # e edits it before approving (issue 25): the entry dialog opens on the staged text; esc leaves it
+        from memdeck.tui.screens.editors import EntryEditScreen
+
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen) and app.screen.is_mounted)
+        assert app.screen.query_one("#editor-text").text == clean.obj.payload.get("content")
+        await pilot.press("escape")
+        await settle(pilot, app)
         assert not any("select an entry" in m for m in said), said
         # A on a hostile pending write: the core refuses, the record stays
         table.select_key(hostile.key)

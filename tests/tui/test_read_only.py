@@ -55,7 +55,7 @@ def _home_bytes(root: Path) -> dict[str, bytes]:
 #: (panel key, key, action) for every write key, from the panel where it acts.
 KEYS = (("4", "p", "pin"), ("4", "a", "archive"), ("4", "e", "edit"), ("4", "m", "move"), ("4", "n", "new_entry"),
         ("4", "R", "restore"), ("4", "z", "undo"), ("2", "u", "unpin"), ("6", "A", "approve"), ("6", "X", "reject"),
-        ("7", "r", "revert"))
+        ("6", "C", "approve_clean"), ("6", "S", "reject_stale"), ("7", "r", "revert"))
 
 
 async def test_every_write_key_is_refused_with_a_toast_and_nothing_changes(demo_home) -> None:

@@ -198,7 +198,7 @@ def test_the_page_loads_nothing_from_another_site_under_a_strict_csp(demo_home: 
 WRITE_KEYS = (
     ("4", "p", "pin"), ("4", "a", "archive"), ("4", "e", "edit"), ("4", "m", "move"), ("4", "n", "new entry"),
     ("4", "R", "restore"), ("4", "z", "undo"), ("2", "u", "unpin"), ("6", "A", "approve"), ("6", "X", "reject"),
-    ("7", "r", "revert"),
+    ("6", "C", "approve clean"), ("6", "S", "reject stale"), ("7", "r", "revert"),
 )
 
 

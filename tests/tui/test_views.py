@@ -29,7 +29,7 @@ def test_a_pending_write_flagged_only_by_its_own_scan_shows_the_pattern_and_woul
     p = PendingWrite(id="abcd0001", path=tmp_path / "abcd0001.json", action="add", target="memory",
                      payload={"content": "x"}, threats=("exfil_curl",), text="run the hook")
     (row,) = review_rows(_snap(tmp_path, pending=(p,)), 0.0)
-    assert row.cells[4].plain == "⚠ exfil_curl" and row.pattern_ids == ("exfil_curl",)
+    assert row.cells[6].plain == "⚠ exfil_curl" and row.pattern_ids == ("exfil_curl",)
     detail = review_detail(row).plain
     assert "A would be refused" in detail and detail.rstrip().endswith("⚠ exfil_curl")
     assert badge_counts(_snap(tmp_path, pending=(p,))) == {"review": 1}
@@ -39,7 +39,7 @@ def test_a_clean_pending_write_is_approvable(tmp_path) -> None:
     p = PendingWrite(id="abcd0002", path=tmp_path / "abcd0002.json", action="add", summary="add a fact",
                      payload={"content": "a plain fact"})
     (row,) = review_rows(_snap(tmp_path, pending=(p,)), 0.0)
-    assert row.text == "a plain fact" and row.cells[4].plain == "ok"  # p.text empty: the payload's content
+    assert row.text == "a plain fact" and row.cells[6].plain == "ok"  # p.text empty: the payload's content
     assert "A approves, X rejects" in review_detail(row).plain
 
 

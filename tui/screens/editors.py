@@ -140,7 +140,13 @@ class EntryEditScreen(FormScreen):
 
     FORM = "editor"
 
-    def __init__(self, home: Any, config: Any, target: str, text: str, *, title: str, choose_target: bool = False) -> None:
+    def __init__(self, home: Any, config: Any, target: str, text: str, *, title: str, choose_target: bool = False,
+                 replaces: str | None = None, compose: Any = None, allow_unchanged: bool = False,
+                 save_label: str = "Save") -> None:
+        """``replaces``: the entry the saved text takes the place of when it is not ``text`` itself (a
+        pending replace's target entry); ``compose``: typed text -> the entry that would land (a
+        pending patch's span into its entry), for the budget, the what-if and the threat scan;
+        ``allow_unchanged``: saving the text as given is allowed (edit before approve)."""
         super().__init__()
         self.home = home
         self.config = config
@@ -148,6 +154,10 @@ class EntryEditScreen(FormScreen):
         self.original = text
         self.title_text = title
         self.choose_target = choose_target
+        self.replaces = replaces
+        self.compose_entry = compose or (lambda t: t)
+        self.allow_unchanged = allow_unchanged
+        self.save_label = save_label
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="editor-box", classes="dialog"):
@@ -160,7 +170,7 @@ class EntryEditScreen(FormScreen):
             yield Static(id="editor-whatif")
             yield Static(id="editor-findings")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Save (ctrl+s)", variant="primary", id="editor-save", compact=True)
+                yield Button(f"{self.save_label} (ctrl+s)", variant="primary", id="editor-save", compact=True)
                 yield Button("Cancel (esc)", id="editor-cancel", compact=True)
 
     def _entries(self, target: str) -> list[str]:
@@ -174,7 +184,10 @@ class EntryEditScreen(FormScreen):
     def _usage_after(self, target: str, new: str) -> tuple[int, int]:
         """Chars the target would use after this save (Hermes counts ``"\\n§\\n".join``)."""
         entries = self._entries(target)
-        if not self.choose_target and self.original in entries:
+        new = self.compose_entry(new)
+        if self.replaces is not None and self.replaces in entries:
+            entries = [new if e == self.replaces else e for e in entries]
+        elif not self.choose_target and self.original in entries:
             entries = [new if e == self.original else e for e in entries]
         elif new not in entries:
             entries = entries + [new]
@@ -186,7 +199,10 @@ class EntryEditScreen(FormScreen):
 
         entries = [e for e in self._entries(target) if e]
         limit = int(self.config.char_limit(target))
-        if self.choose_target or self.original not in entries:
+        text = self.compose_entry(text)
+        if self.replaces is not None and self.replaces in entries:
+            w = what_if(target, entries, limit, remove=self.replaces, replace_with=text or None)
+        elif self.choose_target or self.original not in entries:
             w = what_if(target, entries, limit, add=text)
         else:
             w = what_if(target, entries, limit, remove=self.original, replace_with=text or None)
@@ -202,9 +218,9 @@ class EntryEditScreen(FormScreen):
         text = self.query_one("#editor-text", TextArea).text.strip()
         target = self._current_target()
         used, limit = self._usage_after(target, text)
-        findings = scan_findings(text) if text else []
+        findings = scan_findings(self.compose_entry(text)) if text else []
         name = "MEMORY.md" if target == "memory" else "USER.md"
-        unchanged = not self.choose_target and text == self.original.strip()
+        unchanged = not self.choose_target and text == self.original.strip() and not self.allow_unchanged
         problems: list[str] = []
         budget = Text()
         budget.append(f"{len(text):,} chars · {name} after save: ")

@@ -71,6 +71,10 @@ def usage_bar(snap: DeckSnapshot, target: str, width: int) -> Text:
         t.append(f"the first {min(n, MAX_ENTRY_ROWS):,} of {n:,} entries are listed", "red")
         if state.unscanned:
             t.append(f", {state.unscanned:,} not threat-scanned", "red")
+    off = snap.provider.off_reason(target) if getattr(snap, "provider", None) is not None else None
+    if off:  # switched off in config.yaml: empty on purpose (issue 25)
+        t.append("\n  ⊘ ", "bold cyan")
+        t.append_text(safe_text(off, single_line=True, style="cyan"))
     if state.drift:
         t.append("\n  ⚠ ", "bold yellow")
         t.append_text(safe_text(f"does not round-trip: {state.drift} (Hermes refuses replace/remove until it is normalized)", single_line=True, style="yellow"))

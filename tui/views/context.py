@@ -138,6 +138,7 @@ def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[C
         rows.append(ContextRow(f"t:{p.name}", "turn", p.name, (
             Text(p.title), _num(p.chars), _num(p.tokens), _num(counts.get(p.name) if counts else None),
             Text(note, style="dim"))))
+    rows.extend(injected_rows(snap))
     for other in view.diffs:
         if other.session_id == d.session_id:
             continue
@@ -154,6 +155,102 @@ def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[C
                                                                          max_chars=12, style="dim")), obj=other))
     return rows
 
+
+#: How many of the newest user turns the Context panel lists under "injected, turn by turn".
+INJECTED_TURNS_SHOWN = 30
+_SOURCE_STYLE = {"provider": "cyan", "memlock": "magenta", "plugin": "blue", "unknown": "yellow"}
+
+
+def _clock(ts: float | None) -> Text:
+    if not ts:
+        return Text("", style="dim")
+    import time as _time
+
+    return Text(_time.strftime("%H:%M:%S", _time.localtime(ts)), style="dim")
+
+
+def injected_rows(snap: DeckSnapshot) -> list[ContextRow]:
+    """The "injected, turn by turn" section of the Context panel: a heading row, then for each of
+    the newest :data:`INJECTED_TURNS_SHOWN` user turns one row per part appended to it (its source,
+    name, chars, Hermes' token estimate), or one "nothing injected" row; on a Hermes that keeps no
+    ``api_content`` one row that says so (:data:`memdeck.core.context.injected.NOT_STORED`)."""
+    view = snap.agent_view
+    inj = view.injected if view is not None else None
+    if inj is None:
+        return []
+    prov = inj.provider
+    head = Text("injected, turn by turn", style="bold")
+    where = Text(f"provider {prov}" if prov else "no provider", style="dim")
+    quiet = inj.quiet_turns()
+    note = Text("")
+    if prov and quiet:
+        note = Text(f"{quiet} turn{'s' if quiet != 1 else ''} quiet", style="bold yellow")
+    rows = [ContextRow("i:head", "injected_head", "injected", (head, note, Text(""), Text(""), where))]
+    if not inj.recorded:
+        rows.append(ContextRow("i:none", "injected_none", "not recorded", (
+            Text("  not recorded by this Hermes", style="yellow"), Text(""), Text(""), Text(""), Text("0.17/0.18", style="dim"))))
+        return rows
+    if not inj.turns:
+        rows.append(ContextRow("i:empty", "injected_none", "no turn", (
+            Text("  no user turn since the last compaction", style="dim"), Text(""), Text(""), Text(""), Text(""))))
+        return rows
+    for t in inj.turns[-INJECTED_TURNS_SHOWN:]:
+        if not t.parts:
+            rows.append(ContextRow(f"i:{t.turn_id}", "injected_turn", str(t.turn_id), (
+                Text(f"  turn #{t.turn_id} · nothing injected", style="dim"), _num(0, "dim"), _num(0, "dim"), Text(""),
+                _clock(t.time)), obj=t))
+            continue
+        for n, part in enumerate(t.parts):
+            label = Text(f"  turn #{t.turn_id} · ")
+            label.append(part.source, _SOURCE_STYLE.get(part.source, ""))
+            label.append(" ")
+            label.append_text(safe_text(part.name, single_line=True, max_chars=40))
+            rows.append(ContextRow(f"i:{t.turn_id}:{n}", "injected", part.name, (
+                label, _num(part.chars), _num(part.tokens), Text(""), _clock(t.time)), obj=part))
+    return rows
+
+
+def _injected_detail(snap: DeckSnapshot, row: ContextRow) -> Text:
+    view = snap.agent_view
+    inj = view.injected if view is not None else None
+    t = Text()
+    if inj is None:
+        return t
+    if row.kind in ("injected_head", "injected_none"):
+        t.append("injected, turn by turn", "bold")
+        t.append(" · what a memory provider and the plugins appended to each user turn before it went to the model "
+                 "(messages.api_content)\n", "dim")
+        if not inj.recorded:
+            t.append_text(safe_text(inj.reason or "", style="yellow"))
+            return t
+        t.append(f"provider: {inj.provider}" if inj.provider else "no memory provider is configured (memory.provider)")
+        q = inj.quiet_turns()
+        if inj.provider and q:
+            t.append(f"\nthe last {q} user turn{'s' if q != 1 else ''} carried nothing from {inj.provider}", "bold yellow")
+        share = view.provider_share if view is not None else None
+        if share is not None and inj.provider:
+            t.append(f"\nits fences in context: ~{share['tokens']:,} tokens, {share['percent']:g} % of the "
+                     f"{share['threshold_tokens']:,} at which Hermes compacts", "dim")
+        return t
+    if row.kind == "injected_turn":
+        turn = row.obj
+        t.append(f"turn #{turn.turn_id}: nothing injected", "bold")
+        if inj.provider:
+            t.append(f"\n{inj.provider} appended no <memory-context> to this turn: its prefetch returned nothing, "
+                     "failed or timed out", "dim")
+        return t
+    part = row.obj
+    t.append(f"turn #{part.turn_id} · {part.source} ", "bold")
+    t.append_text(safe_text(part.name, single_line=True, style="bold"))
+    t.append(f" · {part.chars:,} chars · ~{part.tokens:,} tokens (Hermes' estimate)", "dim")
+    if part.recalled is not None:
+        t.append("\n\nrecalled:\n", "bold")
+        t.append_text(safe_text(part.recalled[:6000]))
+    t.append("\n\nas appended to the turn:\n", "bold")
+    t.append_text(safe_text(part.text[:6000], style="dim" if part.recalled is not None else ""))
+    if len(part.text) > 6000:
+        t.append(f"\n… {len(part.text) - 6000:,} more chars", "dim")
+    return t
 
 def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0) -> Text:
     """Three lines over the table: the followed session and its frozen memory; the next
@@ -281,6 +378,8 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
         if len(text) > 6000:
             t.append(f"\n… {len(text) - 6000:,} more chars", "dim")
         return t
+    if row.kind.startswith("injected"):
+        return _injected_detail(snap, row)
     part = next((p for p in rep.next_turn.parts if p.name == row.name), None)
     if part is None:
         return t
@@ -297,4 +396,4 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
 
 
 __all__ = ["ContextRow", "context_detail", "context_rows", "differing_count", "followed_diff", "frozen_badge",
-           "header", "unseen_by", "write_note"]
+           "header", "injected_rows", "unseen_by", "write_note"]

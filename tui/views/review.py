@@ -14,6 +14,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from memdeck.core.home import TARGET_FILES
+from memdeck.core.memory.review import DEFAULT_PENDING_AGE_S, staged_by_words
 
 from ..safe_text import safe_text
 from .capacity import entry_rows
@@ -87,9 +88,33 @@ def pending_text(p: PendingWrite) -> str:
     return "\n".join(parts)
 
 
-def review_rows(snap: DeckSnapshot, now: float) -> list[ReviewRow]:
-    """Pending writes (oldest first), then the entries with threat findings or with verdicts
-    that differ between memdeck and the loading Hermes."""
+#: How each review state is shown (the ``state`` column).
+STATE_STYLES = {"clean": "green", "stale": "bold yellow", "refused": "bold red", "foreign": "cyan",
+                "malformed": "bold red"}
+
+
+def age_text(seconds: float | None) -> str:
+    """``"12 min"``, ``"5 h"``, ``"3 d"`` (``"?"`` when unknown)."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return "now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} d"
+
+
+def queue_item(snap: DeckSnapshot, pending_id: str) -> Any:
+    """The review-queue item (:class:`memdeck.core.memory.review.QueueItem`) of a pending id, or None."""
+    return next((i for i in getattr(snap, "review", ()) if i.id == pending_id), None)
+
+
+def review_rows(snap: DeckSnapshot, now: float, age_limit_s: float = DEFAULT_PENDING_AGE_S) -> list[ReviewRow]:
+    """Pending writes (oldest first), each with its state (clean, stale, refused, or staged by
+    another subsystem) and age (reverse yellow past ``age_limit_s`` seconds), then the entries with
+    threat findings or with verdicts that differ between memdeck and the loading Hermes."""
     rows = []
     for p in snap.pending:
         pid = p.id
@@ -98,11 +123,17 @@ def review_rows(snap: DeckSnapshot, now: float) -> list[ReviewRow]:
         text = p.text or pending_text(p)
         fnd = findings_for(snap, text)
         unplaced = () if fnd else tuple(p.threats)
+        item = queue_item(snap, pid)
+        state = item.state if item is not None else "?"
+        age = now - p.created_at if p.created_at else None
+        old = age is not None and age >= age_limit_s and p.staged_by is None
         cells = (
-            Text("pending", style="yellow"),
+            Text("pending" if p.staged_by is None else "staged", style="yellow" if p.staged_by is None else "cyan"),
             safe_text(pid, single_line=True),
             Text(str(target or "?")),
             Text(action),
+            Text(state, style=STATE_STYLES.get(state, "")),
+            Text(age_text(age), style="bold reverse yellow" if old else "dim", justify="right"),
             flag_text([f.pattern_id for f in fnd] + list(unplaced)),
             safe_text(text, single_line=True, max_chars=200),
         )
@@ -122,6 +153,8 @@ def review_rows(snap: DeckSnapshot, now: float) -> list[ReviewRow]:
             Text(f"#{er.index}"),
             Text(er.target),
             Text("entry"),
+            Text(""),
+            Text(""),
             flag_text(f.pattern_id for f in er.findings),
             safe_text(er.text, single_line=True, max_chars=200),
         )
@@ -130,13 +163,15 @@ def review_rows(snap: DeckSnapshot, now: float) -> list[ReviewRow]:
     return rows
 
 
-def review_detail(r: ReviewRow) -> RenderableType:
-    """The row under the cursor: for a pending write what it does, where it came from, and
-    whether A would be refused; for a flagged entry what Hermes does with it; then the
-    verdicts when they differ, the text with its findings highlighted, and the findings."""
+def review_detail(r: ReviewRow, snap: DeckSnapshot | None = None, now: float | None = None) -> RenderableType:
+    """The row under the cursor: for a pending write what it does, who staged it, how old it is,
+    its state (stale: Hermes' own reason) and what A would do; for a flagged entry what Hermes does
+    with it; then the verdicts when they differ, the text with its findings highlighted, and the
+    findings."""
     t = Text()
     if r.kind == "pending":
         p = cast("PendingWrite", r.obj)
+        item = queue_item(snap, p.id) if snap is not None else None
         if p.malformed:
             t.append("malformed: ", "bold red")
             t.append_text(safe_text(p.malformed, single_line=True))
@@ -144,14 +179,29 @@ def review_detail(r: ReviewRow) -> RenderableType:
         t.append("pending write ", "bold yellow")
         t.append_text(safe_text(r.ident, single_line=True, style="bold"))
         t.append(f" · {r.action} → {r.target or '?'}")
-        if p.origin:
-            t.append(" · from ", "dim")
-            t.append_text(safe_text(p.origin, single_line=True))
+        t.append(" · ", "dim")
+        t.append_text(safe_text(staged_by_words(p, item.provider if item is not None else None), single_line=True))
+        if p.created_at and now is not None:
+            t.append(f" · staged {age_text(now - p.created_at)} ago", "dim")
         if p.summary:
             t.append("\n")
             t.append_text(safe_text(p.summary, style="italic"))
-        if r.pattern_ids:
+        state = item.state if item is not None else None
+        if state == "foreign":
+            t.append("\nnot Hermes' memory tool's: memdeck never applies it to MEMORY.md/USER.md (A refuses); X "
+                     "rejects it\n", "bold cyan")
+        elif state == "stale":
+            t.append("\nstale: ", "bold yellow")
+            t.append_text(safe_text(item.reason or "", style="yellow"))
+            t.append("\nA would be refused or change nothing; X rejects it (S rejects every stale one)\n", "dim")
+        elif r.pattern_ids:
             t.append("\nA would be refused (the threat scan flags it, below); X rejects it\n", "bold red")
+        elif state in ("refused", "malformed") and item is not None:
+            t.append("\nA would be refused: ", "bold red")
+            t.append_text(safe_text(item.reason or ""))
+            t.append("\nX rejects it\n", "dim")
+        elif state == "clean":
+            t.append("\nclean: A approves, X rejects · e edits it before approving · C approves every clean one\n", "dim")
         else:
             t.append("\nA approves, X rejects\n", "dim")
     else:

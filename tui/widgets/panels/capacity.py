@@ -29,9 +29,9 @@ class CapacityPanel(TableDetailPanel):
 
     The charts show by default when the terminal has :attr:`CHART_ROWS` rows or more; ``g``
     (:meth:`toggle_charts`) shows or hides them whatever its size. Hidden, they are neither
-    given data nor drawn."""
+    given data nor drawn. A store switched off (``memory.memory_enabled: false``) says so."""
 
-    DEPENDS = ("memory", "findings", "prompt_blocks", "archived", "usage_history")
+    DEPENDS = ("memory", "findings", "prompt_blocks", "archived", "usage_history", "provider")
     BINDINGS = panel_bindings("capacity")
     #: the terminal height from which the usage charts show without ``g``
     CHART_ROWS = 36
