@@ -110,6 +110,7 @@ WRITES: dict[str, tuple[str, ...]] = {
     "undo": ("memories/*", "memlock/*"),
     "pending approve": ("memories/*", "pending/memory/*"),
     "pending reject": ("pending/memory/*",),
+    "pending edit": ("memories/*", "pending/memory/*"),  # applies the edited text: approve's files
     "pin": ("memlock/*",),
     "unpin": ("memlock/*",),
     "anchor edit": ("memlock/*",),
