@@ -469,13 +469,17 @@ def connect(home: HermesHome | Path, *, timeout: float = DEFAULT_BUSY_TIMEOUT) -
     return conn
 
 
-@functools.lru_cache(maxsize=1)
 def _expected_tables() -> dict[str, frozenset[str]]:
     """``table -> column names`` of the current schema, read from a database built in memory by
-    :data:`MIGRATIONS` (so it never drifts from them)."""
+    :data:`MIGRATIONS` (so it never drifts from them; built once per list of migrations)."""
+    return _tables_of(tuple(MIGRATIONS))
+
+
+@functools.lru_cache(maxsize=4)
+def _tables_of(migrations: tuple[str, ...]) -> dict[str, frozenset[str]]:
     conn = sqlite3.connect(":memory:")
     try:
-        for step in MIGRATIONS:
+        for step in migrations:
             for stmt in step.split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
