@@ -517,6 +517,26 @@ CLI_SETUP: dict[str, Callable[[Path], None]] = {
 }
 
 
+def _stage(root: Path, pid: str, action: str, content: str, old_text: str | None) -> None:
+    """Stage a memory write in Hermes 0.19's record format (as its write gate does)."""
+    import json
+
+    from memdeck.core.demo.changes import pending_record
+
+    rec = pending_record(pid, action, "memory", content, old_text, "assistant_tool", 1_784_000_000.0)
+    (root / "pending" / "memory" / f"{pid}.json").write_text(json.dumps(rec), encoding="utf-8")
+
+
+#: a writer whose last sample acts on records the earlier samples used up gets them here, staged
+#: after those samples and before the killed one (home -> None): a bulk approve needs a clean
+#: record left, a bulk reject a stale one
+CLI_BEFORE_LAST: dict[str, Callable[[Path], None]] = {
+    "pending approve": lambda root: _stage(root, "c1ea2a11", "add", "Crash-matrix clean write: staged to be approved.", None),
+    "pending reject": lambda root: _stage(root, "57a1e0f1", "replace", "Crash-matrix stale write.",
+                                          "an entry that is not in MEMORY.md"),
+}
+
+
 def _cli_op(home: Path, argv: list[str], ok: tuple[int, ...] = (0, 3)) -> Callable[[], None]:
     """``memdeck --home HOME ARGV`` in this process (deterministic clock and ids), raising when the
     exit code is not in ``ok`` or an exception escapes (the child reports it)."""
@@ -556,6 +576,8 @@ def _cli_case(cmd: str, root: Path) -> tuple[Path, list[str]]:
     for argv in samples[:-1]:
         status, _, log = run_in_child(_cli_op(template, fill(argv, home_values(str(template)))), None)
         assert status == 0, f"{cmd}: the setup sample {argv} failed: {log[-1:]}"
+    if cmd in CLI_BEFORE_LAST:
+        CLI_BEFORE_LAST[cmd](template)
     return template, fill(samples[-1], home_values(str(template)))
 
 
@@ -644,7 +666,7 @@ def _cli_matrix(cmd: str, root: str) -> tuple[int, tuple[Point, ...]]:
     new = snapshot(HermesHome(h_new))
     assert new.files != old.files or new.archive != old.archive or new.journal != old.journal, (
         f"`memdeck {' '.join(argv)}` changed nothing on the crash matrix's home: give {cmd!r} a sample that "
-        "writes, or a setup in CLI_SETUP")
+        "writes, or a setup in CLI_SETUP / CLI_BEFORE_LAST")
     status, _, run_log = run_in_child(_cli_op(h_new, argv, ok=(0, 1, 3)), None)  # the same command once more
     assert status == 0, f"`memdeck {' '.join(argv)}` run a second time failed: {run_log[-1:]}"
     again = snapshot(HermesHome(h_new))
