@@ -328,7 +328,14 @@ def _bulk(args: argparse.Namespace, run: Callable[[Callable[[Any], None]], Any])
         print_json(summary.to_dict())
     else:
         print(summary.message())
-    return 1 if summary.count("refused") else 0
+    if not summary.count("refused"):
+        return 0
+    # exit 1 says a write was refused: each reason on stderr too, as every refusal of the CLI
+    # (the one that stopped the bulk, if any, last)
+    for o in summary.outcomes:
+        if o.outcome == "refused":
+            print(f"memdeck: {safe(o.line(), one_line=True, width=300)}", file=sys.stderr)
+    return 1
 
 
 def _one_or_all(args: argparse.Namespace, flag: str, what: str) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,6 +204,30 @@ class BulkSummary:
 
 OutcomeHook = Callable[[Outcome], None]
 
+#: Refusal codes that say the file system failed, not the record (``unwritable``: a full disk, a
+#: read-only file system): a bulk action stops there, since every later write would meet the same
+#: disk, and reports each record it did not try as ``skipped`` (code ``stopped``).
+STOP_CODES = frozenset({"unwritable"})
+
+
+def _run_bulk(action: str, items: Iterable[QueueItem], act: Callable[[QueueItem, str], Outcome],
+              on_outcome: OutcomeHook | None) -> BulkSummary:
+    """``act`` on each item in turn (each its own write), reporting each outcome as it happens;
+    after a refusal with a :data:`STOP_CODES` code the rest are not tried."""
+    bulk = uuid.uuid4().hex[:12]
+    outcomes: list[Outcome] = []
+    stopped: str | None = None
+    for item in items:
+        rec = item.record
+        o = (Outcome(rec.id, "skipped", f"not tried: {stopped}", "stopped", target=rec.target) if stopped
+             else act(item, bulk))
+        outcomes.append(o)
+        if on_outcome is not None:
+            on_outcome(o)
+        if stopped is None and o.outcome == "refused" and o.code in STOP_CODES:
+            stopped = f"the {action} stopped when {o.id} could not be written ({o.reason})"
+    return BulkSummary(action, bulk, tuple(outcomes))
+
 
 def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str = "cli", *,
                       provider: str | None = None, on_outcome: OutcomeHook | None = None) -> BulkSummary:
@@ -211,65 +235,50 @@ def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str
 
     Records that are not clean are reported ``skipped`` with their state and reason; a clean
     record whose approval is refused now (it turned stale, or a refusal of the write path) is
-    ``refused``, its record kept. Never raises for one record's refusal; ``on_outcome`` is called
-    after each record.
+    ``refused``, its record kept. Never raises for one record's refusal; a refusal of the file
+    system (:data:`STOP_CODES`) stops the bulk (the rest ``skipped``, code ``stopped``).
+    ``on_outcome`` is called after each record.
     """
     config = config or load_config(home)
-    bulk = uuid.uuid4().hex[:12]
-    outcomes: list[Outcome] = []
 
-    def report(o: Outcome) -> None:
-        outcomes.append(o)
-        if on_outcome is not None:
-            on_outcome(o)
-
-    for item in review_queue(home, config, provider):
+    def act(item: QueueItem, bulk: str) -> Outcome:
         rec = item.record
         if item.state != "clean":
-            report(Outcome(rec.id, "skipped", item.reason, item.state, target=rec.target))
-            continue
+            return Outcome(rec.id, "skipped", item.reason, item.state, target=rec.target)
         try:
             res = approve(home, config, rec.id, actor=actor, strict=True, bulk=bulk)
         except Refused as exc:
-            report(Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target))
-            continue
-        report(Outcome(rec.id, "applied", getattr(res, "message", None), None, getattr(res, "journal_id", None),
-                       rec.target))
-    return BulkSummary("approve", bulk, tuple(outcomes))
+            return Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target)
+        return Outcome(rec.id, "applied", getattr(res, "message", None), None, getattr(res, "journal_id", None),
+                       rec.target)
+
+    return _run_bulk("approve", review_queue(home, config, provider), act, on_outcome)
 
 
 def reject_all_stale(home: HermesHome, config: Config | None = None, actor: str = "cli", *,
                      provider: str | None = None, on_outcome: OutcomeHook | None = None) -> BulkSummary:
     """Reject every ``stale`` record, each journaled on its own and undoable (module docstring).
     A record is assessed again against the files just before it is rejected: one that is no
-    longer stale is ``skipped``."""
+    longer stale is ``skipped``. A refusal of the file system stops the bulk, as in
+    :func:`approve_all_clean`."""
     config = config or load_config(home)
-    bulk = uuid.uuid4().hex[:12]
-    outcomes: list[Outcome] = []
 
-    def report(o: Outcome) -> None:
-        outcomes.append(o)
-        if on_outcome is not None:
-            on_outcome(o)
-
-    for item in review_queue(home, config, provider):
+    def act(item: QueueItem, bulk: str) -> Outcome:
         rec = item.record
         if item.state != "stale":
-            report(Outcome(rec.id, "skipped", item.reason or "not stale", item.state, target=rec.target))
-            continue
+            return Outcome(rec.id, "skipped", item.reason or "not stale", item.state, target=rec.target)
         memory = {t: read_memory(home, config, t) for t in TARGETS}
         now = assess_record(rec, memory)
         if not now.stale:
-            report(Outcome(rec.id, "skipped", "no longer stale: " + (now.reason or "it applies now"), now.state,
-                           target=rec.target))
-            continue
+            return Outcome(rec.id, "skipped", "no longer stale: " + (now.reason or "it applies now"), now.state,
+                           target=rec.target)
         try:
             res = reject(home, rec.id, actor=actor, bulk=bulk)
         except Refused as exc:
-            report(Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target))
-            continue
-        report(Outcome(rec.id, "rejected", item.reason, "stale", res.get("journal_id"), rec.target))
-    return BulkSummary("reject", bulk, tuple(outcomes))
+            return Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target)
+        return Outcome(rec.id, "rejected", item.reason, "stale", res.get("journal_id"), rec.target)
+
+    return _run_bulk("reject", review_queue(home, config, provider), act, on_outcome)
 
 
 def edit_and_approve(home: HermesHome, config: Config | None, pending_id: str, text: str, *, op: int | None = None,
@@ -281,5 +290,5 @@ def edit_and_approve(home: HermesHome, config: Config | None, pending_id: str, t
     return approve(home, config, pending_id, actor=actor, edited=Edit(text, op))
 
 
-__all__ = ["BulkSummary", "DEFAULT_PENDING_AGE_S", "Outcome", "QueueItem", "approve_all_clean", "assess_record",
+__all__ = ["STOP_CODES", "BulkSummary", "DEFAULT_PENDING_AGE_S", "Outcome", "QueueItem", "approve_all_clean", "assess_record",
            "edit_and_approve", "oldest_unreviewed", "queue_of", "reject_all_stale", "review_queue", "staged_by_words"]

@@ -517,23 +517,15 @@ CLI_SETUP: dict[str, Callable[[Path], None]] = {
 }
 
 
-def _stage(root: Path, pid: str, action: str, content: str, old_text: str | None) -> None:
-    """Stage a memory write in Hermes 0.19's record format (as its write gate does)."""
-    import json
-
-    from memdeck.core.demo.changes import pending_record
-
-    rec = pending_record(pid, action, "memory", content, old_text, "assistant_tool", 1_784_000_000.0)
-    (root / "pending" / "memory" / f"{pid}.json").write_text(json.dumps(rec), encoding="utf-8")
-
-
 #: a writer whose last sample acts on records the earlier samples used up gets them here, staged
 #: after those samples and before the killed one (home -> None): a bulk approve needs a clean
 #: record left, a bulk reject a stale one
 CLI_BEFORE_LAST: dict[str, Callable[[Path], None]] = {
-    "pending approve": lambda root: _stage(root, "c1ea2a11", "add", "Crash-matrix clean write: staged to be approved.", None),
-    "pending reject": lambda root: _stage(root, "57a1e0f1", "replace", "Crash-matrix stale write.",
-                                          "an entry that is not in MEMORY.md"),
+    "pending approve": lambda root: _stage(HermesHome(root), "c1ea2a11", {
+        "action": "add", "target": "memory", "content": "Crash-matrix clean write: staged to be approved."}),
+    "pending reject": lambda root: _stage(HermesHome(root), "57a1e0f1", {
+        "action": "replace", "target": "memory", "content": "Crash-matrix stale write.",
+        "old_text": "an entry that is not in MEMORY.md"}),
 }
 
 

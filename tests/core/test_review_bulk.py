@@ -1,0 +1,58 @@
+"""A bulk approve or reject stops at a refusal of the file system (a full disk), says so on
+stderr, and tries nothing after it: every later write would meet the same disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memdeck.core import cli
+from memdeck.core.errors import Refused
+from memdeck.core.home import HermesHome
+from memdeck.core.memory import review
+
+
+def _stage(home: HermesHome, pid: str, content: str) -> None:
+    d = home.pending_dir
+    d.mkdir(parents=True, exist_ok=True)
+    rec = {"id": pid, "subsystem": "memory", "action": "add", "summary": f"add to memory: {content}",
+           "origin": "background_review", "created_at": 1_784_000_000.0 + int(pid[-1]),
+           "payload": {"action": "add", "target": "memory", "content": content}}
+    (d / f"{pid}.json").write_text(json.dumps(rec), encoding="utf-8")
+
+
+@pytest.fixture
+def three_clean(hermes_home: HermesHome, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    hermes_home.memory_file("memory").write_text("alpha fact", encoding="utf-8")
+    for pid, text in (("aaaa0001", "first staged fact"), ("aaaa0002", "second staged fact"),
+                      ("aaaa0003", "third staged fact")):
+        _stage(hermes_home, pid, text)
+    tried: list[str] = []
+
+    def full_disk(home, config, pid, **kw):  # noqa: ANN001, ANN003
+        tried.append(pid)
+        raise Refused("cannot write MEMORY.md: No space left on device. Nothing was changed.", code="unwritable")
+
+    monkeypatch.setattr(review, "approve", full_disk)
+    return tried
+
+
+def test_a_full_disk_stops_the_bulk_and_the_rest_is_not_tried(hermes_home: HermesHome, three_clean: list[str]) -> None:
+    summary = review.approve_all_clean(hermes_home)
+    assert three_clean == ["aaaa0001"]
+    assert [(o.id, o.outcome, o.code) for o in summary.outcomes] == [
+        ("aaaa0001", "refused", "unwritable"), ("aaaa0002", "skipped", "stopped"), ("aaaa0003", "skipped", "stopped")]
+    assert "aaaa0001 could not be written" in (summary.outcomes[1].reason or "")
+    assert hermes_home.memory_file("memory").read_text(encoding="utf-8") == "alpha fact"
+    assert sorted(p.name for p in hermes_home.pending_dir.iterdir()) == ["aaaa0001.json", "aaaa0002.json",
+                                                                       "aaaa0003.json"]
+
+
+def test_the_cli_says_the_reason_on_stderr_and_exits_1(hermes_home: HermesHome, three_clean: list[str],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["--home", str(hermes_home.path), "pending", "approve", "--all-clean", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "No space left on device" in err.strip().splitlines()[-1]
+    assert json.loads(out)["skipped"] == 2
