@@ -22,6 +22,7 @@ EXIT_FAILED = 1      # a write was refused or a command failed: the reason on st
 EXIT_USAGE = 2       # bad arguments
 EXIT_FINDINGS = 3    # scan: flagged entries or pending writes (a clean scan is 0)
 EXIT_NO_HOME = 4     # the home does not exist or is not a Hermes home (nothing was read or written)
+EXIT_PARTIAL = 5     # a bulk action (pending approve --all-clean, reject --stale) did some and refused others
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`memdeck status | head`)
 
@@ -31,6 +32,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_USAGE: "usage error",
     EXIT_FINDINGS: "scan found flagged entries or pending writes",
     EXIT_NO_HOME: "no Hermes home there: the directory does not exist or has no config.yaml, memories/ or state.db",
+    EXIT_PARTIAL: "a bulk action did some and refused others: each refusal on stderr (with --json also on stdout); "
+                  "what was done is journaled",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
     EXIT_BROKEN_PIPE: "stdout was closed by its reader",
 }

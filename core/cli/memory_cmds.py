@@ -32,7 +32,7 @@ from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
 from ..text import hidden_pattern
-from .common import EXIT_FINDINGS, EXIT_OK, CliContext, UsageError, add_target_arg, print_json
+from .common import EXIT_FINDINGS, EXIT_OK, EXIT_PARTIAL, CliContext, UsageError, add_target_arg, print_json
 
 
 _INVISIBLE = "".join(sorted(INVISIBLE_CHARS))  # the extra characters safe() matches (a cache key)
@@ -330,12 +330,13 @@ def _bulk(args: argparse.Namespace, run: Callable[[Callable[[Any], None]], Any])
         print(summary.message())
     if not summary.count("refused"):
         return 0
-    # exit 1 says a write was refused: each reason on stderr too, as every refusal of the CLI
-    # (the one that stopped the bulk, if any, last)
+    # each refusal's reason on stderr too, as every refusal of the CLI (the one that stopped the
+    # bulk, if any, last); exit 1 when nothing was done, 5 when some records were
     for o in summary.outcomes:
         if o.outcome == "refused":
-            print(f"memdeck: {safe(o.line(), one_line=True, width=300)}", file=sys.stderr)
-    return 1
+            print(f"memdeck: refused: pending write {o.id}: {safe(o.reason or o.code or '', one_line=True, width=300)}",
+                  file=sys.stderr)
+    return EXIT_PARTIAL if summary.done else 1
 
 
 def _one_or_all(args: argparse.Namespace, flag: str, what: str) -> None:

@@ -56,3 +56,25 @@ def test_the_cli_says_the_reason_on_stderr_and_exits_1(hermes_home: HermesHome, 
     assert code == 1
     assert "No space left on device" in err.strip().splitlines()[-1]
     assert json.loads(out)["skipped"] == 2
+
+
+def test_a_bulk_that_did_some_and_refused_others_exits_5(hermes_home: HermesHome, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 1 says nothing was written; a bulk that applied one record and had another refused
+    exits 5, the refusal on stderr."""
+    hermes_home.memory_file("memory").write_text("alpha fact", encoding="utf-8")
+    _stage(hermes_home, "bbbb0001", "a fact that lands")
+    _stage(hermes_home, "bbbb0002", "a fact refused by the tests")
+    real = review.approve
+
+    def second_refused(home, config, pid, **kw):  # noqa: ANN001, ANN003
+        if pid == "bbbb0002":
+            raise Refused("refused by the tests", code="threat")
+        return real(home, config, pid, **kw)
+
+    monkeypatch.setattr(review, "approve", second_refused)
+    code = cli.main(["--home", str(hermes_home.path), "pending", "approve", "--all-clean"])
+    _, err = capsys.readouterr()
+    assert code == 5
+    assert "bbbb0002: refused by the tests" in err
+    assert "a fact that lands" in hermes_home.memory_file("memory").read_text(encoding="utf-8")

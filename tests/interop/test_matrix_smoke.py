@@ -475,7 +475,10 @@ def test_profile_of_a_real_home(hermes, home: Path) -> None:
     assert p.system_prompt_in == prompt_in and p.fts is not None and p.fts.columns == fts_cols
     assert bool(p.fts.content) == (_vt(version) >= (0, 20))  # external content from 0.20
     assert p.in_place_compaction == in_place and p.summary_flag == (_vt(version) >= (0, 21))
-    assert p.degradations == (), p.degradations
+    # the one named degradation of a real home: 0.17/0.18 store no api_content (issue 25)
+    want = (("api_content",) if _vt(version) < (0, 19) else ())
+    assert tuple(w for w in want if any(w in d for d in p.degradations)) == want and len(p.degradations) == len(want), \
+        p.degradations
     assert p.threat_rules == deck.rules_for_version(version)
     if _vt(version) >= (0, 21, 5):  # a staged record with matched_entry names 0.21.5 exactly
         drive(hermes, home, [{"op": "mem", "action": "add", "target": "memory", "content": "alpha fact"},
