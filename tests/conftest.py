@@ -48,14 +48,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Start building the interop venvs the collected tests will ask for (see
     tests/interop/matrix/prebuild.py): on a fresh machine their pip installs then overlap the
     core tests instead of adding minutes after them. Only modules that call ``hermes_python``
-    count; such a module's ``SPEC`` when it has one, else every version of the matrix."""
+    (or ``tests/interop/matrix/run.py`` ``hermes_or_skip``) count; such a module's ``SPEC`` when it has one, else every version of the matrix."""
     if config.option.collectonly:
         return
     specs: list[str] = []
     seen: set[object] = set()
     for item in items:
         module = getattr(item, "module", None)
-        if module is None or module in seen or not hasattr(module, "hermes_python"):
+        if module is None or module in seen or not (hasattr(module, "hermes_python") or hasattr(module, "hermes_or_skip")):
             continue
         seen.add(module)
         if isinstance(getattr(module, "SPEC", None), str):

@@ -28,11 +28,12 @@ from memdeck.core.context.tokens import hermes_estimate, hermes_line, hermes_mes
 from memdeck.core.home import HermesHome
 from memdeck.core.sessions.profile import detect_profile
 from memdeck.core.sessions.statedb import StateDB
-from tests.interop.matrix.venvs import SPECS, hermes_python
+from tests.interop.matrix import run
+from tests.interop.matrix.run import hermes_or_skip
+from tests.interop.matrix.venvs import SPECS
 
 pytestmark = pytest.mark.interop
 
-DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
 #: the versions the issue names for the frozen-memory truth test
 DIFF_VERSIONS = ["0.19.0", "0.20.1.2", "0.22.2.post1"]
 #: an entry every Hermes 0.17-0.22 blocks in the prompt (written by an editor: Hermes' add refuses it)
@@ -49,23 +50,11 @@ SKILLS = [{"category": "devops", "name": "deploy-linkhop", "description": "Deplo
 
 
 def hermes(version: str) -> Path:
-    py = hermes_python(SPECS[version])
-    if isinstance(py, str):
-        pytest.skip(f"Hermes {version} unavailable: {py}")
-    return py
+    return hermes_or_skip(version)
 
 
 def drive(py: Path, home: Path, commands: list[dict[str, Any]], cwd: Path) -> list[Any]:
-    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(cwd / "user_home"))
-    env.pop("PYTHONPATH", None)
-    (cwd / "user_home").mkdir(exist_ok=True)
-    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
-                          text=True, env=env, timeout=600, cwd=str(cwd))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)["results"]
-    for cmd, res in zip(commands, results):
-        assert not (isinstance(res, dict) and ("error" in res or "unsupported" in res)), (cmd, res)
-    return results
+    return run.drive(py, home, commands, cwd=cwd, timeout=600)
 
 
 def new_home(tmp_path: Path, name: str) -> Path:

@@ -19,8 +19,6 @@ what is verified against a running Hermes and what only against 0.23's source (i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -28,32 +26,21 @@ from typing import Any
 import pytest
 
 from tests.interop.matrix import deck
-from tests.interop.matrix.venvs import SPECS, hermes_python
+from tests.interop.matrix import run
+from tests.interop.matrix.run import hermes_or_skip
 
 pytestmark = pytest.mark.interop
 
-DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
 LAST = "0.22.2.post1"  # the last Hermes installable here
 
 
 @pytest.fixture(scope="module")
 def hermes() -> Path:
-    py = hermes_python(SPECS[LAST])
-    if isinstance(py, str):
-        pytest.skip(f"Hermes {LAST} unavailable: {py}")
-    return py
+    return hermes_or_skip(LAST)
 
 
 def drive(py: Path, home: Path, commands: list[dict[str, Any]]) -> list[Any]:
-    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
-                          text=True, env=env, timeout=300, cwd=str(home.parent))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)["results"]
-    for cmd, res in zip(commands, results):
-        assert not (isinstance(res, dict) and ("error" in res or "unsupported" in res)), (cmd, res)
-    return results
+    return run.drive(py, home, commands, timeout=300)
 
 
 @pytest.fixture

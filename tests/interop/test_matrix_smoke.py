@@ -20,17 +20,14 @@ import pytest
 
 from tests.interop.matrix import deck
 from tests.interop.matrix.corpus import CORPUS, HERMES_DIFFS
+from tests.interop.matrix import run
+from tests.interop.matrix.run import version_tuple as _vt
 from tests.interop.matrix.venvs import SPECS, hermes_python
 
 pytestmark = pytest.mark.interop
 
 DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
 VERSIONS = list(SPECS)
-
-
-def _vt(version: str) -> tuple[int, ...]:
-    """``"0.21.5.post2"`` -> ``(0, 21, 5)``: major, minor, patch."""
-    return tuple(int(p) for p in version.replace("post", "").split(".")[:3])
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -45,16 +42,7 @@ def hermes(request: pytest.FixtureRequest) -> tuple[str, Path]:
 
 def drive(hermes: tuple[str, Path], home: Path, commands: list[dict[str, Any]]) -> list[Any]:
     """Run ``commands`` with the real Hermes on ``home``; every result must be free of errors."""
-    _, py = hermes
-    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
-                          text=True, env=env, timeout=300, cwd=str(home.parent))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)["results"]
-    for cmd, res in zip(commands, results):
-        assert not (isinstance(res, dict) and "error" in res), (cmd, res)
-    return results
+    return run.drive(hermes[1], home, commands, timeout=300, failed=lambda res: isinstance(res, dict) and "error" in res)
 
 
 @pytest.fixture

@@ -39,39 +39,24 @@ from memdeck.core.overview.snapshot import build_snapshot, take_stamps
 from memdeck.core.provider_settings import provider_settings
 from memdeck.core.sessions.profile import detect_profile
 from memdeck.core.sessions.statedb import StateDB
-from tests.interop.matrix.venvs import SPECS, hermes_python, versions_to_run
+from tests.interop.matrix import run
+from tests.interop.matrix.run import hermes_or_skip
+from tests.interop.matrix.venvs import versions_to_run
 
 pytestmark = pytest.mark.interop
 
-DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
 MDPROV = Path(__file__).resolve().parent / "matrix" / "mdprov"
 SID = "20260701_101010_c0ffee"
 MODEL = ("model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n"
          "  context_length: 200000\n")
 
 
-def _vt(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.replace("post", "").split(".")[:3])
-
-
 def hermes(version: str) -> Path:
-    py = hermes_python(SPECS[version])
-    if isinstance(py, str):
-        pytest.skip(f"Hermes {version} unavailable: {py}")
-    return py
+    return hermes_or_skip(version)
 
 
 def drive(py: Path, home: Path, commands: list[dict[str, Any]]) -> list[Any]:
-    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
-    env.pop("PYTHONPATH", None)
-    (home.parent / "user_home").mkdir(exist_ok=True)
-    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
-                          text=True, env=env, timeout=900, cwd=str(home.parent))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)["results"]
-    for cmd, res in zip(commands, results):
-        assert not (isinstance(res, dict) and ("error" in res or "unsupported" in res)), (cmd, res)
-    return results
+    return run.drive(py, home, commands, timeout=900)
 
 
 def new_home(tmp_path: Path, name: str, memory: str = "") -> Path:

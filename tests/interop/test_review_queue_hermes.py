@@ -13,10 +13,7 @@ exactly the 45 others, and the files equal that Hermes approving the same 45 in 
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +25,13 @@ from memdeck.core.home import HermesHome
 from memdeck.core.memory.pending import list_pending
 from memdeck.core.memory.review import approve_all_clean, reject_all_stale, review_queue
 from memdeck.core.undo import undo
-from tests.interop.matrix.venvs import SPECS, hermes_python, versions_to_run
+from tests.interop.matrix import run
+from tests.interop.matrix.run import hermes_or_skip
+from tests.interop.matrix.run import version_tuple as _vt
+from tests.interop.matrix.venvs import versions_to_run
 
 pytestmark = pytest.mark.interop
 
-DRIVER = Path(__file__).resolve().parent / "matrix" / "driver.py"
 #: each stages through its own gate (0.17-0.21.4 by old_text, 0.21.5+ pinned): 0.19 and 0.22 by default,
 #: every version of the matrix with MEMDECK_INTEROP_FULL=1 (venvs.versions_to_run)
 VERSIONS = versions_to_run(("0.19.0", "0.22.2.post1"))
@@ -40,28 +39,15 @@ VERSIONS = versions_to_run(("0.19.0", "0.22.2.post1"))
 BULK_VERSIONS = ["0.19.0", "0.22.2.post1"]
 
 
-def _vt(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.replace("post", "").split(".")[:3])
-
-
 def hermes(version: str) -> Path:
-    py = hermes_python(SPECS[version])
-    if isinstance(py, str):
-        pytest.skip(f"Hermes {version} unavailable: {py}")
-    return py
+    return hermes_or_skip(version)
 
 
 def drive(py: Path, home: Path, commands: list[dict[str, Any]]) -> list[Any]:
-    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(home.parent / "user_home"))
-    env.pop("PYTHONPATH", None)
-    (home.parent / "user_home").mkdir(exist_ok=True)
-    proc = subprocess.run([str(py), str(DRIVER), str(home)], input=json.dumps(commands), capture_output=True,
-                          text=True, env=env, timeout=900, cwd=str(home.parent))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)["results"]
-    for cmd, res in zip(commands, results):
-        assert not (isinstance(res, dict) and ("error" in res and "trace" in res or "unsupported" in res)), (cmd, res)
-    return results
+    """Answers with an ``error`` are Hermes' refusals (what these tests compare); only a driver
+    traceback or an unsupported op fails the test."""
+    return run.drive(py, home, commands, timeout=900,
+                     failed=lambda res: isinstance(res, dict) and ("error" in res and "trace" in res or "unsupported" in res))
 
 
 def new_home(tmp_path: Path, name: str) -> Path:
