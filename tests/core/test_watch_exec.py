@@ -148,3 +148,39 @@ def test_bounds_must_be_positive(hermes_home: HermesHome, capsys, argv) -> None:
 
     assert main(["--home", str(hermes_home.path), "watch", "--exec", "true", *argv]) == 2
     assert "must be" in capsys.readouterr().err
+
+
+def _next_event(w: _Watch, kind: str) -> dict:
+    """Read watch's lines until an event of ``kind`` (EOF fails: watch stopped early)."""
+    assert w.proc.stdout is not None
+    while True:
+        line = w.proc.stdout.readline()
+        assert line, f"watch ended before a {kind!r} event: {w.proc.stderr.read() if w.proc.stderr else ''}"
+        event = json.loads(line)
+        if event.get("event") == kind:
+            return event
+
+
+def test_after_a_pending_age_deadline_watch_still_streams_changes(hermes_home: HermesHome) -> None:
+    """The age of a pending write passes with no file event: watch wakes at that moment (issue
+    25). Waking must not end the watcher: a wait that cancelled the watcher's pending step ended
+    its generator, and the next file change was never reported."""
+    from memdeck.core.overview.alerts import AlertSettings
+
+    d = hermes_home.pending_dir
+    d.mkdir(parents=True)
+    limit = AlertSettings().pending_age_s
+    rec = {"id": "a9e0a9e0", "subsystem": "memory", "action": "add", "summary": "add to memory: aged",
+           "origin": "background_review", "created_at": time.time() - limit + 2.0,
+           "payload": {"action": "add", "target": "memory", "content": "a staged fact that ages"}}
+    (d / "a9e0a9e0.json").write_text(json.dumps(rec), encoding="utf-8")
+    w = _Watch(hermes_home, "--timeout", str(GUARD))
+    try:
+        aged = _next_event(w, "pending_age")
+        assert "a9e0a9e0" in json.dumps(aged)
+        _writes(hermes_home, 1)
+        change = _next_event(w, "change")
+        assert "watched fact number 0" in json.dumps(change)
+    finally:
+        w.proc.kill()
+        w.proc.communicate()
