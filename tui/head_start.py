@@ -28,8 +28,43 @@ from memdeck.core.sessions.read_ahead import MIN_ROWS as LONG_READ_ROWS
 #: The GIL switch interval while the head start runs beside Python and Textual starting up
 #: (seconds; CPython's default is 0.005). Every SQLite step releases the GIL, and taking it back
 #: from a busy thread waits up to one interval: at 1M rows the head start finished at 1.2 s with
-#: the default, 0.6-0.8 s with 1 ms. The previous interval is put back when the head start ends.
+#: the default, 0.6-0.8 s with 1 ms. The previous interval is put back when the last head start
+#: running in the process ends (:data:`SWITCH_INTERVAL`).
 LAUNCH_SWITCH_INTERVAL_S = 0.001
+
+
+class _ShortSwitchInterval:
+    """The process's GIL switch interval, shortened while any head start runs and put back by
+    the last one to end (a second head start while one runs, as when an app quits before its
+    thread ends and another starts, must not take the shortened value for the one to restore)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._saved = sys.getswitchinterval()
+
+    def enter(self) -> None:
+        with self._cond:
+            if self._active == 0:
+                self._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._saved, LAUNCH_SWITCH_INTERVAL_S))
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                sys.setswitchinterval(self._saved)
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no head start runs (True), at most ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._active == 0, timeout)
+
+
+#: the one per process (:class:`_ShortSwitchInterval`)
+SWITCH_INTERVAL = _ShortSwitchInterval()
 
 
 class _LongRead(Exception):
@@ -65,7 +100,6 @@ class HeadStart:
         #: the memory-only snapshot, once built (the first thing the thread does)
         self.first: Any = None
         self._done = threading.Event()
-        self._switch_interval = sys.getswitchinterval()
         try:
             # Imported here, not in the thread: a module being imported by two threads at once
             # makes one wait for the other, and the main thread goes on to import Textual.
@@ -73,11 +107,14 @@ class HeadStart:
             import memdeck.core.overview.snapshot  # noqa: F401
             import memdeck.core.sessions.statedb  # noqa: F401
 
-            sys.setswitchinterval(min(self._switch_interval, LAUNCH_SWITCH_INTERVAL_S))
-            self._thread = threading.Thread(target=self._run, name="memdeck-head-start", daemon=True)
-            self._thread.start()
+            SWITCH_INTERVAL.enter()
+            try:
+                self._thread = threading.Thread(target=self._run, name="memdeck-head-start", daemon=True)
+                self._thread.start()
+            except BaseException:
+                SWITCH_INTERVAL.leave()
+                raise
         except BaseException:  # noqa: BLE001 - no head start: the app builds on its own
-            sys.setswitchinterval(self._switch_interval)
             self._done.set()
 
     def _run(self) -> None:
@@ -120,7 +157,7 @@ class HeadStart:
                     pass
             self._result = None
         finally:
-            sys.setswitchinterval(self._switch_interval)
+            SWITCH_INTERVAL.leave()
             self._done.set()
 
     @property

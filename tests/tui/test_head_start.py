@@ -95,6 +95,8 @@ def test_the_gil_switch_interval_is_short_only_while_the_head_start_runs(demo_ho
         go.wait(60)
         return real(*a, **k)
     monkeypatch.setattr(snapshot_module, "build_memory_snapshot", held)
+    # a head start of an earlier test's app may still be ending in this worker: wait for it
+    assert head_start_module.SWITCH_INTERVAL.wait_idle(60)
     before = sys.getswitchinterval()
     assert before > head_start_module.LAUNCH_SWITCH_INTERVAL_S
     hs = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
@@ -204,3 +206,30 @@ async def test_a_failed_build_keeps_the_memory_only_first_paint(demo_home, monke
         await wait_for(pilot, lambda: app.idle and any("state.db went away" in n.message for n in app.notification_log))
         assert app.snapshot is not None and app.snapshot.partial  # memory usage is on screen
         assert not app._final_posted.is_set()  # so no memory-only snapshot is ever skipped for it
+
+
+def test_overlapping_head_starts_put_back_the_interval_from_before_the_first(demo_home, monkeypatch) -> None:
+    """A second head start while the first still runs must not take the shortened interval for
+    the one to restore: the process would keep 1 ms switches for good."""
+    import threading
+
+    from memdeck.core.overview import snapshot as snapshot_module
+
+    go = threading.Event()
+    real = snapshot_module.build_memory_snapshot
+
+    def held(*a, **k):
+        go.wait(60)
+        return real(*a, **k)
+    monkeypatch.setattr(snapshot_module, "build_memory_snapshot", held)
+    assert head_start_module.SWITCH_INTERVAL.wait_idle(60)
+    before = sys.getswitchinterval()
+    first = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
+    second = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
+    try:
+        assert sys.getswitchinterval() == pytest.approx(head_start_module.LAUNCH_SWITCH_INTERVAL_S)
+    finally:
+        go.set()
+        _finished(first)
+        _finished(second)
+    assert sys.getswitchinterval() == pytest.approx(before)
