@@ -23,13 +23,15 @@ from tests.helpers.statedb import reference_compactions
 
 
 @pytest.fixture
-def rows_read(monkeypatch) -> list[str]:
-    """Sessions whose rows are read whole (``_session_rows`` wrapped)."""
+def rows_read(monkeypatch, tmp_path: Path) -> list[str]:
+    """Sessions whose rows are read whole (``_session_rows`` wrapped) by readers of this test's
+    files (an earlier test's reader still ending in this worker is not counted)."""
     seen: list[str] = []
     orig = StateDB._session_rows
 
     def recording(self, conn, session_id):
-        seen.append(session_id)
+        if Path(self.path).is_relative_to(tmp_path):
+            seen.append(session_id)
         return orig(self, conn, session_id)
     monkeypatch.setattr(StateDB, "_session_rows", recording)
     return seen

@@ -43,14 +43,17 @@ def _home(tmp_path: Path, *, deck: bool = True) -> tuple[Path, sqlite3.Connectio
 
 
 @pytest.fixture
-def streamed(monkeypatch) -> list[int]:
-    """Ids of the rows every reader streams (``_stream_batches`` wrapped)."""
+def streamed(monkeypatch, tmp_path: Path) -> list[int]:
+    """Ids of the rows every reader of this test's state.db streams (``_stream_batches`` wrapped;
+    a reader of an earlier test's home still ending in this worker's threads is not counted)."""
     seen: list[int] = []
     orig = StateDB._stream_batches
 
     def counting(self, conn, session_id, from_id, progress=None, **kw):
+        ours = Path(self.path).is_relative_to(tmp_path)
         for batch in orig(self, conn, session_id, from_id, progress, **kw):
-            seen.extend(int(r[0]) for r in batch)
+            if ours:
+                seen.extend(int(r[0]) for r in batch)
             yield batch
     monkeypatch.setattr(StateDB, "_stream_batches", counting)
     return seen
