@@ -229,6 +229,8 @@ class MemdeckApp(DeckActions, App[None]):
         self._aged_toasted: set[str] = set()
         #: the one-shot timer of the moment the oldest unreviewed pending write passes its age
         self._age_timer: Any = None
+        #: the theme the settings file holds (None until it was read: nothing is saved before)
+        self._theme_saved: str | None = None
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -398,6 +400,7 @@ class MemdeckApp(DeckActions, App[None]):
                     self._hide_write_keys()  # a keymap rebuilds the bindings
             if settings.theme:
                 self.theme = settings.theme
+            self._theme_saved = self.theme  # from now on, a theme chosen is saved
             for w in settings.warnings:
                 self.notify(w, title="settings (? shows them again)", severity="warning", timeout=10)
         self.request_refresh()
@@ -564,6 +567,30 @@ class MemdeckApp(DeckActions, App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
+    def action_pick_theme(self) -> None:
+        """``T`` (and the palette's Themes): Textual's theme picker, every theme it has."""
+        self.search_themes()
+
+    def watch_theme(self, theme: str) -> None:
+        """Save a theme chosen in the dashboard (``t``, the picker) as the settings file's
+        ``theme`` (:func:`memdeck.tui.settings.save_setting`), so the next launch opens with it;
+        only with ``user_settings`` and once the settings were read. A file that cannot be
+        written: a warning toast, the theme stays for this session."""
+        saved = self._theme_saved
+        if self.settings is None or saved is None or theme == saved:
+            return
+        from .settings import save_setting, settings_target
+
+        target = settings_target(self.settings)
+        if target is None:
+            return
+        try:
+            save_setting(target, "theme", theme)
+        except (OSError, ValueError) as exc:
+            self.notify(f"the theme was not saved: {exc}", title="settings", severity="warning", markup=False)
+            return
+        self._theme_saved = theme
+
     async def action_toggle_usage_chart(self) -> None:
         """``g`` in Capacity: show or hide the usage charts (from the palette on another panel,
         Capacity is shown with them)."""
@@ -578,8 +605,8 @@ class MemdeckApp(DeckActions, App[None]):
     # ── the command palette's system commands ───────────────────────────
 
     #: Textual's system commands memdeck leaves out of the palette, so that each title appears
-    #: once and each works: Quit, Theme and Keys duplicate memdeck's Quit (q), Theme (t) and Help
-    #: (?); Textual's Screenshot saves only into ~/Downloads (an error where it does not exist) and
+    #: once and each works: Quit, Theme and Keys duplicate memdeck's Quit (q), Themes (T: the same
+    #: picker, its choice saved in the settings file) and Help (?); Textual's Screenshot saves only into ~/Downloads (an error where it does not exist) and
     #: its toast is markup, which memdeck's toasts show as text: :meth:`action_save_screenshot`
     #: replaces it.
     TEXTUAL_COMMANDS_LEFT_OUT = frozenset({"Quit", "Theme", "Keys", "Screenshot"})

@@ -56,7 +56,8 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
     ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
     ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
-    ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
+    ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme (saved in the settings file)", "anywhere"),
+    ("T", "pick_theme", "Themes", "memdeck.themes", "choose any of Textual's themes (picker; saved in the settings file)", "anywhere"),
     ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
     ("question_mark", "help", "Help", "memdeck.help", "this help: every key and the terms the panels use", "anywhere"),
@@ -80,7 +81,7 @@ _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
 
 #: Bindings kept out of the footer (they would push the keys of every panel past its width): the
 #: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.
-_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale"})
+_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale", "pick_theme"})
 
 #: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
 #: palette and help. A user keymap may move them to other keys, but no other binding may take

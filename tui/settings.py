@@ -17,7 +17,8 @@ Which file (the first rule that applies; :func:`settings_paths`):
 A file named ``*.toml`` is TOML, any other name YAML. Only what belongs to the person, not to a
 Hermes home::
 
-    theme = "textual-light"          # any Textual theme name; default textual-dark
+    theme = "textual-light"          # any Textual theme name; default textual-dark (saved when
+                                     # one is chosen: t, or the palette's Themes picker)
     default_profile = "work"         # the profile the dashboard opens when nothing else says
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
     "memdeck.pin" = "ctrl+k"
@@ -103,6 +104,9 @@ class UserSettings:
     source: str = "default"
     fleet: FleetSettings = field(default_factory=FleetSettings)
     alerts: AlertSettings = field(default_factory=AlertSettings)
+    #: False when the file exists but was not read (too large, not parsed, not a table): the
+    #: dashboard then saves nothing into it (:func:`settings_target` is None)
+    parsed: bool = True
 
     @property
     def origin(self) -> str:
@@ -235,16 +239,16 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
         data = _parse(path)
     except ConfigTooLarge as exc:
         return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: not read: it {exc}; using the defaults",))
+                            warnings=(f"{path}: not read: it {exc}; using the defaults",), parsed=False)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, ImportError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: not read ({first}); using the defaults",))
+                            warnings=(f"{path}: not read ({first}); using the defaults",), parsed=False)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: expected a table of settings; using the defaults",))
+                            warnings=(f"{path}: expected a table of settings; using the defaults",), parsed=False)
     warnings: list[str] = [f"{path}: unknown setting {k!r} ignored" for k in data if k not in KNOWN_KEYS]
     theme = data.get("theme")
     if theme is not None and (not isinstance(theme, str) or (themes is not None and theme not in set(themes))):
@@ -393,15 +397,69 @@ def all_binding_ids(app_class: Any) -> list[str]:
     from .screens.help import HelpScreen
     from .screens.notifications import NotificationsScreen
     from .screens.pickers import PickerScreen
+    from .widgets.option_list import DeckOptionList
     from .widgets.panels.base import Panel, SteadyInput
+    from .widgets.table import DeckTable
 
     out: list[str] = []
     sources: list[Any] = [*app_bindings(), *screen_bindings(), *app_class.BINDINGS,
                           *(b for pid in set(PANEL_ACTIONS.values()) for b in panel_bindings(pid))]
     for cls in (ConfirmScreen, EntryEditScreen, PinScreen, HelpScreen, NotificationsScreen, PickerScreen, Panel,
-                SteadyInput):
+                SteadyInput, DeckTable, DeckOptionList):
         sources.extend(getattr(cls, "BINDINGS", ()))
     for b in sources:
         if isinstance(b, Binding) and b.id:
             out.append(b.id)
     return sorted(set(out))
+
+
+def save_setting(path: Path, key: str, value: str) -> None:
+    """Set the top-level ``key`` to the string ``value`` in the settings file ``path`` (TOML for a
+    ``*.toml`` name, else YAML, as :func:`load_settings` reads it), keeping every other line and
+    comment as it is: the key's line is replaced when there is one (in TOML, before the first
+    ``[table]``), else put first. The file is created with its directory when missing, and
+    replaced atomically (a temporary file beside it, then ``os.replace``).
+
+    Raises:
+        OSError: the file or its directory cannot be read or written.
+        ValueError: the file is over :data:`MAX_SETTINGS_BYTES` (it is left as it is).
+    """
+    import json
+    import re
+    import tempfile
+
+    text = ""
+    if path.is_file():
+        if path.stat().st_size > MAX_SETTINGS_BYTES:
+            raise ValueError(f"{path} is over {MAX_SETTINGS_BYTES} bytes; not changed")
+        text = path.read_text(encoding="utf-8")
+    toml = path.suffix == ".toml"
+    line = f"{key} = {json.dumps(value)}" if toml else f"{key}: {json.dumps(value)}"
+    pattern = re.compile(rf"^{re.escape(key)}\s*{'=' if toml else ':'}.*$", re.M)
+    header = re.search(r"^\s*\[", text, re.M) if toml else None
+    head, tail = (text[:header.start()], text[header.start():]) if header else (text, "")
+    if pattern.search(head):
+        head = pattern.sub(lambda _m: line, head, count=1)
+    else:
+        head = line + "\n" + head
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(head + tail)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def settings_target(settings: UserSettings) -> Path | None:
+    """The file a setting chosen in the dashboard is saved to: the file read, else the first
+    candidate (``--config``'s or ``MEMDECK_CONFIG``'s file, else ``config.toml`` in
+    :func:`native_dir`); None when there is no candidate, or the file was not read (nothing is
+    written into a file memdeck could not read)."""
+    if not settings.parsed:
+        return None
+    if settings.path is not None:
+        return settings.path
+    return settings.candidates[0] if settings.candidates else None

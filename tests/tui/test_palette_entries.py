@@ -36,6 +36,11 @@ async def _open_palette(pilot, app) -> list[str]:
     return [str(ol.get_option_at_index(i).prompt).split("\n", 1)[0] for i in range(ol.option_count)]
 
 
+def _titles_now(app) -> list[str]:
+    ol = _palette_list(app)
+    return [str(ol.get_option_at_index(i).prompt).split("\n", 1)[0] for i in range(ol.option_count)]
+
+
 async def _back_to_panel(pilot, app, pid: str) -> None:
     """Close whatever an entry opened (dialogs, a maximized widget, a filter box) and show ``pid``
     again with the theme and refresh as they were."""
@@ -127,7 +132,14 @@ async def test_every_palette_entry_works_from_every_panel(demo_home, tmp_path: P
                 ol = _palette_list(app)
                 assert title in shown, (pid, title, type(app.focused).__name__, shown)
                 ol.highlighted = shown.index(title)
+                palette = app.screen
                 await pilot.press("enter")
+                if title == "Themes":  # Textual's theme picker (a palette of themes): choose one
+                    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette) and app.screen is not palette)
+                    await pilot.press(*"nord")
+                    await wait_for(pilot, lambda: "nord" in _titles_now(app))
+                    _palette_list(app).highlighted = _titles_now(app).index("nord")
+                    await pilot.press("enter")
                 await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette))
                 await settle(pilot, app)
                 await wait_for(pilot, lambda: _state(app) != before

@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from ..widgets.option_list import DeckOptionList
+
 
 class PickerScreen(ModalScreen["str | None"]):
     """Choose one of ``options`` (``(value, label)``; labels must already be safe Text).
@@ -36,8 +38,8 @@ class PickerScreen(ModalScreen["str | None"]):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box", classes="dialog"):
             yield Static(Text(self._title, style="bold"), classes="dialog-title")
-            yield OptionList(*[Option(label, id=f"o{i}") for i, (_v, label) in enumerate(self._options)], id="picker-list")
-            yield Static(Text("enter: choose · esc: cancel", style="dim"))
+            yield DeckOptionList(*[Option(label, id=f"o{i}") for i, (_v, label) in enumerate(self._options)], id="picker-list")
+            yield Static(Text("enter: choose · j/k, g/G: move · esc: cancel", style="dim"))
 
     def on_mount(self) -> None:
         ol = self.query_one(OptionList)

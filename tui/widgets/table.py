@@ -11,12 +11,14 @@ from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.widgets import DataTable
 
+from .vim import VimMotion, vim_bindings
+
 #: Drawings kept per cell: one per state it was drawn in (row style, cursor, hover, focus), in
 #: the column's current width; more than this and the cell starts again.
 STATES_PER_CELL = 8
 
 
-class DeckTable(DataTable):
+class DeckTable(VimMotion, DataTable):
     """A DataTable that shows a list of keyed rows and updates them in place (Memray's live TUI).
 
     Row ``i`` of the table is always the ``i``-th row given to :meth:`sync` (the DataTable's own
@@ -39,6 +41,10 @@ class DeckTable(DataTable):
     DEFAULT_CSS = """
     DeckTable { height: 1fr; }
     """
+
+    #: vim motion (:mod:`.vim`): j/k, g/G, ctrl+d/ctrl+u, each stepping aside for a key the panel
+    #: or the app already binds
+    BINDINGS = vim_bindings()
 
     def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any) -> None:
         # (row, column) -> (the value drawn, its width, {state: lines}); only cells of the
@@ -204,6 +210,22 @@ class DeckTable(DataTable):
             self._scroll_cursor_into_view(animate=False)
         except Exception:
             pass
+
+    # ── vim motion (:class:`.vim.VimMotion`) ──
+
+    def vim_move(self, delta: int) -> None:
+        """Move the cursor ``delta`` rows (clamped to the table)."""
+        if self.row_count:
+            self.move_cursor(row=min(max(self.cursor_row + delta, 0), self.row_count - 1), animate=False)
+
+    def vim_jump(self, last: bool) -> None:
+        """Put the cursor on the first or the last row."""
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1 if last else 0, animate=False)
+
+    def vim_page(self) -> int:
+        """Rows in view (the header left out)."""
+        return max(1, self.scrollable_content_region.height - (self.header_height if self.show_header else 0))
 
     def select_key(self, key: str) -> bool:
         """Put the cursor on the row with ``key``; False when there is none."""
