@@ -60,6 +60,13 @@ class VimMotion:
     widget gives :meth:`vim_move` (rows by a delta), :meth:`vim_jump` (first / last) and
     :meth:`vim_page` (rows in view)."""
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A motion whose key is taken above is disabled: Textual then runs (and the footer
+        shows) the binding that has the key (``g Chart`` in Capacity)."""
+        if action == "vim" and parameters and key_taken_above(self, str(parameters[0])):
+            return False
+        return super().check_action(action, parameters)  # type: ignore[misc]
+
     def action_vim(self, motion: str) -> None:
         if key_taken_above(self, motion):
             raise SkipAction()
