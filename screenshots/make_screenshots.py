@@ -57,6 +57,7 @@ class Shot:
     long_session: bool = False
     pin_text: str = ""  # open the pin dialog with this text and wait for its what-if
     stage_queue: bool = False  # stage two stale records and a provider's record, select a stale one
+    layout: str = "panels"  # "overview": the one-screen layout (o, --layout overview); ``panel`` unused
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -69,6 +70,8 @@ SHOTS: tuple[Shot, ...] = (
     Shot("history", "history"),
     Shot("context", "context"),
     Shot("anchors-80x24", "anchors", size=(80, 24)),
+    Shot("overview-100x30", "integrity", size=(100, 30), layout="overview"),
+    Shot("overview-80x24", "integrity", size=(80, 24), layout="overview"),
     Shot("capacity-light", "capacity", theme="textual-light"),
     Shot("integrity-chart", "integrity", size=(160, 48), long_session=True),
     Shot("integrity-chart-light", "integrity", size=(120, 40), theme="textual-light", long_session=True),
@@ -160,11 +163,12 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     from memdeck.tui.app import make_app
 
     stale = _stage_queue(home) if shot.stage_queue else None
-    app = make_app(home, watch=False, demo=True, now=now)
+    app = make_app(home, watch=False, demo=True, now=now, layout=shot.layout)
     async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
         app.theme = shot.theme
-        await app.action_show_panel(shot.panel)
+        if shot.layout != "overview":
+            await app.action_show_panel(shot.panel)
         await _settle(pilot, app)
         if stale:
             row = next(r for r in app.panel("review").rows if r.ident == stale)

@@ -42,6 +42,7 @@ from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallReque
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
+from .widgets.overview import OverviewPane
 from .widgets.readout import Readout
 from .widgets.toasts import ToastRack, ToastStack
 
@@ -162,8 +163,13 @@ class MemdeckApp(DeckActions, App[None]):
         head_start: HeadStart | None = None,
         read_only: bool = False,
         settings_file: Path | None = None,
+        layout: str | None = None,
     ) -> None:
         super().__init__(driver_class=_quiet_driver_class())
+        #: the layout asked for at launch (``--layout``; None: the settings file's, else panels)
+        self.launch_layout = layout
+        #: the overview layout is shown (``o``) instead of the panels' tabs
+        self.overview_shown = False
         #: the settings file ``--config`` named (None: ``MEMDECK_CONFIG`` or the default places)
         self.settings_file = settings_file
         #: every write action is refused with a toast (``memdeck --read-only``, ``serve --read-only``)
@@ -229,6 +235,8 @@ class MemdeckApp(DeckActions, App[None]):
         self._aged_toasted: set[str] = set()
         #: the one-shot timer of the moment the oldest unreviewed pending write passes its age
         self._age_timer: Any = None
+        #: the tabs carry short titles (a narrow terminal); None before the first labels
+        self._tabs_narrow: bool | None = None
         #: the theme the settings file holds (None until it was read: nothing is saved before)
         self._theme_saved: str | None = None
 
@@ -312,6 +320,7 @@ class MemdeckApp(DeckActions, App[None]):
                         yield panel_class(pid)(id=f"panel-{pid}")
         with ToastRack(id="toast-rack"):
             yield ToastStack(id="toasts")
+        yield OverviewPane(id="overview")
         yield DeckFooter(compact=True, show_command_palette=False, read_only=self.read_only)
 
     # ── panels mounted after the first paint (issue 23: eight panels composed before it) ──
@@ -403,6 +412,9 @@ class MemdeckApp(DeckActions, App[None]):
             self._theme_saved = self.theme  # from now on, a theme chosen is saved
             for w in settings.warnings:
                 self.notify(w, title="settings (? shows them again)", severity="warning", timeout=10)
+        layout = self.launch_layout or getattr(self.settings, "layout", None) or "panels"
+        if layout == "overview":
+            self.set_overview(True)
         self.request_refresh()
         if self.watch_enabled:
             self.start_watchers()
@@ -424,8 +436,55 @@ class MemdeckApp(DeckActions, App[None]):
         except Exception:  # the panel may not be mounted yet during shutdown
             pass
 
+    # ── the overview layout (o, --layout overview) ───────────────────────
+
+    def set_overview(self, shown: bool) -> None:
+        """Show the overview instead of the panels' tabs (or the tabs again). The hidden one is
+        out of the layout pass (``display: none``); while the overview shows, every panel is
+        stale and the refreshes build the followed session's report (the next compaction)."""
+        if shown == self.overview_shown:
+            return
+        self.overview_shown = shown
+        try:
+            tabs = self.query_one("#panels", TabbedContent)
+            pane = self.query_one("#overview", OverviewPane)
+        except Exception:  # not composed (shutdown)
+            return
+        with self.batch_update():
+            tabs.display = not shown
+            pane.display = shown
+        if shown:
+            self.screen.set_focus(None)
+            self._draw_overview()
+            if not self.context_shown:
+                self.context_shown = True
+                self.request_refresh(force=True)
+        else:
+            pid = self.current_panel_id
+            self.context_shown = pid == "context"
+            if pid in self._stale_panels and self.snapshot is not None:
+                self._stale_panels.discard(pid)
+                self._show_panel_snapshot(pid, self.snapshot)
+            self.call_after_refresh(self._focus_panel)
+        self._arm_retime()
+        self.refresh_bindings()
+
+    def _draw_overview(self) -> None:
+        snap = self.snapshot
+        if snap is None or not self.overview_shown:
+            return
+        try:
+            self.query_one("#overview", OverviewPane).show_snapshot(snap, self.clock())
+        except Exception as exc:  # a view bug must not kill the app
+            self.log.error(f"overview failed to render: {exc!r}")
+
+    def action_toggle_overview(self) -> None:
+        """``o``: the overview, or the panels again (on the panel shown before)."""
+        self.set_overview(not self.overview_shown)
+
     async def action_show_panel(self, pid: str) -> None:
         if pid in PANEL_IDS:
+            self.set_overview(False)
             if pid not in self._panels_ready:  # mounted (hidden) first, then shown: one layout, not two
                 self._mount_panel(pid)
                 waiting = self._mount_waits.get(pid)
@@ -438,10 +497,16 @@ class MemdeckApp(DeckActions, App[None]):
             self.call_after_refresh(self._focus_panel)
 
     async def action_next_panel(self) -> None:
+        if self.overview_shown:  # from the overview: the panel shown before it
+            await self.action_show_panel(self.current_panel_id)
+            return
         i = PANEL_IDS.index(self.current_panel_id)
         await self.action_show_panel(PANEL_IDS[(i + 1) % len(PANEL_IDS)])
 
     async def action_prev_panel(self) -> None:
+        if self.overview_shown:
+            await self.action_show_panel(self.current_panel_id)
+            return
         i = PANEL_IDS.index(self.current_panel_id)
         await self.action_show_panel(PANEL_IDS[(i - 1) % len(PANEL_IDS)])
 
@@ -450,7 +515,7 @@ class MemdeckApp(DeckActions, App[None]):
         pid = self.current_panel_id
         if pid not in self._panels_ready:  # shown before its turn came: mounted now, drawn once mounted
             self._mount_panel(pid)
-        shown = pid == "context"
+        shown = pid == "context" or self.overview_shown
         if shown != self.context_shown:
             self.context_shown = shown
             if shown:  # its report is built only while it is shown: build it now
@@ -475,9 +540,10 @@ class MemdeckApp(DeckActions, App[None]):
             return False
 
     def _arm_retime(self, pid: str | None = None) -> None:
-        """Run the once-a-minute timer while the shown panel has relative times; stop it otherwise,
-        so a panel without them (or a hidden one) costs no wake-up at all."""
-        wanted = self._panel_has_relative_times(pid or self.current_panel_id)
+        """Run the once-a-minute timer while the shown panel has relative times (or the overview
+        shows: its ages); stop it otherwise, so a panel without them (or a hidden one) costs no
+        wake-up at all."""
+        wanted = self.overview_shown or self._panel_has_relative_times(pid or self.current_panel_id)
         if wanted and self.retime_timer is None:
             self.retime_timer = self.set_interval(self.RETIME_S, self._retime, name="relative-times")
         elif not wanted and self.retime_timer is not None:
@@ -489,6 +555,9 @@ class MemdeckApp(DeckActions, App[None]):
         while refresh is paused or a dialog is open (the screen is meant to hold still then)."""
         snap = self.snapshot
         if snap is None or self._refresh_blocked():
+            return
+        if self.overview_shown:
+            self._draw_overview()
             return
         pid = self.current_panel_id
         if not self._panel_has_relative_times(pid) or pid in self._stale_panels:
@@ -784,6 +853,9 @@ class MemdeckApp(DeckActions, App[None]):
 
     def on_resize(self) -> None:
         self.update_status_line()  # the path is shortened to the width
+        narrow = bool(self.size.width) and self.size.width < self.NARROW_TABS_BELOW
+        if narrow != self._tabs_narrow:  # short or full tab titles: every tab again
+            self._label_tabs(self._badges_shown or {})
 
     def update_status_line(self) -> None:
         try:
@@ -1019,8 +1091,12 @@ class MemdeckApp(DeckActions, App[None]):
             # Only the panel on screen is drawn now; the others when they are shown (a live
             # home refreshes every few seconds, and most panels are not looked at).
             current = self.current_panel_id
-            self._stale_panels = set(PANEL_IDS) - {current}
-            self._show_panel_snapshot(current, snap)
+            if self.overview_shown:  # the overview alone is drawn; every panel when it is shown
+                self._stale_panels = set(PANEL_IDS)
+                self._draw_overview()
+            else:
+                self._stale_panels = set(PANEL_IDS) - {current}
+                self._show_panel_snapshot(current, snap)
             self.update_status_line()
             self._update_badges(snap)
         # Widgets removed since the last refresh (footer keys, closed dialogs) are released.
@@ -1082,12 +1158,29 @@ class MemdeckApp(DeckActions, App[None]):
         counts = badge_counts(snap)
         if counts == self._badges_shown:
             return  # a tab label set is a layout pass of the whole screen: only when a count changed
-        tabs = self.query_one("#panels", TabbedContent)
+        self._label_tabs(counts, self._badges_shown)
+        self._badges_shown = dict(counts)
+
+    #: Below this many columns the tabs carry short titles (``keymap.SHORT_TITLES``): the eight
+    #: full ones with their badges take ~95 columns, and a cut tab bar hides the last panels.
+    NARROW_TABS_BELOW = 100
+
+    def _label_tabs(self, counts: dict[str, int], shown: dict[str, int] | None = None) -> None:
+        """Set the tab labels: ``4 Capacity 3`` (``4 Cap 3`` on a narrow terminal); only the tabs
+        whose count changed, unless ``shown`` is None (all)."""
+        from .keymap import SHORT_TITLES
+
+        narrow = bool(self.size.width) and self.size.width < self.NARROW_TABS_BELOW
+        self._tabs_narrow = narrow
+        try:
+            tabs = self.query_one("#panels", TabbedContent)
+        except Exception:  # not composed (shutdown)
+            return
         for i, (pid, title) in enumerate(PANELS, 1):
             n = counts.get(pid, 0)
-            if self._badges_shown is not None and self._badges_shown.get(pid, 0) == n:
+            if shown is not None and shown.get(pid, 0) == n:
                 continue
-            label = Text(f"{i} {title}")
+            label = Text(f"{i} {SHORT_TITLES[pid] if narrow else title}")
             if n:
                 label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
             try:
@@ -1095,7 +1188,6 @@ class MemdeckApp(DeckActions, App[None]):
             except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
                 return
             tab.label = label
-        self._badges_shown = dict(counts)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than
@@ -1167,7 +1259,10 @@ class MemdeckApp(DeckActions, App[None]):
     # ── selection helpers ───────────────────────────────────────────────
 
     def selection(self) -> Any:
-        """What the current panel has selected (see ``Panel.selected``), or ``None``."""
+        """What the current panel has selected (see ``Panel.selected``), or ``None`` (always
+        while the overview shows: no key acts on a row nobody sees)."""
+        if self.overview_shown:
+            return None
         try:
             return self.panel().selected()
         except Exception:
@@ -1347,6 +1442,7 @@ def make_app(
     head_start: HeadStart | None = None,
     read_only: bool = False,
     settings_file: Path | None = None,
+    layout: str | None = None,
 ) -> MemdeckApp:
     """Build the dashboard for ``home`` (the factory the CLI and the tests use).
 
@@ -1369,6 +1465,8 @@ def make_app(
             status line (``memdeck --read-only``, ``memdeck serve --read-only``).
         settings_file: the settings file to read with ``user_settings`` (``memdeck --config``);
             None: ``MEMDECK_CONFIG``, else the default places (:mod:`memdeck.tui.settings`).
+        layout: ``"overview"`` or ``"panels"`` at launch (``memdeck --layout``); None: the
+            settings file's ``layout`` (with ``user_settings``), else the panels.
     """
     if not isinstance(home, HermesHome):
         home = HermesHome(Path(home))
@@ -1377,4 +1475,4 @@ def make_app(
         clock = lambda: fixed  # noqa: E731
     return MemdeckApp(home, config=config, watch=watch, demo=demo, clock=clock, session_id=session_id,
                       home_label=home_label, user_settings=user_settings, head_start=head_start,
-                      read_only=read_only, settings_file=settings_file)
+                      read_only=read_only, settings_file=settings_file, layout=layout)

@@ -21,6 +21,10 @@ PANELS: tuple[tuple[str, str], ...] = (
 )
 PANEL_IDS = tuple(p for p, _ in PANELS)
 
+#: The tab titles below 100 columns (the eight full ones with badges do not fit 80).
+SHORT_TITLES = {"integrity": "Integ", "anchors": "Anchor", "drift": "Drift", "capacity": "Cap",
+                "recall": "Recall", "review": "Review", "history": "Hist", "context": "Ctx"}
+
 _PANEL_GROUP = Binding.Group("panel", compact=True)
 
 
@@ -54,6 +58,7 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("s", "pick_session", "Session", "memdeck.session", "pin the session shown by Integrity, Anchors and Drift log (default: the live one)", "anywhere"),
     ("f", "follow_live", "Follow", "memdeck.follow", "follow the live session again (after s pinned one)", "anywhere"),
     ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
+    ("o", "toggle_overview", "Overview", "memdeck.overview", "the overview: integrity, both stores, the review queue, the frozen memory, the next compaction and the last changes on one screen (fits 80x24); 1-8 open a panel, o comes back", "anywhere"),
     ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
     ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
     ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme (saved in the settings file)", "anywhere"),
@@ -65,6 +70,9 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)", "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
+
+#: action -> where it applies (the keys table's ``where``)
+_WHERE = {a: w for _k, a, _l, _b, _h, w in _SPEC}
 
 #: The actions that write (each ends in ``MemdeckApp.run_write``): a read-only dashboard
 #: (``memdeck --read-only``, ``memdeck serve --read-only``) refuses them with a toast, hides them
@@ -78,6 +86,34 @@ WRITE_ACTIONS = frozenset({
 #: so "PAUSED" is always visible, then help, so every other key can be found, then quit, so a
 #: newcomer sees how to leave (issue 22 #13: at 100 columns it was cut off).
 _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
+
+#: The footer shows what fits its width, in this order (:func:`footer_rank`): in a text box how to
+#: leave it (``esc``; the box takes the letter keys); the pause state
+#: (so "PAUSED" is always seen), help and the palette (which list every key), quit, the overview;
+#: then the keys of the panel shown (bound on it), every other key, then the panel jumps (the tab
+#: bar shows their numbers).
+FOOTER_PRIORITY = ("leave", "toggle_pause", "help", "quit", "command_palette", "toggle_overview")
+
+
+def footer_rank(action: str, *, grouped: bool = False, panel: str | None = None) -> int:
+    """The footer's priority of a binding's ``action`` (lower comes first; Textual's action
+    string, ``app.`` prefix and arguments allowed): :data:`FOOTER_PRIORITY`, then the panels'
+    own keys (:data:`PANEL_ACTIONS`) and the keys that apply on ``panel`` alone (Approve on
+    Review), then those that apply on a few panels, ``panel`` among them (Archive), then the
+    rest, then a group of keys (the panel jumps)."""
+    name = action.removeprefix("app.").split("(", 1)[0]
+    if name in FOOTER_PRIORITY:
+        return FOOTER_PRIORITY.index(name)
+    if name in PANEL_ACTIONS:
+        return len(FOOTER_PRIORITY)
+    if panel is not None and not grouped:
+        where = _WHERE.get(name)
+        if where is not None and not where.startswith("anywhere"):
+            applies = where_panels(where)
+            if panel in applies:  # a key of this panel alone first (Approve), then of a few (Archive)
+                return len(FOOTER_PRIORITY) + (0 if len(applies) == 1 else 1)
+    return len(FOOTER_PRIORITY) + (3 if grouped else 2)
+
 
 #: Bindings kept out of the footer (they would push the keys of every panel past its width): the
 #: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.

@@ -153,7 +153,8 @@ def run_dashboard(args: argparse.Namespace) -> int:
         return 1
     try:
         app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start,
-                       read_only=bool(getattr(args, "read_only", False)), settings_file=settings_file)
+                       read_only=bool(getattr(args, "read_only", False)), settings_file=settings_file,
+                       layout=getattr(args, "layout", None))
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ Hermes home::
 
     theme = "textual-light"          # any Textual theme name; default textual-dark (saved when
                                      # one is chosen: t, or the palette's Themes picker)
+    layout = "overview"              # the layout at launch: "panels" (default) or "overview"
     default_profile = "work"         # the profile the dashboard opens when nothing else says
     [keymap]                         # binding id -> key(s), comma separated (Textual keymap)
     "memdeck.pin" = "ctrl+k"
@@ -62,7 +63,11 @@ from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
 from memdeck.core.overview.alerts import AlertSettings, parse_alert_settings
 from memdeck.core.home import PROFILE_NAME_RE
 
-KNOWN_KEYS = frozenset({"theme", "default_profile", "keymap", "fleet", "alerts"})
+KNOWN_KEYS = frozenset({"theme", "layout", "default_profile", "keymap", "fleet", "alerts"})
+
+#: The dashboard's layouts (``layout`` key, ``memdeck --layout``): every panel on its tab, or the
+#: one-screen overview that fits beside an agent (80x24 and up).
+LAYOUTS = ("panels", "overview")
 
 #: The environment variable naming the settings file (``--config`` wins over it).
 CONFIG_ENV = "MEMDECK_CONFIG"
@@ -83,6 +88,7 @@ class UserSettings:
     Attributes:
         path: the file read, or None.
         theme: a Textual theme name, or None (the default).
+        layout: one of :data:`LAYOUTS`, or None (the default, ``panels``).
         default_profile: a profile name, or None.
         keymap: binding id -> keys (Textual key names, comma separated), only ids that exist and
             keys that take nothing reserved.
@@ -97,6 +103,7 @@ class UserSettings:
 
     path: Path | None = None
     theme: str | None = None
+    layout: str | None = None
     default_profile: str | None = None
     keymap: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
@@ -254,6 +261,10 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     if theme is not None and (not isinstance(theme, str) or (themes is not None and theme not in set(themes))):
         warnings.append(f"{path}: theme {theme!r} is not one of this Textual's themes; using the default")
         theme = None
+    layout = data.get("layout")
+    if layout is not None and layout not in LAYOUTS:
+        warnings.append(f"{path}: layout {layout!r} is not one of {', '.join(LAYOUTS)}; using the default")
+        layout = None
     profile = data.get("default_profile")
     if profile is not None and (not isinstance(profile, str) or not PROFILE_NAME_RE.match(profile)):
         warnings.append(f"{path}: default_profile {profile!r} is not a profile name; ignored")
@@ -289,7 +300,7 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     warnings.extend(fleet.warnings)
     alerts = parse_alert_settings(data.get("alerts"), str(path))
     warnings.extend(alerts.warnings)
-    return UserSettings(path=path, theme=theme, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
+    return UserSettings(path=path, theme=theme, layout=layout, default_profile=profile, keymap=keymap, warnings=tuple(warnings),
                         candidates=candidates, source=source, fleet=fleet, alerts=alerts)
 
 

@@ -140,6 +140,10 @@ def build_parser(only: str | None | bool = True, epilog: str | None = None) -> a
     parser.add_argument("--seed", type=int, default=7, help=argparse.SUPPRESS)
     parser.add_argument("--read-only", action="store_true",
                         help="open the dashboard read-only: every write key is refused (see also serve --read-only)")
+    parser.add_argument("--layout", choices=("panels", "overview"), default=None,
+                        help="the dashboard's layout at launch: every panel on its tab (panels, the default), or "
+                        "one screen of everything that fits beside an agent at 80x24 (overview; o switches); "
+                        "the settings file's `layout` when not given")
     parser.add_argument("--config", metavar="FILE",
                         help="the dashboard's settings file (theme, default profile, keymap, fleet; TOML if *.toml, else "
                         "YAML), instead of $MEMDECK_CONFIG or the default place; the dashboard, serve (every tab), "
@@ -228,6 +232,8 @@ def main(argv: Sequence[str] | None = None, *,
             raise UsageError("--demo opens the dashboard; it does not take a command (but `memdeck --demo serve`)")
         if args.read_only and args.command not in DASHBOARD_COMMANDS:
             raise UsageError("--read-only is for the dashboard and `memdeck serve`; it does not take this command")
+        if getattr(args, "layout", None) is not None:
+            raise UsageError("--layout is for the dashboard (`memdeck --layout overview`); it does not take a command")
         if args.command == "serve":  # the TUI's server, or the usage error that says it needs the TUI
             return serve(args) if serve is not None else int(args.handler(args, None) or 0)
         if getattr(args, "needs_home", True) is False:  # e.g. `completion`: no home, nothing observed

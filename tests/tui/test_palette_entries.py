@@ -54,6 +54,8 @@ async def _back_to_panel(pilot, app, pid: str) -> None:
         app.screen.minimize()
     if isinstance(app.focused, Input):
         await pilot.press("escape")
+    if app.overview_shown:
+        app.set_overview(False)
     if app.theme != "textual-dark":
         app.theme = "textual-dark"
     if app.paused:
@@ -74,14 +76,14 @@ PANEL_DEPENDENT = frozenset({"Pin", "Unpin", "Archive", "Edit", "New", "Move", "
 #: Entries that act alike on every panel but wrap at the ends (tab / shift+tab): run on the first
 #: and the last panel only (each run costs a palette, a refresh and a settle: ~1 s under load).
 AT_THE_ENDS = frozenset({"Next", "Prev"})
-ALWAYS = ("Screenshot", "Pin", "Restore", "New", "Undo", "Session", "Follow", "Profile", "Pause", "Theme", "Next",
+ALWAYS = ("Screenshot", "Pin", "Restore", "New", "Undo", "Session", "Follow", "Profile", "Pause", "Theme", "Overview", "Next",
           "Prev", "Help", "Notices", "Quit")
 
 
 def _state(app) -> tuple:
     return (len(app.screen_stack), type(app.screen).__name__, len(app.notification_log), app.current_panel_id,
             app.theme, app.paused, app.screen.maximized, type(app.focused).__name__, id(app.focused),
-            app.query_one("#usage-charts").display)
+            app.query_one("#usage-charts").display, app.overview_shown)
 
 
 def test_where_names_only_panels_and_every_action_is_somewhere() -> None:

@@ -46,6 +46,13 @@ def test_panel(snap_compare, demo_home, panel: str, size: tuple[int, int]) -> No
     assert snap_compare(app, terminal_size=size, run_before=_run_before(key))
 
 
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)], ids=["80x24", "100x30"])
+def test_overview(snap_compare, demo_home, size: tuple[int, int]) -> None:
+    """Issue 39 #13: the overview layout (o) beside an agent: everything on one screen."""
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
+    assert snap_compare(app, terminal_size=size, run_before=_run_before("o"))
+
+
 def test_light_theme_capacity(snap_compare, demo_home) -> None:
     app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW, home_label="~/.cache/memdeck/demo-7")
     assert snap_compare(app, terminal_size=(120, 40), run_before=_run_before("4", theme="textual-light"))
