@@ -219,6 +219,9 @@ def main() -> int:
     ap.add_argument("--idle", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "live.md"))
     ap.add_argument("--home", help="soak on a copy of this home instead of a fresh demo home")
+    ap.add_argument("--layout", choices=("panels", "overview"), default="panels",
+                    help="the dashboard's layout: the Capacity panel (default) or the overview (memdeck --layout "
+                    "overview; it shows the same n/2,200 chars)")
     ap.add_argument("--sizes", help="round 3 (issue 23): comma-separated bench/bighome.py sizes, memdeck and hermesd "
                                     "beside a live Hermes as ratios (bench/live_beside.py)")
     ap.add_argument("--window", type=float, default=60.0, help="with --sizes: seconds beside the agent")
@@ -248,11 +251,13 @@ def main() -> int:
 
     pid, fd = pty.fork()
     if pid == 0:  # the dashboard, as a person starts it
-        os.execvpe(sys.executable, [sys.executable, "-m", "memdeck.tui", "--home", str(home.path)], env)
+        os.execvpe(sys.executable, [sys.executable, "-m", "memdeck.tui", "--home", str(home.path),
+                                    *(["--layout", "overview"] if args.layout == "overview" else [])], env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     screen = Screen(fd)
     t_launch = time.time()
-    os.write(fd, b"4")  # the Capacity panel (typed ahead, as a person does)
+    if args.layout == "panels":
+        os.write(fd, b"4")  # the Capacity panel (typed ahead, as a person does)
     first = screen.wait_for("/2,200 chars", t_launch, 60)
     screen.wait_for("updated", t_launch, 60)  # the full snapshot is on screen
     cpu0, rss0 = _cpu_seconds(pid), _rss_mib(pid)

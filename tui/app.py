@@ -77,6 +77,22 @@ class DeckScreen(Screen):
             app.resume_after_modal()
 
 
+def set_tab_label(tab: Any, label: Text) -> bool:
+    """Set a tab's label; True when it took a layout pass. A label as wide as the shown one (a
+    badge ``3`` becoming ``4``) is drawn in place: ``Tab.label`` lays out the whole screen and
+    moves the underline (``Tabs`` hears ``Tab.Relabelled``), for a tab whose size and place are
+    unchanged (issue 38 #2). ``Tab._label`` is Textual 8's (pinned <9; tests/tui/test_repaint.py)."""
+    from textual.content import Content
+
+    new = Content.from_text(label)
+    if new.cell_length == tab.label.cell_length and tab.size.width:
+        tab._label = new
+        Static.update(tab, new, layout=False)
+        return False
+    tab.label = label
+    return True
+
+
 class DeckTabs(TabbedContent):
     """The panels' TabbedContent, switched only by memdeck's actions and by clicking a tab.
 
@@ -1187,7 +1203,7 @@ class MemdeckApp(DeckActions, App[None]):
                 tab = tabs.get_tab(pid)
             except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
                 return
-            tab.label = label
+            set_tab_label(tab, label)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

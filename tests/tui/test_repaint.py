@@ -6,6 +6,10 @@ happened on every appended message. These tests pin what a refresh may touch.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+from typing import Any
+
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -117,3 +121,89 @@ async def test_refreshes_share_one_memdeck_db_connection(demo_home, monkeypatch)
             await settle(pilot, app)
         assert len(app.snapshot.history) >= 3 and app.snapshot.history[0].op == "added"
     assert len(opens) == 1
+
+
+# ── issue 38 #2: what one refresh costs, counted in layout passes and widget refreshes ──
+
+
+def _count_refreshes(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Count the screen's layout passes and every widget refresh (by widget id) from now on."""
+    from textual.screen import Screen
+    from textual.widget import Widget
+
+    seen: dict[str, Any] = {"layout_passes": 0, "refreshes": Counter(), "layout_refreshes": Counter()}
+    real_layout, real_refresh = Screen._refresh_layout, Widget.refresh
+
+    def refresh_layout(self, *args, **kwargs):
+        seen["layout_passes"] += 1
+        return real_layout(self, *args, **kwargs)
+
+    def refresh(self, *regions, **kwargs):
+        name = self.id or type(self).__name__
+        seen["refreshes"][name] += 1
+        if kwargs.get("layout"):
+            seen["layout_refreshes"][name] += 1
+        return real_refresh(self, *regions, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", refresh_layout)
+    monkeypatch.setattr(Widget, "refresh", refresh)
+    return seen
+
+
+async def _refresh_once(pilot, app) -> None:
+    n = app.refresh_count
+    app.request_refresh()
+    await wait_for(pilot, lambda: app.refresh_count > n)
+    await settle(pilot, app)
+    for _ in range(3):  # let every refresh asked for be drawn
+        await pilot.pause()
+
+
+async def test_an_appended_message_repaints_the_status_line_only(demo_home, monkeypatch) -> None:
+    """Only the message count changed: no layout pass, the Capacity table and its detail are not
+    drawn again, nothing but the status line's clock is repainted."""
+    clock = [DEMO_NOW]
+    app = make_app(demo_home, watch=False, clock=lambda: clock[0])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.current_panel_id == "capacity")
+        await settle(pilot, app)
+        table = app.query_one("#capacity-table")
+        drawn = []
+        real_render_line = type(table).render_line
+        monkeypatch.setattr(type(table), "render_line", lambda self, y: (drawn.append(y), real_render_line(self, y))[1])
+        seen = _count_refreshes(monkeypatch)
+        conn = hermes_schema.connect(demo_home.state_db)
+        try:
+            hermes_schema.append_message(conn, app.snapshot.live_session.id, "user", "one more turn")
+        finally:
+            conn.close()
+        clock[0] += 1
+        await _refresh_once(pilot, app)
+        assert seen["layout_passes"] == 0, seen
+        assert set(seen["refreshes"]) <= {"statusline"}, seen["refreshes"]
+        assert not drawn  # the Capacity table drew no line
+
+
+async def test_a_new_badge_count_of_the_same_width_takes_no_layout_pass(demo_home, monkeypatch) -> None:
+    """A pending write is staged while Integrity shows: the Review tab's badge goes from 4 to 5
+    (as wide as before): the label is drawn in place, no layout pass of the screen (Tab.label
+    laid out everything, ~20 ms on a 120x40 screen)."""
+    from memdeck.core.demo.changes import pending_record
+
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        tabs = app.query_one("#panels", TabbedContent)
+        before = app._badges_shown["review"]
+        assert before < 9
+        seen = _count_refreshes(monkeypatch)
+        rec = pending_record("be000001", "add", "memory", "the build cache lives on the NAS", None,
+                             "background_review", DEMO_NOW - 60)
+        (demo_home.pending_dir / "be000001.json").write_text(json.dumps(rec), encoding="utf-8")
+        await _refresh_once(pilot, app)
+        assert app._badges_shown["review"] == before + 1
+        assert str(tabs.get_tab("review").label).endswith(f" {before + 1}")
+        assert seen["layout_passes"] == 0 and not seen["layout_refreshes"], seen
+        assert seen["refreshes"]["--content-tab-review"] == 1
