@@ -544,6 +544,11 @@ class MemdeckApp(DeckActions, App[None]):
 
         self.push_screen(PickerScreen("Actions", options), chosen)
 
+    def action_hygiene(self) -> None:
+        from .screens.hygiene import HygieneScreen
+
+        self.push_screen(HygieneScreen())
+
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen
 
