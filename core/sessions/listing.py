@@ -329,6 +329,18 @@ class SessionReader(CompactionEventReader):
 
         return self._run(q, [])
 
+    def user_rows(self, session_id: str, first_id: int = 0, before_id: int | None = None) -> list[Message]:
+        """A session's user rows (any state) with ``first_id <= id < before_id``, in id order: the
+        turns a compaction compacted (``core/constraints/ledger.py``). Through the primary key."""
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            upper = " AND m.id < ?" if before_id is not None else ""
+            args: tuple[Any, ...] = (session_id, int(first_id)) + ((int(before_id),) if before_id is not None else ())
+            return [self._to_message(r) for r in conn.execute(
+                f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND m.id >= ?"
+                f"{upper} ORDER BY m.id", args)]
+
+        return self._run(q, [])
+
     def active_region(self, session_id: str) -> list[Message]:
         """The live conversation exactly as Hermes reloads it: ``active = 1`` rows in id order.
 
