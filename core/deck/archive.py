@@ -192,7 +192,8 @@ def count(home: HermesHome | Path, *, kind: str | None = "memory", state: str = 
         return int(c.execute("SELECT COUNT(*) FROM archive WHERE kind = ? AND state = ?", (kind, state)).fetchone()[0])
 
 
-def unfinished_archive_intents(home: HermesHome | Path, kind: str = "memory", *, conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
+def unfinished_archive_intents(home: HermesHome | Path, kind: str = "memory", *,
+                               conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
     """Rows left in ``archiving``/``restoring`` (an interrupted archive or restore)."""
     if conn is None and not deckdb.db_path(home).exists():
         return []

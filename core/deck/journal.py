@@ -32,13 +32,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import db as deckdb
-from ..errors import Refused
 from ..home import HermesHome
 
 KINDS = ("memory", "anchor")
@@ -179,7 +177,8 @@ def _check_place(kind: str, target: str | None, scope: str | None, session_id: s
                          f"scope is 'global'; got target={target!r}, scope={scope!r}, session_id={session_id!r}")
 
 
-def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalRow]:
+def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *,
+            conn: sqlite3.Connection | None = None) -> list[JournalRow]:
     """The most recent ``limit`` journal rows, newest first (optionally only one ``kind``):
     ``done`` rows and ``unknown`` ones (a change recovery could not place); never ``intent``
     rows (a change that may not have happened).

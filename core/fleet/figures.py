@@ -148,7 +148,7 @@ class HomeFigures:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "HomeFigures":
+    def from_dict(cls, d: Mapping[str, Any]) -> HomeFigures:
         """The inverse of :meth:`to_dict`.
 
         Raises:

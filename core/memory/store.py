@@ -420,7 +420,8 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
         if len(found) > 1:
             raise Refused(f"{preview(selector.strip(), 60)!r} matches an entry in both MEMORY.md and USER.md; "
                           "give --target", code="ambiguous",
-                          candidates=[{"target": t, "id": entry_id(read_memory(self.home, self.config, t).entries[i].text)} for t, i in found])
+                          candidates=[{"target": t, "id": entry_id(read_memory(self.home, self.config, t).entries[i].text)}
+                                      for t, i in found])
         return found[0][0]
 
     # -- operations ------------------------------------------------------------------------

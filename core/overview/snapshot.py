@@ -295,7 +295,7 @@ def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: C
     """``fn()``, or ``default`` with the failure recorded as a banner on ``panels``."""
     try:
         return fn()
-    except Exception as exc:  # a failed source becomes a banner, never a crash
+    except Exception as exc:  # noqa: BLE001 - a failed source becomes a banner, never a crash
         errors.add(panels, source, exc)
         return default
 

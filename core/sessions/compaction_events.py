@@ -355,7 +355,7 @@ class CompactionEventReader(StateDBConnection):
         if track is None and session_id not in self._tracks_tried:
             self._tracks_tried.add(session_id)
             track = self._load_track(conn, session_id, sig)
-        for attempt in range(2):
+        for _attempt in range(2):
             fresh = track is None
             t = _Track(sig=sig) if fresh else track
             n_final = len(t.final)
@@ -1011,7 +1011,7 @@ class _Track:
     def copy_hashes(self) -> frozenset[int]:
         """The checkpoint's batch keys as :func:`_key_hash` values (what is stored)."""
         if self.ckpt_batch is not None:
-            return frozenset(_key_hash(k) for k in self.ckpt_batch.keys())
+            return frozenset(_key_hash(k) for k in self.ckpt_batch.keys())  # noqa: SIM118 - _BatchCopies.keys(), not a dict
         return self.ckpt_copies
 
     def is_checkpoint_copy(self, key: tuple[str, str]) -> bool:
@@ -1120,7 +1120,7 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
         if a.batch is None:
             is_copy = lambda j: track.is_checkpoint_copy(tx.key(j))  # noqa: E731
         else:
-            is_copy = lambda j, c=_BatchCopies(tx, a.batch): c(tx.key(j))  # noqa: E731
+            is_copy = lambda j, c=_BatchCopies(tx, a.batch): c(tx.key(j))  # noqa: E731, B008 - built once, bound as the default
         end = _tail_end(rows, a.p, stop, is_copy)
         region = [int(rows[i][0]) for i in range(a.start, end)]
         stamps = []

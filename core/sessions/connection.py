@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the tracks live with the reconstruction; a type-only import
 
 T = TypeVar("T")
 
-_SHARED: dict[str, "StateDBConnection"] | None = None
+_SHARED: dict[str, StateDBConnection] | None = None
 
 
 @contextlib.contextmanager

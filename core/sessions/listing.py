@@ -144,12 +144,13 @@ class SessionReader(CompactionEventReader):
 
             UNKNOWN = "'unknown'"
             has_text = "system_prompt" in sc
-            has_hash = "system_prompt_hash" in sc
+            prompt_cols = (f"length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -{PROMPT_KEY_TAIL:d})"
+                           if has_text else "NULL, NULL, NULL")
             active = " AND m.active = 1" if self.has_active else ""
             ts = "m.timestamp" if "timestamp" in self._mcols else "NULL"
             sql = (f"SELECT s.id, {col('source', UNKNOWN)}, {col('title')}, {col('model')}, {col('started_at', '0.0')},"
                    f" {col('ended_at')},"
-                   f" {'length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -%d)' % PROMPT_KEY_TAIL if has_text else 'NULL, NULL, NULL'},"
+                   f" {prompt_cols},"
                    f" {col('system_prompt_hash')},"
                    f" (SELECT MIN({ts}) FROM messages m WHERE m.session_id = s.id{active}),"
                    f" (SELECT MAX({ts}) FROM messages m WHERE m.session_id = s.id),"

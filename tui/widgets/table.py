@@ -139,7 +139,7 @@ class DeckTable(DataTable):
             return cell_measure(console, default_cell_formatter(value, wrap=False, height=1), 1)
 
         new_width = measured(new)
-        return new_width == width or new_width < width and measured(old) < width
+        return new_width == width or (new_width < width and measured(old) < width)
 
     def _set_cell(self, row_key: str, column_key: str, value: Any) -> None:
         """``DataTable.update_cell`` without its repaint of every line (the caller refreshes
@@ -190,7 +190,7 @@ class DeckTable(DataTable):
         state = (base_style, cursor, hover, self.show_cursor, self._show_hover_cursor, self._pseudo_class_state)
         kept = self._kept_cells.get((row_index, column_index))
         if (kept is None or kept[0] is not value or kept[1] != width
-                or len(kept[2]) >= STATES_PER_CELL and state not in kept[2]):
+                or (len(kept[2]) >= STATES_PER_CELL and state not in kept[2])):
             kept = (value, width, {})  # a new value or width: the earlier drawings are dropped
             self._kept_cells[(row_index, column_index)] = kept
         lines = kept[2].get(state)
@@ -202,7 +202,7 @@ class DeckTable(DataTable):
     def _ensure_cursor_visible(self) -> None:
         try:
             self._scroll_cursor_into_view(animate=False)
-        except Exception:
+        except Exception:  # noqa: BLE001 - Textual's private scroll helper: a failure leaves the cursor where it is
             pass
 
     def select_key(self, key: str) -> bool:
