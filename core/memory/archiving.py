@@ -17,9 +17,10 @@ from ..errors import Refused, UnreadableFile
 from ..fsio import read_text_strict
 from .entries import entry_id, find_entry, overflow_refusal, parse_entries, scan_or_refuse, serialize_entries, usage_chars
 from .results import PlannedWrite, WriteResult
+from .plumbing import StorePlumbing
 
 
-class ArchiveOps:
+class ArchiveOps(StorePlumbing):
     """Archive/restore methods of :class:`.store.MemoryStore` (a mixin: they use its lock, load,
     journal and replace plumbing)."""
 

@@ -56,6 +56,7 @@ from ..home import TARGETS
 from . import approval
 from .effects import EntryEffect
 from .entries import noncanonical_reason, parse_entries, serialize_entries, usage_chars
+from .plumbing import StorePlumbing
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _describe(eff: EntryEffect) -> str:
     return ", ".join(parts)
 
 
-class RecoveryOps:
+class RecoveryOps(StorePlumbing):
     """Recovery methods of :class:`.store.MemoryStore` (a mixin: they use its paths, limits,
     backup and write plumbing)."""
 

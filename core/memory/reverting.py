@@ -23,9 +23,10 @@ from .effects import EntryEffect
 from .entries import (entries_of, entry_id, overflow_refusal, parse_entries, preview, scan_or_refuse, serialize_entries,
                       usage_chars)
 from .results import PlannedWrite, WriteResult
+from .plumbing import StorePlumbing
 
 
-class RevertOps:
+class RevertOps(StorePlumbing):
     """Undo/revert methods of :class:`.store.MemoryStore` (a mixin: they use its lock, load,
     journal and replace plumbing)."""
 
