@@ -126,8 +126,7 @@ class DeckTable(DataTable):
         new value is as wide as the column, or narrower while the old one was not the widest
         (DataTable computes ``content_width`` as the widest cell or the label,
         ``_update_column_widths``)."""
-        from textual.widgets._data_table import ColumnKey, default_cell_formatter
-        from textual.widgets._data_table import measure as cell_measure
+        from ..textual_private import ColumnKey, cell_measure, default_cell_formatter
 
         column = self.columns.get(ColumnKey(column_key))
         if column is None or column.auto_width is False:
@@ -144,7 +143,7 @@ class DeckTable(DataTable):
     def _set_cell(self, row_key: str, column_key: str, value: Any) -> None:
         """``DataTable.update_cell`` without its repaint of every line (the caller refreshes
         the row's line): the value is stored and the update count moves on, as there."""
-        from textual.widgets._data_table import ColumnKey, RowKey
+        from ..textual_private import ColumnKey, RowKey
 
         self._data[RowKey(row_key)][ColumnKey(column_key)] = value
         self._update_count += 1
