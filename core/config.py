@@ -331,7 +331,7 @@ def yaml_safe_load(text: str) -> Any:
     try:
         import yaml  # PyYAML
     except ImportError:
-        yaml = None  # type: ignore[assignment]
+        yaml = None
     if yaml is not None:
         fast = getattr(yaml, "CSafeLoader", None)
         if fast is not None and _shallow(text):

@@ -258,7 +258,7 @@ def semantic_audit(
     try:
         windows = build_windows(messages, window_chars)
         if not windows:
-            sims = [None] * len(anchors)
+            sims: list[float | None] = [None] * len(anchors)
         else:
             window_vecs = _encode(model, windows)
             anchor_vecs = _encode(model, [str(field_of(a, "text", "") or "") for a in anchors])

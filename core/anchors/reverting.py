@@ -112,7 +112,7 @@ class AnchorUndo(AnchorFiles):
             check_outside()
             if before is None:
                 del s.anchors[aid]
-                if aid in s.static_anchor_ids and not cur.pinned:
+                if aid in s.static_anchor_ids and cur is not None and not cur.pinned:
                     s.static_anchor_ids.remove(aid)
             else:
                 restored = Anchor.from_dict(before, aid)

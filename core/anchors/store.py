@@ -175,7 +175,8 @@ class AnchorStore(AnchorUndo):
             return ch
 
         ch = self.apply_change(session_id if in_session else None, build)
-        global_removed = "global_before" in (_journal.get(self.home, ch.journal_id).detail if ch.journal_id else {})
+        row = _journal.get(self.home, ch.journal_id) if ch.journal_id else None
+        global_removed = "global_before" in (row.detail if row is not None else {})
         return {"id": anchor_id, "session_removed": bool(ch.result["session"]), "global_removed": global_removed}
 
     def update(self, anchor_id: str, *, text: str | None = None, reminder: str | None = None, priority: Any = None,

@@ -74,6 +74,14 @@ class JournalRow:
     session_id: str | None = None
 
     @property
+    def memory_target(self) -> str:
+        """``target`` of a memory row (``"memory"``/``"user"``). Raises ValueError on a row
+        without one (an anchor row): callers check ``kind``/``target`` first."""
+        if self.target is None:
+            raise ValueError(f"journal #{self.journal_id} names no memory file")
+        return self.target
+
+    @property
     def where(self) -> str:
         """The row's place as shown: the memory target, the anchor's session id, or ``global``
         (a change to ``persist/`` alone)."""
@@ -127,7 +135,7 @@ def record(
 
     Args:
         actor: ``"cli"``, ``"tui"`` or ``"plugin"`` (free text is accepted).
-        op: the operation name (see ``core/deckdb.py``).
+        op: the operation name (see ``core/deck/db.py``).
         kind: ``"memory"`` or ``"anchor"``.
         target: ``"memory"``/``"user"``: required on memory rows, None on anchor rows.
         scope: anchor rows only (required there): ``"global"`` when the change covers the
@@ -163,7 +171,7 @@ def record(
             (time.time() if ts is None else ts, actor, op, kind, target, scope, session_id, before, after,
              json.dumps(detail or {}, ensure_ascii=False), txn, state),
         )
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)
 
 
 def _check_place(kind: str, target: str | None, scope: str | None, session_id: str | None) -> None:

@@ -26,7 +26,7 @@ class ArchiveOps(StorePlumbing):
 
     # -- archive / restore -------------------------------------------------------------------
     def archive(self, target: str | None, selector: str, reason: str = "") -> WriteResult:
-        """Move an entry out of its file into memdeck.db (crash-safe; see ``core/archive.py``).
+        """Move an entry out of its file into memdeck.db (crash-safe; see ``core/deck/archive.py``).
 
         Returns a result whose ``archive_id`` names the archive row.
         """
@@ -73,6 +73,8 @@ class ArchiveOps(StorePlumbing):
         if item is None:
             raise Refused(f"no archived memory entry #{archive_id}", code="not_found")
         target = item.target
+        if target is None:  # a memory row always names its file (kind="memory" above)
+            raise Refused(f"archived memory entry #{archive_id} names no memory file", code="invalid")
         with self._locked(target):
             with deckdb.opened(self.home) as conn:
                 self._recover_locked(target, conn)

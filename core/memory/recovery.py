@@ -149,9 +149,9 @@ class RecoveryOps(StorePlumbing):
             groups.setdefault(r.txn or f"#{r.journal_id}", []).append(r)
         n = 0
         for group in groups.values():
-            need = {r.target for r in group}
-            if any(t not in TARGETS for t in need):
+            if any(r.target not in TARGETS for r in group):
                 continue
+            need = {r.memory_target for r in group}
             with ExitStack() as more:
                 try:  # a move's other file: its lock only if free now (no wait: no lock-order deadlock)
                     for t in sorted(need - held, key=TARGETS.index):
@@ -178,7 +178,7 @@ class RecoveryOps(StorePlumbing):
         return None if out == "unknown" else out
 
     def _settle_change(self, conn: Any, group: list[journal.JournalRow]) -> None:
-        now = {t: self._read_now(t) for t in dict.fromkeys(r.target for r in group)}
+        now = {t: self._read_now(t) for t in dict.fromkeys(str(r.target) for r in group)}
         verdicts = [verdict(r, self._outcome(r), now[str(r.target)]) for r in group]
         states = {v.state for v in verdicts} - {"neutral"}
         if "unknown" in states:

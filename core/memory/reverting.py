@@ -102,10 +102,10 @@ class RevertOps(StorePlumbing):
             Refused: ``conflict`` (see above), ``unsupported`` (a row without file texts),
                 ``threat``, ``overflow``, ``unreadable``.
         """
-        targets = [r.target for r in rows]
         for r in rows:
             if r.kind != "memory" or r.target not in TARGETS or r.after is None:
                 raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", code="unsupported")
+        targets = [r.memory_target for r in rows]
         with self._locked(*targets):
             # Re-check under the lock: a racing undo may have reverted these rows already, and
             # the file may since hold the same text again through someone else's change.
@@ -118,7 +118,7 @@ class RevertOps(StorePlumbing):
             plans: list[tuple[journal.JournalRow, str | None, list[str], list[str], str]] = []
             undoable = 0
             for r in rows:
-                raw, ents = self._load(r.target, canonical_check=False)
+                raw, ents = self._load(r.memory_target, canonical_check=False)
                 before = parse_entries(r.before)
                 eff = EntryEffect.of(r.before, r.after)
                 status = eff.status(ents)
@@ -145,9 +145,9 @@ class RevertOps(StorePlumbing):
                 for e in new:
                     if e not in ents:
                         scan_or_refuse(e)
-                total, limit = usage_chars(new), self.limit(r.target)
+                total, limit = usage_chars(new), self.limit(r.memory_target)
                 if total > limit and total > usage_chars(ents):
-                    raise overflow_refusal(r.target, ents, total, limit, "Undoing this change")
+                    raise overflow_refusal(r.memory_target, ents, total, limit, "Undoing this change")
             # files that gain an entry are written before files that lose one, so an undo of a
             # move killed between its writes leaves the entry in both files, never in neither
             # (issue 13 #2); recovery then finishes it by entries
@@ -176,7 +176,7 @@ class RevertOps(StorePlumbing):
             with deckdb.opened(self.home) as conn:
                 txn = uuid.uuid4().hex if len(rows) > 1 else None
                 ids = self._write_ahead(
-                    conn, [PlannedWrite("undo", r.target, raw, text, {"undoes": undoes, "op": r.op})
+                    conn, [PlannedWrite("undo", r.memory_target, raw, text, {"undoes": undoes, "op": r.op})
                            for r, raw, _e, _n, text in plans],
                     txn=txn, on_intent=archive_intents, on_done=archive_done,
                     after_files=lambda: self._restaging(rows, restaged))
@@ -184,7 +184,7 @@ class RevertOps(StorePlumbing):
             self._cleanup_temps(targets)
             note = f" The pending write {restaged[0]} is staged again for review." if restaged else ""
             first_plan = next(n for r, _raw, _e, n, _t in plans if r.journal_id == rows[0].journal_id)
-            return self._result("undo", rows[0].target, first_plan,
+            return self._result("undo", rows[0].memory_target, first_plan,
                                 f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
 
     @contextmanager

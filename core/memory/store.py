@@ -229,7 +229,7 @@ class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
 
     def _write_ahead(self, conn: Any, plans: Sequence[PlannedWrite], *, txn: str | None = None,
                      on_intent: Callable[[Any], dict[str, Any] | None] | None = None,
-                     on_done: Callable[[Any, list[int]], None] | None = None,
+                     on_done: Callable[[Any, list[int]], object] | None = None,
                      after_files: Callable[[], AbstractContextManager[Any]] | None = None) -> list[int]:
         """The write protocol for one change of one or more memory files (their locks held,
         their intents settled). In order:

@@ -42,7 +42,7 @@ def hermes_home() -> HermesHome:
     """The home Hermes runs with: ``hermes_constants.get_hermes_home()`` when importable (it
     honours profiles), else memdeck's own resolution (``HERMES_HOME``, active profile, ~/.hermes)."""
     try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+        from hermes_constants import get_hermes_home
 
         return HermesHome(Path(get_hermes_home()))
     except Exception:  # noqa: BLE001 - any Hermes-side failure falls back to memdeck's own resolution

@@ -346,7 +346,8 @@ class Guard(PinTool):
                     ordered = {a.id: verdicts[a.id] for a in anchors if a.id in verdicts}
                     score, drifted = s.record_audit(ordered, turn, now)
                     result.update(audited=True, score=score, drifted=tuple(drifted))
-                    if _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor, cfg.alert_cooldown_s):
+                    if score is not None and _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor,
+                                                                 cfg.alert_cooldown_s):
                         result["alert"] = _audit.alert_message(score, session_id, drifted)
                         s.last_alert_at = now
                 block, selected, _remaining = _rehydration.plan_reminder(anchors, drifted, cfg, safety_net=net)

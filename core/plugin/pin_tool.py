@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..anchors import rules as _rules
 from ..anchors.model import Anchor, SessionAnchors
@@ -62,8 +62,13 @@ class PinTool:
     clock: Callable[[], float]
     _cache: dict[str, tuple[tuple, SessionAnchors]]
     _lock: threading.RLock
-    store: AnchorStore
-    mcfg: MemlockConfig
+
+    if TYPE_CHECKING:  # read-only properties of Guard
+        @property
+        def store(self) -> AnchorStore: ...
+        @property
+        def mcfg(self) -> MemlockConfig: ...
+
     _update: Callable[[str, Callable[[SessionAnchors], Any]], Any]
 
     # -- guard_pin --------------------------------------------------------------------

@@ -123,7 +123,8 @@ class SessionReader(CompactionEventReader):
                                     api if isinstance(api, str) and api else None))
             return out[::-1]
 
-        return self._run(q, [])
+        unavailable: list[UserTurn] | None = []
+        return self._run(q, unavailable)
 
     def prompt_stamps(self, session_ids: Sequence[str] | None = None, *, limit: int = 500) -> list[PromptStamp]:
         """A :class:`.records.PromptStamp` of every open session (``ended_at`` NULL), newest start
@@ -421,7 +422,8 @@ class SessionReader(CompactionEventReader):
         def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             if "tool_calls" not in self._mcols or "timestamp" not in self._mcols:
                 return []
-            where, params = "", ()
+            where = ""
+            params: tuple[float, ...] = ()
             if "started_at" in self._scols:
                 where = " WHERE s.started_at IS NULL OR s.started_at <= ?"
                 params = (until,)
@@ -458,7 +460,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
     for c in calls if isinstance(calls, list) else []:
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        fn = c["function"] if isinstance(c.get("function"), dict) else c
         if fn.get("name") != "memory":
             continue
         args = fn.get("arguments")

@@ -404,7 +404,7 @@ def iter_recall(
     if not q:
         return
     status = db.status()
-    tables = set() if status.state != "ok" else db.connection_for_reading()(
+    tables: set[str] = set() if status.state != "ok" else db.connection_for_reading()(
         lambda c: {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}, set())
     fts, match = None, q
     if count_cjk(q) > 0:
@@ -480,12 +480,12 @@ def iter_recall(
             if emitted + len(page) >= limit:
                 break
             if len(page) >= page_size:
-                hits = build(page)
-                if hits is None:
+                built = build(page)
+                if built is None:
                     return
                 emitted += len(page)
                 page = []
-                yield hits
+                yield built
         if len(rows) < asked:
             break  # the matches are exhausted
         before = int(rows[-1][0])
@@ -494,12 +494,12 @@ def iter_recall(
     while page:
         if cancelled is not None and cancelled():
             return
-        hits = build(page[:page_size])
-        if hits is None:
+        built = build(page[:page_size])
+        if built is None:
             return
         page = page[page_size:]
-        if hits:
-            yield hits
+        if built:
+            yield built
 
 
 def search_messages_by_id(conn: sqlite3.Connection, fts: str, match: str, mid: int) -> dict[str, Any] | None:
