@@ -9,6 +9,7 @@ archive/restore).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from ..deck import archive as _archive
@@ -110,7 +111,7 @@ class ArchiveOps(StorePlumbing):
             return self._result("restore", target, new, f"Entry restored from archive #{cur.archive_id}.",
                                 entry_id=entry_id(text), journal_id=jid, archive_id=cur.archive_id)
 
-    def _recover_locked(self, target: str, conn: Any) -> int:
+    def _recover_locked(self, target: str, conn: sqlite3.Connection) -> int:
         """Resolve ``target``'s interrupted archive/restore intents (its lock must be held)."""
         intents = [i for i in _archive.unfinished_archive_intents(self.home, "memory", conn=conn) if i.target == target]
         if not intents:

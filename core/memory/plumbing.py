@@ -1,10 +1,11 @@
 """What the store's operation mixins need from the store: its plumbing, declared for the type checker.
 
 :class:`~.store.MemoryStore` is composed of :class:`~.archiving.ArchiveOps`,
-:class:`~.replay.ReplayOps`, :class:`~.reverting.RevertOps` and :class:`~.recovery.RecoveryOps`;
+:class:`~.replay.ReplayOps`, :class:`~.reverting.RevertOps`, :class:`~.recovery.RecoveryOps` and
+:class:`~.consolidating.ConsolidateOps`;
 each calls the store's locking, loading, write-ahead and result helpers. :class:`StorePlumbing`
-declares those attributes and methods (their implementations are in ``store.py``, and
-``_restage_approved`` in ``reverting.py``), so mypy checks every call a mixin makes. At run time
+declares those attributes and methods (their implementations are in ``store.py``,
+``_restage_approved`` in ``reverting.py`` and ``_recover_locked`` in ``archiving.py``), so mypy checks every call a mixin makes. At run time
 the class is empty: the declarations exist only for the type checker.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import sqlite3
     from collections.abc import Callable, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
@@ -39,7 +41,7 @@ class StorePlumbing:
         @staticmethod
         def _backup(path: Path) -> str: ...
         def _write_text(self, target: str, text: str) -> None: ...
-        def _write_ahead(self, conn: Any, plans: Sequence[PlannedWrite], *, txn: str | None = None,
+        def _write_ahead(self, conn: sqlite3.Connection, plans: Sequence[PlannedWrite], *, txn: str | None = None,
                          on_intent: Callable[[Any], dict[str, Any] | None] | None = None,
                          on_done: Callable[[Any, list[int]], object] | None = None,
                          after_files: Callable[[], AbstractContextManager[Any]] | None = None) -> list[int]: ...
@@ -55,3 +57,4 @@ class StorePlumbing:
         def _replace_at(self, target: str, raw: str | None, entries: list[str], i: int, content: str, op: str,
                         message: str) -> WriteResult: ...
         def _restage_approved(self, rows: Sequence[JournalRow]) -> str | None: ...
+        def _recover_locked(self, target: str, conn: sqlite3.Connection) -> int: ...

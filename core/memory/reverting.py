@@ -8,6 +8,7 @@ archive rows consistent and, for an approved pending write, stages the record ag
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -152,14 +153,15 @@ class RevertOps(StorePlumbing):
             # move killed between its writes leaves the entry in both files, never in neither
             # (issue 13 #2); recovery then finishes it by entries
             plans.sort(key=lambda p: 0 if set(p[3]) - set(p[2]) else 1)
-            arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
+            arch: list[tuple[journal.JournalRow | _ArchivedBy, Any]] = [
+                (r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
             # a change that archived several entries at once (core/memory/consolidating.py) names
             # them on every row of its txn: each is restored once
             many = dict.fromkeys(int(a) for r in rows for a in (r.detail.get("archive_ids") or ()))
             arch += [(_ArchivedBy(), aid) for aid in many]
             undoes = [x.journal_id for x in rows]
 
-            def archive_intents(conn: Any) -> None:
+            def archive_intents(conn: sqlite3.Connection) -> None:
                 for r, aid in arch:
                     if aid is not None:
                         if r.op == "archive":
@@ -167,7 +169,7 @@ class RevertOps(StorePlumbing):
                         else:  # restored_at kept: recovery tells this intent from a new archive's
                             _archive.set_state(conn, int(aid), "archiving", expect="restored", keep_restored_at=True)
 
-            def archive_done(conn: Any, ids: list[int]) -> None:
+            def archive_done(conn: sqlite3.Connection, ids: list[int]) -> None:
                 for r, aid in arch:
                     if aid is not None:
                         if r.op == "archive":
