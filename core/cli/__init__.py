@@ -121,7 +121,7 @@ def command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None | bool = True, epilog: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | bool | None = True, epilog: str | None = None) -> argparse.ArgumentParser:
     """The ``memdeck`` parser. ``only=True`` (default): every command registered by its module
     (all imported); a known command name: only that command's module registers its commands
     (each subparser costs argparse's gettext look-ups: twenty placeholders were ~10 % of a
@@ -169,7 +169,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     return _built_parser(command if command in COMMANDS else None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _built_parser(only: str | None) -> argparse.ArgumentParser:
     return build_parser(only)
 
