@@ -94,11 +94,12 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
     lw = [_subject(ln.text) for ln in lines]
     for r in rules:
         rw = _subject(r.text)
-        best, best_i, best_ev = 0.0, None, {}
+        best, best_i, best_ev = 0.0, None, {}  # type: tuple[float, int | None, dict[str, Any]]
         for i, ln in enumerate(lines):
             _j, _c, shared = overlap(rw.bag, lw[i].bag)
             share = len(shared) / max(1, len(rw.bag))
-            score, ev = share, {"shared": sorted(shared), "share": round(share, 3)}
+            score = share
+            ev: dict[str, Any] = {"shared": sorted(shared), "share": round(share, 3)}
             if cosine is not None:
                 c = float(cosine(r.text, ln.text))
                 ev["similarity"] = round(c, 3)
@@ -110,7 +111,7 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
             ln = lines[best_i]
             used.add(best_i)
             ev = dict(best_ev)
-            ev["decided_by"] = "similarity" if "similarity" in ev and ev["share"] < MATCH_CONTAINMENT else "words"
+            ev["decided_by"] = "similarity" if "similarity" in ev and float(ev["share"]) < MATCH_CONTAINMENT else "words"
             binding = _binding_line(ln)
             if r.scope == "once" and binding:
                 ev["scope_words"] = found("once", r.text)
@@ -133,7 +134,7 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
             continue  # a one-operation instruction the summary drops was rightly dropped
         carrier = None
         for where, text in carried:
-            _j, cont, shared = overlap(rw.bag, words(text).bag)
+            _j, _c, shared = overlap(rw.bag, words(text).bag)
             if rw.bag and len(shared) / len(rw.bag) >= MATCH_CONTAINMENT:
                 carrier = {"carried_by": where, "text": text, "shared": sorted(shared)}
                 break

@@ -50,7 +50,7 @@ def summary_lines(summary: str) -> list[SummaryLine]:
             section = m.group(1)
             continue
         text = _BULLET.sub("", raw).strip()
-        if not text or text.startswith("[") and text.endswith("]"):
+        if not text or (text.startswith("[") and text.endswith("]")):
             continue
         binding = bool(found("binding", text)) or imperative_start(text)
         out.append(SummaryLine(text, section, binding))
