@@ -19,7 +19,8 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+from ..textual_private import FooterKey, FooterLabel, KeyGroup
 
 
 class DeckFooter(Footer):
