@@ -154,7 +154,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
     try:
         app = make_app(home, config=config, watch=True, demo=demo, user_settings=True, head_start=head_start,
                        read_only=bool(getattr(args, "read_only", False)), settings_file=settings_file,
-                       layout=getattr(args, "layout", None))
+                       **({"layout": args.layout} if getattr(args, "layout", None) else {}))
         app.run()
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:

@@ -31,10 +31,11 @@ def fake_tui(monkeypatch: pytest.MonkeyPatch):
     mod = types.ModuleType("memdeck.tui.app")
 
     def make_app(home, *, config=None, watch=True, demo=False, user_settings=False, head_start=None, read_only=False,
-                 settings_file=None):
+                 settings_file=None, layout=None):
         app = FakeApp(home, getattr(mod, "boom", None))
         calls.append({"home": home, "config": config, "watch": watch, "demo": demo, "app": app,
-                      "head_start": head_start, "read_only": read_only, "settings_file": settings_file})
+                      "head_start": head_start, "read_only": read_only, "settings_file": settings_file,
+                      "layout": layout})
         return app
 
     mod.make_app = make_app
@@ -141,3 +142,15 @@ def test_read_only_opens_a_read_only_dashboard_and_takes_no_other_command(fake_t
     assert calls[-1]["read_only"] is True
     assert main(["--read-only", "status"]) == 2
     assert "--read-only is for the dashboard" in capsys.readouterr().err
+
+
+def test_layout_overview_reaches_the_dashboard_and_takes_no_command(fake_tui, tmp_path: Path, monkeypatch,
+                                                                    capsys) -> None:
+    """Issue 39 #13: ``memdeck --layout overview`` opens the overview; a command does not take it."""
+    _mod, calls = fake_tui
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["--demo", "--layout", "overview"]) == 0
+    assert calls[-1]["layout"] == "overview"
+    assert main(["--demo"]) == 0 and calls[-1]["layout"] is None  # the settings file's, else panels
+    assert main(["--layout", "overview", "status"]) == 2
+    assert "--layout is for the dashboard" in capsys.readouterr().err
