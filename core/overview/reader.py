@@ -14,6 +14,7 @@ after the last one ended; :class:`core.fleet.local.LocalReader` serialises its r
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
@@ -130,32 +131,16 @@ class HomeReader:
 
     def _parts(self) -> Any:
         if self._engine is None:
-            self._engine = _Builder()
+            from .parts import Evaluator
+
+            self._engine = Evaluator()
         return self._engine
 
     def close(self) -> None:
         """Close the state.db and memdeck.db connections (a later :meth:`read` opens them again)."""
         for conn in (self.db, self.deck):
-            try:
-                if conn is not None:
+            if conn is not None:
+                with contextlib.suppress(Exception):  # closing must not fail the caller
                     conn.close()
-            except Exception:  # noqa: BLE001 - closing must not fail the caller
-                pass
         self.db = self.deck = None
 
-
-class _Builder:
-    """Today's builder behind the reader's interface (the parts evaluator replaces it)."""
-
-    def first_paint(self, home: HermesHome, config: Config, *, now: float) -> DeckSnapshot:
-        from .snapshot import build_memory_snapshot, take_stamps
-
-        return build_memory_snapshot(home, config, now=now, stamps=take_stamps(home, None))
-
-    def read(self, home: HermesHome, config: Config, db: StateDB | None, *, previous: DeckSnapshot | None,
-             session_id: str | None, want: Collection[str] | None, context_report: bool,
-             now: float) -> DeckSnapshot:
-        from .snapshot import build_snapshot, take_stamps
-
-        return build_snapshot(home, config, db, previous=previous, session_id=session_id, now=now,
-                              stamps=take_stamps(home, db), context_report=context_report)
