@@ -430,6 +430,13 @@ def read_agent_view(ctx: Context) -> Mapping[str, Any]:
         basis=basis, previous=ctx.last.get("agent_view"), memory_key=stamps.memory, with_report=ctx.report), None)}
 
 
+def count_stale_sessions(ctx: Context) -> Mapping[str, Any]:
+    """``stale_sessions``: how many open sessions' frozen memory differs from the files
+    (:attr:`core.overview.agent_view.AgentView.stale`); None when unknown (no agent view)."""
+    view = ctx["agent_view"]
+    return {"stale_sessions": None if view is None or view.error else len(view.stale)}
+
+
 # --------------------------------------------------------------------------- the table
 
 C, A, I, D, R, H, X, P = "capacity", "anchors", "integrity", "drift", "review", "history", "context", "recall"
@@ -466,6 +473,7 @@ PARTS: tuple[Part, ...] = (
     Part("review", ("review",), ("pending", "memory", "provider"), read_review, (R,)),
     Part("agent_view", ("agent_view",), ("each read", "live_session", "reminder_block", "hermes_profile", "data_version"),
          read_agent_view, (X,)),
+    Part("stale_sessions", ("stale_sessions",), ("agent_view",), count_stale_sessions),
 )
 
 #: the parts of a launch's first paint (no state.db, no memdeck.db): memory in milliseconds

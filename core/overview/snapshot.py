@@ -196,6 +196,7 @@ class DeckSnapshot:
         review: the review queue: each pending write (same order as :attr:`pending`) with who
             staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
             clean, stale with Hermes' words, refused, foreign).
+        stale_sessions: how many open sessions' frozen memory differs from the files (None: unknown).
     """
 
     taken_at: float
@@ -236,6 +237,7 @@ class DeckSnapshot:
     agent_view: AgentView | None = None
     provider: ProviderSettings | None = None
     review: tuple[QueueItem, ...] = ()
+    stale_sessions: int | None = None
 
     @property
     def archive_count(self) -> int:
