@@ -79,13 +79,16 @@ class Context:
         home, config: the home and its config. db: the held state.db (None without one).
         session: the session asked for (None: follow the live one). report: the Context report
         is asked for. stamps: the read's :class:`core.overview.snapshot.SourceStamps`.
+        history_budget_s: seconds the audit may spend on a first semantic history (None: the default).
         now: epoch seconds of the read. values: field -> value filled so far this read.
         last: field -> value of the previous read (a part that continues its own work).
     """
 
     def __init__(self, home: HermesHome, config: Config, db: StateDB | None, *, session: str | None,
-                 report: bool, stamps: SourceStamps, now: float, last: Mapping[str, Any]) -> None:
+                 report: bool, stamps: SourceStamps, now: float, last: Mapping[str, Any],
+                 history_budget_s: float | None = None) -> None:
         self.home, self.config, self.db = home, config, db
+        self.history_budget_s = history_budget_s
         self.session, self.report, self.stamps, self.now = session, report, stamps, now
         self.values: dict[str, Any] = {}
         self.last = last
@@ -294,15 +297,17 @@ def read_session_anchors(ctx: Context) -> Mapping[str, Any]:
 
 def read_audit(ctx: Context) -> Mapping[str, Any]:
     """``audit``: :func:`core.anchors.lifecycle.audit_session` of the shown session (None without
-    its MemLock file), spending at most ``SEMANTIC_BUDGET_S`` on a first semantic history."""
+    its MemLock file), spending at most ``ctx.history_budget_s`` (default ``SEMANTIC_BUDGET_S``)
+    on a first semantic history."""
     from ..anchors.lifecycle import audit_session
     from .snapshot import SEMANTIC_BUDGET_S
 
     shown, anchors = ctx["session_id"], ctx["session_anchors"]
     if not shown or anchors is None:
         return {"audit": None}
+    budget = SEMANTIC_BUDGET_S if ctx.history_budget_s is None else ctx.history_budget_s
     return {"audit": ctx.banner(("integrity", "anchors", "drift"), "audit",
-                                lambda: audit_session(ctx.db, ctx.store, shown, ctx.config, budget_s=SEMANTIC_BUDGET_S),
+                                lambda: audit_session(ctx.db, ctx.store, shown, ctx.config, budget_s=budget),
                                 None)}
 
 
@@ -609,7 +614,8 @@ class Evaluator:
         return self._first
 
     def read(self, home: HermesHome, config: Config, db: StateDB | None, *, previous: DeckSnapshot | None,
-             session_id: str | None, want: Collection[str] | None, context_report: bool, now: float) -> DeckSnapshot:
+             session_id: str | None, want: Collection[str] | None, context_report: bool, now: float,
+             history_budget_s: float | None = None) -> DeckSnapshot:
         """Read ``home`` now (see :meth:`core.overview.reader.HomeReader.read`). Never raises.
 
         When no source changed since ``previous`` (this evaluator's own last snapshot), the same
@@ -634,7 +640,7 @@ class Evaluator:
             self._kept = {n: k for n, k in self._kept.items() if first and n in FIRST_PAINT}
         names = _closure(want)
         ctx = Context(home, config, db, session=session_id, report=context_report, stamps=stamps, now=now,
-                      last=self._values)
+                      last=self._values, history_budget_s=history_budget_s)
         errors, warned = self._run(ctx, names)
         v = ctx.values
         history_w, memlock_w = warned.get("history", []), warned.get("memlock", [])

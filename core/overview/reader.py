@@ -96,7 +96,8 @@ class HomeReader:
             self.deck = DeckDB(self.home)
 
     def read(self, session_id: str | None = None, *, want: Collection[str] | None = None,
-             context_report: bool = True, now: float | None = None) -> DeckSnapshot:
+             context_report: bool = True, history_budget_s: float | None = None,
+             now: float | None = None) -> DeckSnapshot:
         """Read the home now and return the snapshot. Never raises: a source that fails is a
         banner (``DeckSnapshot.errors``) under the panels that show it.
 
@@ -107,6 +108,10 @@ class HomeReader:
                 keeps what it held when last read.
             context_report: build the followed session's Context report
                 (``agent_view.report``: the dashboard asks for it while the Context panel shows).
+            history_budget_s: seconds this read may spend auditing compactions of a first
+                semantic history (None: ``snapshot.SEMANTIC_BUDGET_S``; 0 audits none, while the
+                dashboard's history worker fills it). An audit left ``pending`` is read again
+                on the next read whatever the sources (the parts' ``unfinished`` input).
             now: epoch seconds stamped as ``taken_at`` (default: the reader's clock).
 
         Returns:
@@ -125,6 +130,7 @@ class HomeReader:
         with self.deck.bound():  # one memdeck.db connection for the reader's life, not one per read
             snap = self._parts().read(self.home, self.config, self.db, previous=self.snapshot,
                                       session_id=session_id, want=want, context_report=context_report,
+                                      history_budget_s=history_budget_s,
                                       now=self.clock() if now is None else now)
         self.snapshot = snap
         return snap
