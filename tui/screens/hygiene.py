@@ -67,7 +67,7 @@ class HygieneScreen(ModalScreen[None]):
 
         app: Any = self.app
         try:
-            report = hygiene_report(app.home, app.config)
+            report = hygiene_report(app.home, app.config, now=app.clock())
         except Exception as exc:  # noqa: BLE001 - shown on the screen, never a crash
             self.post_message(HygieneReady(None, f"{type(exc).__name__}: {exc}"))
             return
@@ -166,7 +166,7 @@ class HygieneScreen(ModalScreen[None]):
                 return
 
             def op() -> Any:
-                return apply_finding(app.home, app.config, f.id, text=merged, keep=keep, actor="tui")
+                return apply_finding(app.home, app.config, f.id, text=merged, keep=keep, actor="tui", now=app.clock())
 
             app.run_write("hygiene", op, lambda r: f"hygiene {f.id}: {r.message}")
             self.dismiss(None)
