@@ -444,40 +444,40 @@ def count_stale_sessions(ctx: Context) -> Mapping[str, Any]:
 
 # --------------------------------------------------------------------------- the table
 
-C, A, I, D, R, H, X, P = "capacity", "anchors", "integrity", "drift", "review", "history", "context", "recall"
+CAP, ANC, INT, DRI, REV, HIS, CTX, REC = "capacity", "anchors", "integrity", "drift", "review", "history", "context", "recall"
 
 #: The parts, in the order they are read (a part's inputs are read before it).
 PARTS: tuple[Part, ...] = (
-    Part("memory", ("memory",), ("stamp.memory", "config"), read_memory_files, (C, R)),
-    Part("pending", ("pending",), ("stamp.pending", "config"), read_pending, (R,)),
-    Part("new_changes", ("new_changes",), ("stamp.memory", "stamp.memlock", "config"), read_observation, (H,), fresh=True),
-    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "new_changes"), read_history, (H,)),
+    Part("memory", ("memory",), ("stamp.memory", "config"), read_memory_files, (CAP, REV)),
+    Part("pending", ("pending",), ("stamp.pending", "config"), read_pending, (REV,)),
+    Part("new_changes", ("new_changes",), ("stamp.memory", "stamp.memlock", "config"), read_observation, (HIS,), fresh=True),
+    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "new_changes"), read_history, (HIS,)),
     Part("_memory_changes", ("_memory_changes",), ("new_changes",), memory_changes),
-    Part("usage_history", ("usage_history",), ("stamp.memory", "config", "_memory_changes"), read_usage, (C,)),
-    Part("archived", ("archived",), ("stamp.memory", "stamp.memlock", "config"), read_archived, (C, A)),
-    Part("db_status", ("db_status", "data_version", "_db_rows"), ("stamp.statedb", "config"), read_statedb, (I, P),
+    Part("usage_history", ("usage_history",), ("stamp.memory", "config", "_memory_changes"), read_usage, (CAP,)),
+    Part("archived", ("archived",), ("stamp.memory", "stamp.memlock", "config"), read_archived, (CAP, ANC)),
+    Part("db_status", ("db_status", "data_version", "_db_rows"), ("stamp.statedb", "config"), read_statedb, (INT, REC),
          needs_statedb=True),
-    Part("sessions", ("sessions", "live_session"), ("_db_rows", "db_status"), read_sessions, (I,), needs_statedb=True),
-    Part("anchor_sessions", ("anchor_sessions",), ("stamp.memlock", "config"), read_anchor_sessions, (A, I)),
-    Part("memlock_location", ("memlock_location",), ("each read",), read_memlock_location, (A, I)),
+    Part("sessions", ("sessions", "live_session"), ("_db_rows", "db_status"), read_sessions, (INT,), needs_statedb=True),
+    Part("anchor_sessions", ("anchor_sessions",), ("stamp.memlock", "config"), read_anchor_sessions, (ANC, INT)),
+    Part("memlock_location", ("memlock_location",), ("each read",), read_memlock_location, (ANC, INT)),
     Part("session_id", ("session_id", "following_live"), ("session", "live_session", "anchor_sessions"), pick_session),
     Part("session_anchors", ("session_anchors", "global_ids", "pin_warnings", "_anchors_key"),
-         ("stamp.memlock", "config", "session_id"), read_session_anchors, (A, I, D)),
+         ("stamp.memlock", "config", "session_id"), read_session_anchors, (ANC, INT, DRI)),
     Part("audit", ("audit",), ("session_id", "_db_rows", "memory", "_anchors_key", "config", "unfinished"), read_audit,
-         (I, A, D), needs_statedb=True, unfinished=audit_unfinished),
+         (INT, ANC, DRI), needs_statedb=True, unfinished=audit_unfinished),
     Part("_audit_points", ("_audit_points",), ("audit",), audit_points),
     Part("drift_log", ("drift_log", "integrity_history"), ("_audit_points", "session_anchors"), read_drift),
-    Part("compactions", ("compactions",), ("session_id", "_db_rows"), read_compactions, (D, I), needs_statedb=True),
-    Part("prompt_blocks", ("prompt_blocks",), ("stamp.memory", "config"), read_prompt_blocks, (C,)),
+    Part("compactions", ("compactions",), ("session_id", "_db_rows"), read_compactions, (DRI, INT), needs_statedb=True),
+    Part("prompt_blocks", ("prompt_blocks",), ("stamp.memory", "config"), read_prompt_blocks, (CAP,)),
     Part("reminder_block", ("reminder_block",), ("audit",), reminder),
-    Part("findings", ("findings",), ("memory", "pending"), read_findings, (R,)),
+    Part("findings", ("findings",), ("memory", "pending"), read_findings, (REV,)),
     Part("schema_cookie", ("schema_cookie", "_layout"), ("each read",), layout),
-    Part("hermes_profile", ("hermes_profile",), ("_layout", "stamp.pending", "config"), read_profile, (I,)),
-    Part("threat_differences", ("threat_differences",), ("memory", "pending", "hermes_profile"), read_threat_differences, (R,)),
-    Part("provider", ("provider",), ("stamp.config", "config", "hermes_profile"), read_provider, (C,)),
-    Part("review", ("review",), ("pending", "memory", "provider"), read_review, (R,)),
+    Part("hermes_profile", ("hermes_profile",), ("_layout", "stamp.pending", "config"), read_profile, (INT,)),
+    Part("threat_differences", ("threat_differences",), ("memory", "pending", "hermes_profile"), read_threat_differences, (REV,)),
+    Part("provider", ("provider",), ("stamp.config", "config", "hermes_profile"), read_provider, (CAP,)),
+    Part("review", ("review",), ("pending", "memory", "provider"), read_review, (REV,)),
     Part("agent_view", ("agent_view",), ("each read", "live_session", "reminder_block", "hermes_profile", "data_version"),
-         read_agent_view, (X,)),
+         read_agent_view, (CTX,)),
     Part("stale_sessions", ("stale_sessions",), ("agent_view",), count_stale_sessions),
 )
 
@@ -507,7 +507,7 @@ def _compute_defaults() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(DeckSnapshot):
         if f.name in FILLED_BY:
-            out[f.name] = f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
+            out[f.name] = f.default_factory() if callable(f.default_factory) else f.default
     for p in PARTS:
         for name in p.fills:
             out.setdefault(name, 0 if name == "_db_rows" else None)
