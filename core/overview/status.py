@@ -14,7 +14,7 @@ Shape (keys are only ever added, never renamed or removed)::
       },
       "pending": [{"id", "action", "target", "origin", "summary", "created_at", "threats": [ids],
                    "malformed": str | null, "subsystem": str, "staged_by": str | null,
-                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed", "reason": str | null,
+                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed"|"applying", "reason": str | null,
                    "age_s": float | null}],
       "archived": int,                   # memory entries currently archived
       "config_warnings": [str],
