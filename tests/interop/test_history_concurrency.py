@@ -137,3 +137,55 @@ def test_a_killed_memdeck_write_and_a_hermes_write_on_top_are_two_writers_rows(
     recover_intents(hermes_home)  # the killed write is settled (done): nothing is recorded twice
     observe(hermes_home)
     check()
+
+
+HERMES_LOOP = """
+import json, sys
+from tools.memory_tool import MemoryStore
+ok = 0
+for i in range(int(sys.argv[1])):
+    s = MemoryStore(); s.load_from_disk()
+    ok += bool(s.add("memory", f"h-{i}").get("success"))
+print(json.dumps(ok))
+"""
+
+
+def _memdeck_writer(home_path: str, tag: str, n: int, start: Any) -> None:  # pragma: no cover - child
+    home = HermesHome(Path(home_path))
+    start.wait(120)
+    for i in range(n):
+        MemoryStore(home, Config()).add("memory", f"{tag}-{i}")
+        observe(home)
+
+
+def test_several_writers_and_observers_each_change_is_one_writers_row(hermes_home: HermesHome) -> None:
+    """Three memdeck processes (each writes, then observes) and Hermes 0.19's MemoryStore in a
+    fourth, on one home at once: every entry's history row names its writer, none is merged with
+    another's change, none ends before it starts."""
+    n = 8
+    observe(hermes_home)  # the baseline (no file yet)
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    tags = ["m0", "m1", "m2"]
+    procs = [ctx.Process(target=_memdeck_writer, args=(str(hermes_home.path), t, n, start)) for t in tags]
+    for p in procs:
+        p.start()
+    start.set()
+    hermes = run_hermes(hermes_home, HERMES_LOOP, str(n))
+    for p in procs:
+        p.join(300)
+    assert hermes.returncode == 0 and hermes.stdout.strip().splitlines()[-1] == str(n), hermes.stderr[-2000:]
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    observe(hermes_home)
+    rows = _history(hermes_home)
+    bad = [(r["change_id"], r["since"], r["until"]) for r in rows if r["since"] is not None and r["until"] < r["since"]]
+    assert not bad, f"rows that end before they start: {bad}"
+    assert [r["op"] for r in rows if r["op"] != "added"] == [], [dict(r) for r in rows if r["op"] != "added"]
+    by_entry: dict[str, list[str]] = {}
+    for r in rows:
+        by_entry.setdefault(r["after"], []).append(r["actor"])
+    for t in tags:
+        for i in range(n):
+            assert by_entry.get(f"{t}-{i}") == ["cli"], (f"{t}-{i}", by_entry.get(f"{t}-{i}"))
+    for i in range(n):
+        assert by_entry.get(f"h-{i}") in (["external"], ["hermes"]), (f"h-{i}", by_entry.get(f"h-{i}"))
