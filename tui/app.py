@@ -1386,8 +1386,8 @@ class MemdeckApp(DeckActions, App[None]):
         self._close_databases()
 
     def _close_databases(self) -> None:
-        """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.side_files.tidy_side_files) and the held memdeck.db one."""
+        """Close the read-only state.db connections and the held memdeck.db one (state.db's
+        -wal/-shm are Hermes': never removed, see core.sessions.side_files)."""
         for db in (self._db, getattr(self, "_recall_db", None), self._deck):
             close = getattr(db, "close", None)
             if callable(close):

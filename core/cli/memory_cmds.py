@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ..sessions.bounds import Cut
 from ..undo import undo as _undo_last
 from ..deck import journal as _journal
 from ..memory import pending as _pending
@@ -184,6 +185,8 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     _print_session_summary(st)
     for w in st["config_warnings"]:
         print(f"warning: {safe(w)}")
+    for c in st.get("cut_reads") or []:
+        print(f"note: {safe(Cut(c['what'], c['chars'], c['kept']).words(), one_line=True)}")
     return 0
 
 

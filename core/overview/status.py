@@ -14,7 +14,7 @@ Shape (keys are only ever added, never renamed or removed)::
       },
       "pending": [{"id", "action", "target", "origin", "summary", "created_at", "threats": [ids],
                    "malformed": str | null, "subsystem": str, "staged_by": str | null,
-                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed", "reason": str | null,
+                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed"|"applying", "reason": str | null,
                    "age_s": float | null}],
       "archived": int,                   # memory entries currently archived
       "config_warnings": [str],
@@ -50,6 +50,9 @@ Shape (keys are only ever added, never renamed or removed)::
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
+      "cut_reads": [{"what": str, "chars": int, "kept": int, "dropped": int}],
+                                         # stored texts read only in part (a system prompt or an
+                                         # api_content over core/sessions/bounds.py's 1,000,000 chars)
       ... one key per registered section (below)
     }
 
@@ -78,6 +81,7 @@ from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
 from ..history.changes import history_summary
+from ..sessions.bounds import cut_mark, cuts_since
 from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
@@ -251,6 +255,7 @@ def stale_sessions_section(home: HermesHome, config: Config, version: str | None
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
     """Build the status dict described in the module docstring. Never raises on bad data."""
     config = config or load_config(home)
+    mark = cut_mark()
     try:
         archived = archive.count(home, kind="memory", state="archived")
     except Exception:  # noqa: BLE001 - an unusable memdeck.db must not break status
@@ -294,6 +299,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
+    out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
 
 

@@ -90,7 +90,7 @@ def pending_text(p: PendingWrite) -> str:
 
 #: How each review state is shown (the ``state`` column).
 STATE_STYLES = {"clean": "green", "stale": "bold yellow", "refused": "bold red", "foreign": "cyan",
-                "malformed": "bold red"}
+                "malformed": "bold red", "applying": "bold magenta"}
 
 
 def age_text(seconds: float | None) -> str:
