@@ -65,10 +65,6 @@ class Config:
             ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
             ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
         session_store_source: the config key that named a non-SQLite store ('' for SQLite).
-        memory_provider: ``memory.provider``, the external memory provider plugin Hermes loads
-            beside the built-in stores (stripped; ``""`` = built-in only). Matches Hermes 0.19
-            ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
-            non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
         raw: the whole document as parsed (a read-only mapping; empty without a file), for the
             readers of keys this class does not model (``model:``, ``compression:``: the next
@@ -84,7 +80,6 @@ class Config:
     plugins_enabled: tuple[str, ...] = ()
     session_store: str = "sqlite"
     session_store_source: str = ""
-    memory_provider: str = ""
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
@@ -194,9 +189,7 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     provider = mem.get("provider")
     if provider is not None and not isinstance(provider, str):
         warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
-        provider = None
     return Config(
-        memory_provider=(provider or "").strip(),
         session_store=store,
         session_store_source=store_source,
         memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),

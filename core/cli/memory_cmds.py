@@ -290,8 +290,9 @@ def _show_pending(item: Any, now: float) -> None:
 
 def _queue(ctx: CliContext) -> list[Any]:
     from ..provider_settings import configured_provider
+    from ..sessions.profile import home_version
 
-    return _review.review_queue(ctx.home, ctx.config, configured_provider(ctx.config, None))
+    return _review.review_queue(ctx.home, ctx.config, configured_provider(ctx.config, home_version(ctx.home)))
 
 
 def _pending_list(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -348,9 +349,10 @@ def _pending_approve(args: argparse.Namespace, ctx: CliContext) -> int:
     _one_or_all(args, "all_clean", "approve")
     if args.all_clean:
         from ..provider_settings import configured_provider
+        from ..sessions.profile import home_version
 
         return _bulk(args, lambda show: _review.approve_all_clean(
-            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, home_version(ctx.home)), on_outcome=show))
     return _run(args, lambda: _pending.approve(ctx.home, ctx.config, args.id, actor=ctx.actor))
 
 
@@ -358,9 +360,10 @@ def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
     _one_or_all(args, "stale", "reject")
     if args.stale:
         from ..provider_settings import configured_provider
+        from ..sessions.profile import home_version
 
         return _bulk(args, lambda show: _review.reject_all_stale(
-            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, home_version(ctx.home)), on_outcome=show))
     return _run(args, lambda: _pending.reject(ctx.home, args.id, actor=ctx.actor))
 
 
@@ -372,14 +375,15 @@ def _pending_edit(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
-    from ..memory.threats import HERMES_RULESETS, rules_for_version
+    from ..hermes_version import HermesVersion
+    from ..memory.threats import HERMES_RULESETS
     from ..sessions.profile import HermesProfile, detect_profile, threat_differences
 
     found = scan_memory(ctx.home, ctx.config)
     records = _pending.list_pending(ctx.home)
     pend = [r for r in records if r.threats]
     if getattr(args, "hermes", None):  # "what would Hermes X say"
-        rules = rules_for_version(args.hermes)
+        rules = HermesVersion.of(args.hermes).threat_rules
         if rules is None:
             print(f"memdeck: unknown Hermes version {args.hermes!r} (give e.g. 0.17, 0.19, 0.22)", file=sys.stderr)
             return 2

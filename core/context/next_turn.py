@@ -103,7 +103,7 @@ def next_turn(conversation: Sequence[Mapping[str, Any]], reminder_block: str, li
         conversation: the session's active rows as Hermes reloads them
             (:meth:`memdeck.core.sessions.listing.SessionReader.conversation`).
         reminder_block: the block MemLock would inject now (``""``: none).
-        line: the Hermes line whose estimator counts (:func:`.tokens.hermes_line`).
+        line: the Hermes line whose estimator counts (:attr:`memdeck.core.hermes_version.HermesVersion.line`).
     """
     chars = sum(message_size(m, line)[0] for m in conversation)
     msgs = TurnPart("messages", "messages since the last compaction", None, chars,

@@ -38,36 +38,8 @@ IMAGE_TOKENS = 1500
 ESTIMATORS = {"0.17": "chars4", "0.18": "chars4", "0.19": "chars4", "0.20": "cjk_chars", "0.22": "cjk_bytes"}
 
 
-def hermes_line(version: str | None) -> str:
-    """The Hermes line (``"0.17"`` ... ``"0.22"``) whose rules apply to ``version``.
-
-    ``version`` is what :class:`~memdeck.core.sessions.profile.HermesProfile` reports (``"0.19"``,
-    ``"0.20.1"``, ``"0.21.5"``, ``"0.21.3-0.21.5"``, ``"between 0.20 and 0.22"``, ``"newer than 0.22"``)
-    or None. Unknown or None gives ``"0.19"`` (the release memdeck's reference describes); "between"
-    gives its lower end, a dash range its newer bound (as the profile's threat rules do); 0.21.5
-    gives ``"0.22"`` (its estimator counts UTF-8 bytes, checked against its ``model_metadata.py``),
-    0.21.0 ``"0.20"``; newer than 0.22 gives ``"0.22"``.
-    """
-    if not version:
-        return "0.19"
-    if "newer" in version:
-        return "0.22"
-    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if not found:
-        return "0.19"
-    major, minor_s, patch_s = found[-1] if "-" in version else found[0]  # "0.21.3-0.21.5": the newer bound
-    minor = int(minor_s) if major == "0" else 99
-    if minor <= 17:
-        return "0.17"
-    if minor >= 22 or (minor == 21 and int(patch_s or 0) >= 5):  # 0.21.5 counts bytes like 0.22 (its model_metadata.py)
-        return "0.22"
-    if minor >= 20:
-        return "0.20"
-    return f"0.{minor}"
-
-
 def hermes_estimate(text: str, line: str = "0.19") -> int:
-    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line`` (see :func:`hermes_line`), in tokens."""
+    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line`` (:attr:`memdeck.core.hermes_version.HermesVersion.line`), in tokens."""
     if not text:
         return 0
     kind = ESTIMATORS.get(line, "chars4")
@@ -284,4 +256,4 @@ def calibration(reported_input: int | None, cache_tokens: int, api_calls: int | 
 
 
 __all__ = ["Calibration", "ESTIMATORS", "ExactCounter", "IMAGE_TOKENS", "TOKENIZERS", "calibration", "hermes_estimate",
-           "hermes_line", "hermes_message_estimate"]
+           "hermes_message_estimate"]

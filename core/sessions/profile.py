@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import jsondata
 from ..fsio import list_names, read_regular_bytes
+from ..hermes_version import HermesVersion
 from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
@@ -105,16 +106,15 @@ class HermesProfile:
     session_store: str = "sqlite"
 
     @property
-    def threat_rules(self) -> str | None:
-        """The threat rule set of the Hermes that loads this home's memory ('0.17', '0.18',
-        '0.22'; see :data:`memdeck.core.memory.threats.HERMES_RULESETS`), None when unknown."""
-        from ..memory.threats import rules_for_version
+    def hermes(self) -> HermesVersion:
+        """The :class:`~memdeck.core.hermes_version.HermesVersion` every reader takes for this home."""
+        return HermesVersion.of(self.version, self.version_source)
 
-        v = self.version or ""
-        if v.startswith("newer than"):
-            return "0.22"
-        m = re.search(r"(\d+\.\d+(?:\.\d+)?)\s*$", v)  # "between 0.20 and 0.22", "0.21.3-0.21.5" -> the newer bound's rules
-        return rules_for_version(m.group(1)) if m else None
+    @property
+    def threat_rules(self) -> str | None:
+        """The threat rule set of the Hermes that loads this home's memory ('0.17', '0.18', '0.21',
+        '0.22'; see :data:`memdeck.core.memory.threats.HERMES_RULESETS`), None when unknown."""
+        return self.hermes.threat_rules
 
     def summary(self) -> str:
         """One line for a health row: version, schema, and how many degradations."""
@@ -229,7 +229,9 @@ def _config_version(path: Path) -> int | None:
 
 
 def _pending(directory: Path) -> tuple[set[str], set[str]]:
-    from ..memory.pending import MAX_PENDING_BYTES  # here: a recall process never imports the memory write code (issue 23)
+    from ..memory.pending import (
+        MAX_PENDING_BYTES,  # here: a recall process never imports the memory write code (issue 23)
+    )
 
     fields: set[str] = set()
     actions: set[str] = set()
@@ -372,6 +374,15 @@ def detect_profile(home: Any) -> HermesProfile:
             f"threat rules differ from memdeck's: {HERMES_RULESETS[rules]}; where the verdicts differ both are "
             "shown",)})
     return profile
+
+
+def home_version(home: Any) -> HermesVersion:
+    """The :class:`~memdeck.core.hermes_version.HermesVersion` of ``home`` (:func:`detect_profile`);
+    the unknown value when detection fails. Never raises."""
+    try:
+        return detect_profile(home).hermes
+    except Exception:  # noqa: BLE001 - an undetectable home is read by the default rules, said by the value
+        return HermesVersion()
 
 
 def threat_differences(profile: HermesProfile | None, texts: Any) -> list[dict[str, Any]]:
