@@ -545,6 +545,14 @@ def op_memory_setup(cmd: dict[str, Any]) -> dict[str, Any]:
             "providers": [n for n in names if n != "builtin"]}
 
 
+def op_agent_budget(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The compaction threshold this Hermes' own agent installs from the home's config.yaml
+    (``AIAgent.__init__`` builds its ``ContextCompressor``): ``{threshold_tokens, context_length}``."""
+    agent = _offline_agent(cmd.get("sid", "BUDGET"), "http://127.0.0.1:9/v1")
+    cc = agent.context_compressor
+    return {"threshold_tokens": int(cc.threshold_tokens), "context_length": int(cc.context_length)}
+
+
 def _offline_agent(sid: str, base_url: str, platform: str = "cli") -> Any:
     from run_agent import AIAgent
 
