@@ -23,7 +23,7 @@ What changes per release (each cited where it is reproduced):
   ``_compressor_max_tokens``), ``threshold_cap`` (0.20+ ``compression.threshold_tokens``) and its
   default ``default_threshold_tokens`` (0.21.5 ``hermes_cli/config_defaults.py:570`` 256,000;
   0.22 None, ``config_migrations.py:826``).
-* the conversation estimate: ``db_persisted`` (0.21.5 / 0.22 ``get_messages_as_conversation``
+* the conversation estimate: ``db_persisted`` (0.21.0+ ``get_messages_as_conversation``
   stamps ``_db_persisted: True`` on every loaded message and the estimate counts it) and
   ``usage_anchor`` (0.21.5 / 0.22 ``agent/usage_anchor.py``: the provider's reported usage,
   persisted in ``sessions.model_config._usage_anchor``, decides compaction before the estimate).
@@ -162,8 +162,9 @@ class HermesVersion:
 
     @property
     def db_persisted(self) -> bool:
-        """Whether loaded messages carry ``_db_persisted: True`` into the estimate (0.21.5+)."""
-        return self.rules_number >= (0, 21, 5)
+        """Whether loaded messages carry ``_db_persisted: True`` into the estimate (0.21.0+; checked
+        against each version's ``estimate_messages_tokens_rough(get_messages_as_conversation(...))``)."""
+        return self.rules_number >= (0, 21, 0)
 
     @property
     def usage_anchor(self) -> bool:

@@ -27,6 +27,7 @@ from .new_session import new_session_hint
 from .next_turn import NOT_RECORDED, NextTurn, next_turn
 from .prompts import ParsedPrompt, PromptCache
 from .sections import SECTION_NAMES, SECTION_TITLES, PromptLayout
+from .usage_anchor import anchored_tokens
 from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, message_size
 
 Verdict = Callable[[str], Sequence[str]]
@@ -171,6 +172,16 @@ class ContextReport:
     exact_next_turn: dict[str, int] = field(default_factory=dict)
     layout: PromptLayout | None = None
     injected: InjectedView = field(default_factory=InjectedView)
+    anchored_tokens: int | None = None
+
+    @property
+    def hermes_tokens(self) -> tuple[int, str]:
+        """``(tokens, what it is)``: the figure Hermes compares with its threshold, the usage anchor
+        first as 0.21.5 / 0.22 do (``agent/turn_request_assembly.py``), else the rough estimate."""
+        if self.anchored_tokens is not None:
+            return self.anchored_tokens, ("usage anchor: the provider's reported prompt + completion tokens of the "
+                                          "last request, plus the rough estimate of the messages since")
+        return self.estimated_tokens, "rough estimate (estimate_request_tokens_rough, without tool schemas)"
 
     def section_text(self, name: str) -> str:
         """The text of section ``name`` of the stored prompt (``""`` when absent)."""
@@ -191,9 +202,11 @@ class ContextReport:
         b = self.budget
         if b.threshold_tokens is None:
             return None, b.reason
-        pct = round(100 * self.estimated_tokens / b.threshold_tokens, 1) if b.threshold_tokens else None
+        tokens, source = self.hermes_tokens
+        pct = round(100 * tokens / b.threshold_tokens, 1) if b.threshold_tokens else None
         return ({"estimated_tokens": self.estimated_tokens, "threshold_tokens": b.threshold_tokens,
-                 "percent_of_threshold": pct, "tokens_left": max(0, b.threshold_tokens - self.estimated_tokens),
+                 "hermes_tokens": tokens, "hermes_tokens_source": source, "anchored_tokens": self.anchored_tokens,
+                 "percent_of_threshold": pct, "tokens_left": max(0, b.threshold_tokens - tokens),
                  "context_length": b.context_length, "context_length_source": b.context_length_source,
                  "threshold_percent": b.effective_percent, "excludes": [f"tool schemas ({NOT_RECORDED})"],
                  "estimator": f"Hermes {self.line} estimate_request_tokens_rough"}, None)
@@ -288,7 +301,7 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     if diff is None or diff.stamp.prompt_key != stamp.prompt_key:
         diff = session_diff(stamp, parsed, disk, config, verdict_for(version))
     rows = list(conversation) if conversation is not None else db.conversation(stamp.session_id)
-    turn = next_turn(rows, reminder_block, line)
+    turn = next_turn(rows, reminder_block, line, version.db_persisted)
     sections: list[SectionCount] = []
     unattributed = 0
     lay = None
@@ -302,6 +315,8 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         unattributed = lay.unattributed
     prompt_text = parsed.text if parsed else ""
     estimated = hermes_estimate(prompt_text, line) + (turn.messages.tokens or 0)
+    model_config = db.model_config(stamp.session_id) if version.usage_anchor and hasattr(db, "model_config") else None
+    anchored = anchored_tokens(model_config, rows, version)
     if compactions is None:  # a summary row among the active rows: the session was compacted
         # the summary row is in the compacted head (protect_first_n) or opens a continuation
         compactions = sum(1 for m in rows[:8] if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
@@ -315,7 +330,7 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     if injected is None:
         injected = session_injected(db, config, stamp.session_id, version)
     rep = ContextReport(diff, parsed, tuple(sections), unattributed, turn, b, line, estimated, cal, why,
-                        None, "not asked (memdeck context --exact)", {}, lay, injected)
+                        None, "not asked (memdeck context --exact)", {}, lay, injected, anchored)
     if not exact:
         return rep
     counts, reason = exact_counts(rep, exact)

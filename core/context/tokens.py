@@ -78,11 +78,13 @@ def _stub_images(v: Any) -> Any:
             and p.get("type") in {"image", "image_url", "input_image"} else p for p in v]
 
 
-def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
+def _shadow(msg: Mapping[str, Any], line: str, persisted: bool = False) -> dict[str, Any]:
     """The message as Hermes sizes it: image parts stubbed; from 0.20 only what is sent (Hermes'
     ``_wire_message_shadow``): ``api_content`` (a non-empty string on a user or assistant row)
     takes ``content``'s place, persistence-only keys are left out, and 0.22 leaves out
-    ``reasoning`` when ``reasoning_content`` holds text."""
+    ``reasoning`` when ``reasoning_content`` holds text. ``persisted``: the message was loaded from
+    state.db by a Hermes that stamps ``_db_persisted: True`` on it (0.21.5 / 0.22
+    ``get_messages_as_conversation``), which its estimate counts."""
     drop = _NOT_SENT.get(line)
     if drop is None:
         return {k: (_stub_images(v) if k == "content" else v) for k, v in msg.items()}
@@ -104,6 +106,8 @@ def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
             out[k] = _stub_images(v)
             continue
         out[k] = v
+    if persisted:
+        out.setdefault("_db_persisted", True)
     return out
 
 
@@ -114,28 +118,32 @@ _SIZES: dict[int, tuple[Any, str, int, int]] = {}
 _SIZES_MAX = 50_000
 
 
-def message_size(msg: Mapping[str, Any], line: str = "0.19") -> tuple[int, int]:
+def message_size(msg: Mapping[str, Any], line: str = "0.19", persisted: bool = False) -> tuple[int, int]:
     """``(len(str(shadow)), tokens)`` of one message as Hermes line ``line`` sizes it (tokens: the
-    0.20/0.22 per-message estimate; for 0.17-0.19 the message's share before the final ``// 4``)."""
+    0.20/0.22 per-message estimate; for 0.17-0.19 the message's share before the final ``// 4``;
+    ``persisted``: see :func:`_shadow`)."""
     hit = _SIZES.get(id(msg))
-    if hit is not None and hit[0] is msg and hit[1] == line:
+    key = line + ("+p" if persisted else "")
+    if hit is not None and hit[0] is msg and hit[1] == key:
         return hit[2], hit[3]
-    text = str(_shadow(msg, line))
+    text = str(_shadow(msg, line, persisted))
     tokens = hermes_estimate(text, line) if line in ("0.20", "0.22") else len(text)
     if len(_SIZES) >= _SIZES_MAX:
         _SIZES.clear()
-    _SIZES[id(msg)] = (msg, line, len(text), tokens)
+    _SIZES[id(msg)] = (msg, key, len(text), tokens)
     return len(text), tokens
 
 
-def hermes_message_estimate(messages: Iterable[Mapping[str, Any]], line: str = "0.19") -> int:
+def hermes_message_estimate(messages: Iterable[Mapping[str, Any]], line: str = "0.19", persisted: bool = False) -> int:
     """Hermes' ``estimate_messages_tokens_rough`` of conversation dicts (the shape of
-    ``SessionDB.get_messages_as_conversation``), in tokens (see the module docstring)."""
+    ``SessionDB.get_messages_as_conversation``), in tokens (see the module docstring). ``persisted``:
+    the dicts were loaded from state.db by a Hermes that stamps ``_db_persisted`` (0.21.5 / 0.22,
+    :attr:`memdeck.core.hermes_version.HermesVersion.db_persisted`)."""
     if line in ("0.20", "0.22"):
-        return sum(message_size(m, line)[1] + IMAGE_TOKENS * _images(m) for m in messages)
+        return sum(message_size(m, line, persisted)[1] + IMAGE_TOKENS * _images(m) for m in messages)
     chars = images = 0
     for m in messages:
-        chars += message_size(m, line)[0]
+        chars += message_size(m, line, persisted)[0]
         images += _images(m)
     return (chars + 3) // 4 + IMAGE_TOKENS * images
 

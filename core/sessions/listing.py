@@ -189,6 +189,21 @@ class SessionReader(CompactionEventReader):
 
         return self._run(q, [])
 
+    def model_config(self, session_id: str) -> str | None:
+        """``sessions.model_config`` of ``session_id`` (a JSON text Hermes writes; 0.21.5+ keeps its
+        usage anchor there, ``agent/usage_anchor.py``), or None when absent or unavailable."""
+        if "model_config" not in self._scols:
+            return None
+
+        def q(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT model_config FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            value = row[0] if row else None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            return value if isinstance(value, str) else None
+
+        return self._run(q, None)
+
     def conversation(self, session_id: str) -> list[dict[str, Any]]:
         """The session's active rows as Hermes loads them for a turn, in id order: the dicts of
         Hermes 0.19 ``SessionDB._rows_to_conversation`` (hermes_state.py:4909-4990) with the keys

@@ -76,3 +76,36 @@ def test_context_blocks_what_the_homes_hermes_blocks(version: str, tmp_path: Pat
     profile = detect_profile(HermesHome(home))
     verdict = verdict_for(profile.hermes)
     assert [sorted(verdict(t)) for t in TEXTS] == res[1]["verdicts"], profile.version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_token_figure_equals_hermes_own(version: str, tmp_path: Path) -> None:
+    """Issue 37.1: after real turns (the tests' loopback model reports usage), memdeck's rough size of
+    the stored conversation equals that Hermes' ``estimate_messages_tokens_rough`` of
+    ``get_messages_as_conversation`` (0.21.5/0.22 count ``_db_persisted``), and its Hermes figure is the
+    persisted usage anchor where that Hermes keeps one (``persisted_anchor_tokens``), else the rough one."""
+    from memdeck.core.context.prompts import PromptCache
+    from memdeck.core.context.report import build_report, disk_entries
+    from memdeck.core.context.tokens import hermes_message_estimate
+    from memdeck.core.sessions.statedb import StateDB
+
+    py = hermes_or_skip(version)
+    home = _home(tmp_path, "tok", BASE + "  context_length: 200000\n")
+    res = run.drive(py, home, [{"op": "turns", "sid": "S1", "messages": ["hello there", "deploy the thing please"]},
+                               {"op": "conv_estimate", "sid": "S1"}], timeout=900)
+    theirs = res[1]
+    h = HermesHome(home)
+    hv = detect_profile(h).hermes
+    with StateDB(h.state_db) as db:
+        rows = db.conversation("S1")
+        rough = hermes_message_estimate(rows, hv.line, hv.db_persisted)
+        rep = build_report(db, h, load_config(h), db.prompt_stamps(["S1"])[0], cache=PromptCache(), disk=disk_entries(h),
+                           version=hv)
+    print(f"\nHermes {version}: rough theirs {theirs['rough']} ours {rough}; anchor theirs {theirs['anchor']} "
+          f"ours {rep.anchored_tokens}; shown {rep.hermes_tokens[0]}")
+    assert rough == theirs["rough"] and rep.next_turn.messages.tokens == theirs["rough"]
+    assert rep.anchored_tokens == theirs["anchor"]
+    if theirs["anchor"] is not None:
+        assert rep.hermes_tokens[0] == theirs["anchor"] and "usage anchor" in rep.hermes_tokens[1]
+        nc, _why = rep.next_compaction()
+        assert nc is not None and nc["hermes_tokens"] == theirs["anchor"] and nc["estimated_tokens"] == rep.estimated_tokens
