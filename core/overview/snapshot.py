@@ -384,7 +384,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
     prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
     findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
     provider = _read_or_banner(errors, ("capacity",), "memory provider settings",
-                               lambda: _provider(home, config, None), None)
+                               lambda: _provider(home, config, HermesVersion()), None)
     review = _read_or_banner(errors, ("review",), "review queue",
                              lambda: _review(pending, memory, provider), ())
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
