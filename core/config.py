@@ -59,11 +59,14 @@ class Config:
         memory_enabled, user_profile_enabled: whether Hermes injects each store.
         memlock: the ``memlock:`` section.
         plugins_enabled: ``plugins.enabled`` list.
-        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default),
-            the provider named by ``sessiondb.provider`` (Hermes 0.23 ``hermes_state_provider.py``
-            ``get_session_db_provider``: a name other than ``sqlite``), or ``"postgresql"`` when a
-            ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
-            ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
+        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default), or
+            ``"postgresql"`` when a ``database.postgres`` section is present (async-hermes-agent
+            0.20.4.1 ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's
+            settings, used only by an application embedding it;
+            :func:`memdeck.core.sessions.profile.session_store_note` checks state.db). Hermes 0.23's
+            ``sessiondb.provider`` never moves the sessions: ``get_session_db_provider``
+            (``hermes_state_provider.py``) refuses any value but ``sqlite`` (compared as written;
+            empty means ``sqlite``), which is a warning here.
         session_store_source: the config key that named a non-SQLite store ('' for SQLite).
         warnings: human-readable problems met while loading (empty when all was fine).
         raw: the whole document as parsed (a read-only mapping; empty without a file), for the
@@ -186,6 +189,9 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
     store, store_source = _session_store(data)
+    refused = sessiondb_refusal(data)
+    if refused:
+        warnings.append(refused)
     provider = mem.get("provider")
     if provider is not None and not isinstance(provider, str):
         warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
@@ -204,17 +210,31 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     )
 
 
+def sessiondb_refusal(data: Mapping[str, Any]) -> str | None:
+    """The one-line warning when Hermes 0.23 refuses ``sessiondb.provider``, else None.
+
+    Matches 0.23 ``hermes_state_provider.py`` ``get_session_db_provider``:
+    ``(config.get("sessiondb") or {}).get("provider") or "sqlite"`` must equal ``"sqlite"`` exactly
+    (``SQLite`` or ``' sqlite'`` are refused), else ``ValueError``; a ``sessiondb`` that is not a
+    mapping fails on ``.get``. Hermes then opens no session store; state.db stays the store."""
+    if "sessiondb" not in data:
+        return None
+    sdb = data.get("sessiondb") or {}
+    if not isinstance(sdb, Mapping):
+        value: Any = sdb
+        what = f"sessiondb: {sdb!r} is not a mapping"
+    else:
+        value = sdb.get("provider") or "sqlite"
+        if value == "sqlite":
+            return None
+        what = f"sessiondb.provider {value!r}"
+    return (f"config: {what}: Hermes 0.23 refuses it (only 'sqlite' ships; get_session_db_provider raises) "
+            "and opens no session store; state.db stays the store and is read")
+
+
 def _session_store(data: dict[str, Any]) -> tuple[str, str]:
-    """``(store, config key)``: ``sessiondb.provider`` when it names something other than
-    ``sqlite`` (lower-cased and stripped, as Hermes 0.23 normalises it), else ``postgresql`` when
-    ``database.postgres`` is a mapping, else ``("sqlite", "")``."""
-    sdb = data.get("sessiondb")
-    if isinstance(sdb, dict) and isinstance(sdb.get("provider"), str):
-        name = sdb["provider"].strip().lower()
-        if name and name != "sqlite":
-            return name, "sessiondb.provider"
-        if name == "sqlite":
-            return "sqlite", ""
+    """``(store, config key)``: ``postgresql`` when ``database.postgres`` is a mapping, else
+    ``("sqlite", "")`` (``sessiondb.provider`` never names another store: :func:`sessiondb_refusal`)."""
     db = data.get("database")
     if isinstance(db, dict) and isinstance(db.get("postgres"), dict):
         return "postgresql", "database.postgres"

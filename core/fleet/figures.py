@@ -346,7 +346,7 @@ def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
         if line not in problems:
             problems.append(line)
     config = snap.config
-    note = session_store_note(config)
+    note = session_store_note(config, snap.home)
     loc = snap.memlock_location
     profile = snap.hermes_profile
     last = None

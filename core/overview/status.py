@@ -272,7 +272,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         out["changes"] = history_summary(home).to_dict()
     except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
         errors["changes"] = f"{type(exc).__name__}: {exc}"
-    note = session_store_note(config)
+    note = session_store_note(config, home)
     if note:
         out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
     try:

@@ -164,13 +164,37 @@ def store_words(name: str) -> str:
     return STORE_NAMES.get(name, name)
 
 
-def session_store_note(config: Any) -> str | None:
+def state_db_has_sessions(path: Path) -> bool:
+    """Whether state.db at ``path`` holds at least one session row (read-only; False when absent
+    or unreadable)."""
+    if not Path(path).is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def session_store_note(config: Any, home: Any = None) -> str | None:
     """``"sessions are in PostgreSQL: not read"`` (with the config key that says so) when the
-    home's config names a session store other than SQLite, else None: memdeck reads state.db only,
-    so such a home's empty or missing state.db is not "no sessions"."""
+    home's config names a session store other than SQLite and ``home``'s state.db holds no
+    session, else None: memdeck reads state.db only, so such a home's empty or missing state.db is
+    not "no sessions". async-hermes-agent 0.20.4.1's CLI, gateway and agent all use state.db (only
+    an application embedding ``hermes_state_postgres.SessionDB`` uses PostgreSQL), so a
+    ``database.postgres`` section beside a state.db with sessions means nothing moved."""
     name = getattr(config, "session_store", "sqlite") or "sqlite"
     if name == "sqlite":
         return None
+    if home is not None:
+        with side_files_tracked(Path(home.state_db)):
+            if state_db_has_sessions(Path(home.state_db)):
+                return None
     return (f"sessions are in {store_words(name)}: not read (config.yaml {config.session_store_source}); "
             "sessions, recall, compactions and the audit of the active region are not shown")
 
@@ -304,9 +328,13 @@ def detect_profile(home: Any) -> HermesProfile:
     config = load_config(home)
     deg: list[str] = []
     notes: list[str] = []
-    store_note = session_store_note(config)
+    store_note = session_store_note(config, home)
     if store_note:
         deg.append(store_note)
+    elif config.session_store != "sqlite":
+        notes.append(f"config.yaml {config.session_store_source} is set, but state.db holds the sessions: "
+                     "async-hermes-agent's CLI, gateway and agent write state.db (only an application embedding "
+                     "it uses PostgreSQL); state.db is read")
     if "error" in db:
         deg.append(f"state.db could not be read ({db['error']}): sessions, recall and the audit are not shown")
     tables: tuple[str, ...] = db.get("tables", ())
@@ -365,7 +393,8 @@ def detect_profile(home: Any) -> HermesProfile:
         columns=dict(cols), fts=fts, fts_trigram=tri, system_prompt_in=prompt_in,
         in_place_compaction="compacted" in mcols, summary_flag="_compressed_summary" in mcols,
         state_meta_keys=meta, pending_fields=tuple(sorted(fields)), pending_actions=tuple(sorted(actions)),
-        degradations=tuple(deg), notes=tuple(notes), session_store=config.session_store)
+        degradations=tuple(deg), notes=tuple(notes),
+        session_store=config.session_store if store_note else "sqlite")
     rules = profile.threat_rules
     if rules is not None and rules != "0.18":
         from ..memory.threats import HERMES_RULESETS
