@@ -109,3 +109,30 @@ def test_token_figure_equals_hermes_own(version: str, tmp_path: Path) -> None:
         assert rep.hermes_tokens[0] == theirs["anchor"] and "usage anchor" in rep.hermes_tokens[1]
         nc, _why = rep.next_compaction()
         assert nc is not None and nc["hermes_tokens"] == theirs["anchor"] and nc["estimated_tokens"] == rep.estimated_tokens
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_homes_env_file_steers_state_as_hermes_loads_it(version: str, tmp_path: Path) -> None:
+    """Issue 37.8: ``MEMLOCK_HOME`` as the version's own ``load_hermes_dotenv`` leaves it in the
+    process MemLock runs in (``.env`` with override over the shell) equals memdeck's reading."""
+    import os
+    import subprocess
+
+    from memdeck.core.memlock_home import hermes_env
+
+    py = hermes_or_skip(version)
+    home = _home(tmp_path, "env", BASE)
+    cases = {"plain": "MEMLOCK_HOME=/srv/memlock\n", "quoted": "export MEMLOCK_HOME='/srv/ml home' # note\n",
+             "none": "OPENAI_API_KEY=sk-x\n"}
+    probe = ("import os, sys\nfrom hermes_cli.env_loader import load_hermes_dotenv\n"
+             "load_hermes_dotenv(hermes_home=sys.argv[1])\nprint(os.environ.get('MEMLOCK_HOME', ''))\n")
+    for name, text in cases.items():
+        (home / ".env").write_text(text, encoding="utf-8")
+        env = dict(os.environ, HERMES_HOME=str(home), HOME=str(tmp_path / "env" / "user_home"),
+                   MEMLOCK_HOME="/shell/value")
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.run([str(py), "-c", probe, str(home)], capture_output=True, text=True, env=env, timeout=300,
+                              cwd=str(tmp_path))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        theirs = proc.stdout.strip().splitlines()[-1]
+        assert hermes_env(HermesHome(home), {"MEMLOCK_HOME": "/shell/value"})["MEMLOCK_HOME"] == theirs, name
