@@ -5,8 +5,8 @@ One concept: the rules of the Hermes release that wrote a home, decided once fro
 ``"0.21.3-0.21.5"``, ``"between 0.17 and 0.18"``, ``"newer than 0.22"``, None) and handed to the
 threat scan, the provider reading, the token estimator and the compaction threshold. This module
 holds the only parser of that label (:meth:`HermesVersion.of`): a range takes its newer bound (the
-release whose files the home can hold), ``newer than X`` is X with every later patch, None or a
-label without a number is unknown (read as 0.19, the release memdeck's reference describes).
+release whose files the home can hold), ``newer than X`` is X with every later patch (``newer than
+memdeck knows``: the newest release memdeck knows), None or a label without a number is unknown (read as 0.19, the release memdeck's reference describes).
 
 What changes per release (each cited where it is reproduced):
 
@@ -51,6 +51,8 @@ BUNDLED: tuple[tuple[Version, tuple[str, ...]], ...] = (
 )
 #: The release an unknown home is read as.
 DEFAULT: Version = (0, 19, 0)
+#: The rules of a home "newer than memdeck knows" (the newest release memdeck was verified with).
+NEWEST: Version = (0, 22, 99)
 #: 0.21.5's ``compression.threshold_tokens`` default (``hermes_cli/config_defaults.py:570``), tokens.
 THRESHOLD_TOKENS_0215 = 256_000
 
@@ -63,7 +65,7 @@ def _parse(label: str | None) -> Version | None:
         return None
     found = _NUMBER.findall(label)
     if not found:
-        return None
+        return NEWEST if "newer" in label else None
     major, minor, patch = found[-1]
     if "newer" in label:
         return int(major), int(minor), 99

@@ -47,6 +47,9 @@ KNOWN_PENDING_ACTIONS = frozenset({"add", "replace", "remove", "patch", "batch"}
 #: Display names of the session stores a config can name (:attr:`memdeck.core.config.Config.session_store`).
 STORE_NAMES = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite (state.db)"}
 
+#: The label of a home whose files no release memdeck knows writes (its newest rules are applied).
+NEWER_UNKNOWN = "newer than memdeck knows"
+
 _CONFIG_VERSION_RE = re.compile(r"^_config_version\s*:\s*['\"]?(\d+)['\"]?\s*(?:#.*)?$", re.MULTILINE)
 
 
@@ -288,7 +291,10 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
       (0.21.5 pins staged writes; 0.21.3/0.21.4 do not) or ``_config_version`` is 46;
     * a schema memdeck has no row for, but ``messages.message_uid`` / ``message_uid_backfill``
       (only 0.22 writes them): 0.22;
-    * no schema: ``config.yaml`` ``_config_version`` (:data:`CONFIG_VERSIONS`).
+    * no schema: ``config.yaml`` ``_config_version`` (:data:`CONFIG_VERSIONS`);
+    * :data:`NEWER_UNKNOWN` when the home shows what no release memdeck knows writes: a
+      ``_config_version`` above the newest known, or schema 30 (which upstream's state.db files
+      write too) with 0.22's marks or a ``_config_version`` above iot 0.21.5's 46.
     """
     version = version_for_schema(schema)
     if schema is None:
@@ -301,6 +307,9 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
             return f"newer than {CONFIG_VERSIONS[-1][1]}", "config.yaml _config_version"
         return None, ""
     present = {f"messages.{c}" for c in mcols} | set(tables) | set(meta)
+    if cfg is not None and cfg > CONFIG_VERSIONS[-1][0]:
+        return NEWER_UNKNOWN, (f"state.db schema {schema} + config.yaml _config_version {cfg} (newer than "
+                               f"{CONFIG_VERSIONS[-1][0]}, Hermes {CONFIG_VERSIONS[-1][1]})")
     if schema == 26 and any(m in present for m in MARKS_0210):
         found = [m for m in MARKS_0210 if m in present]
         return "0.21.0", "state.db schema 26 + " + ", ".join(found)
@@ -309,6 +318,13 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
             return "0.21.5", "state.db schema 30 + pending records with matched_entry"
         if cfg == 46:
             return "0.21.5", "state.db schema 30 + config.yaml _config_version 46"
+        # schema 30 is also what upstream's state.db files write: iot 0.21.3-0.21.5 write no
+        # message_uid and a _config_version of at most 46; anything beyond is a Hermes memdeck does not know
+        beyond = [m for m in MARKS_022 if m in present]
+        if cfg is not None and cfg > 46:
+            beyond.append(f"config.yaml _config_version {cfg}")
+        if beyond:
+            return NEWER_UNKNOWN, "state.db schema 30 + " + ", ".join(beyond) + " (no release memdeck knows writes both)"
     if version is not None and version.startswith("between") and any(m in present for m in MARKS_022):
         return "0.22", "state.db " + ", ".join(m for m in MARKS_022 if m in present)
     return version, "state.db schema"
@@ -361,6 +377,9 @@ def detect_profile(home: Any) -> HermesProfile:
     elif schema is not None and schema < MIN_SCHEMA:
         deg.append(f"schema {schema} is older than memdeck was verified with ({MIN_SCHEMA}, Hermes 0.17): "
                    "missing columns are treated as absent")
+    elif version == NEWER_UNKNOWN:
+        deg.append(f"this home was written by a Hermes memdeck does not know ({source}): the rules of Hermes "
+                   f"{SCHEMA_VERSIONS[-1][1]} are applied, and figures labelled as Hermes' own may differ")
     elif schema is not None and version and version.startswith("between"):
         notes.append(f"schema {schema} lies between versions memdeck was verified with ({version})")
     if tables and "messages" in tables:

@@ -136,3 +136,38 @@ def test_the_homes_env_file_steers_state_as_hermes_loads_it(version: str, tmp_pa
         assert proc.returncode == 0, proc.stderr[-2000:]
         theirs = proc.stdout.strip().splitlines()[-1]
         assert hermes_env(HermesHome(home), {"MEMLOCK_HOME": "/shell/value"})["MEMLOCK_HOME"] == theirs, name
+
+
+#: version -> the label memdeck gives a home that version wrote and saved its config in
+LABELS = {"0.19.0": "0.19", "0.20.1.2": "0.20", "0.21.0.post1": "0.21.0", "0.21.5.post2": "0.21.5",
+          "0.22.2.post1": "0.22"}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_version_label_from_what_the_home_shows(version: str, tmp_path: Path) -> None:
+    """Issue 37.9: the label comes from what the home shows beyond the schema number: a home this
+    version wrote (its ``SessionDB`` schema, its ``DEFAULT_CONFIG["_config_version"]`` saved in
+    config.yaml) gets this version's label; the same state.db beside a ``_config_version`` no release
+    memdeck knows writes (as upstream's homes, schema 30 like iot 0.21.5) is "newer than memdeck knows",
+    read with the newest rules and said on screen (a degradation)."""
+    import os
+    import subprocess
+
+    py = hermes_or_skip(version)
+    home = _home(tmp_path, "label", BASE)
+    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(tmp_path / "label" / "user_home"))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(py), "-c", "from hermes_cli.config import DEFAULT_CONFIG as D; print(D['_config_version'])"],
+                          capture_output=True, text=True, env=env, timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cfg_version = int(proc.stdout.strip().splitlines()[-1])
+    info = run.drive(py, home, [{"op": "info"}, {"op": "session", "id": "S1", "source": "cli", "system_prompt": "hi"}],
+                     timeout=600)[0]
+    (home / "config.yaml").write_text(BASE + f"_config_version: {cfg_version}\n", encoding="utf-8")
+    p = detect_profile(HermesHome(home))
+    assert (p.schema_version, p.config_version) == (info["schema_version"], cfg_version)
+    assert p.version == LABELS[version], (p.version, p.version_source)
+    (home / "config.yaml").write_text(BASE + "_config_version: 57\n", encoding="utf-8")
+    p = detect_profile(HermesHome(home))
+    assert p.version == "newer than memdeck knows" and p.hermes.threat_rules == "0.22", p.version
+    assert any("does not know" in d for d in p.degradations), p.degradations
