@@ -45,6 +45,7 @@ from typing import Any
 from .config import Config
 from .fsio import read_regular_bytes
 from .hermes_version import HermesVersion
+from .home import TARGET_FILES
 
 #: ``CORE_MEMORY_PROVIDER_SENTINELS`` of Hermes 0.21.5 / 0.22 (``agent/memory_provider.py:44``).
 CORE_PROVIDER_SENTINELS = frozenset({"", "default", "builtin", "built-in", "none"})
@@ -147,7 +148,7 @@ class ProviderSettings:
         if self.enabled(target):
             return None
         key = "memory_enabled" if target == "memory" else "user_profile_enabled"
-        name = "MEMORY.md" if target == "memory" else "USER.md"
+        name = TARGET_FILES.get(target, "USER.md")
         where = f"the memory is in the provider {self.name}" if self.name else "no provider is configured"
         return f"{name} is switched off (memory.{key}: false): Hermes neither injects nor writes it; {where}"
 

@@ -25,13 +25,13 @@ from ..memory import pending as _pending
 from ..memory import review as _review
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
-from ..home import TARGETS
+from ..home import TARGET_FILES, TARGETS
 from ..memory.reader import LISTED_ENTRIES, read_memory, scan_memory
 from ..memory.results import WriteResult
 from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
-from ..text import hidden_pattern
+from ..text import age_words, hidden_pattern
 from .common import EXIT_FINDINGS, EXIT_OK, EXIT_PARTIAL, CliContext, UsageError, add_target_arg, print_json
 
 
@@ -161,7 +161,7 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     print(f"home: {st['home']} (profile {st['profile']})")
     for t in TARGETS:
         m = st["memory"][t]
-        name = "MEMORY.md" if t == "memory" else "USER.md"
+        name = TARGET_FILES[t]
         state = "" if m["exists"] else " (no file yet)"
         print(f"\n{name}: {m['chars']:,}/{m['limit']:,} chars ({m['pct']}%), {len(m['entries'])} entries{state}")
         _print_file_problems(t, m)
@@ -263,17 +263,6 @@ def _restore(args: argparse.Namespace, ctx: CliContext) -> int:
 
 def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
     return _run(args, lambda: _undo_last(ctx.home, ctx.config, actor=ctx.actor))
-
-
-def age_words(seconds: float | None) -> str:
-    """``5 min``, ``3 h``, ``2 days`` (``?`` when unknown)."""
-    if seconds is None:
-        return "?"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
 
 
 def _show_pending(item: Any, now: float) -> None:
