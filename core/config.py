@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .coerce import as_bool_warn, as_float_warn, as_int_warn
 from .fsio import FileTooLarge, read_regular_bytes
 from .home import HermesHome
 
@@ -95,45 +96,6 @@ class Config:
         raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
 
 
-def _as_int(value: Any, default: int, key: str, warnings: list[str], lo: int | None = None) -> int:
-    if value is None:
-        return default
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        out = int(str(value).strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: YAML .inf
-        warnings.append(f"config: {key}={value!r} is not an integer; using {default}")
-        return default
-    if lo is not None and out < lo:
-        warnings.append(f"config: {key}={value!r} is below {lo}; using {default}")
-        return default
-    return out
-
-
-def _as_float(value: Any, default: float, key: str, warnings: list[str]) -> float:
-    if value is None:
-        return default
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        warnings.append(f"config: {key}={value!r} is not a number; using {default}")
-        return default
-
-
-def _as_bool(value: Any, default: bool, key: str, warnings: list[str]) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "on", "1", "false", "no", "off", "0"}:
-        return value.strip().lower() in {"true", "yes", "on", "1"}
-    warnings.append(f"config: {key}={value!r} is not a boolean; using {default}")
-    return default
-
-
 def parse_memlock(section: Any, warnings: list[str]) -> MemlockConfig:
     """Build a :class:`MemlockConfig` from a raw ``memlock:`` mapping (never raises)."""
     if section is None:
@@ -161,11 +123,11 @@ def parse_memlock(section: Any, warnings: list[str]) -> MemlockConfig:
             else:
                 warnings.append("config: memlock.anchors is not a list; ignored")
         elif isinstance(default, bool):
-            kw[f.name] = _as_bool(raw, default, key, warnings)
+            kw[f.name] = as_bool_warn(raw, default, key, warnings)
         elif isinstance(default, int):
-            kw[f.name] = _as_int(raw, default, key, warnings)
+            kw[f.name] = as_int_warn(raw, default, key, warnings)
         elif isinstance(default, float):
-            kw[f.name] = _as_float(raw, default, key, warnings)
+            kw[f.name] = as_float_warn(raw, default, key, warnings)
         else:
             kw[f.name] = default if raw is None else str(raw)
     extra = {k: v for k, v in section.items() if k not in known}
@@ -198,11 +160,11 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     return Config(
         session_store=store,
         session_store_source=store_source,
-        memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
-        user_char_limit=_as_int(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
-        write_approval=_as_bool(mem.get("write_approval"), False, "memory.write_approval", warnings),
-        memory_enabled=_as_bool(mem.get("memory_enabled"), True, "memory.memory_enabled", warnings),
-        user_profile_enabled=_as_bool(mem.get("user_profile_enabled"), True, "memory.user_profile_enabled", warnings),
+        memory_char_limit=as_int_warn(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
+        user_char_limit=as_int_warn(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
+        write_approval=as_bool_warn(mem.get("write_approval"), False, "memory.write_approval", warnings),
+        memory_enabled=as_bool_warn(mem.get("memory_enabled"), True, "memory.memory_enabled", warnings),
+        user_profile_enabled=as_bool_warn(mem.get("user_profile_enabled"), True, "memory.user_profile_enabled", warnings),
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),

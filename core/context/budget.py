@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..coerce import positive_int
 from ..config import Config, yaml_safe_load
 from ..fsio import read_regular_bytes
 from ..hermes_version import HermesVersion
@@ -75,16 +76,6 @@ class Budget:
                 "reason": self.reason, "notes": list(self.notes), "hermes_rules": self.line}
 
 
-def _positive_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        return None
-    return n if n > 0 else None
-
-
 def _section(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     v = raw.get(name)
     return v if isinstance(v, Mapping) else {}
@@ -102,7 +93,7 @@ def cached_context_length(home_path: Any, model: str | None) -> int | None:
     rows = data.get("context_lengths") if isinstance(data, Mapping) else None  # 0.19 _load_context_cache :1137-1148
     if not isinstance(rows, Mapping):
         return None
-    found = {_positive_int(v) for k, v in rows.items() if isinstance(k, str) and k.startswith(model + "@")}
+    found = {positive_int(v) for k, v in rows.items() if isinstance(k, str) and k.startswith(model + "@")}
     found.discard(None)
     return found.pop() if len(found) == 1 else None
 
@@ -155,7 +146,7 @@ def budget(config: Config, home_path: Any, model: str | None, version: HermesVer
         notes.append("compression.model_thresholds is set: memdeck applies compression.threshold to every model")
     if not enabled:
         return Budget(False, pct, pct, None, None, None, "compression is off (compression.enabled: false)", tuple(notes), line)
-    length = _positive_int(mcfg.get("context_length"))
+    length = positive_int(mcfg.get("context_length"))
     source = "config.yaml model.context_length" if length else None
     if length is None:
         length = cached_context_length(home_path, model or (mcfg.get("default") if isinstance(mcfg.get("default"), str) else None))
@@ -164,10 +155,10 @@ def budget(config: Config, home_path: Any, model: str | None, version: HermesVer
         return Budget(True, pct, pct, None, None, None,
                       "the context length is not in config.yaml (model.context_length) nor in Hermes' "
                       "context_length_cache.yaml: Hermes asks the provider, memdeck does not guess", tuple(notes), line)
-    max_tokens = _positive_int(mcfg.get("max_tokens")) if version.reads_max_tokens else None
+    max_tokens = positive_int(mcfg.get("max_tokens")) if version.reads_max_tokens else None
     if mcfg.get("max_tokens") is not None and not version.reads_max_tokens and line != "0.17":
         notes.append(f"model.max_tokens is not read by {version.words()}: the threshold is on the whole window")
-    cap = (_positive_int(comp["threshold_tokens"]) if "threshold_tokens" in comp
+    cap = (positive_int(comp["threshold_tokens"]) if "threshold_tokens" in comp
            else version.default_threshold_tokens) if version.threshold_cap else None
     effective, threshold = threshold_tokens(length, pct, line, max_tokens, cap)
     return Budget(True, pct, effective, length, source, threshold, None, tuple(notes), line)

@@ -11,10 +11,10 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..coerce import number_or_zero
 from .. import jsondata
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
-from .connection import number_or_zero
 from .records import Message, PromptStamp, SessionInfo, UserTurn
 from ..memory.context_fence import sanitize_context
 
