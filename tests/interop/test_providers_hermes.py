@@ -115,6 +115,22 @@ def test_provider_settings_equal_what_each_hermes_makes_of_them(version: str, tm
     ours = provider_settings(load_config(padded), padded, detect_profile(padded).hermes)
     assert seen["provider_padded"][1]["providers"] == [] and ours.name is None
     assert any("surrounding spaces" in n for n in ours.notes), ours.notes
+    # one reading: status, the fleet's figures (from status and from the dashboard's snapshot) and the
+    # dashboard's provider settings say the same provider (issue 32: `provider: none` on 0.22)
+    from memdeck.core.fleet.figures import figures_from_status
+    from memdeck.core.fleet.local import LocalReader
+    from memdeck.core.overview.status import build_status
+
+    for name in ("provider_none", "provider_padded", "provider_builtin", "provider"):
+        h = HermesHome(homes[name])
+        dashboard = provider_settings(load_config(h), h, detect_profile(h).hermes).name or ""
+        st = build_status(h)
+        reader = LocalReader(h)
+        try:
+            from_snapshot = reader.read().provider
+        finally:
+            reader.close()
+        assert st["memory_provider"] == figures_from_status(st).provider == from_snapshot == dashboard, (name, version)
     # the words of the header
     h = HermesHome(homes["memory_off"])
     ours = provider_settings(load_config(h), h, detect_profile(h).hermes)
