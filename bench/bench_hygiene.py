@@ -54,7 +54,8 @@ def main() -> int:
     pred = [P.classify(r["a"], r["b"], c).kind for r, c in zip(rows, cos)]
     held = [i for i, r in enumerate(rows) if r.get("held_out")]
     s = scores([rows[i] for i in held], [pred[i] for i in held])
-    print(f"\nsecond batch only ({len(held)} pairs written after the first thresholds were set; the change-word, instead-of and function-word rules were added after seeing its misses, so it is no longer held out): duplicate "
+    print(f"\nsecond batch only ({len(held)} pairs written after the first thresholds were set; the change-word, instead-of "
+          "and function-word rules were added after seeing its misses, so it is no longer held out): duplicate "
           f"{s[P.DUPLICATE][0]:.2f}/{s[P.DUPLICATE][1]:.2f}, contradiction "
           f"{s[P.CONTRADICTION][0]:.2f}/{s[P.CONTRADICTION][1]:.2f} (precision/recall)")
     print("\nper language at the shipped thresholds (precision/recall):")
@@ -67,10 +68,54 @@ def main() -> int:
     for r, p, c in wrong:
         print(f"  miss: {r['label']} -> {p} cos={c if c is None else round(c, 2)}: {r['a']!r} / {r['b']!r}")
     if "--cost" in sys.argv:
-        from bench_hygiene_cost import cost  # type: ignore[import-not-found]
-
-        cost(enc)
+        cost()
     return 0
+
+
+def _full_home(root: Path) -> Path:
+    """MEMORY.md and USER.md filled to their char limits with realistic entries, 200 archived."""
+    import random
+
+    from memdeck.core.deck.archive import insert
+    from memdeck.core.deck.db import connect
+
+    rng = random.Random(7)
+    rows = load()
+    texts = [r[k] for r in rows for k in ("a", "b")]
+    (root / "memories").mkdir(parents=True)
+    (root / "config.yaml").write_text("model: {}\n", encoding="utf-8")
+    for name, limit in (("MEMORY.md", 2200), ("USER.md", 1375)):
+        out: list[str] = []
+        while True:
+            t = f"{rng.choice(texts)} (note {rng.randrange(10_000)})"
+            if len("\n§\n".join([*out, t])) > limit:
+                break
+            out.append(t)
+        (root / "memories" / name).write_text("\n§\n".join(out), encoding="utf-8")
+    conn = connect(root)
+    with conn:
+        for i in range(200):
+            insert(conn, kind="memory", target="memory", text=f"archived {i}: {rng.choice(texts)}", actor="cli",
+                   reason="bench", payload={}, state="archived")
+    conn.close()
+    return root
+
+
+def cost() -> None:
+    """All findings of a full memory and 200 archived entries, each method, in fresh processes
+    (the semantic one twice: the first embeds, the second reads the vectors from memdeck.db)."""
+    import subprocess
+    import tempfile
+
+    home = _full_home(Path(tempfile.mkdtemp(prefix="memdeck-hygiene-bench-")) / "home")
+    code = ("import sys,time; from memdeck.core.home import HermesHome; "
+            "from memdeck.core.hygiene.detect import hygiene_report; h=HermesHome(__import__(\"pathlib\").Path(sys.argv[1])); "
+            "t=time.perf_counter(); r=hygiene_report(h, semantic=sys.argv[2]=='1'); "
+            "print(r.method, len(r.findings), round((time.perf_counter()-t)*1000, 1))")
+    for label, sem in (("lexical", "0"), ("semantic, first (embeds)", "1"), ("semantic, again (cached)", "1")):
+        out = subprocess.run([sys.executable, "-c", code, str(home), sem], capture_output=True, text=True, check=True)
+        method, n, ms = out.stdout.split()
+        print(f"cost: {label}: {ms} ms for {n} findings ({method})")
 
 
 if __name__ == "__main__":

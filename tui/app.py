@@ -276,20 +276,20 @@ class MemdeckApp(DeckActions, App[None]):
         shows Textual's toasts above it) or before the stack is mounted."""
         try:
             screen = self.screen
-        except Exception:  # no screen yet, or the app is closing
+        except Exception:  # noqa: BLE001 - no screen yet, or the app is closing
             return None
         if not isinstance(screen, DeckScreen):
             return None
         try:
             return screen.query_one("#toasts", ToastStack)
-        except Exception:  # not composed yet
+        except Exception:  # noqa: BLE001 - not composed yet
             return None
 
     def _tidy_after_notify(self) -> None:
         """Mend Textual 8.2's two toast leaks after each notification (:mod:`.textual_mends`)."""
         try:
             drop_empty_toast_holders(self.screen)
-        except Exception:  # no screen (the app is closing): nothing to tidy
+        except Exception:  # noqa: BLE001 - no screen (the app is closing): nothing to tidy
             return
         release_removed_widget_styles()
 
@@ -331,11 +331,11 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             pane = self.query_one(f"#panels TabPane#{pid}", TabPane)
-        except Exception:  # shutting down
+        except Exception:  # noqa: BLE001 - shutting down
             return
         try:
             mounting = pane.mount(panel_class(pid)(id=f"panel-{pid}"))
-        except Exception:  # the screen is going away (quit): nothing to show it in
+        except Exception:  # noqa: BLE001 - the screen is going away (quit): nothing to show it in
             return
         self._panels_mounting.add(pid)
         self._mount_waits[pid] = mounting
@@ -344,7 +344,7 @@ class MemdeckApp(DeckActions, App[None]):
     async def _panel_mounted(self, pid: str, mounting: Any) -> None:
         try:
             await mounting
-        except Exception as exc:  # closing, or a panel that failed to compose: the app goes on
+        except Exception as exc:  # noqa: BLE001 - closing, or a panel that failed to compose: the app goes on
             self.log.error(f"panel {pid} failed to mount: {exc!r}")
             return
         finally:
@@ -362,11 +362,11 @@ class MemdeckApp(DeckActions, App[None]):
                 panel.query_text = query
                 if ready is not None:
                     panel.show_recall(ready.query, ready.result, ready.error)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"recall render failed: {exc!r}")
         try:
             shown = self.current_panel_id == pid
-        except Exception:  # the main screen is not up (a test app's other screen, or shutdown)
+        except Exception:  # noqa: BLE001 - the main screen is not up (a test app's other screen, or shutdown)
             return
         if shown:
             if self.snapshot is not None:
@@ -424,7 +424,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _focus_panel(self) -> None:
         try:
             self.panel().focus_primary()
-        except Exception:  # the panel may not be mounted yet during shutdown
+        except Exception:  # noqa: BLE001 - the panel may not be mounted yet during shutdown
             pass
 
     async def action_show_panel(self, pid: str) -> None:
@@ -435,7 +435,7 @@ class MemdeckApp(DeckActions, App[None]):
                 if waiting is not None:
                     try:
                         await waiting
-                    except Exception:  # closing: nothing to show
+                    except Exception:  # noqa: BLE001 - closing: nothing to show
                         return
             self.query_one("#panels", TabbedContent).active = pid
             self.call_after_refresh(self._focus_panel)
@@ -474,7 +474,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _panel_has_relative_times(self, pid: str) -> bool:
         try:
             return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
-        except Exception:  # not mounted (start-up, shutdown)
+        except Exception:  # noqa: BLE001 - not mounted (start-up, shutdown)
             return False
 
     def _arm_retime(self, pid: str | None = None) -> None:
@@ -498,7 +498,7 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             self.panel(pid).retime(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
@@ -511,11 +511,11 @@ class MemdeckApp(DeckActions, App[None]):
             panel = self.panel(pid)
             if panel.needs_drawing(snap):
                 panel.show_snapshot(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to render: {exc!r}")
             try:
                 self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
-            except Exception:
+            except Exception:  # noqa: BLE001 - the banner is a courtesy; the failure is logged above
                 pass
 
     #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
@@ -543,6 +543,11 @@ class MemdeckApp(DeckActions, App[None]):
                 self.call_later(self.run_action, action)
 
         self.push_screen(PickerScreen("Actions", options), chosen)
+
+    def action_hygiene(self) -> None:
+        from .screens.hygiene import HygieneScreen
+
+        self.push_screen(HygieneScreen())
 
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen
@@ -635,7 +640,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             dest, name, _params = action if isinstance(action, tuple) else actions.parse(action)
-        except Exception:  # not an action string: Textual will say so
+        except Exception:  # noqa: BLE001 - not an action string: Textual will say so
             return False
         on_app = dest == "app" or (not dest and (default_namespace is None or default_namespace is self))
         return on_app and name in WRITE_ACTIONS
@@ -684,7 +689,7 @@ class MemdeckApp(DeckActions, App[None]):
         if badge:
             try:
                 room = self.query_one("#statusline", Static).size.width or self.size.width or 80
-            except Exception:
+            except Exception:  # noqa: BLE001 - not composed yet: the app's width
                 room = self.size.width or 80
             # the badge never pushes out the time or the path's last 8 columns; the full words when
             # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
@@ -713,7 +718,7 @@ class MemdeckApp(DeckActions, App[None]):
         label = self.home_label if self.home_label is not None else str(self.home.path)
         try:
             width = self.query_one("#statusline", Static).size.width or self.size.width
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed yet: the app's width
             width = self.size.width
         room = (width or 80) - t.cell_len - 3
         if room >= 8:
@@ -747,7 +752,7 @@ class MemdeckApp(DeckActions, App[None]):
                 from memdeck.core.text import age_words
 
                 out.append((f"⏳ pending {age_words(old[0])}", "bold reverse yellow"))
-        except Exception:  # a badge never breaks the status line
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return out
         return out
 
@@ -760,7 +765,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return frozen_badge(snap)
-        except Exception:  # a badge never breaks the status line
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return None
 
     def on_resize(self) -> None:
@@ -769,7 +774,7 @@ class MemdeckApp(DeckActions, App[None]):
     def update_status_line(self) -> None:
         try:
             self.query_one("#statusline", Readout).show(self._status_line())  # one line: never a layout pass
-        except Exception:
+        except Exception:  # noqa: BLE001 - no status line (start-up, shutdown): nothing to show
             pass
 
     def watch_paused(self, paused: bool) -> None:
@@ -909,7 +914,7 @@ class MemdeckApp(DeckActions, App[None]):
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
-        except BaseException as exc:  # build_snapshot never raises; belt and braces
+        except BaseException as exc:  # noqa: BLE001 - build_snapshot never raises; belt and braces
             snap = exc
         if not isinstance(snap, BaseException):  # a failed build paints nothing: keep the first paint
             self._final_posted.set()
@@ -928,7 +933,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return get_current_worker().is_cancelled
-        except Exception:  # not in a worker (a status call from another thread)
+        except Exception:  # noqa: BLE001 - not in a worker (a status call from another thread)
             return False
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
@@ -1067,7 +1072,7 @@ class MemdeckApp(DeckActions, App[None]):
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
-            except Exception:
+            except Exception:  # noqa: BLE001 - no Recall panel mounted: no query to re-run
                 q = ""
             if q.strip():
                 self.run_recall(q)
@@ -1148,7 +1153,7 @@ class MemdeckApp(DeckActions, App[None]):
                 label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
             try:
                 tab = tabs.get_tab(pid)
-            except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
+            except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             tab.label = label
         self._badges_shown = dict(counts)
@@ -1184,7 +1189,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             counts, reason = exact_counts(report, key[1])
-        except Exception as exc:  # never a traceback: the panel says estimates only
+        except Exception as exc:  # noqa: BLE001 - never a traceback: the panel says estimates only
             counts, reason = None, f"{type(exc).__name__}: {exc}"
         self.post_message(ExactCountsReady(key, counts, reason))
 
@@ -1197,7 +1202,7 @@ class MemdeckApp(DeckActions, App[None]):
         if self.snapshot is not None and self.current_panel_id == "context":
             try:
                 self.panel("context").show_snapshot(self.snapshot)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"context panel failed to render: {exc!r}")
         else:
             self._stale_panels.add("context")
@@ -1226,7 +1231,7 @@ class MemdeckApp(DeckActions, App[None]):
         """What the current panel has selected (see ``Panel.selected``), or ``None``."""
         try:
             return self.panel().selected()
-        except Exception:
+        except Exception:  # noqa: BLE001 - no panel or no selection: None
             return None
 
     # ── writes: key -> action -> worker -> core -> message -> toast ─────
@@ -1262,7 +1267,7 @@ class MemdeckApp(DeckActions, App[None]):
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:
             outcome = WriteOutcome(False, safe_plain(str(exc)), "error")
-        except Exception as exc:  # never a traceback in the TUI
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI
             outcome = WriteOutcome(False, safe_plain(f"{type(exc).__name__}: {exc}"), "error")
         self.post_message(WriteDone(action, outcome))
 
@@ -1289,7 +1294,7 @@ class MemdeckApp(DeckActions, App[None]):
         if "recall" in self._panels_ready:
             try:
                 self.query_one("#panel-recall").query_text = query
-            except Exception:
+            except Exception:  # noqa: BLE001 - the panel is going away: it is shown the query when mounted
                 pass
         else:
             self._mount_panel("recall")
@@ -1331,7 +1336,7 @@ class MemdeckApp(DeckActions, App[None]):
                                                cancelled=superseded):
                 if not post(result, error, not getattr(result, "partial", False)):
                     return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI: the panel shows the error
             post(None, f"{type(exc).__name__}: {exc}", True)
 
     def on_recall_requested(self, message: RecallRequested) -> None:
@@ -1343,7 +1348,7 @@ class MemdeckApp(DeckActions, App[None]):
             return  # shown when the panel is mounted (_panel_mounted)
         try:
             self.query_one("#panel-recall").show_recall(message.query, message.result, message.error)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
             self.log.error(f"recall render failed: {exc!r}")
 
     # ── profile switching ───────────────────────────────────────────────
@@ -1386,7 +1391,7 @@ class MemdeckApp(DeckActions, App[None]):
             if callable(close):
                 try:
                     close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing: a database that will not close must not stop the exit
                     pass
 
 

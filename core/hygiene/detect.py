@@ -198,12 +198,11 @@ def _stale(home: Any, refs: list[EntryRef], ws: list[Words], entries: dict[str, 
                                                             "written_again_by": r.actor, "at": r.written_at}
     # no session mentioned it for stale_days since it was written (Hermes' session_search)
     db, opened = statedb, False
-    if db is None:
+    if db is None and home.state_db.exists():
         try:
             from ..sessions.statedb import StateDB
 
-            if home.state_db.exists():
-                db, opened = StateDB(home.state_db), True
+            db, opened = StateDB(home.state_db), True
         except Exception as exc:  # noqa: BLE001 - no state.db: the disuse check is unknown, and said so
             unknown.append(f"disuse: state.db cannot be read ({type(exc).__name__})")
     if db is None:

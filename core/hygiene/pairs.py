@@ -60,7 +60,7 @@ def classify(a: str, b: str, cosine: float | None = None, *, wa: Words | None = 
     same_subject = bool(subject_shared) and subject >= SUBJECT_CONTAINMENT
     # a value differs only when the rest says the same thing: "max line length 100" / "max line
     # length 120", never "max line length 100" / "max function length 50"
-    value_conflict = bool(only_a) and bool(only_b) and _only_function_words(wa, wb, na, nb)
+    value_conflict = bool(only_a) and bool(only_b) and same_subject and _only_function_words(wa, wb, na, nb)
     if same_subject and (value_conflict or polarity_conflict or (change_conflict and not (shared - subject_shared))):
         if value_conflict:
             evidence["values"] = {"a": only_a, "b": only_b}
@@ -86,9 +86,8 @@ def _only_function_words(wa: Words, wb: Words, na: frozenset[str], nb: frozenset
     in CJK text, only change and function characters."""
     from .words import CJK_CHANGE, CJK_FUNCTION
 
-    extra = (na ^ nb)
-    latin = {t for t in extra if not any(ch in wa.cjk_chars | wb.cjk_chars for ch in t)}
-    if latin:
+    cjk = wa.cjk_chars | wb.cjk_chars
+    if any(not cjk.intersection(t) for t in na ^ nb):  # a Latin-script word only one side has
         return False
     chars = wa.cjk_chars ^ wb.cjk_chars
     return chars <= (CJK_CHANGE | CJK_FUNCTION)
