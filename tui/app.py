@@ -750,9 +750,9 @@ class MemdeckApp(DeckActions, App[None]):
                 out.append((f"{quiet[1]}: nothing injected for {quiet[0]} turns", "bold reverse yellow"))
             old = oldest_pending_age(snap, self.clock())
             if old is not None and old[0] >= self.alert_settings.pending_age_s:
-                from .views.review import age_text
+                from memdeck.core.text import age_words
 
-                out.append((f"⏳ pending {age_text(old[0])}", "bold reverse yellow"))
+                out.append((f"⏳ pending {age_words(old[0])}", "bold reverse yellow"))
         except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return out
         return out

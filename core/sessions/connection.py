@@ -80,14 +80,6 @@ def _quote_ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def number_or_zero(v: Any) -> float:
-    """``float(v)``, or 0.0 for None and for a value that is not a number."""
-    try:
-        return float(v) if v is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
 class _Unavailable(Exception):
     def __init__(self, status: DBStatus) -> None:
         super().__init__(status.message)

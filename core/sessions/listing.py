@@ -11,11 +11,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..coerce import number_or_zero
 from .. import jsondata
 from .bounds import bounded, head_sql, text_parts
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
-from .connection import number_or_zero
 from .records import Message, PromptStamp, SessionInfo, UserTurn
 from ..memory.context_fence import sanitize_context
 
@@ -205,6 +205,21 @@ class SessionReader(CompactionEventReader):
             return out
 
         return self._run(q, [])
+
+    def model_config(self, session_id: str) -> str | None:
+        """``sessions.model_config`` of ``session_id`` (a JSON text Hermes writes; 0.21.5+ keeps its
+        usage anchor there, ``agent/usage_anchor.py``), or None when absent or unavailable."""
+        if "model_config" not in self._scols:
+            return None
+
+        def q(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT model_config FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            value = row[0] if row else None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            return value if isinstance(value, str) else None
+
+        return self._run(q, None)
 
     def conversation(self, session_id: str) -> list[dict[str, Any]]:
         """The session's active rows as Hermes loads them for a turn, in id order: the dicts of

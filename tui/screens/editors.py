@@ -18,6 +18,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
+from memdeck.core.home import TARGET_FILES
 from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 
 from ..safe_text import safe_text
@@ -219,7 +220,7 @@ class EntryEditScreen(FormScreen):
         target = self._current_target()
         used, limit = self._usage_after(target, text)
         findings = scan_findings(self.compose_entry(text)) if text else []
-        name = "MEMORY.md" if target == "memory" else "USER.md"
+        name = TARGET_FILES.get(target, "USER.md")
         unchanged = not self.choose_target and text == self.original.strip() and not self.allow_unchanged
         problems: list[str] = []
         budget = Text()
