@@ -41,6 +41,7 @@ from ..home import TARGETS, HermesHome
 from .banners import describe_failure
 
 if TYPE_CHECKING:
+    from ..hermes_version import HermesVersion
     from ..sessions.statedb import StateDB
     from .snapshot import DeckSnapshot, SourceStamps
 
@@ -398,9 +399,12 @@ def read_threat_differences(ctx: Context) -> Mapping[str, Any]:
     return {"threat_differences": ctx.banner(("review",), "threat rules", run, ())}
 
 
-def _version(ctx: Context) -> str | None:
+def _version(ctx: Context) -> HermesVersion:
+    """The :class:`core.hermes_version.HermesVersion` the home's profile detected (unknown: none)."""
+    from ..hermes_version import HermesVersion
+
     profile = ctx.values.get("hermes_profile")
-    return profile.version if profile is not None else None
+    return profile.hermes if profile is not None else HermesVersion()
 
 
 def read_provider(ctx: Context) -> Mapping[str, Any]:
