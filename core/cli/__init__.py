@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..errors import MemdeckError, Refused
 from ..text import visible
-from ..home import HOME_MARKERS, HermesHome, resolve_home
+from ..home import HOME_MARKERS, HermesHome, UnknownUserHome, resolve_home
 from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
                      UsageError, exit_codes_text, print_json)
 
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None, *,
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except NoHome as exc:
+    except (NoHome, UnknownUserHome) as exc:
         if getattr(args, "json", False):
             print_json({"success": False, "code": "no_home", "error": str(exc)})
         print(f"memdeck: error: {exc}", file=sys.stderr)
