@@ -79,9 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: Commands that open the dashboard (``--demo`` may go with them).
 DASHBOARD_COMMANDS = frozenset({"serve"})
 
-#: Commands that run without a Hermes home at the resolved path (exit 4 does not apply): the fleet
-#: reads every profile and every home of the settings' ``fleet.homes``, and shows a missing one as
-#: its row's state.
+#: Commands that check the home themselves, once the settings file is read: the fleet reads every
+#: profile and every home of the settings' ``fleet.homes``, and exits 4 as every command when the
+#: home it starts from is not a Hermes home (``fleet_cmds.load_fleet``; a machine with no local home
+#: still watches the settings' remote homes).
 ANY_HOME_COMMANDS = frozenset({"fleet", "metrics"})
 
 #: Global options that take a value (``--home PATH``): the word after them is not the command.
