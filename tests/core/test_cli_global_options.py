@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 import pytest
-
 from memdeck.core import cli
 from memdeck.core.cli.common import EXIT_USAGE
 from memdeck.core.demo import build_demo_home
+
 from tests.helpers.commands import PLACEHOLDERS, SAMPLES, command_paths, fill
 
 #: every global option of ``memdeck --help`` that takes effect on a run (not --help/--version)
@@ -20,8 +20,8 @@ _GLOBALS = {"--home": "/some/home", "--profile": "work", "--demo": None, "--seed
 
 def _global_flags() -> set[str]:
     parser = cli.build_parser(None)
-    return {a.option_strings[0] for a in parser._actions  # noqa: SLF001
-            if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))}  # noqa: SLF001
+    return {a.option_strings[0] for a in parser._actions
+            if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))}
 
 
 def test_the_list_is_every_global_option() -> None:
@@ -29,7 +29,7 @@ def test_the_list_is_every_global_option() -> None:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    return cli._parser(cli.command_name(argv)).parse_args(argv)  # noqa: SLF001 - the parser main() uses
+    return cli._parser(cli.command_name(argv)).parse_args(argv)
 
 
 @pytest.mark.parametrize("path", command_paths())
