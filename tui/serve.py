@@ -37,6 +37,7 @@ import contextlib
 import html
 import io
 import json
+import logging
 import os
 import secrets
 import shlex
@@ -81,6 +82,31 @@ def _log(message: str) -> None:
     """One line on stderr, hidden characters shown as markers (a Host or Origin header is text
     from the network)."""
     print(f"memdeck serve: {visible(message, single_line=True)}", file=sys.stderr, flush=True)
+
+
+class _OneLineLog(logging.Handler):
+    """aiohttp's own log records (``aiohttp.*``: "Error handling request" with a traceback for each
+    malformed request, issue 40 #11) as one :func:`_log` line each: the message and the error's
+    first words, never a traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:
+                what = " ".join(str(getattr(exc, "message", None) or exc).split())
+                text += f": {type(exc).__name__}" + (f": {what}" if what else "")
+            _log(text[:300])
+        except Exception:  # noqa: BLE001 - a log line must never take the server down
+            pass
+
+
+def quiet_aiohttp_logs() -> None:
+    """Route every ``aiohttp.*`` log record through :class:`_OneLineLog` (once per process)."""
+    logger = logging.getLogger("aiohttp")
+    if not any(isinstance(h, _OneLineLog) for h in logger.handlers):
+        logger.addHandler(_OneLineLog())
+    logger.propagate = False
 
 
 def _clamp(text: str | None, lo_hi: tuple[int, int], default: int) -> int:
@@ -454,6 +480,7 @@ class DeckServer:
     async def run(self, sock: socket.socket, url: str) -> int:
         """Serve on the bound ``sock`` until SIGINT, SIGTERM or SIGHUP; every tab is stopped
         before this returns. ``url`` (with the token) is printed once, on stdout."""
+        quiet_aiohttp_logs()
         runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         site = web.SockSite(runner, sock)

@@ -332,3 +332,22 @@ async def test_a_killed_server_leaves_no_dashboard_behind(demo_home: HermesHome,
             s.proc.kill()
             s.proc.wait()
             await asyncio.to_thread(wait_until, lambda: not alive(pid), describe=f"dashboard {pid} to quit")
+
+
+def test_a_malformed_request_logs_one_line_and_no_traceback(demo_home: HermesHome, tmp_path: Path) -> None:
+    """issue 40 #11: aiohttp logged "Error handling request" with a traceback for each malformed
+    request; now one line each."""
+    malformed = [b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+                 b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"]
+    with served(demo_home.path, tmp=tmp_path) as s:
+        before = len(s.stderr().splitlines())
+        for raw in malformed:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=60) as c:
+                c.sendall(raw)
+                assert c.recv(64).startswith(b"HTTP/1.")  # answered (400)
+        assert _get(s.base + "/")[0] == 401  # still serving
+        s.stop(signal.SIGINT)
+        new = s.stderr().splitlines()[before:]
+    assert not [ln for ln in new if "Traceback" in ln or ln.startswith((" ", "\t"))], new
+    bad = [ln for ln in new if "Error handling request" in ln]
+    assert len(bad) == len(malformed) and all(ln.startswith("memdeck serve: ") for ln in bad), new
