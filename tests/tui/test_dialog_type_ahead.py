@@ -47,6 +47,7 @@ OPENERS: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "EntryEditScreen": [(("4",), "e"), ((), "n")],
     "PinScreen": [((), "p")],
     "AnchorEditScreen": [(("2",), "e")],
+    "HygieneScreen": [((), "H")],
 }
 
 #: bases never opened themselves (each subclass is)
@@ -61,6 +62,7 @@ CLOSERS: dict[str, list[tuple[str, ...]]] = {
     "EntryEditScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
     "PinScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
     "AnchorEditScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
+    "HygieneScreen": [("escape", "escape"), ("H", "H")],
 }
 
 
