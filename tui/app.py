@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
@@ -386,6 +386,23 @@ class MemdeckApp(DeckActions, App[None]):
         rest = self._panels_unmounted()
         if rest:
             self._mount_panel(rest[0])
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed ahead around a dialog (:mod:`memdeck.tui.screens.modal`, issue 40 #3): a key
+        is for the screen on top when it arrived; one that comes back to the app (unhandled, for
+        the app's bindings) after another screen went on top is dropped (``? ? ?`` opened a help
+        screen over the help screen), and so is every key still queued when a dialog is dismissed
+        (``s Enter Enter``: the second Enter is not the dashboard's)."""
+        if isinstance(event, events.Key):
+            from .screens.modal import dropping_keys
+
+            if not event.is_forwarded:
+                if dropping_keys(self):
+                    return
+                event._memdeck_screen = self.screen  # type: ignore[attr-defined]
+            elif getattr(event, "_memdeck_screen", self.screen) is not self.screen:
+                return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI

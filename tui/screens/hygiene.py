@@ -13,10 +13,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ..views.hygiene import block_diff, finding_detail, finding_row
+from .modal import Dialog
 
 
 class HygieneReady(Message):
@@ -28,7 +28,7 @@ class HygieneReady(Message):
         self.error = error
 
 
-class HygieneScreen(ModalScreen[None]):
+class HygieneScreen(Dialog[None]):
     """Lists the findings; enter applies the selected proposal (asks first), 1/2 keeps a
     contradiction's side, e edits a merge's text first, escape closes."""
 
