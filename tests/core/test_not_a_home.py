@@ -63,7 +63,7 @@ def test_every_command_says_there_is_no_home_and_exits_4(tmp_path: Path, capsys,
             run = console_main if command == "serve" else main
             code = run([*base, *fill(argv, values)])
             captured = capsys.readouterr()
-            assert NO_HOME_EXIT_0 == {"completion"}  # fleet and metrics too (issue 39 #5: they exited 0)
+            assert {"completion"} == NO_HOME_EXIT_0  # fleet and metrics too (issue 39 #5: they exited 0)
             if command == "completion":
                 assert code == 0 and "memdeck" in captured.out and "no Hermes home" not in captured.err, argv
                 continue

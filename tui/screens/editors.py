@@ -398,7 +398,7 @@ class PinScreen(FormScreen):
         text, probes, priority = key
         try:
             result: Any = self.what_if_fn(text, list(probes) or None, priority if 1 <= priority <= 100 else 50)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the what-if shows any failure as its result, never a crash
             result = exc
         self.post_message(WhatIfReady(key, result))
 

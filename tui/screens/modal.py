@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 ResultT = TypeVar("ResultT")
 
 
-def dropping_keys(app: "App[Any]") -> bool:
+def dropping_keys(app: App[Any]) -> bool:
     """Whether ``app`` is taking a dialog down (the keys that arrive now are dropped)."""
     return bool(getattr(app, "_memdeck_dialog_closing", 0))
 
 
-def _closing(app: "App[Any]", delta: int) -> None:
-    setattr(app, "_memdeck_dialog_closing", max(0, int(getattr(app, "_memdeck_dialog_closing", 0)) + delta))
+def _closing(app: App[Any], delta: int) -> None:
+    app._memdeck_dialog_closing = max(0, int(getattr(app, "_memdeck_dialog_closing", 0)) + delta)
 
 
 class Dialog(ModalScreen[ResultT]):
@@ -60,5 +60,5 @@ class Dialog(ModalScreen[ResultT]):
         """Whether this dialog is on the app's screen stack."""
         try:
             return self in self.app.screen_stack
-        except Exception:
+        except Exception:  # noqa: BLE001 - no app (being torn down): not attached
             return False
