@@ -19,7 +19,7 @@ from memdeck.tui.app import make_app
 from memdeck.tui.keymap import PANEL_IDS, PANELS
 from memdeck.tui.views.context import differing_count
 from memdeck.tui.views.integrity import current_score
-from memdeck.tui.views.review import age_text
+from memdeck.core.text import age_words
 from memdeck.tui.widgets.footer import DeckFooter
 from tests.tui.conftest import settle, wait_for
 
@@ -50,7 +50,7 @@ async def test_the_overview_shows_everything_on_one_screen(demo_home, size) -> N
             line = next(ln for ln in lines if name in ln and "chars" in ln)
             assert f"{state.chars:,}/{state.limit:,}" in line and f"{state.pct}%" in line
         age = oldest_pending_age(snap, DEMO_NOW)
-        assert f"{len(snap.pending)} pending" in body and f"oldest unreviewed {age_text(age[0])}" in body
+        assert f"{len(snap.pending)} pending" in body and f"oldest unreviewed {age_words(age[0])}" in body
         assert "1 flagged" in body or " flagged" in body
         n = differing_count(snap)
         assert n and f"frozen memory: {n} entries differ" in body

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from memdeck.core.home import TARGETS
 from memdeck.core.overview.alerts import oldest_pending_age
+from memdeck.core.text import age_words
 from rich.text import Text
 
 from ..safe_text import safe_text
@@ -20,7 +21,7 @@ from .common import ago, badge_counts, short_clock
 from .context import differing_count, followed_diff
 from .history import change_text, op_words, where_short, who_short
 from .integrity import current_score
-from .review import age_text
+
 
 if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot
@@ -96,7 +97,7 @@ def review_line(snap: DeckSnapshot, now: float, keys: Mapping[str, str] = DEFAUL
     oldest = oldest_pending_age(snap, now)
     t.append(f"{pending} pending", "bold yellow" if pending else "green")
     if oldest is not None:
-        t.append(f" (oldest unreviewed {age_text(oldest[0])})", "yellow")
+        t.append(f" (oldest unreviewed {age_words(oldest[0])})", "yellow")
     t.append(" · ")
     t.append(f"{flagged} flagged", "bold red" if flagged else "green")
     return t
