@@ -98,7 +98,7 @@ async def test_states_bulk_reject_stale_undo_and_approve_all_clean(demo_home) ->
         await pilot.press("y")
         await settle(pilot, app)
         assert not _ids(app) & set(STALE)
-        assert any(t.startswith("rejected 2 of 7 pending writes; skipped 5 (clean 2, foreign 1, refused 2)")
+        assert any(t.startswith("rejected 2 of 7 pending writes; skipped 5: 2 clean, 2 Hermes would refuse, 1 not Hermes' own")
                    for t in _toasts(app)), _toasts(app)
         rejects = [r for r in journal.entries(app.home, limit=500) if r.op == "reject"]
         assert {r.detail.get("pending_id") for r in rejects} >= set(STALE)
@@ -121,7 +121,7 @@ async def test_states_bulk_reject_stale_undo_and_approve_all_clean(demo_home) ->
         await settle(pilot, app)
         left = _ids(app)
         assert not left & set(clean) and {STALE[1], FOREIGN} <= left and len(left) == 4, left
-        assert any(t.startswith("approved 2 of 6 pending writes; skipped 4 (foreign 1, refused 2, stale 1)")
+        assert any(t.startswith("approved 2 of 6 pending writes; skipped 4: 2 Hermes would refuse, 1 not Hermes' own, 1 stale")
                    for t in _toasts(app)), _toasts(app)
         assert len(_texts(app, "memory")) == len(memory_before) + 1  # the clean add (the other is USER's replace)
         # the panel follows: no clean row is left
