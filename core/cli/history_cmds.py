@@ -439,8 +439,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
                        "90%% usage crossing, low integrity score and running session that no longer sees the files",
                        description="Also: a memory provider that injected nothing for alerts.provider_quiet_turns turns "
-                       "or takes more than alerts.provider_budget_pct %% of the compaction budget, and the oldest "
-                       "pending write waiting past alerts.pending_age_hours (the settings file's alerts table).")
+                       "or takes more than alerts.provider_budget_pct % of the compaction budget, and the oldest "
+                       "pending write waiting past alerts.pending_age_hours. These three come from the [alerts] table "
+                       "of the dashboard's settings file (memdeck --help names the file in use; --config FILE or "
+                       "MEMDECK_CONFIG name another): provider_quiet_turns = 3 (user turns, at least 1), "
+                       "provider_budget_pct = 20 (percent of the tokens Hermes compacts at), pending_age_hours = 24 "
+                       "(hours); a missing key or file keeps its default, an unusable value keeps its default with "
+                       "a warning on stderr.")
     p.add_argument("--exec", metavar="CMD", default=None,
                    help="run CMD (shell) per event with the JSON line on stdin, one run at a time in its own process "
                         "group; a run that fails or passes --exec-timeout is reported as an {\"event\": \"exec\"} line")
