@@ -10,7 +10,9 @@ whose ``{"event": "exec", ...}`` lines report a run that timed out, failed or wa
 one JSON object per line for each event:
 
 * ``{"event": "change", ...Change.to_dict()}`` - a recorded change;
-* ``{"event": "pending", "id", "action", "target", "origin", "summary"}`` - a new pending write;
+* ``{"event": "pending", "id", "action", "target", "origin", "summary", "staged_again"}`` - a new
+  pending write (``staged_again``: memdeck put it back, undoing its approval or reject; ``origin``
+  is still the record's own);
 * ``{"event": "usage", "target", "pct", "chars", "limit"}`` - a memory file crossed 90 % usage
   upward;
 * ``{"event": "audit", "session_id", "score", "alert_floor"}`` - the integrity score of a MemLock
@@ -265,11 +267,14 @@ class _Watch:
             for c in _history.observe(self.ctx.home):
                 out.append({"event": "change", **c.to_dict()})
         if "pending" in kinds:
+            from ..deck.db import load_decided_pending
+
             now = list_pending(self.ctx.home)
+            again = load_decided_pending(self.ctx.home, [p.id for p in now if p.id not in self.pending])
             for p in now:
                 if p.id not in self.pending:
                     out.append({"event": "pending", "id": p.id, "action": p.action, "target": p.target,
-                                "origin": p.origin, "summary": p.summary})
+                                "origin": p.origin, "summary": p.summary, "staged_again": p.id in again})
             self.pending = {p.id for p in now}
         if "memory" in kinds:
             pct = self._pcts()

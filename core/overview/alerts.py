@@ -181,15 +181,22 @@ def alerts_between(prev: Any, snap: Any, settings: AlertSettings | None = None) 
     if age is not None:
         out.append(age)
     seen = {p.id for p in prev.pending}
-    for p in snap.pending:
-        if p.id in seen:
-            continue
+    fresh = [p for p in snap.pending if p.id not in seen]
+    again = _staged_again(snap, [p.id for p in fresh])
+    for p in fresh:
         flagged = f" · threat scan: {', '.join(p.threats)}" if getattr(p, "threats", ()) else ""
+        where = TARGET_FILES.get(p.target, p.target)
+        data = {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin,
+                "threats": list(getattr(p, "threats", ()))}
+        if p.id in again:  # memdeck put it back: the undo of its approval or reject, not a new staging
+            undone = "reject" if again[p.id] == "reject" else "approval"
+            out.append(Alert("pending", "warning" if flagged else "information", "pending write staged again",
+                             f"memdeck staged {p.action or 'a write'} on {where} ({p.id}) again: its {undone} was "
+                             f"undone; review it in Review{flagged}", {**data, "staged_again": True}))
+            continue
         out.append(Alert("pending", "warning" if flagged else "information", "new pending write",
-                         f"{p.origin or 'Hermes'} staged {p.action or 'a write'} on {TARGET_FILES.get(p.target, p.target)} "
-                         f"({p.id}): review it in Review{flagged}",
-                         {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin,
-                          "threats": list(getattr(p, "threats", ()))}))
+                         f"{p.origin or 'Hermes'} staged {p.action or 'a write'} on {where} ({p.id}): review it in "
+                         f"Review{flagged}", data))
     for t in TARGETS:
         before, now = _pct(prev.memory.get(t)), _pct(snap.memory.get(t))
         if now is not None and now >= CAPACITY_ALERT_PCT and (before is None or before < CAPACITY_ALERT_PCT):
@@ -239,6 +246,17 @@ def provider_changes(before: ProviderWatch, now: ProviderWatch, settings: AlertS
                          "is replayed with its turn until a compaction)",
                          {"provider": name, "session_id": sid, **share, "threshold_pct": pct}))
     return out
+
+
+def _staged_again(snap: Any, ids: list[str]) -> dict[str, str]:
+    """``{id: op}`` of the new pending records memdeck decided before (so memdeck staged them
+    again: :func:`memdeck.core.deck.db.load_decided_pending`); ``{}`` without a home."""
+    home = getattr(snap, "home", None)
+    if not ids or home is None:
+        return {}
+    from ..deck.db import load_decided_pending
+
+    return load_decided_pending(home, ids)
 
 
 def pending_age_of(item: Any, age: float, settings: AlertSettings) -> Alert:
