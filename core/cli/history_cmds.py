@@ -73,10 +73,20 @@ def _who(c: _history.Change) -> str:
     return c.actor
 
 
+def _window(since: float | None, until: float) -> str:
+    """``2026-07-23 16:25:05 .. 16:30:00``: the window in which a change happened, local time; the
+    end carries its date too when it falls on another day than the start (or the start is
+    unknown), so a window across midnight never reads as going backwards."""
+    end = _clock(until, "%Y-%m-%d %H:%M:%S")
+    if not since:
+        return f"? .. {end}"
+    start = _clock(since, "%Y-%m-%d %H:%M:%S")
+    return f"{start} .. {end[11:] if start[:10] == end[:10] else end}"
+
+
 def _show(c: _history.Change) -> None:
-    since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
     rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
-    print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
+    print(f"#{c.change_id:<6} {_window(c.since, c.until)}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
     if c.kind == "anchor":  # field by field, in words: never the JSON the history stores (issue 22 #12)
         for line in _history.anchor_field_lines(c.before, c.after):
             print(f"    {safe(line, one_line=True, width=160)}")
