@@ -44,8 +44,9 @@ def _variants(template: HermesHome, tmp: Path) -> dict[str, HermesHome]:
     prov = tmp / "provider"
     shutil.copytree(template.path, prov, symlinks=True)
     cfg = prov / "config.yaml"
-    cfg.write_text(cfg.read_text(encoding="utf-8").replace("memory:\n", "memory:\n  provider: ' honcho '\n", 1),
-                   encoding="utf-8")
+    text = cfg.read_text(encoding="utf-8")
+    text = text.replace("  provider: holographic\n", "", 1)  # the demo's own provider
+    cfg.write_text(text.replace("memory:\n", "memory:\n  provider: ' honcho '\n", 1), encoding="utf-8")
     out["provider"] = HermesHome(prov)
     return out
 
