@@ -692,6 +692,20 @@ class MemdeckApp(DeckActions, App[None]):
                 t.append(" · ")
                 t.append(badge, "bold reverse yellow")
         for words, style in self._store_badges(snap):
+            if words.startswith("built-in MEMORY + USER"):  # both stores on, and a provider: words that
+                # yield to the time and the path (a store switched off is a warning: it stays)
+                try:
+                    room = self.query_one("#statusline", Static).size.width or self.size.width or 80
+                except Exception:
+                    room = self.size.width or 80
+                base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
+                label = self.home_label if self.home_label is not None else str(self.home.path)
+                short = words.removeprefix("built-in MEMORY + USER; ")
+                # the whole path beats these words; a path cut anyway leaves room for the short ones
+                options = [(words, len(label)), (short, len(label)), ("", len(label)), (short, 8)]
+                words = next((w for w, path in options if base + len(w) + path <= room), "")
+                if not words:
+                    continue
             t.append(" · ")
             t.append(words, style)
         if snap is not None and snap.partial:

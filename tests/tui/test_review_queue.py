@@ -202,6 +202,16 @@ async def test_a_provider_and_a_switched_off_store_are_said_in_the_header_capaci
     cfg.setdefault("memory", {})
     cfg["memory"].update({"provider": "holographic", "memory_enabled": False})
     cfg_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    # a provider that recalled nothing: the demo's recorded holographic fences taken out
+    import sqlite3
+
+    conn = sqlite3.connect(demo_home.state_db)
+    for mid, content, api in conn.execute("SELECT id, content, api_content FROM messages WHERE api_content LIKE ?",
+                                          ("%</memory-context>%",)).fetchall():
+        rest = api.split("</memory-context>", 1)[1].lstrip("\n")
+        conn.execute("UPDATE messages SET api_content = ? WHERE id = ?", (content + "\n\n" + rest if rest else None, mid))
+    conn.commit()
+    conn.close()
     app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
     async with app.run_test(size=(180, 42), notifications=True) as pilot:
         app.settings = dc_replace(app.settings, alerts=AlertSettings(provider_quiet_turns=1)) \
