@@ -135,7 +135,12 @@ def oldest_pending_age(snap: Any, now: float | None = None) -> tuple[float, Any]
 
 
 def _hours(seconds: float) -> str:
+    """``45 min``, ``1.5 h``, ``30 h``, ``3 days``: a duration in a person's words (never ``1.51417 h``)."""
     h = seconds / 3600
+    if h < 1:
+        return f"{max(1, round(seconds / 60))} min"
+    if h < 10:
+        return f"{round(h, 1):g} h"
     return f"{h:.0f} h" if h < 48 else f"{h / 24:.0f} days"
 
 
@@ -211,7 +216,7 @@ def alerts_between(prev: Any, snap: Any, settings: AlertSettings | None = None) 
     same = prev.session_id == snap.session_id  # switching the shown session is not an event
     if same and score is not None and score < floor and (old is None or old >= floor):
         drifted = [r.anchor.id for r in getattr(snap.audit, "anchors", ()) if r.state == "drifted"]
-        out.append(Alert("integrity", "error", f"integrity {score} below the floor {floor}",
+        out.append(Alert("integrity", "error", f"integrity {score} under the floor of {floor}",
                          f"session {snap.session_id}: {len(drifted)} drifted anchor(s)"
                          + (f": {', '.join(drifted[:5])}" if drifted else ""),
                          {"session_id": snap.session_id, "score": score, "floor": floor, "drifted": drifted}))
@@ -265,7 +270,7 @@ def pending_age_of(item: Any, age: float, settings: AlertSettings) -> Alert:
     return Alert("pending_age", "warning", f"pending write waiting {_hours(age)}",
                  f"pending write {item.id} ({item.record.action or 'write'} on "
                  f"{TARGET_FILES.get(item.record.target, item.record.target)}) has waited {_hours(age)} for a review "
-                 f"(more than {settings.pending_age_hours:g} h): review it in Review",
+                 f"(more than {_hours(settings.pending_age_s)}): review it in Review",
                  {"id": item.id, "age_s": round(age), "threshold_h": settings.pending_age_hours,
                   "state": item.state})
 

@@ -51,6 +51,7 @@ def test_integrity_falling_below_the_floor_is_an_error_once(tmp_path) -> None:
     low = dataclasses.replace(snap, audit=dataclasses.replace(snap.audit, score=floor - 1))
     (alert,) = alerts_between(high, low)
     assert alert.kind == "integrity" and alert.severity == "error" and alert.data["score"] == floor - 1
+    assert alert.title == f"integrity {floor - 1} under the floor of {floor}"  # issue 39 item 12
     assert alerts_between(low, low) == []
     other = dataclasses.replace(low, session_id="another-session")
     assert alerts_between(high, other) == []  # showing another session is not an event
