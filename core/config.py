@@ -331,7 +331,7 @@ def yaml_safe_load(text: str) -> Any:
     try:
         import yaml  # PyYAML
     except ImportError:
-        yaml = None  # type: ignore[assignment]
+        yaml = None
     if yaml is not None:
         fast = getattr(yaml, "CSafeLoader", None)
         if fast is not None and _shallow(text):
@@ -349,7 +349,7 @@ def yaml_safe_load(text: str) -> Any:
     loader.version = (1, 1)  # yes/no/on/off are booleans, as with PyYAML and Hermes 0.22
     try:
         return loader.load(text)
-    except Exception as exc:  # noqa: BLE001 - ruamel's parser errors share no public base class
+    except Exception as exc:
         raise ValueError(str(exc) or type(exc).__name__) from exc
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,7 +113,7 @@ def _profile_from_home(path: Path) -> str:
 def resolve_home(
     home: str | os.PathLike[str] | None = None,
     profile: str | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> HermesHome:
     """Resolve the Hermes home to watch, in Hermes' own order.
 

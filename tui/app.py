@@ -37,8 +37,8 @@ from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
-from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady,
-                       SourcesChanged, WriteDone, WriteOutcome)
+from .messages import (BuildProgress, ExactCountsReady, HistoryFilled, HistoryFillProgress, RecallReady, RecallRequested,
+                       RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -202,6 +202,12 @@ class MemdeckApp(DeckActions, App[None]):
         self._recall_generation = 0
         self._refreshing = False
         self._dirty = False
+        #: the session whose first semantic history the history worker is filling (None: none),
+        #: and ``(session, compactions left)`` where the last fill stopped without finishing (a
+        #: snapshot with the same count left does not start it again)
+        self.history_filling: str | None = None
+        self.history_remaining: int | None = None
+        self._history_stalled: tuple[str, int] | None = None
         #: Set once the memory-only first paint is on screen. A long history read (one that reports
         #: progress) waits for it at its first report, so holding the GIL it does not delay that
         #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
@@ -270,20 +276,20 @@ class MemdeckApp(DeckActions, App[None]):
         shows Textual's toasts above it) or before the stack is mounted."""
         try:
             screen = self.screen
-        except Exception:  # no screen yet, or the app is closing
+        except Exception:  # noqa: BLE001 - no screen yet, or the app is closing
             return None
         if not isinstance(screen, DeckScreen):
             return None
         try:
             return screen.query_one("#toasts", ToastStack)
-        except Exception:  # not composed yet
+        except Exception:  # noqa: BLE001 - not composed yet
             return None
 
     def _tidy_after_notify(self) -> None:
         """Mend Textual 8.2's two toast leaks after each notification (:mod:`.textual_mends`)."""
         try:
             drop_empty_toast_holders(self.screen)
-        except Exception:  # no screen (the app is closing): nothing to tidy
+        except Exception:  # noqa: BLE001 - no screen (the app is closing): nothing to tidy
             return
         release_removed_widget_styles()
 
@@ -325,11 +331,11 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             pane = self.query_one(f"#panels TabPane#{pid}", TabPane)
-        except Exception:  # shutting down
+        except Exception:  # noqa: BLE001 - shutting down
             return
         try:
             mounting = pane.mount(panel_class(pid)(id=f"panel-{pid}"))
-        except Exception:  # the screen is going away (quit): nothing to show it in
+        except Exception:  # noqa: BLE001 - the screen is going away (quit): nothing to show it in
             return
         self._panels_mounting.add(pid)
         self._mount_waits[pid] = mounting
@@ -338,7 +344,7 @@ class MemdeckApp(DeckActions, App[None]):
     async def _panel_mounted(self, pid: str, mounting: Any) -> None:
         try:
             await mounting
-        except Exception as exc:  # closing, or a panel that failed to compose: the app goes on
+        except Exception as exc:  # noqa: BLE001 - closing, or a panel that failed to compose: the app goes on
             self.log.error(f"panel {pid} failed to mount: {exc!r}")
             return
         finally:
@@ -356,11 +362,11 @@ class MemdeckApp(DeckActions, App[None]):
                 panel.query_text = query
                 if ready is not None:
                     panel.show_recall(ready.query, ready.result, ready.error)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"recall render failed: {exc!r}")
         try:
             shown = self.current_panel_id == pid
-        except Exception:  # the main screen is not up (a test app's other screen, or shutdown)
+        except Exception:  # noqa: BLE001 - the main screen is not up (a test app's other screen, or shutdown)
             return
         if shown:
             if self.snapshot is not None:
@@ -418,7 +424,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _focus_panel(self) -> None:
         try:
             self.panel().focus_primary()
-        except Exception:  # the panel may not be mounted yet during shutdown
+        except Exception:  # noqa: BLE001 - the panel may not be mounted yet during shutdown
             pass
 
     async def action_show_panel(self, pid: str) -> None:
@@ -429,7 +435,7 @@ class MemdeckApp(DeckActions, App[None]):
                 if waiting is not None:
                     try:
                         await waiting
-                    except Exception:  # closing: nothing to show
+                    except Exception:  # noqa: BLE001 - closing: nothing to show
                         return
             self.query_one("#panels", TabbedContent).active = pid
             self.call_after_refresh(self._focus_panel)
@@ -468,7 +474,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _panel_has_relative_times(self, pid: str) -> bool:
         try:
             return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
-        except Exception:  # not mounted (start-up, shutdown)
+        except Exception:  # noqa: BLE001 - not mounted (start-up, shutdown)
             return False
 
     def _arm_retime(self, pid: str | None = None) -> None:
@@ -492,7 +498,7 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             self.panel(pid).retime(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
@@ -505,11 +511,11 @@ class MemdeckApp(DeckActions, App[None]):
             panel = self.panel(pid)
             if panel.needs_drawing(snap):
                 panel.show_snapshot(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to render: {exc!r}")
             try:
                 self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
-            except Exception:
+            except Exception:  # noqa: BLE001 - the banner is a courtesy; the failure is logged above
                 pass
 
     #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
@@ -537,6 +543,11 @@ class MemdeckApp(DeckActions, App[None]):
                 self.call_later(self.run_action, action)
 
         self.push_screen(PickerScreen("Actions", options), chosen)
+
+    def action_hygiene(self) -> None:
+        from .screens.hygiene import HygieneScreen
+
+        self.push_screen(HygieneScreen())
 
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen
@@ -629,7 +640,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             dest, name, _params = action if isinstance(action, tuple) else actions.parse(action)
-        except Exception:  # not an action string: Textual will say so
+        except Exception:  # noqa: BLE001 - not an action string: Textual will say so
             return False
         on_app = dest == "app" or (not dest and (default_namespace is None or default_namespace is self))
         return on_app and name in WRITE_ACTIONS
@@ -678,7 +689,7 @@ class MemdeckApp(DeckActions, App[None]):
         if badge:
             try:
                 room = self.query_one("#statusline", Static).size.width or self.size.width or 80
-            except Exception:
+            except Exception:  # noqa: BLE001 - not composed yet: the app's width
                 room = self.size.width or 80
             # the badge never pushes out the time or the path's last 8 columns; the full words when
             # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
@@ -708,6 +719,8 @@ class MemdeckApp(DeckActions, App[None]):
                     continue
             t.append(" · ")
             t.append(words, style)
+        if self.history_filling is not None and self.history_remaining:
+            t.append(f" · semantic history: {self.history_remaining} compactions to audit…", "bold cyan")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -719,7 +732,7 @@ class MemdeckApp(DeckActions, App[None]):
         label = self.home_label if self.home_label is not None else str(self.home.path)
         try:
             width = self.query_one("#statusline", Static).size.width or self.size.width
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed yet: the app's width
             width = self.size.width
         room = (width or 80) - t.cell_len - 3
         if room >= 8:
@@ -753,7 +766,7 @@ class MemdeckApp(DeckActions, App[None]):
                 from .views.review import age_text
 
                 out.append((f"⏳ pending {age_text(old[0])}", "bold reverse yellow"))
-        except Exception:  # a badge never breaks the status line
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return out
         return out
 
@@ -766,7 +779,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return frozen_badge(snap)
-        except Exception:  # a badge never breaks the status line
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return None
 
     def on_resize(self) -> None:
@@ -775,7 +788,7 @@ class MemdeckApp(DeckActions, App[None]):
     def update_status_line(self) -> None:
         try:
             self.query_one("#statusline", Readout).show(self._status_line())  # one line: never a layout pass
-        except Exception:
+        except Exception:  # noqa: BLE001 - no status line (start-up, shutdown): nothing to show
             pass
 
     def watch_paused(self, paused: bool) -> None:
@@ -816,10 +829,10 @@ class MemdeckApp(DeckActions, App[None]):
 
     @property
     def idle(self) -> bool:
-        """True when no refresh runs and none can start now, and every panel is mounted (tests
-        settle on this)."""
+        """True when no refresh runs and none can start now, no semantic history is being filled,
+        and every panel is mounted (tests settle on this)."""
         return (not self._refreshing and not (self._dirty and not self._refresh_blocked())
-                and len(self._panels_ready) == len(PANEL_IDS))
+                and self.history_filling is None and len(self._panels_ready) == len(PANEL_IDS))
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
@@ -855,7 +868,8 @@ class MemdeckApp(DeckActions, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
+        from memdeck.core.overview.snapshot import (SEMANTIC_BUDGET_S, build_memory_snapshot, build_snapshot,
+                                                    open_statedb, take_stamps)
 
         try:
             first = None
@@ -909,10 +923,12 @@ class MemdeckApp(DeckActions, App[None]):
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
                     context_report=self.context_shown,
+                    # while the history worker fills a semantic history, a refresh audits none of it
+                    history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
-        except BaseException as exc:  # build_snapshot never raises; belt and braces
+        except BaseException as exc:  # noqa: BLE001 - build_snapshot never raises; belt and braces
             snap = exc
         if not isinstance(snap, BaseException):  # a failed build paints nothing: keep the first paint
             self._final_posted.set()
@@ -931,7 +947,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return get_current_worker().is_cancelled
-        except Exception:  # not in a worker (a status call from another thread)
+        except Exception:  # noqa: BLE001 - not in a worker (a status call from another thread)
             return False
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
@@ -977,11 +993,83 @@ class MemdeckApp(DeckActions, App[None]):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
         elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
-        audit = getattr(snap, "audit", None) if not isinstance(snap, BaseException) else None
-        if audit is not None and getattr(audit, "pending", 0):
-            self._dirty = True  # a first semantic history is bounded per refresh: continue it (newest first)
+        if not isinstance(snap, BaseException):
+            self._fill_history_of(snap)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
+
+    # ── a first semantic history, filled by a worker of its own (never a loop of refreshes) ──
+
+    #: seconds of audits per step of the history worker (it reports progress after each)
+    HISTORY_STEP_S = 0.5
+
+    def _fill_history_of(self, snap: Any) -> None:
+        """Start the history worker when ``snap``'s audit left compactions of a semantic history
+        not audited (a refresh audits the newest for ``SEMANTIC_BUDGET_S``, then none while the
+        worker runs): it fills them on its own clock and asks for one refresh when done."""
+        audit = getattr(snap, "audit", None)
+        sid = getattr(snap, "session_id", None)
+        pending = int(getattr(audit, "pending", 0) or 0) if audit is not None else 0
+        if not pending or not sid or self.history_filling == sid or self._history_stalled == (sid, pending):
+            return
+        self.history_filling, self.history_remaining = sid, pending
+        self._history_worker(sid)
+        self.update_status_line()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history")
+    def _history_worker(self, session_id: str) -> None:
+        from memdeck.core.anchors.lifecycle import fill_history
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.overview.snapshot import open_statedb
+
+        remaining, error = -1, None
+        db = deck = None
+        try:
+            db = open_statedb(self.home)
+            if db is None:
+                raise RuntimeError("state.db is gone")
+            deck = DeckDB(self.home)
+            store = AnchorStore(self.home, self.config, actor="tui")
+            last = None
+
+            def progress(done: int, total: int) -> None:
+                if self._worker_cancelled():
+                    raise RuntimeError("the dashboard is closing")  # what was audited is kept
+
+            with deck.bound():
+                while not self._worker_cancelled():
+                    remaining = fill_history(db, store, session_id, self.config, budget_s=self.HISTORY_STEP_S,
+                                             progress=progress)
+                    self.post_message(HistoryFillProgress(session_id, remaining))
+                    if remaining == 0 or (last is not None and remaining >= last):
+                        break  # done, or no progress (verdicts that cannot be kept): stop, never spin
+                    last = remaining
+        except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard; the status line says why
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            for conn in (db, deck):
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
+                        pass
+        if not self._worker_cancelled():
+            self.post_message(HistoryFilled(session_id, remaining, error))
+
+    def on_history_fill_progress(self, message: HistoryFillProgress) -> None:
+        if message.session_id == self.history_filling:
+            self.history_remaining = message.remaining
+            self.update_status_line()
+
+    def on_history_filled(self, message: HistoryFilled) -> None:
+        if message.session_id != self.history_filling:
+            return
+        self.history_filling, self.history_remaining = None, None
+        self._history_stalled = None if message.remaining == 0 else (message.session_id, message.remaining)
+        if message.error:
+            self.notify(f"semantic history stopped: {message.error}", severity="warning", markup=False)
+        self.update_status_line()
+        self.request_refresh()  # one refresh takes what was filled (its audit finds every verdict kept)
 
     def apply_snapshot(self, snap: Any) -> None:
         """Show ``snap`` in every panel at once (one repaint); toast what changed that a person
@@ -998,7 +1086,7 @@ class MemdeckApp(DeckActions, App[None]):
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
-            except Exception:
+            except Exception:  # noqa: BLE001 - no Recall panel mounted: no query to re-run
                 q = ""
             if q.strip():
                 self.run_recall(q)
@@ -1079,7 +1167,7 @@ class MemdeckApp(DeckActions, App[None]):
                 label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
             try:
                 tab = tabs.get_tab(pid)
-            except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
+            except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             tab.label = label
         self._badges_shown = dict(counts)
@@ -1115,7 +1203,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             counts, reason = exact_counts(report, key[1])
-        except Exception as exc:  # never a traceback: the panel says estimates only
+        except Exception as exc:  # noqa: BLE001 - never a traceback: the panel says estimates only
             counts, reason = None, f"{type(exc).__name__}: {exc}"
         self.post_message(ExactCountsReady(key, counts, reason))
 
@@ -1128,7 +1216,7 @@ class MemdeckApp(DeckActions, App[None]):
         if self.snapshot is not None and self.current_panel_id == "context":
             try:
                 self.panel("context").show_snapshot(self.snapshot)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"context panel failed to render: {exc!r}")
         else:
             self._stale_panels.add("context")
@@ -1157,7 +1245,7 @@ class MemdeckApp(DeckActions, App[None]):
         """What the current panel has selected (see ``Panel.selected``), or ``None``."""
         try:
             return self.panel().selected()
-        except Exception:
+        except Exception:  # noqa: BLE001 - no panel or no selection: None
             return None
 
     # ── writes: key -> action -> worker -> core -> message -> toast ─────
@@ -1193,7 +1281,7 @@ class MemdeckApp(DeckActions, App[None]):
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:
             outcome = WriteOutcome(False, safe_plain(str(exc)), "error")
-        except Exception as exc:  # never a traceback in the TUI
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI
             outcome = WriteOutcome(False, safe_plain(f"{type(exc).__name__}: {exc}"), "error")
         self.post_message(WriteDone(action, outcome))
 
@@ -1220,7 +1308,7 @@ class MemdeckApp(DeckActions, App[None]):
         if "recall" in self._panels_ready:
             try:
                 self.query_one("#panel-recall").query_text = query
-            except Exception:
+            except Exception:  # noqa: BLE001 - the panel is going away: it is shown the query when mounted
                 pass
         else:
             self._mount_panel("recall")
@@ -1262,7 +1350,7 @@ class MemdeckApp(DeckActions, App[None]):
                                                cancelled=superseded):
                 if not post(result, error, not getattr(result, "partial", False)):
                     return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI: the panel shows the error
             post(None, f"{type(exc).__name__}: {exc}", True)
 
     def on_recall_requested(self, message: RecallRequested) -> None:
@@ -1274,7 +1362,7 @@ class MemdeckApp(DeckActions, App[None]):
             return  # shown when the panel is mounted (_panel_mounted)
         try:
             self.query_one("#panel-recall").show_recall(message.query, message.result, message.error)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
             self.log.error(f"recall render failed: {exc!r}")
 
     # ── profile switching ───────────────────────────────────────────────
@@ -1297,6 +1385,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     async def action_quit(self) -> None:
         self.workers.cancel_group(self, "watcher")
+        self.workers.cancel_group(self, "history")
         self._first_paint_shown.set()
         for db in (self._db, getattr(self, "_recall_db", None)):
             interrupt = getattr(db, "interrupt", None)
@@ -1316,7 +1405,7 @@ class MemdeckApp(DeckActions, App[None]):
             if callable(close):
                 try:
                     close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing: a database that will not close must not stop the exit
                     pass
 
 

@@ -103,8 +103,8 @@ class HeadStart:
         try:
             # Imported here, not in the thread: a module being imported by two threads at once
             # makes one wait for the other, and the main thread goes on to import Textual.
-            import memdeck.core.deck.db  # noqa: F401
-            import memdeck.core.overview.snapshot  # noqa: F401
+            import memdeck.core.deck.db
+            import memdeck.core.overview.snapshot
             import memdeck.core.sessions.statedb  # noqa: F401
 
             SWITCH_INTERVAL.enter()

@@ -41,27 +41,36 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("u", "unpin", "Unpin", "memdeck.unpin", "unpin the selected anchor (asks first)", "Anchors"),
     ("a", "archive", "Archive", "memdeck.archive", "archive the selected entry or anchor (asks first)", "Capacity, Anchors, Review"),
     ("R", "restore", "Restore", "memdeck.restore", "restore an archived entry or anchor (picker)", "anywhere"),
-    ("e", "edit", "Edit", "memdeck.edit", "edit the selected entry or anchor (live char budget and threat scan); a pending write: edit it, then approve", "Capacity, Anchors, Review"),
+    ("e", "edit", "Edit", "memdeck.edit", 
+     "edit the selected entry or anchor (live char budget and threat scan); a pending write: edit it, then approve",
+     "Capacity, Anchors, Review"),
     ("n", "new_entry", "New", "memdeck.new", "add a new entry to MEMORY.md or USER.md", "anywhere"),
     ("m", "move", "Move", "memdeck.move", "move the selected entry to the other target", "Capacity, Review"),
     ("A", "approve", "Approve", "memdeck.approve", "approve the selected pending write", "Review"),
-    ("C", "approve_clean", "All clean", "memdeck.approve_clean", "approve every clean pending write, each on its own (asks first)", "Review"),
+    ("C", "approve_clean", "All clean", "memdeck.approve_clean", "approve every clean pending write, each on its own (asks first)",
+     "Review"),
     ("X", "reject", "Reject", "memdeck.reject", "reject the selected pending write (asks first)", "Review"),
     ("S", "reject_stale", "All stale", "memdeck.reject_stale", "reject every stale pending write, each journaled (asks first)", "Review"),
     ("z", "undo", "Undo", "memdeck.undo", "undo the last memdeck write (asks first)", "anywhere"),
     ("r", "revert", "Revert", "memdeck.revert", "revert the selected change, whoever made it (asks first)", "History"),
     ("slash", "filter", "Filter", "memdeck.filter", "filter the rows of this panel; in Recall, type a query", "every panel but Integrity"),
-    ("s", "pick_session", "Session", "memdeck.session", "pin the session shown by Integrity, Anchors and Drift log (default: the live one)", "anywhere"),
+    ("s", "pick_session", "Session", "memdeck.session", "pin the session shown by Integrity, Anchors and Drift log (default: the live one)",
+     "anywhere"),
     ("f", "follow_live", "Follow", "memdeck.follow", "follow the live session again (after s pinned one)", "anywhere"),
     ("P", "pick_profile", "Profile", "memdeck.profile", "switch to another Hermes profile", "anywhere"),
     ("space", "toggle_pause", "Pause", "memdeck.pause", "pause / resume live refresh", "anywhere"),
-    ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
+    ("g", "toggle_usage_chart", "Chart", "memdeck.usage_chart", 
+     "show / hide the usage of MEMORY.md and USER.md over time (shown when the terminal has 36 rows or more)", "Capacity"),
     ("t", "toggle_theme", "Theme", "memdeck.theme", "toggle dark / light theme", "anywhere"),
     ("tab", "next_panel", "Next", "memdeck.next_panel", "next panel", "anywhere"),
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
     ("question_mark", "help", "Help", "memdeck.help", "this help: every key and the terms the panels use", "anywhere"),
     ("N", "notifications", "Notices", "memdeck.notifications", "the last 100 notifications (toasts), newest first", "anywhere"),
-    ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)", "anywhere"),
+    ("H", "hygiene", "Hygiene", "memdeck.hygiene",
+     "memory hygiene: duplicates, contradictions, stale and wasteful entries with their evidence, ranked by chars per turn; "
+     "apply a proposal (asks first; z undoes it)", "anywhere"),
+    ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)",
+     "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
 
@@ -80,7 +89,7 @@ _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
 
 #: Bindings kept out of the footer (they would push the keys of every panel past its width): the
 #: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.
-_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale"})
+_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale", "hygiene"})
 
 #: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
 #: palette and help. A user keymap may move them to other keys, but no other binding may take

@@ -91,7 +91,7 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
         return 130
 
 
-def _config_or_exit(args: argparse.Namespace) -> Path | None | int:
+def _config_or_exit(args: argparse.Namespace) -> Path | int | None:
     """:func:`memdeck.tui.settings.config_path` of ``--config``, or exit code 2 with the reason printed."""
     from memdeck.core.cli.common import UsageError
 
@@ -158,7 +158,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # the one place a broad catch is right: never show a traceback
+    except Exception as exc:  # noqa: BLE001 - the one place a broad catch is right: never show a traceback
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:

@@ -229,7 +229,7 @@ class DashboardProcess(AppService):
     async def _wait(process: Any, seconds: float) -> bool:
         try:
             await asyncio.wait_for(process.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 

@@ -29,8 +29,9 @@ Hermes home::
     provider_budget_pct = 20         # its fences over this share of the compaction threshold
     pending_age_hours = 24           # the oldest unreviewed pending write older than this
 
-(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`; ``alerts``': :mod:`memdeck.core.overview.alerts`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
-one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`; ``alerts``': :mod:`memdeck.core.overview.alerts`.)
+The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has one.
+``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
 listed in :attr:`UserSettings.warnings`, shown as a toast and on the help screen.

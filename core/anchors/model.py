@@ -97,7 +97,7 @@ class Anchor:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], anchor_id: str | None = None) -> "Anchor":
+    def from_dict(cls, data: dict[str, Any], anchor_id: str | None = None) -> Anchor:
         """Build from a file record; tolerant of missing keys and odd types."""
         aid = str(data.get("id") or anchor_id or "")
         text = data.get("text")
@@ -169,7 +169,7 @@ class SessionAnchors:
     sha_ok: bool | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], fallback_session_id: str = "", path: Path | None = None) -> "SessionAnchors":
+    def from_dict(cls, data: dict[str, Any], fallback_session_id: str = "", path: Path | None = None) -> SessionAnchors:
         """Overlay a file's dict onto MemLock's blank template (``store.py:72-84``)."""
         if not isinstance(data, dict):
             raise ValueError("a MemLock session file must hold a JSON object")
@@ -243,7 +243,7 @@ class SessionAnchors:
         elif anchor.id not in self.static_anchor_ids:
             self.static_anchor_ids.append(anchor.id)
 
-    def record_audit(self, verdicts: dict[str, "_audit.AnchorVerdict"], turn: int, now: float,
+    def record_audit(self, verdicts: dict[str, _audit.AnchorVerdict], turn: int, now: float,
                      reverse: dict[str, Any] | None = None) -> tuple[int | None, list[str]]:
         """Apply an audit as MemLock does after ``audit_anchors`` (``__init__.py:331-362``).
 
@@ -324,7 +324,8 @@ def validate_probes(probes: Any, text: str) -> list[str]:
     if probes is None:
         return _rules.derive_probes(text)
     if isinstance(probes, (str, bytes)):
-        raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately", "invalid", field="probes")
+        raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately",
+                      "invalid", field="probes")
     try:
         items = list(probes)
     except TypeError:

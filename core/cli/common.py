@@ -82,7 +82,7 @@ class CliContext:
         return self._config
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "CliContext":
+    def from_args(cls, args: argparse.Namespace) -> CliContext:
         try:
             home = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
         except HomeError as exc:

@@ -150,9 +150,10 @@ def _context(args: argparse.Namespace, ctx: CliContext) -> int:
                 return 1
             stamp = stamps[0]
         else:
-            stamp = pick_session(db.prompt_stamps())
-            if stamp is None:
+            picked = pick_session(db.prompt_stamps())
+            if picked is None:
                 return _none(args, "no open session: nothing is running (pick one with --session)")
+            stamp = picked
         rep = build_report(db, ctx.home, ctx.config, stamp, cache=PromptCache(), disk=disk_entries(ctx.home),
                            version=_version(ctx), reminder_block=_reminder(ctx, db, stamp.session_id),
                            exact=args.exact)

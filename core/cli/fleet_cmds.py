@@ -123,7 +123,8 @@ def _serve_metrics(args: argparse.Namespace, ctx: CliContext) -> int:
 
             threading.Thread(target=remote_loop, name="memdeck-fleet-remote", daemon=True).start()
         host, port = server.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else str(host)
+        host = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{host}]" if ":" in host else host
         print(f"memdeck metrics: serving http://{shown}:{port}/metrics ({len(fleet.homes)} home(s); Ctrl+C stops)",
               flush=True)
 

@@ -416,7 +416,7 @@ async def _watch_main(args: argparse.Namespace, ctx: CliContext, settings: Any =
             await asyncio.wait_for(run(), args.timeout)
         else:
             await run()
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         pass
     finally:
         if hook is not None:

@@ -6,7 +6,7 @@ with ids and sizes so you can choose what to archive), 2 usage, 3 ``scan`` found
 ``--json`` prints the result (or the refusal, on stdout, with exit 1) as JSON.
 
 Writes made here are direct user actions: they are applied even when ``memory.write_approval``
-is on (that gate is for the agent; see ``core/pending.py``).
+is on (that gate is for the agent; see ``core/memory/pending.py``).
 """
 
 from __future__ import annotations

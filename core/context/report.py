@@ -312,6 +312,7 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         # the summary row is in the compacted head (protect_first_n) or opens a continuation
         compactions = sum(1 for m in rows[:8] if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
     if compactions:
+        why: str | None
         cal, why = None, ("the session was compacted: its recorded input tokens count prompts its rows no longer "
                           "hold, so they cannot be compared")
     else:

@@ -160,9 +160,12 @@ def make_metrics_server(registry: CollectorRegistry, bind: Bind, *, allow_remote
     from prometheus_client.exposition import make_wsgi_app
 
     check_bind(bind, allow_remote=allow_remote)
-    server_class = _Server
+    server_class: type[_Server] = _Server
     if ":" in bind.host:
-        server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
+        class _Server6(_Server):
+            address_family = socket.AF_INET6
+
+        server_class = _Server6
     app = guarded(make_wsgi_app(registry), bind=bind, allowed_hosts=allowed_hosts, this_machine=allow_remote)
     return make_server(bind.host, bind.port, app, server_class=server_class, handler_class=_QuietHandler)
 

@@ -39,7 +39,7 @@ class StaleSessions:
         return {"count": self.count, "note": None if self.known else self.note}
 
     @classmethod
-    def from_dict(cls, d: Any) -> "StaleSessions":
+    def from_dict(cls, d: Any) -> StaleSessions:
         if isinstance(d, Mapping) and isinstance(d.get("count"), int) and not isinstance(d.get("count"), bool):
             return cls(count=int(d["count"]), note="")
         note = d.get("note") if isinstance(d, Mapping) and isinstance(d.get("note"), str) else NOT_AVAILABLE

@@ -61,7 +61,7 @@ class _Recorder:
             " attribution) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (kind, target, scope, session_id, rel, op, before, after, since, until, actor,
              json.dumps(attribution, ensure_ascii=False)))
-        self.ids.append(int(cur.lastrowid))
+        self.ids.append(int(cur.lastrowid or 0))
 
     def claim_memory(self, target: str, row: sqlite3.Row, before: str, after: str) -> None:
         """Give memdeck's journal row the changes already recorded for it as another writer's:
@@ -135,6 +135,8 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
     from ..memory.entries import parse_entries
     from .diff import diff_entries
 
+    if f.target is None:  # a memory file always names its target (watched.py)
+        return int(seen["journal_mark"])
     cur = seen["content"] or ""
     since = seen["seen_at"]
     mark = seen["journal_mark"]
@@ -403,6 +405,8 @@ def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, sta
             done = 0
             for r in rows:
                 ch = change_from_row(r)
+                if ch.target is None:  # kind = 'memory' rows always name their file
+                    continue
                 attr = hermes_attribution(db, ch.target, ch.op, ch.before, ch.after, ch.since, ch.until)
                 if attr is not None:
                     c.execute("UPDATE history SET actor = 'hermes', attribution = ? WHERE change_id = ? AND actor = 'external'",

@@ -294,12 +294,12 @@ class Edit:
                           "can be edited before approval", code="invalid")
         return op
 
-    def staged_text(self, rec: "PendingWrite") -> str:
+    def staged_text(self, rec: PendingWrite) -> str:
         """The text the record staged for the edited op."""
         op = self._op_of(rec.payload)
         return str(op.get("content") or op.get("new_text") or "")
 
-    def payload_of(self, rec: "PendingWrite") -> dict[str, Any]:
+    def payload_of(self, rec: PendingWrite) -> dict[str, Any]:
         """The record's payload with the edited op's text replaced (a copy; the record is untouched).
 
         Raises:
@@ -313,7 +313,7 @@ class Edit:
         op.pop("new_text", None)
         return payload
 
-    def journal_fields(self, rec: "PendingWrite") -> dict[str, Any]:
+    def journal_fields(self, rec: PendingWrite) -> dict[str, Any]:
         """What the journal (and History) keeps about the edit: both texts."""
         return {"edited": True, "staged_text": self.staged_text(rec), "applied_text": self.text,
                 **({"edited_op": self.op} if self.op is not None else {})}
@@ -437,7 +437,7 @@ def _recover_rejects(home: HermesHome) -> int:
         return resolve_reject_intents(home, conn)
 
 
-def _remove_record(rec: "PendingWrite") -> None:
+def _remove_record(rec: PendingWrite) -> None:
     try:
         rec.path.unlink()
     except FileNotFoundError:
@@ -454,7 +454,7 @@ def _prior_approval(home: HermesHome, pending_id: str, raw: str) -> journal.Jour
 
 
 @contextlib.contextmanager
-def _claimed(rec: "PendingWrite") -> Iterator[None]:
+def _claimed(rec: PendingWrite) -> Iterator[None]:
     """Hold an exclusive, non-blocking flock on the record itself while it is approved or
     rejected, so two reviewers (two memdeck windows, CLI + TUI) never replay it twice.
 

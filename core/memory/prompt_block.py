@@ -128,7 +128,8 @@ def render_memory_block(home: Any, config: Config | None, target: str) -> str:
     limit = (config if config is not None else Config()).char_limit(target)
     # A file far over its limit (issue 13 #4) is shown up to a bound, said in the block's last
     # line; the threat scan of a 50 MB file would take a minute on every refresh.
-    shown, used = [], 0
+    shown: list[str] = []
+    used = 0
     for e in entries:
         used += len(e)
         if used > PREVIEW_BUDGET_CHARS and shown:

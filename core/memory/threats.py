@@ -35,6 +35,7 @@ regexes would report the greedy extent; only detection is compared).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -382,9 +383,7 @@ def _may_start_segment(ch: str) -> bool:
     if 0x1160 <= o <= 0x11FF or 0xD7B0 <= o <= 0xD7FF:  # Hangul medial/final jamo
         return False
     first = unicodedata.normalize("NFKD", ch)[:1]
-    if first and (unicodedata.combining(first) or unicodedata.category(first).startswith("M")):
-        return False
-    return True
+    return not (first and (unicodedata.combining(first) or unicodedata.category(first).startswith("M")))
 
 
 @dataclass(frozen=True)
@@ -424,7 +423,7 @@ def _normalise(raw: str) -> _Norm:
         norm_starts = []
         pos = 0
         bounds = starts + [len(raw)]
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             piece = raw[a:b] if raw[a:b].isascii() else unicodedata.normalize("NFKC", raw[a:b])
             norm_starts.append(pos)
             pos += len(piece)

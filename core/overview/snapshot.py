@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Seconds one refresh may spend embedding compactions of a first semantic history (newest
-#: first); the rest are ``pending`` and the dashboard refreshes again to continue
-#: (:attr:`core.anchors.lifecycle.SessionAudit.pending`). Keyword audits are not bounded.
+#: first); the rest are ``pending`` (:attr:`core.anchors.lifecycle.SessionAudit.pending`) and the
+#: dashboard's history worker fills them (:func:`core.anchors.lifecycle.fill_history`), never a
+#: loop of refreshes. Keyword audits are not bounded.
 SEMANTIC_BUDGET_S = 2.0
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
@@ -295,7 +296,7 @@ def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: C
     """``fn()``, or ``default`` with the failure recorded as a banner on ``panels``."""
     try:
         return fn()
-    except Exception as exc:  # a failed source becomes a banner, never a crash
+    except Exception as exc:  # noqa: BLE001 - a failed source becomes a banner, never a crash
         errors.add(panels, source, exc)
         return default
 
@@ -372,7 +373,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
 
         return tuple(list_pending(home))
 
-    pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
+    pending: tuple[PendingWrite, ...] = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _blocks() -> str:
         from ..memory.prompt_block import render_prompt_blocks
@@ -380,11 +381,12 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
         return render_prompt_blocks(home, config)
 
     prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
-    findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+    findings: dict[str, tuple[Finding, ...]] = _read_or_banner(errors, ("review",), "threat scan",
+                                                               lambda: _scan_findings(memory, pending), {})
     provider = _read_or_banner(errors, ("capacity",), "memory provider settings",
                                lambda: _provider(home, config, None), None)
-    review = _read_or_banner(errors, ("review",), "review queue",
-                             lambda: _review(pending, memory, provider), ())
+    review: tuple[QueueItem, ...] = _read_or_banner(errors, ("review",), "review queue",
+                                                    lambda: _review(pending, memory, provider), ())
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         provider=provider, review=review,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
@@ -440,6 +442,7 @@ def build_snapshot(
     now: float | None = None,
     stamps: SourceStamps | None = None,
     context_report: bool = True,
+    history_budget_s: float = SEMANTIC_BUDGET_S,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -459,6 +462,11 @@ def build_snapshot(
         context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
             (the dashboard asks for it while the Context panel is shown; every open session's
             frozen-memory comparison is built either way).
+        history_budget_s: seconds this build may spend auditing compactions of a first semantic
+            history (newest first; the rest stay ``pending``). 0 audits none: the dashboard passes
+            it while its own worker fills the history (:func:`core.anchors.lifecycle.fill_history`).
+            A previous snapshot whose history was still pending is never returned as it is: its
+            audit is read again, to take what was filled since.
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -468,7 +476,8 @@ def build_snapshot(
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
         had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
-        if stamps == prev_stamps and same_session and previous.config is config and had_report:
+        history_done = previous.audit is None or not previous.audit.pending
+        if stamps == prev_stamps and same_session and previous.config is config and had_report and history_done:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -613,7 +622,7 @@ def build_snapshot(
         def _audit() -> Any:
             from ..anchors.lifecycle import audit_session
 
-            return audit_session(db, store, shown, config, budget_s=SEMANTIC_BUDGET_S)
+            return audit_session(db, store, shown, config, budget_s=history_budget_s)
 
         reuse_audit = (
             previous is not None
@@ -707,6 +716,7 @@ def build_snapshot(
 
     # ── the authoritative stores (memory.provider, memory_enabled, user_profile_enabled) ──
     version = profile.version if profile is not None else None
+    provider: ProviderSettings | None
     if (previous is not None and previous.provider is not None and previous.config is config
             and previous.hermes_profile is profile and unchanged("config")):
         provider = previous.provider
@@ -722,7 +732,7 @@ def build_snapshot(
         review = _read_or_banner(errors, ("review",), "review queue", lambda: _review(pending, memory, provider), ())
 
     # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
-    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis: tuple[Any, ...] = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
     basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
               context_report)
     prev_view = previous.agent_view if previous is not None else None

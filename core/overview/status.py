@@ -114,7 +114,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
     * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
-      percent 0-100, or None without anchors or without a readable state.db; history oldest first, see :func:`integrity_history`; ``pending``
+      percent 0-100, or None without anchors or without a readable state.db; history oldest
+      first, see :func:`integrity_history`; ``pending``
       counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
       spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session

@@ -18,7 +18,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from .. import sqlite_files
 from ..memory.context_fence import sanitize_context
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the tracks live with the reconstruction; a type-only import
 
 T = TypeVar("T")
 
-_SHARED: dict[str, "StateDBConnection"] | None = None
+_SHARED: dict[str, StateDBConnection] | None = None
 
 
 @contextlib.contextmanager
@@ -121,6 +121,8 @@ class StateDBConnection:
         #: the last unexpected-data problem met by a query (the query returned its empty default)
         self.last_error: str | None = None
         self._lock = threading.RLock()
+        #: set while the reader is shared inside a sharing_readers block (see shared())
+        self._shared_in = False
         self._status = DBStatus("missing", "not opened yet", path=str(self.path))
         self._mcols: frozenset[str] = frozenset()
         self._session_active_index = False
@@ -181,7 +183,7 @@ class StateDBConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not getattr(self, "_shared_in", None):
+        if not self._shared_in:
             self.close()
 
     @classmethod
@@ -195,7 +197,7 @@ class StateDBConnection:
             if db is None:
                 db = _SHARED[key] = cls(path)
                 db._shared_in = True
-            return db
+            return cast(Self, db)
         return cls(path)
 
     def _classify(self, exc: BaseException) -> DBStatus:

@@ -123,7 +123,8 @@ class SessionReader(CompactionEventReader):
                                     api if isinstance(api, str) and api else None))
             return out[::-1]
 
-        return self._run(q, [])
+        unavailable: list[UserTurn] | None = []
+        return self._run(q, unavailable)
 
     def prompt_stamps(self, session_ids: Sequence[str] | None = None, *, limit: int = 500) -> list[PromptStamp]:
         """A :class:`.records.PromptStamp` of every open session (``ended_at`` NULL), newest start
@@ -144,12 +145,13 @@ class SessionReader(CompactionEventReader):
 
             UNKNOWN = "'unknown'"
             has_text = "system_prompt" in sc
-            has_hash = "system_prompt_hash" in sc
+            prompt_cols = (f"length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -{PROMPT_KEY_TAIL:d})"
+                           if has_text else "NULL, NULL, NULL")
             active = " AND m.active = 1" if self.has_active else ""
             ts = "m.timestamp" if "timestamp" in self._mcols else "NULL"
             sql = (f"SELECT s.id, {col('source', UNKNOWN)}, {col('title')}, {col('model')}, {col('started_at', '0.0')},"
                    f" {col('ended_at')},"
-                   f" {'length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -%d)' % PROMPT_KEY_TAIL if has_text else 'NULL, NULL, NULL'},"
+                   f" {prompt_cols},"
                    f" {col('system_prompt_hash')},"
                    f" (SELECT MIN({ts}) FROM messages m WHERE m.session_id = s.id{active}),"
                    f" (SELECT MAX({ts}) FROM messages m WHERE m.session_id = s.id),"
@@ -329,6 +331,18 @@ class SessionReader(CompactionEventReader):
 
         return self._run(q, [])
 
+    def user_rows(self, session_id: str, first_id: int = 0, before_id: int | None = None) -> list[Message]:
+        """A session's user rows (any state) with ``first_id <= id < before_id``, in id order: the
+        turns a compaction compacted (``core/constraints/ledger.py``). Through the primary key."""
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            upper = " AND m.id < ?" if before_id is not None else ""
+            args: tuple[Any, ...] = (session_id, int(first_id)) + ((int(before_id),) if before_id is not None else ())
+            return [self._to_message(r) for r in conn.execute(
+                f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND m.id >= ?"
+                f"{upper} ORDER BY m.id", args)]
+
+        return self._run(q, [])
+
     def active_region(self, session_id: str) -> list[Message]:
         """The live conversation exactly as Hermes reloads it: ``active = 1`` rows in id order.
 
@@ -420,7 +434,8 @@ class SessionReader(CompactionEventReader):
         def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             if "tool_calls" not in self._mcols or "timestamp" not in self._mcols:
                 return []
-            where, params = "", ()
+            where = ""
+            params: tuple[float, ...] = ()
             if "started_at" in self._scols:
                 where = " WHERE s.started_at IS NULL OR s.started_at <= ?"
                 params = (until,)
@@ -457,7 +472,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
     for c in calls if isinstance(calls, list) else []:
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        fn = c["function"] if isinstance(c.get("function"), dict) else c
         if fn.get("name") != "memory":
             continue
         args = fn.get("arguments")

@@ -155,7 +155,7 @@ def version_for_schema(schema: int | None) -> str | None:
     if 26 < schema < 30:
         return "between 0.21.0 and 0.21.3"
     lower = [v for n, v in SCHEMA_VERSIONS if n < schema][-1]
-    upper = [v for n, v in SCHEMA_VERSIONS if n > schema][0]
+    upper = next(v for n, v in SCHEMA_VERSIONS if n > schema)
     return f"between {lower} and {upper}"
 
 

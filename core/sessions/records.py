@@ -7,6 +7,7 @@ One concept: the shapes (frozen dataclasses; epoch seconds; ``as_dict`` gives th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 #: The newest schema version this reader was verified against (Hermes 0.22.2.post1
@@ -212,7 +213,7 @@ class CompactionEvent:
     region_first_id: int | None = None
     region_last_id: int | None = None
     index: int = 1
-    region_ids: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    region_ids: Sequence[int] = field(default=(), repr=False, compare=False)  # a range when consecutive
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -149,7 +149,7 @@ def test_what_reads_no_home_needs_none() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001
     needs_none = {name for name, p in sub.choices.items() if p.get_default("needs_home") is False}
-    assert READS_NO_HOME == needs_none
+    assert needs_none == READS_NO_HOME
 
 
 def _job(hostile: Hostile, server: LockServer | Any, cmd: str, argv: list[str], template: Path, before: dict,

@@ -178,7 +178,7 @@ class TabClient:
         self._reader: asyncio.Task | None = None
         self.closed = asyncio.Event()
 
-    async def __aenter__(self) -> "TabClient":
+    async def __aenter__(self) -> TabClient:
         import aiohttp
 
         self._session = aiohttp.ClientSession()

@@ -31,7 +31,7 @@ def scan_findings(text: str) -> list[Any]:
         return []
     try:
         return list(scan(text))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the threat preview is a courtesy; the core scans on write
         return []
 
 
@@ -58,7 +58,7 @@ def running_note(app: Any) -> str | None:
 
     try:
         return write_note(getattr(app, "snapshot", None), "memory")
-    except Exception:  # the note is a courtesy
+    except Exception:  # noqa: BLE001 - the note is a courtesy
         return None
 
 
@@ -303,10 +303,12 @@ class PinScreen(FormScreen):
                 yield Input(str(self.priority), id="pin-priority", type="integer", max_length=3, compact=True)
                 if self.show_scope:
                     yield Label("scope")
-                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False, id="pin-scope", compact=True)
+                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False,
+                                 id="pin-scope", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("probes")
-                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text", id="pin-probes", compact=True)
+                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text",
+                            id="pin-probes", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("reminder")
                 yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
@@ -357,7 +359,7 @@ class PinScreen(FormScreen):
 
                 t.append("\nprobes derived: ", "dim")
                 t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))
-            except Exception:
+            except Exception:  # noqa: BLE001 - the probes preview is a courtesy; the core checks the pin
                 pass
         self.query_one("#pin-check", Static).update(t)
         try:
@@ -367,7 +369,7 @@ class PinScreen(FormScreen):
             reminder = v["reminder"] or auto_reminder(v["text"])
             self.query_one("#pin-budget", Static).update(
                 what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
-        except Exception:  # the preview is a courtesy; the core checks the pin
+        except Exception:  # noqa: BLE001 - the preview is a courtesy; the core checks the pin
             pass
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
@@ -399,7 +401,7 @@ class PinScreen(FormScreen):
             result = exc
         self.post_message(WhatIfReady(key, result))
 
-    def on_what_if_ready(self, message: "WhatIfReady") -> None:
+    def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.key != self._what_if_key:
             return  # superseded by later typing
         self.what_if_result = message.result

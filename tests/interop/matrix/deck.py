@@ -24,7 +24,8 @@ from memdeck.core.sessions.recall import recall, search_messages
 from memdeck.core.sessions.statedb import StateDB
 
 __all__ = ["Anchor", "AnchorStore", "HermesHome", "MemoryStore", "Refused", "StateDB", "approve_pending",
-           "audit_session", "hermes_verdict", "list_pending", "load_config", "read_memory", "recall", "rules_for_version", "search_messages", "threat_scan"]
+           "audit_session", "hermes_verdict", "list_pending", "load_config", "read_memory", "recall", "rules_for_version",
+           "search_messages", "threat_scan"]
 
 
 def home(path: Path) -> Any:
