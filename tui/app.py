@@ -707,7 +707,7 @@ class MemdeckApp(DeckActions, App[None]):
                 # yield to the time and the path (a store switched off is a warning: it stays)
                 try:
                     room = self.query_one("#statusline", Static).size.width or self.size.width or 80
-                except Exception:
+                except Exception:  # noqa: BLE001 - not mounted yet: the app's width
                     room = self.size.width or 80
                 base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
                 label = self.home_label if self.home_label is not None else str(self.home.path)

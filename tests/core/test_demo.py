@@ -466,8 +466,8 @@ def test_the_live_session_carries_holographic_recalls_turn_by_turn(demo_home_tem
     """Issue 39 item 7: the demo configures Hermes' bundled holographic provider, and its recalls
     are recorded as Hermes records them (a ``<memory-context>`` fence first in ``api_content``),
     so the Context panel's "injected, turn by turn" shows a provider's injections."""
-    from memdeck.core.context.report import build_report, disk_entries
     from memdeck.core.context.prompts import PromptCache
+    from memdeck.core.context.report import build_report, disk_entries
     from memdeck.core.sessions.statedb import StateDB
 
     cfg = load_config(demo_home_template)

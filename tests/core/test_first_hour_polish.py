@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from memdeck.core import cli
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.alerts import AlertSettings, _hours
-
 from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401 - fixtures
 
 

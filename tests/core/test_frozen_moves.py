@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from memdeck.core.config import load_config
 from memdeck.core.context.frozen import diff_frozen, moved_entries
 from memdeck.core.home import HermesHome
-
 from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401 - fixtures
 
-CLEAN = lambda text: ()  # a verdict that blocks nothing
+
+def CLEAN(text: str) -> tuple[str, ...]:  # noqa: N802 - a verdict that blocks nothing, named as a constant
+    return ()
 
 
 # ── the property ──────────────────────────────────────────────────────────────

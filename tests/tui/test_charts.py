@@ -6,6 +6,7 @@ the screen shows when there is nothing to draw."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 
 import pytest
@@ -52,7 +53,7 @@ async def test_the_integrity_chart_plots_the_score_of_each_compaction_against_th
         assert chart.marked == (("score", audits),)
         assert name == "score" and points[0] == audits[0] and points[-1] == audits[-1]
         assert set(audits) <= set(points) and {v for _t, v in points} == {v for _t, v in audits}
-        assert all(a[0] == b[0] or a[1] == b[1] for a, b in zip(points, points[1:])), points
+        assert all(a[0] == b[0] or a[1] == b[1] for a, b in itertools.pairwise(points)), points
         floor = snap.config.memlock.alert_floor
         assert [r.y for r in chart.spec.rules] == [floor] and floor in chart.spec.y_ticks
         assert chart.spec.lines[0].below == floor
