@@ -1288,11 +1288,12 @@ class MemdeckApp(DeckActions, App[None]):
     def on_write_done(self, message: WriteDone) -> None:
         o = message.outcome
         body = o.message if not o.detail else o.message + "\n" + "\n".join(o.detail)
+        action = message.action.replace("_", " ")  # "approve clean", never the action's id "approve_clean"
         if o.ok:
             severity = "warning" if o.code == "noop" else "information"
-            self.notify(body, title=message.action, severity=severity, markup=False, timeout=5)
+            self.notify(body, title=action, severity=severity, markup=False, timeout=5)
         else:
-            title = f"{message.action}: refused" if o.code not in ("", "error") else f"{message.action}: failed"
+            title = f"{action}: refused" if o.code not in ("", "error") else f"{action}: failed"
             self.notify(body, title=title, severity="error", markup=False, timeout=8)
         self.request_refresh(force=True)
 

@@ -123,6 +123,9 @@ async def test_states_bulk_reject_stale_undo_and_approve_all_clean(demo_home) ->
         assert not left & set(clean) and {STALE[1], FOREIGN} <= left and len(left) == 4, left
         assert any(t.startswith("approved 2 of 6 pending writes; skipped 4: 2 Hermes would refuse, 1 not Hermes' own, 1 stale")
                    for t in _toasts(app)), _toasts(app)
+        # issue 39 item 12: the toast's title is words, not the action's id "approve_clean"
+        titles = {n.title for n in app.notification_log if n.message.startswith("approved 2 of 6")}
+        assert titles == {"approve clean"}, titles
         assert len(_texts(app, "memory")) == len(memory_before) + 1  # the clean add (the other is USER's replace)
         # the panel follows: no clean row is left
         states = [r.cells[4].plain for r in app.panel("review").rows if r.kind == "pending"]
