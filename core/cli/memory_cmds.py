@@ -476,8 +476,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     _command(msub, "add", "append an entry", _add, target=True, args=(_a("text"),))
     _command(msub, "replace", "replace the whole entry OLD (id, id prefix or unique substring) with NEW", _replace,
              target=True, args=(_a("old"), _a("new")))
-    _command(msub, "remove", "delete an entry (id, id prefix or unique substring)", _remove, target=True,
-             args=(_a("selector", metavar="ID_OR_SUBSTRING"),))
+    _command(msub, "remove", "delete an entry (id, id prefix or unique substring)", _remove,
+             args=(_a("selector", metavar="ID_OR_SUBSTRING"), _WHERE))
     _command(msub, "edit", "rewrite the entry ID with TEXT", _edit, args=(_a("id"), _a("text"), _WHERE))
     _command(msub, "move", "move the entry ID to the other file", _move, args=(
         _a("id"), _a("--to", choices=TARGETS, required=True), _a("--from", dest="source", choices=TARGETS, default=None)))

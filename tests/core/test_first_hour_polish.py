@@ -60,3 +60,12 @@ def test_an_injection_whose_name_is_its_source_is_said_once(demo_home: HermesHom
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(capsys, demo_home, "context")
     assert code == 0 and ": memlock: " in out and "memlock memlock" not in out
+
+
+def test_memory_remove_searches_both_files_as_archive_does(demo_home: HermesHome,  # noqa: F811
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, demo_home, "memory", "remove", "Logging is structlog")  # no --target
+    assert code == 0 and "Entry removed." in out
+    assert "Logging is structlog" not in demo_home.memory_file("memory").read_text(encoding="utf-8")
+    code = cli.main(["--home", str(demo_home.path), "memory", "remove", "no entry holds these words at all"])
+    assert code == 1 and "no entry in MEMORY.md or USER.md matches" in capsys.readouterr().err
