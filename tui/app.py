@@ -1271,7 +1271,10 @@ class MemdeckApp(DeckActions, App[None]):
             text = success(result) if callable(success) else success
             outcome = success_outcome(result, text)
             target = getattr(result, "target", None) or (result.get("target") if isinstance(result, dict) else None)
-            if outcome.ok and outcome.code != "noop" and target in ("memory", "user"):
+            # only a write that changed a memory file is unseen by the running session (a reject
+            # drops a staged record: the files are as they were)
+            if outcome.ok and outcome.code != "noop" and target in ("memory", "user") \
+                    and getattr(result, "changed", False) is True:
                 from .views.context import write_note
 
                 note = write_note(self.snapshot, target)
