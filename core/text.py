@@ -137,3 +137,18 @@ def json_safe(dumped: str) -> str:
     # same escapes as the whole-Unicode pattern (:func:`_needs_escape`), without building it
     pattern = _pattern_of(c for c in set(dumped) if ord(c) >= 0x7F and marker_for(c) is not None)
     return dumped if pattern is None else pattern.sub(lambda m: _json_escape_char(m.group()), dumped)
+
+
+def age_words(seconds: float | None) -> str:
+    """An age in words: ``"now"`` (under a minute), ``"12 min"``, ``"5 h"`` (under two days), ``"3 d"``
+    (whole units, rounded down), ``"?"`` when unknown. The one age formatter of the CLI, the fleet and
+    the dashboard. ``seconds``: the age in seconds (negative counts as now)."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return "now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} d"

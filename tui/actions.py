@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from memdeck.core.errors import Refused
+from memdeck.core.home import TARGET_FILES
 from memdeck.core.memory.entries import archive_candidates, entry_id
 
 from .failsafe import toast_on_error
@@ -75,7 +76,7 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
 
 
 def _target_name(target: str | None) -> str:
-    return "MEMORY.md" if target == "memory" else "USER.md"
+    return TARGET_FILES.get(target or "", "USER.md")
 
 
 def _preview(text: str | None, n: int = 60) -> str:

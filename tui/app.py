@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
@@ -31,6 +31,7 @@ from memdeck.core.config import Config, load_config
 from memdeck.core.deck.db import DeckDB
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 
 from .actions import DeckActions
@@ -197,7 +198,8 @@ class MemdeckApp(DeckActions, App[None]):
         self.notification_log: deque[Notice] = deque(maxlen=100)
         #: snapshot builds run so far, including those that found every source unchanged
         self.refresh_runs = 0
-        self._db: Any = None
+        #: the refresh's reader of the home (core/overview/reader.py), owning its connections
+        self._reader: HomeReader | None = None
         self._recall_lock = threading.Lock()  # a recall worker posts under it; a newer query bumps the generation under it
         self._recall_generation = 0
         self._refreshing = False
@@ -216,7 +218,6 @@ class MemdeckApp(DeckActions, App[None]):
         #: snapshot still queued in front of it is not painted.
         self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
-        self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
         #: the person's settings file as read at start (None: not read, ``user_settings=False``);
         #: the help screen shows its path, its problems and the binding ids a keymap takes
@@ -385,6 +386,23 @@ class MemdeckApp(DeckActions, App[None]):
         rest = self._panels_unmounted()
         if rest:
             self._mount_panel(rest[0])
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed ahead around a dialog (:mod:`memdeck.tui.screens.modal`, issue 40 #3): a key
+        is for the screen on top when it arrived; one that comes back to the app (unhandled, for
+        the app's bindings) after another screen went on top is dropped (``? ? ?`` opened a help
+        screen over the help screen), and so is every key still queued when a dialog is dismissed
+        (``s Enter Enter``: the second Enter is not the dashboard's)."""
+        if isinstance(event, events.Key):
+            from .screens.modal import dropping_keys
+
+            if not event.is_forwarded:
+                if dropping_keys(self):
+                    return
+                event._memdeck_screen = self.screen  # type: ignore[attr-defined]
+            elif getattr(event, "_memdeck_screen", self.screen) is not self.screen:
+                return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
@@ -763,9 +781,9 @@ class MemdeckApp(DeckActions, App[None]):
                 out.append((f"{quiet[1]}: nothing injected for {quiet[0]} turns", "bold reverse yellow"))
             old = oldest_pending_age(snap, self.clock())
             if old is not None and old[0] >= self.alert_settings.pending_age_s:
-                from .views.review import age_text
+                from memdeck.core.text import age_words
 
-                out.append((f"⏳ pending {age_text(old[0])}", "bold reverse yellow"))
+                out.append((f"⏳ pending {age_words(old[0])}", "bold reverse yellow"))
         except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return out
         return out
@@ -868,37 +886,36 @@ class MemdeckApp(DeckActions, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from memdeck.core.overview.snapshot import (SEMANTIC_BUDGET_S, build_memory_snapshot, build_snapshot,
-                                                    open_statedb, take_stamps)
+        from memdeck.core.overview.snapshot import SEMANTIC_BUDGET_S
 
         try:
-            first = None
             head_start, self._head_start = self._head_start, None
             starting = self.snapshot is None
             self._final_posted.clear()
             # a head start that has already finished is taken now (no wait): when its full
             # snapshot will be adopted, the first paint is that snapshot, not memory alone
             head = head_start.take() if head_start is not None and starting and head_start.finished else None
+            first = None
             if starting and not (head is not None and self._adoptable(head_start, head)):
                 # progressive first paint: memory usage at once, the history when it is read
                 first = head_start.first if head_start is not None else None
                 if first is None:
-                    first = build_memory_snapshot(self.home, self.config, now=self.clock(),
-                                                  stamps=take_stamps(self.home, None))
+                    self._reader = HomeReader(self.home, self.config, clock=self.clock)
+                    first = self._reader.first_paint()
                 self.post_message(SnapshotReady(first, final=False))
             if head is None and head_start is not None and starting:
                 head = head_start.take()
-            carried: tuple[Any, ...] = ()  # changes the head start recorded but this build will not
+            carried: tuple[Any, ...] = ()  # changes the head start recorded but this read will not
             if head is not None:  # the first refresh, built while Python and Textual started
                 if head_start.home != self.home or self._worker_cancelled():
-                    for conn in (head.db, head.deck):  # another profile now, or closing
-                        if conn is not None:
-                            conn.close()
+                    head.reader.close()  # another profile now, or closing
                     head = None
             if head is not None:
-                self._db, self._deck = head.db, head.deck
-                if self._db is not None:
-                    self._db.progress = self._progress_reporter()
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader = head.reader
+                self._reader.config = self.config
+                self._reader.progress = self._progress_reporter()
                 if self._adoptable(head_start, head):
                     self.refresh_runs += 1
                     self._dirty = True  # look once more: a source may have changed before the watcher ran
@@ -906,33 +923,36 @@ class MemdeckApp(DeckActions, App[None]):
                     self.post_message(SnapshotReady(head.snapshot))
                     return
                 carried = head.new_changes
-            if self._db is None:
-                self._db = open_statedb(self.home)
-                if self._db is not None:
-                    self._db.progress = self._progress_reporter()
+            if self._reader is None:
+                self._reader = HomeReader(self.home, self.config, clock=self.clock)
+            reader = self._reader
+            reader.config = self.config
+            reader.progress = self._progress_reporter()
+            if self.snapshot is not None:
+                reader.snapshot = self.snapshot
+            elif first is not None:
+                reader.snapshot = first
             self.refresh_runs += 1
-            if self._deck is None:
-                self._deck = DeckDB(self.home)
-            with self._deck.bound():  # one memdeck.db connection for the app's life, not one per read
-                snap = build_snapshot(
-                    self.home,
-                    self.config,
-                    self._db,
-                    previous=self.snapshot if self.snapshot is not None else first,
-                    session_id=self.session_id,
-                    now=self.clock(),
-                    stamps=take_stamps(self.home, self._db),
-                    context_report=self.context_shown,
-                    # while the history worker fills a semantic history, a refresh audits none of it
-                    history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
-                )
+            # while the history worker fills a semantic history, a refresh audits none of it
+            snap = reader.read(self.session_id, context_report=self.context_shown,
+                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S)
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
-        except BaseException as exc:  # noqa: BLE001 - build_snapshot never raises; belt and braces
+        except BaseException as exc:  # noqa: BLE001 - the reader never raises; belt and braces
             snap = exc
         if not isinstance(snap, BaseException):  # a failed build paints nothing: keep the first paint
             self._final_posted.set()
         self.post_message(SnapshotReady(snap))
+
+    @property
+    def _db(self) -> Any:
+        """The refresh's state.db connection (its :class:`HomeReader`'s; None before the first read)."""
+        return self._reader.db if self._reader is not None else None
+
+    @property
+    def _deck(self) -> Any:
+        """The refresh's held memdeck.db connection (its :class:`HomeReader`'s)."""
+        return self._reader.deck if self._reader is not None else None
 
     def _adoptable(self, head_start: HeadStart, head: Any) -> bool:
         """True when the head start's snapshot can be shown as this app's first full one: built
@@ -1375,11 +1395,10 @@ class MemdeckApp(DeckActions, App[None]):
         """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
         self._close_databases()
         self._recall_db = None
-        self._deck = None
+        self._reader = None
         self.home = home
         self.home_label = None
         self.config = load_config(home)
-        self._db = None
         self.session_id = None
         self.snapshot = None
         if self.watch_enabled:
@@ -1402,8 +1421,8 @@ class MemdeckApp(DeckActions, App[None]):
         self._close_databases()
 
     def _close_databases(self) -> None:
-        """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.side_files.tidy_side_files) and the held memdeck.db one."""
+        """Close the read-only state.db connections and the held memdeck.db one (state.db's
+        -wal/-shm are Hermes': never removed, see core.sessions.side_files)."""
         for db in (self._db, getattr(self, "_recall_db", None), self._deck):
             close = getattr(db, "close", None)
             if callable(close):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.errors import MemdeckError
-from memdeck.core.home import HermesHome, HomeError, resolve_home
+from memdeck.core.home import HermesHome, HomeError, UnknownUserHome, resolve_home
 
 
 def _say(msg: str) -> None:
@@ -78,6 +78,9 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
 
     try:
         return resolve_dashboard_home(args)
+    except UnknownUserHome as exc:  # `--home ~nosuchuser/x`: no home there, as a missing directory
+        _say(f"error: {exc}; or try `memdeck --demo`")
+        return EXIT_NO_HOME
     except HomeError as exc:
         _say(f"error: {exc}")
         return 2

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..coerce import as_int
 from . import audit as _audit
 from . import rules as _rules
 from ..errors import Refused
@@ -108,11 +109,11 @@ class Anchor:
             id=aid,
             text=text,
             reminder=text[: _rules.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
-            priority=_rules.as_int(data.get("priority", 50), 50),
+            priority=as_int(data.get("priority", 50), 50),
             probes=_rules.probes_of(data),
             pinned=bool(data.get("pinned", False)),
             drifted=bool(data.get("drifted", False)),
-            last_alive_turn=_rules.as_int(data.get("last_alive_turn", 0), 0),
+            last_alive_turn=as_int(data.get("last_alive_turn", 0), 0),
             history=[h for h in history if isinstance(h, dict)] if isinstance(history, list) else None,
             extra={k: v for k, v in data.items() if k not in _ANCHOR_KEYS},
         )
@@ -189,14 +190,14 @@ class SessionAnchors:
             session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
             anchors=anchors,
             static_anchor_ids=[str(x) for x in static_ids if isinstance(x, (str, int))] if isinstance(static_ids, list) else [],
-            pinned_count=_rules.as_int(data.get("pinned_count", 0), 0),
+            pinned_count=as_int(data.get("pinned_count", 0), 0),
             last_summary_hash=data.get("last_summary_hash") if isinstance(data.get("last_summary_hash"), str) else None,
             last_compaction_at=_rules.as_number(data.get("last_compaction_at")),
             integrity_score=_score(data.get("integrity_score")),
             drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
             last_alert_at=_rules.as_number(data.get("last_alert_at")),
-            last_reinject_turn=_rules.as_int(data.get("last_reinject_turn", 0), 0),
-            turn_count=_rules.as_int(data.get("turn_count", 0), 0),
+            last_reinject_turn=as_int(data.get("last_reinject_turn", 0), 0),
+            turn_count=as_int(data.get("turn_count", 0), 0),
             extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},
             path=path,
             sha_ok=sha_ok,

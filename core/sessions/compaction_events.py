@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..coerce import number_or_zero
 from ..deck.db import load_rotation_events, load_session_track, store_rotation_events, store_session_track
 from .compaction import CONTENT_JSON_PREFIX, decode_content, history_reinsert_start, match_summary, message_text
-from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
+from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection
 from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
 

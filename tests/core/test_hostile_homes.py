@@ -8,8 +8,8 @@ later is run here without anyone remembering to. For each run:
 
 * no traceback, and the process ends (a hang is killed at :data:`HANG_GUARD` and reported);
 * the exit code is a documented one (``core/cli/common.py`` ``EXIT_CODES``: 0-5), and 4 for
-  every command where there is no home (0 for ``NO_HOME_EXIT_0``: ``completion``, ``fleet``,
-  ``metrics``; ``completion``, which reads no home, runs only there);
+  every command where there is no home (0 for ``NO_HOME_EXIT_0``: ``completion``, which reads no
+  home and runs only there);
 * an exit other than 0 and 3 (``scan``'s findings) gives its reason (``memdeck: error:`` /
   ``memdeck: refused:`` on stderr, or the JSON refusal on stdout);
 * the home's files are byte-identical afterwards (type, mode and content of everything, links

@@ -91,9 +91,8 @@ READ_ONLY: frozenset[str] = frozenset({
 
 #: Commands that exit 0 where there is no Hermes home, each for a reason (every other command exits
 #: 4 there): ``completion`` reads no home (it prints a shell script; its parser sets
-#: ``needs_home=False``); ``fleet`` and ``metrics`` show every home, a missing one as its row's
-#: error (``core/cli`` ``ANY_HOME_COMMANDS``).
-NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion", "fleet", "metrics"})
+#: ``needs_home=False``). ``fleet`` and ``metrics`` exit 4 too (issue 39 #5).
+NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion"})
 
 #: Commands that read nothing of a home: the hostile homes run them on the homes that are no
 #: home only (their output cannot depend on what a home holds).

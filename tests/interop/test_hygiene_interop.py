@@ -35,7 +35,7 @@ SEEDS = [
     ("memory", "Deploy-Ziel: pi.local"),
     ("user", "User prefers concise answers without preamble"),
     ("user", "User prefers concise answers, no preamble"),
-    ("memory", "Config lives in /nonexistent/memdeck-interop/app.toml"),
+    ("memory", "Config lives in /tmp/memdeck-interop-gone-3b2e.toml"),
 ]
 
 

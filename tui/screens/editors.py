@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen
+from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
+from memdeck.core.home import TARGET_FILES
 
 from ..safe_text import safe_text
+from .modal import Dialog
 
 
 def scan_findings(text: str) -> list[Any]:
@@ -75,7 +76,7 @@ def findings_text(text: str, findings: list[Any]) -> Text:
     return t
 
 
-class FormScreen(ModalScreen["dict[str, Any] | None"]):
+class FormScreen(Dialog["dict[str, Any] | None"]):
     """A modal form that checks itself on every change and saves only what passes.
 
     Subclasses compose a text area ``#{FORM}-text`` and buttons ``#{FORM}-save`` /
@@ -219,7 +220,7 @@ class EntryEditScreen(FormScreen):
         target = self._current_target()
         used, limit = self._usage_after(target, text)
         findings = scan_findings(self.compose_entry(text)) if text else []
-        name = "MEMORY.md" if target == "memory" else "USER.md"
+        name = TARGET_FILES.get(target, "USER.md")
         unchanged = not self.choose_target and text == self.original.strip() and not self.allow_unchanged
         problems: list[str] = []
         budget = Text()
@@ -397,7 +398,7 @@ class PinScreen(FormScreen):
         text, probes, priority = key
         try:
             result: Any = self.what_if_fn(text, list(probes) or None, priority if 1 <= priority <= 100 else 50)
-        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is a line, never a crash
+        except Exception as exc:  # noqa: BLE001 - the what-if shows any failure as its result, never a crash
             result = exc
         self.post_message(WhatIfReady(key, result))
 

@@ -44,7 +44,7 @@ def usage_bar(snap: DeckSnapshot, target: str, width: int) -> Text:
     """``MEMORY.md  88%  1,952/2,200 chars · 21 entries  ████░░`` fitted to ``width`` columns
     (the numbers first: the bar shrinks, never the numbers), then a line for a file far over
     its limit and one for a file that does not round-trip."""
-    name = "MEMORY.md" if target == "memory" else "USER.md  "
+    name = TARGET_FILES.get(target, "USER.md").ljust(9)
     state = snap.memory.get(target)
     t = Text()
     t.append(f"{name} ", "bold")

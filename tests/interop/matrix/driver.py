@@ -545,6 +545,34 @@ def op_memory_setup(cmd: dict[str, Any]) -> dict[str, Any]:
             "providers": [n for n in names if n != "builtin"]}
 
 
+def op_conv_estimate(cmd: dict[str, Any]) -> dict[str, Any]:
+    """This Hermes' own size of a stored session as a resumed turn sees it: ``rough``
+    (``estimate_messages_tokens_rough`` of ``SessionDB.get_messages_as_conversation``), ``anchor``
+    (0.21.5+ ``agent/usage_anchor.py`` ``persisted_anchor_tokens``: the provider's reported usage plus
+    the rough size of what came after; None when this Hermes has none or it is stale) and the
+    message keys it loaded."""
+    from agent import model_metadata as mm
+
+    db = _sessiondb()
+    msgs = db.get_messages_as_conversation(cmd["sid"])
+    out: dict[str, Any] = {"rough": mm.estimate_messages_tokens_rough(msgs), "anchor": None,
+                           "keys": sorted({k for m in msgs for k in m})}
+    try:
+        from agent.usage_anchor import persisted_anchor_tokens
+    except ImportError:
+        return out
+    out["anchor"] = persisted_anchor_tokens(db, cmd["sid"], msgs)
+    return out
+
+
+def op_agent_budget(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The compaction threshold this Hermes' own agent installs from the home's config.yaml
+    (``AIAgent.__init__`` builds its ``ContextCompressor``): ``{threshold_tokens, context_length}``."""
+    agent = _offline_agent(cmd.get("sid", "BUDGET"), "http://127.0.0.1:9/v1")
+    cc = agent.context_compressor
+    return {"threshold_tokens": int(cc.threshold_tokens), "context_length": int(cc.context_length)}
+
+
 def _offline_agent(sid: str, base_url: str, platform: str = "cli") -> Any:
     from run_agent import AIAgent
 
