@@ -468,6 +468,7 @@ def test_the_live_session_carries_holographic_recalls_turn_by_turn(demo_home_tem
     so the Context panel's "injected, turn by turn" shows a provider's injections."""
     from memdeck.core.context.prompts import PromptCache
     from memdeck.core.context.report import build_report, disk_entries
+    from memdeck.core.hermes_version import HermesVersion
     from memdeck.core.sessions.statedb import StateDB
 
     cfg = load_config(demo_home_template)
@@ -475,7 +476,7 @@ def test_the_live_session_carries_holographic_recalls_turn_by_turn(demo_home_tem
     with StateDB(demo_home_template.state_db) as db:
         stamp = next(s for s in db.prompt_stamps() if s.session_id == demo_plan(7, DEMO_NOW).live_session_id)
         rep = build_report(db, demo_home_template, cfg, stamp, cache=PromptCache(), disk=disk_entries(demo_home_template),
-                           version="0.19")
+                           version=HermesVersion.of("0.19"))
     injected = rep.to_dict()["injected"]
     provider = [i for i in injected if i["source"] == "provider"]
     assert len(provider) == 3 and {i["name"] for i in provider} == {"holographic"}
