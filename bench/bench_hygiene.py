@@ -7,6 +7,7 @@ duplicate threshold; and the cost of all findings on a full memory (issue 36).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -110,12 +111,13 @@ def cost() -> None:
     home = _full_home(Path(tempfile.mkdtemp(prefix="memdeck-hygiene-bench-")) / "home")
     code = ("import sys,time; from memdeck.core.home import HermesHome; "
             "from memdeck.core.hygiene.detect import hygiene_report; h=HermesHome(__import__(\"pathlib\").Path(sys.argv[1])); "
-            "t=time.perf_counter(); r=hygiene_report(h, semantic=sys.argv[2]=='1'); "
-            "print(r.method, len(r.findings), round((time.perf_counter()-t)*1000, 1))")
+            "t=time.perf_counter(); c=time.process_time(); r=hygiene_report(h, semantic=sys.argv[2]=='1'); "
+            "print(r.method, len(r.findings), round((time.perf_counter()-t)*1000, 1), "
+            "round((time.process_time()-c)*1000, 1))")
     for label, sem in (("lexical", "0"), ("semantic, first (embeds)", "1"), ("semantic, again (cached)", "1")):
         out = subprocess.run([sys.executable, "-c", code, str(home), sem], capture_output=True, text=True, check=True)
-        method, n, ms = out.stdout.split()
-        print(f"cost: {label}: {ms} ms for {n} findings ({method})")
+        method, n, ms, cpu = out.stdout.split()
+        print(f"cost: {label}: {ms} ms wall, {cpu} ms CPU for {n} findings ({method}; load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

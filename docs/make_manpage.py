@@ -65,8 +65,8 @@ tcsh:  eval `memdeck completion tcsh`                    # in ~/.tcshrc
 .SH FILES
 .TP
 .I <user config directory>/config.toml, config.yaml
-The settings of the dashboard, serve, fleet and metrics (theme, default profile, keymap,
-fleet homes), in the platform's user config directory: $XDG_CONFIG_HOME/memdeck (else ~/.config/memdeck) on Linux, ~/Library/Application
+The settings of the dashboard, serve, fleet, metrics and watch (theme, default profile, keymap,
+fleet homes, the [alerts] thresholds), in the platform's user config directory: $XDG_CONFIG_HOME/memdeck (else ~/.config/memdeck) on Linux, ~/Library/Application
 Support/memdeck on macOS, %APPDATA%\\memdeck on Windows; then ~/.config/memdeck on every platform.
 \-\-config FILE, then MEMDECK_CONFIG, name another file.
 .TP
@@ -103,7 +103,9 @@ def render() -> str:
     page.source = f"memdeck {__version__}"
     page.manual = "memdeck manual"
     page.description = "a live cockpit for Hermes Agent's memory, sessions and MemLock anchors"
-    return str(page).rstrip("\n") + "\n" + EXTRA.lstrip("\n")
+    # a command's help is a %-format for argparse ("90%% usage"), which argparse-manpage prints as
+    # it is: undo the escape, as argparse's own --help does
+    return str(page).replace("%%", "%").rstrip("\n") + "\n" + EXTRA.lstrip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -487,7 +487,7 @@ def action_approve_clean(self: MemdeckApp) -> None:
                 "not applied.", "dim")
     if others:
         body.append(f"\n{others} other record{'s' if others != 1 else ''} (stale, refused, another subsystem's) "
-                    "stay as they are.", "dim")
+                    f"{'stay' if others != 1 else 'stays'} as {'they are' if others != 1 else 'it is'}.", "dim")
     provider = self.snapshot.provider.name if self.snapshot is not None and self.snapshot.provider else None
 
     def op() -> Any:

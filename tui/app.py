@@ -833,6 +833,20 @@ class MemdeckApp(DeckActions, App[None]):
                 t.append(" · ")
                 t.append(badge, "bold reverse yellow")
         for words, style in self._store_badges(snap):
+            if words.startswith("built-in MEMORY + USER"):  # both stores on, and a provider: words that
+                # yield to the time and the path (a store switched off is a warning: it stays)
+                try:
+                    room = self.query_one("#statusline", Static).size.width or self.size.width or 80
+                except Exception:  # noqa: BLE001 - not mounted yet: the app's width
+                    room = self.size.width or 80
+                base = t.cell_len + 3 + len(" · updated 00:00:00") + 3
+                label = self.home_label if self.home_label is not None else str(self.home.path)
+                short = words.removeprefix("built-in MEMORY + USER; ")
+                # the whole path beats these words; a path cut anyway leaves room for the short ones
+                options = [(words, len(label)), (short, len(label)), ("", len(label)), (short, 8)]
+                words = next((w for w, path in options if base + len(w) + path <= room), "")
+                if not words:
+                    continue
             t.append(" · ")
             t.append(words, style)
         if self.history_filling is not None and self.history_remaining:
@@ -1415,7 +1429,10 @@ class MemdeckApp(DeckActions, App[None]):
             text = success(result) if callable(success) else success
             outcome = success_outcome(result, text)
             target = getattr(result, "target", None) or (result.get("target") if isinstance(result, dict) else None)
-            if outcome.ok and outcome.code != "noop" and target in ("memory", "user"):
+            # only a write that changed a memory file is unseen by the running session (a reject
+            # drops a staged record: the files are as they were)
+            if outcome.ok and outcome.code != "noop" and target in ("memory", "user") \
+                    and getattr(result, "changed", False) is True:
                 from .views.context import write_note
 
                 note = write_note(self.snapshot, target)
@@ -1432,11 +1449,12 @@ class MemdeckApp(DeckActions, App[None]):
     def on_write_done(self, message: WriteDone) -> None:
         o = message.outcome
         body = o.message if not o.detail else o.message + "\n" + "\n".join(o.detail)
+        action = message.action.replace("_", " ")  # "approve clean", never the action's id "approve_clean"
         if o.ok:
             severity = "warning" if o.code == "noop" else "information"
-            self.notify(body, title=message.action, severity=severity, markup=False, timeout=5)
+            self.notify(body, title=action, severity=severity, markup=False, timeout=5)
         else:
-            title = f"{message.action}: refused" if o.code not in ("", "error") else f"{message.action}: failed"
+            title = f"{action}: refused" if o.code not in ("", "error") else f"{action}: failed"
             self.notify(body, title=title, severity="error", markup=False, timeout=8)
         self.request_refresh(force=True)
 

@@ -23,18 +23,44 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..memory.prompt_block import BLOCK_SEPARATOR, MEMORY_BLOCK_HEADERS
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
 from .integrity_history import detection_encoder, session_events, session_system_prompt
 from .lifecycle import session_anchor_set
 from .model import validate_priority, validate_probes
 from .rehydration import plan_reminder
-from .rules import PROBE_STOPWORDS, anchor_id_of, auto_reminder, flatten_ws, memlock_cfg, probes_of, reminder_of
+from .rules import (
+    PROBE_STOPWORDS,
+    anchor_id_of,
+    auto_reminder,
+    flatten_ws,
+    memlock_cfg,
+    probes_of,
+    reminder_of,
+)
 
 #: The id the hypothetical anchor carries in verdicts and reminder blocks (never a MemLock id).
 WHAT_IF_ID = "what-if"
 #: At most this many suggested probes (MemLock derives at most 5).
 MAX_SUGGESTED = 5
 _WORD_RE = re.compile(r"\b[a-zA-Z]{4,}\b")
+#: English function words and adverbs of 4+ letters that MemLock's 20 stopwords let through: never
+#: suggested as probes (a probe "always" or "instead" is found in almost any conversation, so it
+#: proves nothing about the instruction). Derived probes keep MemLock's own rule.
+SUGGESTION_STOPWORDS = frozenset({
+    "also", "always", "another", "anyone", "anything", "away", "back", "because", "before", "being", "both",
+    "cannot", "does", "doing", "done", "down", "each", "either", "else", "even", "ever", "every", "everyone",
+    "everything", "first", "here", "however", "instead", "into", "itself", "just", "last", "less", "like",
+    "make", "many", "more", "most", "much", "must", "myself", "need", "never", "next", "often", "once", "only",
+    "onto", "other", "otherwise", "ours", "over", "please", "rather", "really", "same", "shall", "should",
+    "since", "some", "something", "sometimes", "still", "such", "sure", "than", "them", "then", "thing",
+    "things", "though", "through", "under", "unless", "until", "upon", "usually", "very", "want", "well",
+    "what", "whatever", "where", "whether", "while", "whom", "whose", "within", "without", "yours",
+})
+_BLOCK_HEAD_RE = re.compile(
+    BLOCK_SEPARATOR + r"\n(" + "|".join(re.escape(h) for h in MEMORY_BLOCK_HEADERS.values()) + r")"
+    r" \[\d+% — ([\d,]+)/[\d,]+ chars\][^\n]*\n" + BLOCK_SEPARATOR + r"\n")
+_FILE_OF_HEADER = {MEMORY_BLOCK_HEADERS["memory"]: "MEMORY.md", MEMORY_BLOCK_HEADERS["user"]: "USER.md"}
 
 
 @dataclass(frozen=True)
@@ -91,6 +117,10 @@ class WhatIf:
         suggested_probes: ``(word, summaries it survives in)``, most frequent first.
         method: ``keyword``, ``semantic`` or ``keyword-fallback`` (semantic configured but not usable).
         detection: the :class:`core.anchors.encoder.DetectionStatus`, or None (a caller's encoder).
+        carried_by: ``"MEMORY.md"`` or ``"USER.md"`` when that file's block in the session's
+            system prompt holds the anchor (its text, or every one of its probes): MemLock audits
+            the system prompt too, so the anchor is found alive whatever the conversation says
+            (:func:`carried_by`); None otherwise.
     """
 
     session_id: str
@@ -102,10 +132,29 @@ class WhatIf:
     suggested_probes: tuple[tuple[str, int], ...]
     method: str
     detection: Any = None
+    carried_by: str | None = None
 
     @property
     def alive_count(self) -> int:
         return sum(1 for p in self.points if p.alive)
+
+
+def carried_by(system_prompt: str | None, text: str, probes: Sequence[str]) -> str | None:
+    """``"MEMORY.md"``/``"USER.md"`` when that store's block in ``system_prompt`` holds ``text``
+    (case and whitespace aside) or every one of ``probes`` (case-insensitive substrings, as the
+    keyword audit matches them); None otherwise or without a prompt. A block is cut by its
+    header's char count (the format of ``core/memory/prompt_block.py``, Hermes 0.19
+    ``tools/memory_tool.py:674-691``)."""
+    prompt = system_prompt or ""
+    flat = " ".join(str(text or "").lower().split())
+    for m in _BLOCK_HEAD_RE.finditer(prompt):
+        try:
+            body = prompt[m.end():m.end() + int(m.group(2).replace(",", ""))].lower()
+        except ValueError:
+            continue
+        if (flat and flat in " ".join(body.split())) or (probes and all(str(p).lower() in body for p in probes)):
+            return _FILE_OF_HEADER[m.group(1)]
+    return None
 
 
 def candidate_words(text: str) -> list[str]:
@@ -194,7 +243,8 @@ def what_if(db: Any, store: Any, session_id: str, text: str, *, probes: Sequence
             survived[w] += 1
         points[ev.index] = WhatIfPoint(ev.index, float(ev.time), mine, integrity_score(verdicts.values()), block, found,
                                      WHAT_IF_ID in selected)
-    suggested = sorted(((w, n) for w, n in survived.items() if n), key=lambda x: (-x[1], words.index(x[0])))
+    suggested = sorted(((w, n) for w, n in survived.items() if n and w not in SUGGESTION_STOPWORDS),
+                       key=lambda x: (-x[1], words.index(x[0])))
     shown_new = dict(new, id=anchor_id_of(same)) if same is not None else new
     return WhatIf(session_id=session_id, anchor=shown_new, replaces=anchor_id_of(same) if same is not None else None,
                   points=tuple(points[e.index] for e in events if e.index in points),
@@ -202,7 +252,7 @@ def what_if(db: Any, store: Any, session_id: str, text: str, *, probes: Sequence
                   suggested_probes=tuple(suggested[:MAX_SUGGESTED]),
                   method=sorted(methods)[0] if methods else ("semantic" if _is_semantic(cfg) and encoder is not None
                                                               else "keyword"),
-                  detection=detection)
+                  detection=detection, carried_by=carried_by(system_prompt, new["text"], new["probes"]))
 
 
 def _is_semantic(cfg: Any) -> bool:

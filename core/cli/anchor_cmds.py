@@ -152,6 +152,9 @@ def _what_if_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
         print("  no compaction in state.db to replay")
     else:
         print(f"  {wi.alive_count} of {len(wi.points)} compaction(s) alive ({wi.method})")
+    if wi.carried_by:
+        print(f"  alive because {wi.carried_by} carries it: the session's system prompt holds its words, and "
+              "MemLock audits the prompt too, whatever the conversation says")
     for p in wi.points:
         v = p.verdict
         sim = f" sim={v.similarity:.3f}" if v.similarity is not None else ""

@@ -17,10 +17,14 @@ def _constraints(args: argparse.Namespace, ctx: CliContext) -> int:
     from ..constraints.ledger import counts, session_ledger
     from ..sessions.statedb import StateDB
 
+    from ..errors import Refused
+
     if not ctx.home.state_db.exists():
-        print("memdeck: no state.db in this home: there are no compactions to read", file=__import__("sys").stderr)
-        return 1
+        raise Refused("no state.db in this home: there are no compactions to read", code="no_statedb")
     with StateDB(ctx.home.state_db) as db:
+        status = db.status()
+        if status.state != "ok":
+            raise Refused(f"state.db cannot be read ({status.state}): {status.message}", code="unreadable")
         sid = args.session
         if sid is None:
             live = db.live_session()
@@ -29,8 +33,7 @@ def _constraints(args: argparse.Namespace, ctx: CliContext) -> int:
                 sessions = db.sessions(limit=1)
                 sid = sessions[0].id if sessions else None
         if sid is None:
-            print("memdeck: state.db holds no session", file=__import__("sys").stderr)
-            return 1
+            raise Refused("state.db holds no session: there are no compactions to read", code="no_session")
         ledger: dict[str, Any] = session_ledger(db, ctx.home, ctx.config, sid, compaction=args.compaction,
                                                 semantic=not args.keyword)
     if args.json:

@@ -123,8 +123,8 @@ def _print_injected(rep: Any) -> None:
             print(f"  turn #{t.turn_id} {_when(t.time)}: nothing injected")
             continue
         for part in t.parts:
-            print(f"  turn #{t.turn_id} {_when(t.time)}: {part.source} {_visible(part.name, 40)}: {part.chars:,} chars "
-                  f"~{part.tokens:,} tokens")
+            who = part.source if part.name == part.source else f"{part.source} {_visible(part.name, 40)}"  # not "memlock memlock"
+            print(f"  turn #{t.turn_id} {_when(t.time)}: {who}: {part.chars:,} chars ~{part.tokens:,} tokens")
             shown = part.recalled if part.recalled is not None else part.text
             for line in shown.splitlines()[:12]:
                 print(f"      {_visible(line, 110)}")

@@ -10,7 +10,9 @@ whose ``{"event": "exec", ...}`` lines report a run that timed out, failed or wa
 one JSON object per line for each event:
 
 * ``{"event": "change", ...Change.to_dict()}`` - a recorded change;
-* ``{"event": "pending", "id", "action", "target", "origin", "summary"}`` - a new pending write;
+* ``{"event": "pending", "id", "action", "target", "origin", "summary", "staged_again"}`` - a new
+  pending write (``staged_again``: memdeck put it back, undoing its approval or reject; ``origin``
+  is still the record's own);
 * ``{"event": "usage", "target", "pct", "chars", "limit"}`` - a memory file crossed 90 % usage
   upward;
 * ``{"event": "audit", "session_id", "score", "alert_floor"}`` - the integrity score of a MemLock
@@ -72,10 +74,20 @@ def _who(c: _history.Change) -> str:
     return c.actor
 
 
+def _window(since: float | None, until: float) -> str:
+    """``2026-07-23 16:25:05 .. 16:30:00``: the window in which a change happened, local time; the
+    end carries its date too when it falls on another day than the start (or the start is
+    unknown), so a window across midnight never reads as going backwards."""
+    end = _clock(until, "%Y-%m-%d %H:%M:%S")
+    if not since:
+        return f"? .. {end}"
+    start = _clock(since, "%Y-%m-%d %H:%M:%S")
+    return f"{start} .. {end[11:] if start[:10] == end[:10] else end}"
+
+
 def _show(c: _history.Change) -> None:
-    since = _clock(c.since, "%Y-%m-%d %H:%M:%S") if c.since else "?"
     rev = f"  (reverted by journal #{c.reverted_by})" if c.reverted_by else ""
-    print(f"#{c.change_id:<6} {since} .. {_clock(c.until, '%H:%M:%S')}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
+    print(f"#{c.change_id:<6} {_window(c.since, c.until)}  {c.op:15} {c.kind}:{c.where}  {_who(c)}{rev}")
     if c.kind == "anchor":  # field by field, in words: never the JSON the history stores (issue 22 #12)
         for line in _history.anchor_field_lines(c.before, c.after):
             print(f"    {safe(line, one_line=True, width=160)}")
@@ -258,11 +270,14 @@ class _Watch:
             for c in _history.observe(self.ctx.home):
                 out.append({"event": "change", **c.to_dict()})
         if "pending" in kinds:
+            from ..deck.db import load_decided_pending
+
             now = list_pending(self.ctx.home)
+            again = load_decided_pending(self.ctx.home, [p.id for p in now if p.id not in self.pending])
             for p in now:
                 if p.id not in self.pending:
                     out.append({"event": "pending", "id": p.id, "action": p.action, "target": p.target,
-                                "origin": p.origin, "summary": p.summary})
+                                "origin": p.origin, "summary": p.summary, "staged_again": p.id in again})
             self.pending = {p.id for p in now}
         if "memory" in kinds:
             pct = self._pcts()
@@ -432,8 +447,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser("watch", help="headless: print (or --exec) one JSON line per change, pending write, "
                        "90%% usage crossing, low integrity score and running session that no longer sees the files",
                        description="Also: a memory provider that injected nothing for alerts.provider_quiet_turns turns "
-                       "or takes more than alerts.provider_budget_pct %% of the compaction budget, and the oldest "
-                       "pending write waiting past alerts.pending_age_hours (the settings file's alerts table).")
+                       "or takes more than alerts.provider_budget_pct % of the compaction budget, and the oldest "
+                       "pending write waiting past alerts.pending_age_hours. These three come from the [alerts] table "
+                       "of the dashboard's settings file (memdeck --help names the file in use; --config FILE or "
+                       "MEMDECK_CONFIG name another): provider_quiet_turns = 3 (user turns, at least 1), "
+                       "provider_budget_pct = 20 (percent of the tokens Hermes compacts at), pending_age_hours = 24 "
+                       "(hours); a missing key or file keeps its default, an unusable value keeps its default with "
+                       "a warning on stderr.")
     p.add_argument("--exec", metavar="CMD", default=None,
                    help="run CMD (shell) per event with the JSON line on stdin, one run at a time in its own process "
                         "group; a run that fails or passes --exec-timeout is reported as an {\"event\": \"exec\"} line")

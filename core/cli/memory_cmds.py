@@ -362,8 +362,12 @@ def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
 def _pending_edit(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.op is not None and args.op < 1:
         raise UsageError("--op counts from 1")
-    return _run(args, lambda: _review.edit_and_approve(ctx.home, ctx.config, args.id, args.text, op=args.op,
-                                                        actor=ctx.actor), ctx)
+    rc = _run(args, lambda: _review.edit_and_approve(ctx.home, ctx.config, args.id, args.text, op=args.op,
+                                                      actor=ctx.actor), ctx)
+    if rc == 0 and not args.json:
+        op = f" (operation {args.op})" if args.op is not None else ""
+        print(f"approved pending write {safe(args.id, one_line=True)}{op} with the edited text")
+    return rc
 
 
 def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -468,8 +472,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     _command(msub, "add", "append an entry", _add, target=True, args=(_a("text"),))
     _command(msub, "replace", "replace the whole entry OLD (id, id prefix or unique substring) with NEW", _replace,
              target=True, args=(_a("old"), _a("new")))
-    _command(msub, "remove", "delete an entry (id, id prefix or unique substring)", _remove, target=True,
-             args=(_a("selector", metavar="ID_OR_SUBSTRING"),))
+    _command(msub, "remove", "delete an entry (id, id prefix or unique substring)", _remove,
+             args=(_a("selector", metavar="ID_OR_SUBSTRING"), _WHERE))
     _command(msub, "edit", "rewrite the entry ID with TEXT", _edit, args=(_a("id"), _a("text"), _WHERE))
     _command(msub, "move", "move the entry ID to the other file", _move, args=(
         _a("id"), _a("--to", choices=TARGETS, required=True), _a("--from", dest="source", choices=TARGETS, default=None)))
@@ -483,8 +487,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
              args=(_a("archive_id", metavar="ARCHIVE_ID"),))
     _command(sub, "undo", "undo the last change recorded in the journal (if the file still holds it)", _undo)
 
-    p = sub.add_parser("pending", help="review Hermes' staged memory writes (write approval)")
-    psub = p.add_subparsers(dest="pending_command", metavar="ACTION", required=True)
+    p = sub.add_parser("pending", help="review Hermes' staged memory writes (write approval); without an ACTION: "
+                       "list them")
+    p.add_argument("--json", action="store_true", help="with no ACTION: the list as JSON")
+    p.set_defaults(handler=_pending_list)
+    psub = p.add_subparsers(dest="pending_command", metavar="ACTION", required=False)
     _command(psub, "list", "list pending writes: who staged each, its state (clean, stale with Hermes' reason, "
              "refused), its age and threat findings", _pending_list)
     _command(psub, "approve", "apply a pending write through the core, then drop it; --all-clean: every clean one, "

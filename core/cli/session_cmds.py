@@ -41,12 +41,12 @@ def _stale(args: argparse.Namespace, ctx: CliContext) -> int:
     if not rows:
         print("no open session")
         return 0
-    print(f"{'id':<24} {'source':<10} {'frozen':<16} {'differ':>6}  ")
+    print(f"{'id':<24} {'source':<10} {'frozen':<16} {'differ':>6}")
     for r in rows:
         differ = f"{r['differences']:>6}" if r["in_prompt"] else f"{'-':>6}"
         why = "" if r["in_prompt"] else f"  ({r['reason']})"
         print(f"{_visible(r['session_id'], 24):<24} {_visible(r['source'], 10):<10} {_when(r['frozen_at']):<16} "
-              f"{differ}{why}")
+              f"{differ}{why}".rstrip())
     return 0
 
 
@@ -101,8 +101,8 @@ def _recall(args: argparse.Namespace, ctx: CliContext) -> int:
     for h in hits:
         lineage = f" (lineage {h.lineage_root})" if h.lineage_root != h.session_id else ""
         flag = " [compacted]" if h.compacted else ""
-        print(f"{h.session_id}{lineage}  {_when(h.started_at)}  {h.source}  {_visible(h.title, 40)}")
-        print(f"  {h.matched_role} #{h.match_message_id}{flag}: {_visible(h.snippet, 160)}")
+        print(f"{h.session_id}{lineage}  {_when(h.started_at)}  {h.source}  {_visible(h.title, 40)}".rstrip())
+        print(f"  {h.matched_role} #{h.match_message_id}{flag}: {_visible(h.snippet, 160)}".rstrip())
     return 0
 
 

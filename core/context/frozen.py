@@ -143,18 +143,27 @@ Verdict = Callable[[str], Sequence[str]]
 def diff_frozen(target: str, frozen: Sequence[str], disk: Sequence[str], verdict: Verdict) -> list[MemoryChange]:
     """The differences between a session's frozen entries and the file's entries now, in order.
 
-    Entries are compared by text; a ``[BLOCKED: ...]`` placeholder is equal to a file entry that
-    ``verdict`` (the pattern ids the Hermes of this home reports for a text) blocks with the same
-    ids. The two lists are aligned (``difflib.SequenceMatcher`` over the entries); each run of
-    unequal entries is paired:
+    Hermes' prompt block is the set of a store's entries in file order, so an entry is a
+    difference only when its text is not on the other side: an entry the file holds at another
+    place than the block (a restore, an undone archive, a revert that puts it back) is *moved*,
+    never a difference (:func:`moved_entries` counts them). Entries are compared by text; a
+    ``[BLOCKED: ...]`` placeholder is equal to a file entry that ``verdict`` (the pattern ids the
+    Hermes of this home reports for a text) blocks with the same ids.
+
+    The entries on one side only are then paired into replacements:
 
     1. a frozen and a file entry at least :data:`~memdeck.core.history.diff.SIMILAR` alike
-       (best first) are one ``replaced``, as in the change history;
-    2. in a run followed by an unchanged entry, every file entry left replaced one of the frozen
-       entries left (Hermes appends additions at the end: 0.19 ``MemoryStore.add`` :346-396,
-       ``apply_batch`` :507-612; ``replace`` keeps the entry's place :398-465), best match first;
+       (best first, wherever each sits) are one ``replaced``, as in the change history;
+    2. the entries in order on both sides (moved ones set aside) are aligned
+       (``difflib.SequenceMatcher``); in a run of unequal entries followed by an unchanged entry,
+       every file entry left replaced one of the frozen entries left (Hermes appends additions
+       at the end: 0.19 ``MemoryStore.add`` :346-396, ``apply_batch`` :507-612; ``replace``
+       keeps the entry's place :398-465), best match first;
     3. in the final run, one frozen and one file entry left at the same place are a
        ``replaced``; the rest are ``removed`` and ``added``.
+
+    So the changes are exactly the set difference of the two sides, with each replacement's two
+    entries as one change: ``len(result) == |frozen - disk| + |disk - frozen| - replaced``.
 
     Args:
         target: ``"memory"`` or ``"user"``.
@@ -164,8 +173,19 @@ def diff_frozen(target: str, frozen: Sequence[str], disk: Sequence[str], verdict
         verdict: text -> pattern ids (empty when the text is clean).
 
     Returns:
-        the changes; ``[]`` when the session sees exactly the file's entries.
+        the changes; ``[]`` when the session sees exactly the file's entries, in any order.
     """
+    return _diff(target, frozen, disk, verdict)[0]
+
+
+def moved_entries(frozen: Sequence[str], disk: Sequence[str], verdict: Verdict) -> int:
+    """How many entries the file holds, same text, at another place than the frozen block
+    (not differences: see :func:`diff_frozen`); 0 when the order is the same."""
+    return _diff("memory", frozen, disk, verdict)[1]
+
+
+def _diff(target: str, frozen: Sequence[str], disk: Sequence[str], verdict: Verdict) -> tuple[list[MemoryChange], int]:
+    """:func:`diff_frozen`'s changes and :func:`moved_entries`' count, from one alignment."""
     frozen_set = set(frozen)
 
     def fkey(e: str) -> Any:
@@ -181,33 +201,73 @@ def diff_frozen(target: str, frozen: Sequence[str], disk: Sequence[str], verdict
     fk = [fkey(e) for e in frozen]
     dk = [dkey(e) for e in disk]
     dkeys = [k for k, _ in dk]
+    # entries on both sides (as a multiset: each file entry stands for one frozen entry at most)
+    waiting: dict[Any, list[int]] = {}
+    for j, k in enumerate(dkeys):
+        waiting.setdefault(k, []).append(j)
+    both: list[tuple[int, int]] = []
+    for i, k in enumerate(fk):
+        if waiting.get(k):
+            both.append((i, waiting[k].pop(0)))
+    # the ones in the same order on both sides stay as anchors; the rest are moved
+    in_order = _increasing([j for _i, j in both])
+    anchors = [both[n] for n in in_order]
+    moved_f = {i for i, _j in both} - {i for i, _j in anchors}
+    moved_d = {j for _i, j in both} - {j for _i, j in anchors}
+    fi = [i for i in range(len(frozen)) if i not in moved_f]
+    dj = [j for j in range(len(disk)) if j not in moved_d]
+    ops = difflib.SequenceMatcher(None, [fk[i] for i in fi], [dkeys[j] for j in dj], autojunk=False).get_opcodes()
+    runs = [([fi[i] for i in range(i1, i2)], [dj[j] for j in range(j1, j2)], j2 == len(dj) and i2 == len(fi))
+            for tag, i1, i2, j1, j2 in ops if tag != "equal"]
+    alike = _pair_alike(frozen, disk, [i for r, _a, _t in runs for i in r], [j for _r, a, _t in runs for j in a])
+    alike_r = {i for i, _ in alike}
+    alike_a = {j for _, j in alike}
+    by_i = dict(alike)
     out: list[MemoryChange] = []
-    ops = difflib.SequenceMatcher(None, fk, dkeys, autojunk=False).get_opcodes()
-    for tag, i1, i2, j1, j2 in ops:
-        if tag == "equal":
-            continue
-        tail = j2 == len(disk) and i2 == len(frozen)
-        rem = list(range(i1, i2))
-        add = list(range(j1, j2))
-        pairs = _pair(frozen, disk, rem, add, tail)
-        paired_r = {i for i, _ in pairs}
-        paired_a = {j for _, j in pairs}
-        by_i = {i: j for i, j in pairs}
+    for rem, add, tail in runs:
+        pairs = _pair(frozen, disk, rem, add, alike_r, alike_a, tail)
+        by_i.update(pairs)
+        paired_a = alike_a | {j for _, j in pairs}
         for i in rem:  # in frozen order, each replacement where its old entry was
             if i in by_i:
                 j = by_i[i]
                 out.append(MemoryChange(target, "replaced", frozen[i], disk[j],
                                         blocked=fk[i][0] == "blocked" or dk[j][1]))
-            elif i not in paired_r:
+            else:
                 out.append(MemoryChange(target, "removed", frozen[i], None, blocked=fk[i][0] == "blocked"))
         for j in add:
             if j not in paired_a:
                 out.append(MemoryChange(target, "added", None, disk[j], blocked=dk[j][1]))
-    return out
+    return out, len(moved_f)
 
 
-def _pair(frozen: Sequence[str], disk: Sequence[str], rem: list[int], add: list[int], tail: bool) -> list[tuple[int, int]]:
-    """Pairs ``(frozen index, file index)`` that are one ``replaced`` (rules of :func:`diff_frozen`)."""
+def _increasing(seq: Sequence[int]) -> list[int]:
+    """The positions of one longest strictly increasing subsequence of ``seq`` (patience sorting)."""
+    tails: list[int] = []  # tails[k]: position in seq of the smallest tail of an increasing run of length k+1
+    prev: list[int] = [-1] * len(seq)
+    for n, v in enumerate(seq):
+        lo, hi = 0, len(tails)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if seq[tails[mid]] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        prev[n] = tails[lo - 1] if lo else -1
+        if lo == len(tails):
+            tails.append(n)
+        else:
+            tails[lo] = n
+    out: list[int] = []
+    n = tails[-1] if tails else -1
+    while n != -1:
+        out.append(n)
+        n = prev[n]
+    return out[::-1]
+
+
+def _pair_alike(frozen: Sequence[str], disk: Sequence[str], rem: list[int], add: list[int]) -> list[tuple[int, int]]:
+    """Pairs ``(frozen index, file index)`` at least :data:`SIMILAR` alike, best first (rule 1)."""
     if not rem or not add:
         return []
     scored = sorted((-_ratio(frozen[i], disk[j]), i, j) for i in rem for j in add)
@@ -219,16 +279,29 @@ def _pair(frozen: Sequence[str], disk: Sequence[str], rem: list[int], add: list[
             pairs.append((i, j))
             used_r.add(i)
             used_a.add(j)
+    return pairs
+
+
+def _pair(frozen: Sequence[str], disk: Sequence[str], rem: list[int], add: list[int], used_r: set[int],
+          used_a: set[int], tail: bool) -> list[tuple[int, int]]:
+    """Pairs ``(frozen index, file index)`` of one run that are one ``replaced`` by place (rules 2
+    and 3 of :func:`diff_frozen`); ``used_r``/``used_a`` are the entries rule 1 already paired."""
     left_r = [i for i in rem if i not in used_r]
     left_a = [j for j in add if j not in used_a]
-    if not tail:
-        for _neg, i, j in scored:
-            if i in left_r and j in left_a and i not in used_r and j not in used_a:
-                pairs.append((i, j))
-                used_r.add(i)
-                used_a.add(j)
-    elif len(left_r) == 1 and len(left_a) == 1 and rem.index(left_r[0]) == add.index(left_a[0]):
-        pairs.append((left_r[0], left_a[0]))
+    if not left_r or not left_a:
+        return []
+    if tail:
+        if len(left_r) == 1 and len(left_a) == 1 and rem.index(left_r[0]) == add.index(left_a[0]):
+            return [(left_r[0], left_a[0])]
+        return []
+    pairs: list[tuple[int, int]] = []
+    taken_r: set[int] = set()
+    taken_a: set[int] = set()
+    for _neg, i, j in sorted((-_ratio(frozen[i], disk[j]), i, j) for i in left_r for j in left_a):
+        if i not in taken_r and j not in taken_a:
+            pairs.append((i, j))
+            taken_r.add(i)
+            taken_a.add(j)
     return pairs
 
 
@@ -250,7 +323,8 @@ class FrozenMemory:
         blocks: the blocks found, by target.
         changes: every difference, MEMORY first then USER.
         notes: targets compared against an empty store (no block: the store was empty or off
-            when the prompt was built) and other plain facts.
+            when the prompt was built), entries moved (same text, another place: not a change)
+            and other plain facts.
     """
 
     in_prompt: bool
@@ -301,9 +375,14 @@ def compare(prompt: str | None, disk: dict[str, Sequence[str]], enabled: dict[st
                          "when it was built")
         if block is not None and not block.exact:
             notes.append(f"the {target} block's size did not match its header: its end was found by the next part")
-        changes += diff_frozen(target, block.entries if block else (), list(disk.get(target) or ()), verdict)
+        found_changes, moved = _diff(target, block.entries if block else (), list(disk.get(target) or ()), verdict)
+        changes += found_changes
+        if moved:
+            notes.append(f"{moved} {'MEMORY' if target == 'memory' else 'USER'} "
+                         f"{'entry sits' if moved == 1 else 'entries sit'} at another place in the file, same text: "
+                         "moved, not a difference")
     return FrozenMemory(True, None, dict(found), tuple(changes), tuple(notes))
 
 
 __all__ = ["CHANGES", "FrozenBlock", "FrozenMemory", "MemoryChange", "blocked_ids", "compare", "diff_frozen",
-           "find_blocks"]
+           "find_blocks", "moved_entries"]

@@ -683,6 +683,36 @@ def _read_only(home: HermesHome | Path) -> tuple[sqlite3.Connection | None, bool
         return None, False
 
 
+def load_decided_pending(home: HermesHome | Path, ids: Sequence[str]) -> dict[str, str]:
+    """``{pending id: op}`` for the ids among ``ids`` that memdeck's journal shows memdeck decided
+    before (an approval, whose row's ``op`` is the write's, or ``reject``) with a copy of the
+    record: a record of that id staged now was put back by memdeck (the undo of that decision,
+    ``core/memory/approval.py`` ``restage``, ``core/memory/pending.py`` ``unreject``), since
+    Hermes never stages two records under one id. ``{}`` when memdeck.db does not exist or cannot
+    be read; opens it read-only. Never raises."""
+    if not ids:
+        return {}
+    conn, own = _read_only(home)
+    if conn is None:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        part = list(ids)[:500]
+        for pid, op in conn.execute(
+                "SELECT json_extract(detail, '$.pending_id'), op FROM journal WHERE kind = 'memory' "
+                "AND op != 'undo' AND state IN ('done', 'unknown') AND json_valid(detail) "
+                "AND json_type(detail, '$.record') = 'text' "
+                f"AND json_extract(detail, '$.pending_id') IN ({','.join('?' * len(part))}) ORDER BY journal_id",
+                part):
+            out[str(pid)] = str(op)
+    except sqlite3.Error:
+        return out
+    finally:
+        if own:
+            conn.close()
+    return out
+
+
 def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, str]:
     """``{key: verdicts JSON}`` for the cached keys among ``keys``; ``{}`` when memdeck.db does not
     exist, predates the cache table, or cannot be read. Opens the file read-only

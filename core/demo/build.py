@@ -65,7 +65,9 @@ from .plan import DemoPlan, live_schedule, demo_plan
 from .story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_SEED, DEMO_USER_LIMIT, DEPLOY_SESSION, FLAGGED_MEMORY_ENTRY,
                     FLAGGED_MEMORY_FINDINGS, PUSH_BEFORE, RELEASE_DAY_SESSION, USER_REPLACE_TARGET, ANCHORS, AnchorSpec,
                     C1_USER, C2_USER, ENTRY_SEP, MEMLOCK_SETTINGS, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A, PHASE_B,
-                    PHASE_C, PINS_AFTER, SUMMARY_1, SUMMARY_2, SYSTEM_PROMPT_HEAD, tool_call)
+                    PHASE_C, PINS_AFTER, SUMMARY_1, SUMMARY_2, SYSTEM_PROMPT_HEAD, DEMO_PROVIDER, PROVIDER_RECALLS,
+                    tool_call)
+from ..memory.context_fence import memory_context_fence
 
 # ── small writers ──────────────────────────────────────────────────────────
 
@@ -92,11 +94,14 @@ def _config_text(plan: DemoPlan) -> str:
         "  write_approval: true",
         f"  memory_char_limit: {DEMO_MEMORY_LIMIT}",
         f"  user_char_limit: {DEMO_USER_LIMIT}",
+        f"  provider: {DEMO_PROVIDER}",
         "compression:",
         "  in_place: true",
         "plugins:",
         "  enabled:",
         "    - memlock",
+        "  hermes-memory-store:          # holographic's own settings (Hermes 0.19 plugins/memory/holographic)",
+        "    auto_extract: false",
         "memlock:",
     ]
     for key, value in MEMLOCK_SETTINGS.items():
@@ -471,8 +476,23 @@ def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:
     for role, text in PHASE_C:
         turn += role == "user"
         hs.append_message(conn, sid, role, text, timestamp=next(times))
+    _stamp_recalls(conn, sid)
     state.turn_count = turn
     return state
+
+
+def _stamp_recalls(conn: sqlite3.Connection, sid: str) -> None:
+    """The provider's ``<memory-context>`` fence on each live user row it recalled for
+    (:data:`PROVIDER_RECALLS`): Hermes ``compose_user_api_content`` puts it first, before any
+    plugin context (``content + "\n\n" + "\n\n".join([fence, plugin_context])``)."""
+    for content, recalled in PROVIDER_RECALLS.items():
+        row = conn.execute("SELECT id, api_content FROM messages WHERE session_id = ? AND active = 1 AND role = 'user' "
+                           "AND content = ? ORDER BY id DESC LIMIT 1", (sid, content)).fetchone()
+        if row is None:
+            continue
+        rest = row[1][len(content) + 2:] if isinstance(row[1], str) and row[1].startswith(content + "\n\n") else ""
+        api = content + "\n\n" + "\n\n".join(p for p in (memory_context_fence(recalled), rest) if p)
+        conn.execute("UPDATE messages SET api_content = ? WHERE id = ?", (api, row[0]))
 
 
 def _compact(conn: sqlite3.Connection, sid: str, state: _LiveState, cfg: MemlockConfig, system_prompt: str,

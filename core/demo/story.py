@@ -337,6 +337,28 @@ PHASE_C: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The memory provider of the demo home (``memory.provider``): Hermes' bundled ``holographic``
+#: (``plugins/memory/holographic``, a local SQLite fact store: no account, no network).
+DEMO_PROVIDER = "holographic"
+#: What holographic recalled for each user turn of the live session after its last compaction:
+#: its ``prefetch`` text (0.19 ``plugins/memory/holographic/__init__.py`` ``prefetch``:
+#: ``"## Holographic Memory\n"`` then ``"- [<trust:.1f>] <fact>"`` lines, at most 5), which Hermes
+#: fences (``build_memory_context_block``) and appends to the turn's ``api_content``. The facts
+#: avoid the anchors' probe words, so the recorded audits stay what they are.
+PROVIDER_RECALLS: dict[str, str] = {
+    C2_USER: ("## Holographic Memory\n"
+              "- [0.9] Custom domains are planned for v0.4; the design is ADR 0007 in docs/adr.\n"
+              "- [0.7] Priya prefers a feature split into small, reviewable pull requests."),
+    "Agreed. Start with the model and the migration.": (
+        "## Holographic Memory\n"
+        "- [0.8] Alembic migrations live in linkhop/migrations; autogenerate, then review by hand.\n"
+        "- [0.6] Models are SQLAlchemy 2.0 declarative classes in linkhop/models.py."),
+    "What would verification look like for a domain that already has a TXT record?": (
+        "## Holographic Memory\n"
+        "- [0.7] DNS for linkhop.dev is on Cloudflare; records are changed through its API, never by hand."),
+}
+
+
 # ── older sessions a newcomer's first recall finds ("deploy", "redis", "postgres") ──────────
 
 #: The first staging deploy, three days before ``now`` (a cli session): ``(role, text)``.

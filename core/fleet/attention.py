@@ -82,7 +82,7 @@ def attention_of(figures: HomeFigures | None, *, now: float, stale: bool = False
             out.append(Reason(1, f"{target} at {st.pct} %"))
     score, floor = figures.integrity_score, figures.alert_floor
     if score is not None and floor is not None and score < floor:
-        out.append(Reason(3, f"integrity {score} below the floor {floor}"))
+        out.append(Reason(3, f"integrity {score} under the floor of {floor}"))
     age = figures.oldest_pending_age(now)
     if age is not None and age > PENDING_OLD_S:
         out.append(Reason(2, f"a pending write waits for {age_words(age)}"))

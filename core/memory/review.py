@@ -165,10 +165,21 @@ class Outcome:
                 "journal_id": self.journal_id, "target": self.target}
 
     def line(self) -> str:
-        """One line for a person: ``applied 1a2b3c4d (journal #12)``, ``refused 5e6f7a8b: ...``."""
+        """One line for a person: ``applied 1a2b3c4d (journal #12)``, ``refused 5e6f7a8b: ...``,
+        ``skipped 9c0d1e2f (Hermes would refuse it): ...``."""
         if self.outcome in ("applied", "rejected"):
             return f"{self.outcome} {self.id}" + (f" (journal #{self.journal_id})" if self.journal_id else "")
+        if self.outcome == "skipped":
+            return f"skipped {self.id} ({_SKIP_ONE.get(self.code or '', self.code or 'not tried')}): {self.reason or ''}"
         return f"{self.outcome} {self.id}: {self.reason or self.code or ''}"
+
+
+#: why a record was skipped, in words that never reuse an outcome's name (a record whose state is
+#: ``refused`` was not tried, so it is no refusal of the bulk: exit 0, ``"refused": 0``)
+_SKIP_MANY = {"refused": "Hermes would refuse", "clean": "clean", "foreign": "not Hermes' own",
+              "malformed": "unreadable", "stopped": "not tried"}
+_SKIP_ONE = {"refused": "Hermes would refuse it", "clean": "clean, not stale", "foreign": "not Hermes' own",
+             "malformed": "unreadable", "stopped": "not tried", "stale": "stale"}
 
 
 @dataclass(frozen=True)
@@ -187,24 +198,35 @@ class BulkSummary:
         return self.count("applied") + self.count("rejected")
 
     def message(self) -> str:
-        """``approved 45 of 50 pending writes; refused 1; skipped 4 (stale 4)``."""
+        """``approved 45 of 50 pending writes; refused 1; skipped 4: 3 stale, 1 Hermes would refuse``.
+
+        ``refused`` counts only records tried and refused (what ``"refused"`` of :meth:`to_dict`
+        counts and the CLI's exit 5 / 1 reports); a record skipped for its state says why in
+        other words."""
         verb = "approved" if self.action == "approve" else "rejected"
         total = len(self.outcomes)
         out = f"{verb} {self.done} of {total} pending write{'s' if total != 1 else ''}"
         if self.count("refused"):
             out += f"; refused {self.count('refused')}"
-        skipped = [o for o in self.outcomes if o.outcome == "skipped"]
-        if skipped:
-            kinds: dict[str, int] = {}
-            for o in skipped:
-                kinds[o.code or "?"] = kinds.get(o.code or "?", 0) + 1
-            out += f"; skipped {len(skipped)} (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")"
+        kinds = self.skipped_by_state()
+        if kinds:
+            out += f"; skipped {sum(kinds.values())}: " + ", ".join(
+                f"{n} {_SKIP_MANY.get(k, k)}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
         return out
+
+    def skipped_by_state(self) -> dict[str, int]:
+        """``state or stop code -> records skipped for it`` (``{"stale": 3}``)."""
+        kinds: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.outcome == "skipped":
+                kinds[o.code or "?"] = kinds.get(o.code or "?", 0) + 1
+        return kinds
 
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "bulk_id": self.bulk_id, "message": self.message(),
                 "applied": self.count("applied"), "rejected": self.count("rejected"),
                 "refused": self.count("refused"), "skipped": self.count("skipped"),
+                "skipped_by_state": self.skipped_by_state(),
                 "outcomes": [o.to_dict() for o in self.outcomes]}
 
 

@@ -477,9 +477,11 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
                             {"old_id": entry_id(old), "old_text": old, "entry_id": entry_id(content), "text": content},
                             entry_id(content))
 
-    def remove(self, target: str, selector: str) -> WriteResult:
-        """Delete the entry ``selector`` designates."""
-        self.path(target)
+    def remove(self, target: str | None, selector: str) -> WriteResult:
+        """Delete the entry ``selector`` designates; ``target`` None searches both files, as
+        :meth:`archive` does (refused ``ambiguous`` when both hold a match, ``no_match`` when
+        neither does)."""
+        target = self._locate(selector, target)
         with self._locked(target):
             raw, entries = self._load(target)
             i = find_entry(entries, selector, target=target)

@@ -135,7 +135,12 @@ def oldest_pending_age(snap: Any, now: float | None = None) -> tuple[float, Any]
 
 
 def _hours(seconds: float) -> str:
+    """``45 min``, ``1.5 h``, ``30 h``, ``3 days``: a duration in a person's words (never ``1.51417 h``)."""
     h = seconds / 3600
+    if h < 1:
+        return f"{max(1, round(seconds / 60))} min"
+    if h < 10:
+        return f"{round(h, 1):g} h"
     return f"{h:.0f} h" if h < 48 else f"{h / 24:.0f} days"
 
 
@@ -181,15 +186,22 @@ def alerts_between(prev: Any, snap: Any, settings: AlertSettings | None = None) 
     if age is not None:
         out.append(age)
     seen = {p.id for p in prev.pending}
-    for p in snap.pending:
-        if p.id in seen:
-            continue
+    fresh = [p for p in snap.pending if p.id not in seen]
+    again = _staged_again(snap, [p.id for p in fresh])
+    for p in fresh:
         flagged = f" · threat scan: {', '.join(p.threats)}" if getattr(p, "threats", ()) else ""
+        where = TARGET_FILES.get(p.target, p.target)
+        data = {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin,
+                "threats": list(getattr(p, "threats", ()))}
+        if p.id in again:  # memdeck put it back: the undo of its approval or reject, not a new staging
+            undone = "reject" if again[p.id] == "reject" else "approval"
+            out.append(Alert("pending", "warning" if flagged else "information", "pending write staged again",
+                             f"memdeck staged {p.action or 'a write'} on {where} ({p.id}) again: its {undone} was "
+                             f"undone; review it in Review{flagged}", {**data, "staged_again": True}))
+            continue
         out.append(Alert("pending", "warning" if flagged else "information", "new pending write",
-                         f"{p.origin or 'Hermes'} staged {p.action or 'a write'} on {TARGET_FILES.get(p.target, p.target)} "
-                         f"({p.id}): review it in Review{flagged}",
-                         {"id": p.id, "action": p.action, "target": p.target, "origin": p.origin,
-                          "threats": list(getattr(p, "threats", ()))}))
+                         f"{p.origin or 'Hermes'} staged {p.action or 'a write'} on {where} ({p.id}): review it in "
+                         f"Review{flagged}", data))
     for t in TARGETS:
         before, now = _pct(prev.memory.get(t)), _pct(snap.memory.get(t))
         if now is not None and now >= CAPACITY_ALERT_PCT and (before is None or before < CAPACITY_ALERT_PCT):
@@ -204,7 +216,7 @@ def alerts_between(prev: Any, snap: Any, settings: AlertSettings | None = None) 
     same = prev.session_id == snap.session_id  # switching the shown session is not an event
     if same and score is not None and score < floor and (old is None or old >= floor):
         drifted = [r.anchor.id for r in getattr(snap.audit, "anchors", ()) if r.state == "drifted"]
-        out.append(Alert("integrity", "error", f"integrity {score} below the floor {floor}",
+        out.append(Alert("integrity", "error", f"integrity {score} under the floor of {floor}",
                          f"session {snap.session_id}: {len(drifted)} drifted anchor(s)"
                          + (f": {', '.join(drifted[:5])}" if drifted else ""),
                          {"session_id": snap.session_id, "score": score, "floor": floor, "drifted": drifted}))
@@ -241,13 +253,24 @@ def provider_changes(before: ProviderWatch, now: ProviderWatch, settings: AlertS
     return out
 
 
+def _staged_again(snap: Any, ids: list[str]) -> dict[str, str]:
+    """``{id: op}`` of the new pending records memdeck decided before (so memdeck staged them
+    again: :func:`memdeck.core.deck.db.load_decided_pending`); ``{}`` without a home."""
+    home = getattr(snap, "home", None)
+    if not ids or home is None:
+        return {}
+    from ..deck.db import load_decided_pending
+
+    return load_decided_pending(home, ids)
+
+
 def pending_age_of(item: Any, age: float, settings: AlertSettings) -> Alert:
     """The alert for review-queue item ``item`` (:class:`memdeck.core.memory.review.QueueItem`)
     waiting ``age`` seconds, over ``pending_age_hours``."""
     return Alert("pending_age", "warning", f"pending write waiting {_hours(age)}",
                  f"pending write {item.id} ({item.record.action or 'write'} on "
                  f"{TARGET_FILES.get(item.record.target, item.record.target)}) has waited {_hours(age)} for a review "
-                 f"(more than {settings.pending_age_hours:g} h): review it in Review",
+                 f"(more than {_hours(settings.pending_age_s)}): review it in Review",
                  {"id": item.id, "age_s": round(age), "threshold_h": settings.pending_age_hours,
                   "state": item.state})
 

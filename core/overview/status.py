@@ -303,9 +303,24 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         out["provider"] = provider_settings(config, home, version).to_dict()
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
+    try:
+        out["hygiene"] = hygiene_section(home, config)
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["hygiene"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
     out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
+
+
+def hygiene_section(home: HermesHome, config: Config) -> dict[str, Any]:
+    """``{"method": "lexical", "counts": {duplicate, contradiction, stale, wasteful}, "chars_saved"}``:
+    the hygiene findings (``core/hygiene``) by the lexical method, which costs milliseconds
+    (``memdeck hygiene`` adds meaning with the semantic extra and may find more)."""
+    from ..hygiene.detect import hygiene_report
+
+    report = hygiene_report(home, config, semantic=False)
+    return {"method": report.method, "counts": report.counts(),
+            "chars_saved": sum(f.chars_saved for f in report.findings if f.kind != "contradiction")}
 
 
 def _merge_sections(home: HermesHome, config: Config, out: dict[str, Any], errors: dict[str, str]) -> None:

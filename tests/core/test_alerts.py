@@ -51,7 +51,48 @@ def test_integrity_falling_below_the_floor_is_an_error_once(tmp_path) -> None:
     low = dataclasses.replace(snap, audit=dataclasses.replace(snap.audit, score=floor - 1))
     (alert,) = alerts_between(high, low)
     assert alert.kind == "integrity" and alert.severity == "error" and alert.data["score"] == floor - 1
+    assert alert.title == f"integrity {floor - 1} under the floor of {floor}"  # issue 39 item 12
     assert alerts_between(low, low) == []
     other = dataclasses.replace(low, session_id="another-session")
     assert alerts_between(high, other) == []  # showing another session is not an event
     db.close()
+
+
+def test_undoing_an_approval_is_memdeck_staging_it_again_not_hermes(tmp_path) -> None:
+    """Issue 39 item 11: the undo of an approval puts the record back in pending/; the toast said
+    Hermes' background review had staged it. memdeck's journal holds the approval: memdeck staged
+    it again. A record Hermes stages is still Hermes'."""
+    from memdeck.core.memory import pending
+    from memdeck.core.undo import undo
+
+    home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
+    db = open_statedb(home)
+    first = _snap(home, db)
+    rec = next(p for p in first.pending if p.origin == "background_review" and not p.threats)
+    pending.approve(home, load_config(home), rec.id, actor="tui")
+    approved = _snap(home, db, first)
+    assert rec.id not in {p.id for p in approved.pending}
+    undo(home, load_config(home), actor="tui")
+    again = _snap(home, db, approved)
+    alert = next(a for a in alerts_between(approved, again) if a.kind == "pending")
+    assert alert.data["id"] == rec.id and alert.data.get("staged_again") is True
+    assert "background_review" not in alert.message and "Hermes" not in alert.message
+    assert alert.message.startswith("memdeck staged") and "approval was undone" in alert.message
+    db.close()
+
+
+def test_watch_says_a_record_memdeck_staged_again(tmp_path) -> None:
+    from memdeck.core.cli.common import CliContext
+    from memdeck.core.cli.history_cmds import _Watch
+    from memdeck.core.memory import pending
+
+    home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
+    rec = next(p for p in pending.list_pending(home) if not p.threats)
+    pending.reject(home, rec.id, actor="cli")
+    w = _Watch(CliContext(home=home, config=load_config(home)))
+    try:
+        pending.unreject(home, pending_id=rec.id, actor="cli")
+        events = [e for e in w.events(frozenset({"pending"})) if e["event"] == "pending"]
+        assert [(e["id"], e["staged_again"]) for e in events] == [(rec.id, True)]
+    finally:
+        w.close()

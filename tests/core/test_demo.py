@@ -181,9 +181,13 @@ def test_reminder_blocks_in_api_content_match_the_audit(demo_home_template) -> N
                             " ORDER BY id", (sid,)).fetchall()
     finally:
         conn.close()
+    rows = [(c, a) for c, a in rows if "[Standing instructions — still active]" in a]
     assert len(rows) == 2
-    for content, api in rows:
-        assert api.startswith(content + "\n\n[Standing instructions — still active]\n  - ")
+    for content, api in rows:  # the provider's fence first when it recalled something (Hermes' order)
+        tail = api[len(content) + 2:]
+        if tail.startswith("<memory-context>"):
+            tail = tail[tail.index("</memory-context>") + len("</memory-context>\n\n"):]
+        assert api.startswith(content + "\n\n") and tail.startswith("[Standing instructions — still active]\n  - ")
     assert "British English" in rows[0][1] and "Use uv, not pip" in rows[1][1]
     assert rows[1][1].endswith("(2 additional instruction(s) not shown — the user can run /guard to see the full list)")
 
@@ -275,8 +279,8 @@ def test_reminder_plan_matches_the_stored_block(demo_home_template) -> None:  # 
     block, selected, remaining = plan_reminder(anchors, data["drift_log"][-1]["casualties"], cfg)
     assert selected == [plan.anchor_ids["uv"]] and len(remaining) == 2
     conn = sqlite3.connect(f"file:{demo_home_template.state_db}?mode=ro", uri=True)
-    api = conn.execute("SELECT api_content FROM messages WHERE session_id = ? AND api_content IS NOT NULL"
-                       " ORDER BY id DESC LIMIT 1", (plan.live_session_id,)).fetchone()[0]
+    api = conn.execute("SELECT api_content FROM messages WHERE session_id = ? AND api_content LIKE ?"
+                       " ORDER BY id DESC LIMIT 1", (plan.live_session_id, "%[Standing instructions%")).fetchone()[0]
     conn.close()
     assert api.endswith("\n\n" + block)
 
@@ -456,3 +460,25 @@ def test_each_sessions_frozen_prompt_holds_the_memory_of_its_start(demo_home_tem
     assert MEMORY_FIXED[2] not in review  # the review session added it with the memory tool
     assert MEMORY_FIXED[2] in live and MEMORY_FIXED[1] not in live  # the live session adds the second
     assert ARCHIVED_MEMORY_ENTRY in live and ch.approved_entry not in live  # archived / approved later
+
+
+def test_the_live_session_carries_holographic_recalls_turn_by_turn(demo_home_template) -> None:  # noqa: F811
+    """Issue 39 item 7: the demo configures Hermes' bundled holographic provider, and its recalls
+    are recorded as Hermes records them (a ``<memory-context>`` fence first in ``api_content``),
+    so the Context panel's "injected, turn by turn" shows a provider's injections."""
+    from memdeck.core.context.prompts import PromptCache
+    from memdeck.core.context.report import build_report, disk_entries
+    from memdeck.core.hermes_version import HermesVersion
+    from memdeck.core.sessions.statedb import StateDB
+
+    cfg = load_config(demo_home_template)
+    assert cfg.raw["memory"]["provider"] == "holographic"
+    with StateDB(demo_home_template.state_db) as db:
+        stamp = next(s for s in db.prompt_stamps() if s.session_id == demo_plan(7, DEMO_NOW).live_session_id)
+        rep = build_report(db, demo_home_template, cfg, stamp, cache=PromptCache(), disk=disk_entries(demo_home_template),
+                           version=HermesVersion.of("0.19"))
+    injected = rep.to_dict()["injected"]
+    provider = [i for i in injected if i["source"] == "provider"]
+    assert len(provider) == 3 and {i["name"] for i in provider} == {"holographic"}
+    assert all(i["recalled"].startswith("## Holographic Memory\n- [") for i in provider)
+    assert [i["source"] for i in injected].count("memlock") == 1

@@ -45,8 +45,8 @@ def _variants(template: HermesHome, tmp: Path) -> dict[str, HermesHome]:
         prov = tmp / name
         shutil.copytree(template.path, prov, symlinks=True)
         cfg = prov / "config.yaml"
-        cfg.write_text(cfg.read_text(encoding="utf-8").replace("memory:\n", f"memory:\n  provider: {value}\n", 1),
-                       encoding="utf-8")
+        text = cfg.read_text(encoding="utf-8").replace("  provider: holographic\n", "", 1)  # the demo's own provider
+        cfg.write_text(text.replace("memory:\n", f"memory:\n  provider: {value}\n", 1), encoding="utf-8")
         out[name] = HermesHome(prov)
     return out
 

@@ -172,3 +172,20 @@ def test_a_pending_copy_is_kept_while_its_file_is_there_and_forgotten_a_week_aft
     finally:
         conn.close()
     assert kept == {("pending/memory/a1.json", t0)}
+
+
+def test_cli_history_keeps_the_date_of_a_window_across_midnight(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 item 8: ``05:22:40 .. 03:22:03`` read as a window going backwards; the end now
+    carries its date when it falls on another day than the start."""
+    import datetime as dt
+
+    from memdeck.core.cli.history_cmds import _show
+    from memdeck.core.history.changes import Change
+
+    since = dt.datetime(2026, 7, 22, 23, 50, 1).timestamp()  # local time, as the CLI prints it
+    until = dt.datetime(2026, 7, 23, 0, 10, 2).timestamp()
+    _show(Change(1, "memory", "memory", "memories/MEMORY.md", "added", None, "a fact", since, until, "cli"))
+    _show(Change(2, "memory", "memory", "memories/MEMORY.md", "added", None, "a fact", until, until + 60, "cli"))
+    first, _, second, _ = capsys.readouterr().out.splitlines()
+    assert "2026-07-22 23:50:01 .. 2026-07-23 00:10:02" in first
+    assert "2026-07-23 00:10:02 .. 00:11:02" in second  # the same day: the time alone

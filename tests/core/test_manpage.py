@@ -43,3 +43,24 @@ def test_the_man_page_renders_without_warnings(tmp_path: Path) -> None:
                        timeout=120, env={"MANWIDTH": "80", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
     assert r.returncode == 0, r.stderr
     assert "memdeck serve" in r.stdout and r.stderr.strip() == "", r.stderr
+
+
+def test_no_literal_percent_escape_and_watch_documents_its_alerts_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 39 items 6 and 12: ``watch --help`` and the man page printed argparse's ``%%``
+    escape; ``watch`` reads the settings file's ``[alerts]`` table, whose keys and defaults were
+    documented nowhere. The defaults said are :class:`AlertSettings`' own."""
+    from memdeck.core import cli
+    from memdeck.core.overview.alerts import AlertSettings
+
+    page = (ROOT / "docs" / "memdeck.1").read_text(encoding="utf-8")
+    assert "%%" not in page and "90% usage" in page
+    with pytest.raises(SystemExit):
+        cli.main(["watch", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "%%" not in help_text and "[alerts]" in help_text
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    d = AlertSettings()
+    for key in ("provider_quiet_turns", "provider_budget_pct", "pending_age_hours"):
+        default = f"{getattr(d, key):g}"
+        assert f"{key} = {default}" in help_text, key
+        assert f"| `{key}` | `{default}` |" in readme, key

@@ -35,7 +35,8 @@ def _missing() -> str | None:
         try:
             __import__(mod)
         except ImportError:
-            return f"the semantic extra is not installed ({mod} missing): pip install torch==2.13.0 && pip install -e '.[semantic]'"
+            return (f"the semantic extra is not installed ({mod} missing): pip install torch==2.13.0 "
+                    "--index-url https://download.pytorch.org/whl/cpu && pip install -e '.[semantic]'")
     return None
 
 

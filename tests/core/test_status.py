@@ -84,3 +84,15 @@ def test_a_failing_merged_section_is_reported_not_raised(hermes_home: HermesHome
     st = status_mod.build_status(hermes_home)
     assert "sessions" not in st and "AttributeError" in st["section_errors"]["statedb"]
     assert st["anchors"] == []
+
+
+def test_status_counts_hygiene_findings_by_the_lexical_method(hermes_home: HermesHome) -> None:
+    s = MemoryStore(hermes_home, Config())
+    s.add("memory", "Project uses uv for Python dependency management")
+    s.add("memory", "Python dependencies in this project are managed with uv")
+    s.add("user", "User prefers tabs for indentation")
+    s.add("user", "Never use tabs for indentation")
+    st = status_mod.build_status(hermes_home)
+    assert st["hygiene"]["method"] == "lexical"
+    assert st["hygiene"]["counts"] == {"duplicate": 1, "contradiction": 1, "stale": 0, "wasteful": 0}
+    assert st["hygiene"]["chars_saved"] == len("Project uses uv for Python dependency management") + 3

@@ -132,3 +132,35 @@ def test_cli_what_if_json_and_text(home: HermesHome, capsys) -> None:
     assert rc == 1 and "priority" in err
     rc, _out, err = _run(capsys, *h, "audit", "--probe", "x")
     assert rc == 2 and "--what-if" in err
+
+
+def test_an_anchor_memory_md_carries_is_said_alive_because_of_it_and_stop_words_are_not_suggested(
+        hermes_home: HermesHome, capsys) -> None:
+    """Issue 39 item 10: an anchor whose text sits in MEMORY.md is "hits 5/5" at every compaction
+    because MemLock audits the system prompt too: say so. Suggested probes never include English
+    function words ("always", "instead"), which any conversation holds."""
+    from memdeck.core.memory.prompt_block import render_block
+
+    text = "Always format Python with black instead of autopep8."
+    prompt = "You are Hermes Agent.\n\n" + render_block("memory", ["Deploys go out on Fridays.", text], 2200)
+    conn = HS.create_state_db(hermes_home.state_db)
+    HS.add_session(conn, "live", started_at=T0, system_prompt=prompt)
+    for k in range(2):
+        HS.append_message(conn, "live", "user", f"what is the weather {k}", timestamp=T0 + 100 * k)
+        HS.compact_in_place(conn, "live", f"summary {k}: the user always wants black used instead of other tools",
+                            keep_head=1, keep_tail=1, now=T0 + 100 * k + 10)
+    conn.close()
+    store = AnchorStore(hermes_home)
+    with StateDB(hermes_home.state_db) as db:
+        wi = what_if(db, store, "live", text)
+        other = what_if(db, store, "live", "Use metric units only.")
+    assert wi.carried_by == "MEMORY.md" and wi.alive_count == len(wi.points) == 2
+    assert other.carried_by is None
+    words = [w for w, _n in wi.suggested_probes]
+    assert "black" in words and "always" not in words and "instead" not in words
+    rc, out, _ = _run(capsys, "--home", str(hermes_home.path), "audit", "--session", "live", "--what-if", text)
+    assert rc == 0 and "alive because MEMORY.md carries it" in out
+    from memdeck.tui.views.whatif import whatif_text  # the pin dialog says it too
+
+    assert "alive because MEMORY.md carries it" in whatif_text(wi).plain
+    assert "carries" not in whatif_text(other).plain

@@ -188,7 +188,7 @@ def test_bulk_approve_of_50_with_5_stale_applies_exactly_45_like_hermes(version:
     assert len(applied) == 45 and set(applied) == set(staged) - stale, summary.message()
     assert {o.id for o in summary.outcomes if o.outcome == "skipped"} == stale
     assert summary.count("refused") == 0 and seen == [o.id for o in summary.outcomes]
-    assert "approved 45 of 50" in summary.message() and "stale 5" in summary.message()
+    assert "approved 45 of 50" in summary.message() and "5 stale" in summary.message()
     # each applied record is its own journaled write, with the bulk's id
     with_bulk = [r for r in journal.entries(h, limit=200) if r.detail.get("bulk") == summary.bulk_id]
     assert sorted(r.detail["pending_id"] for r in with_bulk) == sorted(applied)

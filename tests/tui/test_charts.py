@@ -6,6 +6,7 @@ the screen shows when there is nothing to draw."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 
 import pytest
@@ -46,7 +47,13 @@ async def test_the_integrity_chart_plots_the_score_of_each_compaction_against_th
         assert len(snap.integrity_history) == 2  # the demo's live session was compacted twice
         await wait_for(pilot, lambda: chart.plotted, describe=lambda: chart.spec)
         (name, points), = chart.plotted
-        assert name == "score" and points == tuple((t, float(s)) for t, s in snap.integrity_history)
+        audits = tuple((t, float(s)) for t, s in snap.integrity_history)
+        # issue 39 item 9: each audit is a marker; the line joins nothing that was not measured:
+        # the score holds until the next audit (flat), then steps (upright); never a slope
+        assert chart.marked == (("score", audits),)
+        assert name == "score" and points[0] == audits[0] and points[-1] == audits[-1]
+        assert set(audits) <= set(points) and {v for _t, v in points} == {v for _t, v in audits}
+        assert all(a[0] == b[0] or a[1] == b[1] for a, b in itertools.pairwise(points)), points
         floor = snap.config.memlock.alert_floor
         assert [r.y for r in chart.spec.rules] == [floor] and floor in chart.spec.y_ticks
         assert chart.spec.lines[0].below == floor
@@ -63,8 +70,8 @@ async def test_a_1237_compaction_session_is_thinned_to_the_width_keeping_every_d
         history = _long_session(app.snapshot)
         app.apply_snapshot(dataclasses.replace(app.snapshot, integrity_history=history))
         chart = _chart(app, "integrity-chart")
-        await wait_for(pilot, lambda: chart.plotted and len(chart.plotted[0][1]) != 2)
-        (_name, points), = chart.plotted
+        await wait_for(pilot, lambda: chart.marked and len(chart.marked[0][1]) != 2)
+        (_name, points), = chart.marked
         columns = chart.size.width - Y_AXIS_COLUMNS
         assert len(points) <= 2 * columns + 2 < len(history)
         assert points[0] == (history[0][0], float(history[0][1]))  # the whole time range
@@ -96,7 +103,7 @@ async def test_the_chart_is_drawn_again_only_when_its_data_changed(demo_home) ->
         history = _long_session(app.snapshot, n=50)
         app.apply_snapshot(dataclasses.replace(app.snapshot, integrity_history=history))
         await wait_for(pilot, lambda: chart.draws > drawn)
-        assert len(chart.plotted[0][1]) == 50
+        assert len(chart.marked[0][1]) == 50
 
 
 async def test_a_hidden_chart_is_neither_fed_nor_drawn(demo_home) -> None:

@@ -171,12 +171,17 @@ async def test_approve_and_reject_pending(demo_home) -> None:
         await pilot.press("y")
         await settle(pilot, app)
         assert hostile.ident not in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
+        # issue 39 item 12: a reject writes no memory file, so its toast says nothing of the session
+        rejected = [n.message for n in app.notification_log if n.title == "reject"]
+        assert rejected and "until a new session" not in rejected[-1], rejected
         # A on a clean one applies it
         table.select_key(clean.key)
         await pilot.pause()
         await pilot.press("A")
         await settle(pilot, app)
         assert clean.ident not in {str(getattr(p, "id", "")) for p in pending.list_pending(app.home)}
+        approved = [n.message for n in app.notification_log if n.title == "approve"]
+        assert approved and "until a new session" in approved[-1], approved  # a memory write still says it
 
 
 async def test_a_refused_save_says_why_and_the_percent_matches_the_bar(demo_home) -> None:

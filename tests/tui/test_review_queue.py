@@ -98,7 +98,7 @@ async def test_states_bulk_reject_stale_undo_and_approve_all_clean(demo_home) ->
         await pilot.press("y")
         await settle(pilot, app)
         assert not _ids(app) & set(STALE)
-        assert any(t.startswith("rejected 2 of 7 pending writes; skipped 5 (clean 2, foreign 1, refused 2)")
+        assert any(t.startswith("rejected 2 of 7 pending writes; skipped 5: 2 clean, 2 Hermes would refuse, 1 not Hermes' own")
                    for t in _toasts(app)), _toasts(app)
         rejects = [r for r in journal.entries(app.home, limit=500) if r.op == "reject"]
         assert {r.detail.get("pending_id") for r in rejects} >= set(STALE)
@@ -121,8 +121,11 @@ async def test_states_bulk_reject_stale_undo_and_approve_all_clean(demo_home) ->
         await settle(pilot, app)
         left = _ids(app)
         assert not left & set(clean) and {STALE[1], FOREIGN} <= left and len(left) == 4, left
-        assert any(t.startswith("approved 2 of 6 pending writes; skipped 4 (foreign 1, refused 2, stale 1)")
+        assert any(t.startswith("approved 2 of 6 pending writes; skipped 4: 2 Hermes would refuse, 1 not Hermes' own, 1 stale")
                    for t in _toasts(app)), _toasts(app)
+        # issue 39 item 12: the toast's title is words, not the action's id "approve_clean"
+        titles = {n.title for n in app.notification_log if n.message.startswith("approved 2 of 6")}
+        assert titles == {"approve clean"}, titles
         assert len(_texts(app, "memory")) == len(memory_before) + 1  # the clean add (the other is USER's replace)
         # the panel follows: no clean row is left
         states = [r.cells[4].plain for r in app.panel("review").rows if r.kind == "pending"]
@@ -202,6 +205,16 @@ async def test_a_provider_and_a_switched_off_store_are_said_in_the_header_capaci
     cfg.setdefault("memory", {})
     cfg["memory"].update({"provider": "holographic", "memory_enabled": False})
     cfg_path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    # a provider that recalled nothing: the demo's recorded holographic fences taken out
+    import sqlite3
+
+    conn = sqlite3.connect(demo_home.state_db)
+    for mid, content, api in conn.execute("SELECT id, content, api_content FROM messages WHERE api_content LIKE ?",
+                                          ("%</memory-context>%",)).fetchall():
+        rest = api.split("</memory-context>", 1)[1].lstrip("\n")
+        conn.execute("UPDATE messages SET api_content = ? WHERE id = ?", (content + "\n\n" + rest if rest else None, mid))
+    conn.commit()
+    conn.close()
     app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
     async with app.run_test(size=(180, 42), notifications=True) as pilot:
         app.settings = dc_replace(app.settings, alerts=AlertSettings(provider_quiet_turns=1)) \

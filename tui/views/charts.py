@@ -24,14 +24,15 @@ if TYPE_CHECKING:
 class Line:
     """One series: ``points`` are ``(epoch s, value)``, oldest first, as the data has them (the
     widget thins them to its width). ``step``: a value holds until the next point (usage), else
-    the points are joined (the score at each compaction). The parts of the line under ``below``
-    (the alert floor) or over ``above`` (the char limit) are drawn in ``alarm_color``
-    (:func:`beyond`)."""
+    the points are joined. ``marks``: each point (a real measurement, such as an audit) is drawn
+    as a marker of its own on top of the line. The parts of the line under ``below`` (the alert
+    floor) or over ``above`` (the char limit) are drawn in ``alarm_color`` (:func:`beyond`)."""
 
     name: str
     points: tuple[tuple[float, float], ...]
     color: str
     step: bool = False
+    marks: bool = False
     below: float | None = None
     above: float | None = None
     alarm_color: str = "red"
@@ -178,7 +179,9 @@ def _ticks(*values: float) -> tuple[tuple[float, ...], tuple[str, ...]]:
 def integrity_chart(snap: DeckSnapshot) -> ChartSpec:
     """The shown session's integrity score (0-100) at each audit point (state.db compactions
     merged with MemLock's drift log, :attr:`DeckSnapshot.integrity_history`), the alert floor as
-    a red rule, the line red where it is under the floor."""
+    a red rule, the line red where it is under the floor. Each audit is a marker; between two
+    audits the score holds (a step: MemLock's score is the last audit's until the next one), so
+    no slope draws a score that was never measured."""
     floor = float(snap.config.memlock.alert_floor)
     history = [(float(t), float(max(0, min(100, s)))) for t, s in snap.integrity_history]
     if snap.partial:
@@ -189,8 +192,8 @@ def integrity_chart(snap: DeckSnapshot) -> ChartSpec:
         empty = "no compactions yet: the score is drawn after the first compaction's audit"
     y_ticks, y_labels = _ticks(0, floor, 100)
     return ChartSpec(
-        title=f"integrity score at each compaction (0-100) · alert floor {floor:g}",
-        lines=(Line("score", tuple(history), "cyan", below=floor),),
+        title=f"integrity score at each audit (● an audit, 0-100) · alert floor {floor:g}",
+        lines=(Line("score", tuple(history), "cyan", step=True, marks=True, below=floor),),
         rules=(Rule(floor, "red", f"floor {floor:g}"),),
         y_min=0.0, y_max=100.0, y_ticks=y_ticks, y_labels=y_labels, empty=empty,
     )

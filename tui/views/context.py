@@ -203,8 +203,9 @@ def injected_rows(snap: DeckSnapshot) -> list[ContextRow]:
         for n, part in enumerate(t.parts):
             label = Text(f"  turn #{t.turn_id} · ")
             label.append(part.source, _SOURCE_STYLE.get(part.source, ""))
-            label.append(" ")
-            label.append_text(safe_text(part.name, single_line=True, max_chars=40))
+            if part.name != part.source:  # "memlock", not "memlock memlock"
+                label.append(" ")
+                label.append_text(safe_text(part.name, single_line=True, max_chars=40))
             rows.append(ContextRow(f"i:{t.turn_id}:{n}", "injected", part.name, (
                 label, _num(part.chars), _num(part.tokens), Text(""), _clock(t.time)), obj=part))
     return rows

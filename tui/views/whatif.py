@@ -31,6 +31,9 @@ def whatif_text(wi: Any) -> Text:
     t.append(f"alive at {wi.alive_count} of {n} compaction{'s' if n != 1 else ''}",
              "green" if n and wi.alive_count == n else "bold yellow" if wi.alive_count else "bold red")
     t.append(f" ({wi.method})", "dim")
+    if getattr(wi, "carried_by", None):
+        t.append(f" · alive because {wi.carried_by} carries it", "bold cyan")
+        t.append(" (the system prompt holds its words; MemLock audits the prompt too)", "dim")
     if wi.pending:
         t.append(f" · {wi.pending} older not replayed yet", "dim")
     if wi.replaces:

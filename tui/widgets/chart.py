@@ -58,6 +58,8 @@ class DeckChart(PlotextPlot):
         self.plotted: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
         #: the runs drawn in the alarm colour (under the floor, over the limit): ``(name, points)``
         self.alarms: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
+        #: the points drawn as markers (a line's real measurements, ``Line.marks``): ``(name, points)``
+        self.marked: tuple[tuple[str, tuple[tuple[float, float], ...]], ...] = ()
         #: how many times Textual asked for the chart (a repaint: new data, a resize, a theme change)
         self.draws = 0
         #: how many times plotext built it (new data or a new size; a theme change reuses the last)
@@ -90,7 +92,7 @@ class DeckChart(PlotextPlot):
         spec = self._spec
         width, height = self.size.width, self.size.height
         if spec is None or not spec.has_data or width < Y_AXIS_COLUMNS + 12 or height < MIN_ROWS:
-            self.plotted = self.alarms = ()
+            self.plotted = self.alarms = self.marked = ()
         if spec is None:
             return Text("")
         if not spec.has_data:
@@ -102,7 +104,7 @@ class DeckChart(PlotextPlot):
         try:
             text = self._draw(spec, width, height)
         except Exception as exc:  # noqa: BLE001 - plotext on odd data: words, never a traceback
-            self.plotted = self.alarms = ()
+            self.plotted = self.alarms = self.marked = ()
             return Text(f"{spec.title}: the chart could not be drawn ({type(exc).__name__}: {exc})", style="dim")
         self._built = ((width, height), text)
         return text
@@ -123,16 +125,19 @@ class DeckChart(PlotextPlot):
             plt.hline(rule.y, rule.color)
         plotted: list[tuple[str, tuple[tuple[float, float], ...]]] = []
         alarms: list[tuple[str, tuple[tuple[float, float], ...]]] = []
+        marked: list[tuple[str, tuple[tuple[float, float], ...]]] = []
         for index, line in enumerate(spec.lines):
             if not line.points:
                 continue
             key = (index, columns)
             if key not in self._thinned:
                 self._thinned[key] = envelope(line.points, columns)
-            pts = list(self._thinned[key])
+            real = list(self._thinned[key])
+            pts = list(real)
             if line.step:
                 pts = steps(pts)
-                if pts[-1][0] < x1:  # the last value holds to the end of the axis
+                if pts[-1][0] < x1 and not line.marks:  # the last value holds to the end of the axis (a
+                    # line of measurements ends at its last one: nothing is drawn past it)
                     pts.append((x1, pts[-1][1]))
             plotted.append((line.name, tuple(pts)))
             # the line in its colour, and its parts under the floor / over the limit in the alarm
@@ -148,6 +153,13 @@ class DeckChart(PlotextPlot):
             for runs, color in ((normal, line.color), (alarm, line.alarm_color)):
                 self._dots(dots(runs, dx, dy), color)
             alarms.extend((line.name, tuple(run)) for run in alarm)
+            if line.marks:  # each measurement a marker of its own, over the line, in its colour
+                for wanted in (False, True):
+                    mine = [p for p in real if self._alarmed(line, p[1]) is wanted]
+                    if mine:
+                        self.plt.scatter([p[0] for p in mine], [p[1] for p in mine],
+                                         color=line.alarm_color if wanted else line.color, marker="●")
+                marked.append((line.name, tuple(real)))
         plt.ylim(spec.y_min, spec.y_max)
         if spec.y_ticks:
             plt.yticks(list(spec.y_ticks), list(spec.y_labels) or None)
@@ -155,8 +167,13 @@ class DeckChart(PlotextPlot):
         pos, labels = time_ticks(x0, x1, columns)
         plt.xticks(pos, labels)
         plt.title(spec.title)
-        self.plotted, self.alarms = tuple(plotted), tuple(alarms)
+        self.plotted, self.alarms, self.marked = tuple(plotted), tuple(alarms), tuple(marked)
         return Text.from_ansi(plt.build(), no_wrap=True)
+
+    @staticmethod
+    def _alarmed(line: Any, v: float) -> bool:
+        """Whether a value is in the alarm colour (under ``below`` or over ``above``)."""
+        return (line.below is not None and v < line.below) or (line.above is not None and v > line.above)
 
     def _dots(self, pts: list[tuple[float, float]], color: str) -> None:
         """``pts`` as braille dots (a lone point: one larger dot, so it is seen)."""
