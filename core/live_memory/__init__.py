@@ -20,5 +20,17 @@ from .budget import Fitted, fit
 from .changes import LiveChange, entry_hash, live_changes
 from .settings import MODES, LiveSettings, live_settings
 
-__all__ = ["FENCE_CLOSE", "FENCE_OPEN", "Fitted", "LiveChange", "LiveSettings", "MODES", "delta_block", "entry_hash",
-           "fit", "live_changes", "live_settings", "notice_line"]
+__all__ = [
+           "FENCE_CLOSE",
+           "FENCE_OPEN",
+           "MODES",
+           "Fitted",
+           "LiveChange",
+           "LiveSettings",
+           "delta_block",
+           "entry_hash",
+           "fit",
+           "live_changes",
+           "live_settings",
+           "notice_line",
+]

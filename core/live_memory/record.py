@@ -98,4 +98,4 @@ def record(home: HermesHome | Path, rows: Iterable[Delivery], *, timeout: float 
             conn.close()
 
 
-__all__ = ["Delivery", "STATES", "load_all", "load_deliveries", "record"]
+__all__ = ["STATES", "Delivery", "load_all", "load_deliveries", "record"]

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import sqlite3
 
-from hypothesis import given, settings as hsettings, strategies as st
-
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from memdeck.core.context.frozen import MemoryChange, compare
 from memdeck.core.deck import db as deckdb
 from memdeck.core.home import HermesHome
-from memdeck.core.live_memory import (FENCE_CLOSE, FENCE_OPEN, LiveChange, delta_block, entry_hash, fit,
-                                      live_changes, live_settings, notice_line)
+from memdeck.core.live_memory import (
+    FENCE_CLOSE,
+    FENCE_OPEN,
+    LiveChange,
+    delta_block,
+    entry_hash,
+    fit,
+    live_changes,
+    live_settings,
+    notice_line,
+)
 from memdeck.core.live_memory.delivery import OFF_REASON, delivery_counts, delivery_rows
 from memdeck.core.live_memory.record import Delivery, load_deliveries, record
 from memdeck.core.memory.prompt_block import render_block
