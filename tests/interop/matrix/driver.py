@@ -697,9 +697,13 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
             before = len(server.raw)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
             histories[sid] = res.get("messages")
+            # the turn's own requests: the agent's system prompt first (0.21.5+ also ask for a title,
+            # with a prompt of their own, quoting the turn's text)
+            own = getattr(agents[sid], "_cached_system_prompt", None)
             raws = [r for r in server.raw[before:]
                     if isinstance(_last_user_content(json.loads(r)), str)
-                    and _last_user_content(json.loads(r)).startswith(text)]  # 0.22 asks for a title beside the turn
+                    and _last_user_content(json.loads(r)).startswith(text)
+                    and ((json.loads(r).get("messages") or [{}])[0].get("content") == own or own is None)]
             out.append({"sid": sid, "turn": text, "requests": len(raws),
                         "bodies": [r.decode("utf-8") for r in raws],
                         "system": [_system_bytes(r) for r in raws],
