@@ -30,11 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bighome_core  # noqa: E402
-
-from memdeck.core.deck import db as deckdb  # noqa: E402
-from memdeck.core.demo import demo_plan  # noqa: E402
-from memdeck.core.plugin import entry as plugin_entry  # noqa: E402
+import bighome_core
+from memdeck.core.deck import db as deckdb
+from memdeck.core.demo import demo_plan
+from memdeck.core.plugin import entry as plugin_entry
 
 
 class Ctx:
