@@ -52,7 +52,7 @@ class Ctx:
 
 def pct(xs: list[float], p: float) -> float:
     s = sorted(xs)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def measure(fn, n: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
