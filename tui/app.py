@@ -37,8 +37,8 @@ from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
-from .messages import (BuildProgress, ExactCountsReady, RecallReady, RecallRequested, RowActionsRequested, SnapshotReady,
-                       SourcesChanged, WriteDone, WriteOutcome)
+from .messages import (BuildProgress, ExactCountsReady, HistoryFilled, HistoryFillProgress, RecallReady, RecallRequested,
+                       RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -202,6 +202,12 @@ class MemdeckApp(DeckActions, App[None]):
         self._recall_generation = 0
         self._refreshing = False
         self._dirty = False
+        #: the session whose first semantic history the history worker is filling (None: none),
+        #: and ``(session, compactions left)`` where the last fill stopped without finishing (a
+        #: snapshot with the same count left does not start it again)
+        self.history_filling: str | None = None
+        self.history_remaining: int | None = None
+        self._history_stalled: tuple[str, int] | None = None
         #: Set once the memory-only first paint is on screen. A long history read (one that reports
         #: progress) waits for it at its first report, so holding the GIL it does not delay that
         #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
@@ -538,6 +544,11 @@ class MemdeckApp(DeckActions, App[None]):
 
         self.push_screen(PickerScreen("Actions", options), chosen)
 
+    def action_hygiene(self) -> None:
+        from .screens.hygiene import HygieneScreen
+
+        self.push_screen(HygieneScreen())
+
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen
 
@@ -694,6 +705,8 @@ class MemdeckApp(DeckActions, App[None]):
         for words, style in self._store_badges(snap):
             t.append(" · ")
             t.append(words, style)
+        if self.history_filling is not None and self.history_remaining:
+            t.append(f" · semantic history: {self.history_remaining} compactions to audit…", "bold cyan")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -802,10 +815,10 @@ class MemdeckApp(DeckActions, App[None]):
 
     @property
     def idle(self) -> bool:
-        """True when no refresh runs and none can start now, and every panel is mounted (tests
-        settle on this)."""
+        """True when no refresh runs and none can start now, no semantic history is being filled,
+        and every panel is mounted (tests settle on this)."""
         return (not self._refreshing and not (self._dirty and not self._refresh_blocked())
-                and len(self._panels_ready) == len(PANEL_IDS))
+                and self.history_filling is None and len(self._panels_ready) == len(PANEL_IDS))
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
@@ -841,7 +854,8 @@ class MemdeckApp(DeckActions, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
+        from memdeck.core.overview.snapshot import (SEMANTIC_BUDGET_S, build_memory_snapshot, build_snapshot,
+                                                    open_statedb, take_stamps)
 
         try:
             first = None
@@ -895,6 +909,8 @@ class MemdeckApp(DeckActions, App[None]):
                     now=self.clock(),
                     stamps=take_stamps(self.home, self._db),
                     context_report=self.context_shown,
+                    # while the history worker fills a semantic history, a refresh audits none of it
+                    history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
                 )
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
@@ -963,11 +979,83 @@ class MemdeckApp(DeckActions, App[None]):
             self.notify(f"refresh failed: {type(snap).__name__}: {snap}", severity="error", markup=False)
         elif snap is not self.snapshot:  # every source unchanged: nothing to repaint
             self.apply_snapshot(snap)
-        audit = getattr(snap, "audit", None) if not isinstance(snap, BaseException) else None
-        if audit is not None and getattr(audit, "pending", 0):
-            self._dirty = True  # a first semantic history is bounded per refresh: continue it (newest first)
+        if not isinstance(snap, BaseException):
+            self._fill_history_of(snap)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
+
+    # ── a first semantic history, filled by a worker of its own (never a loop of refreshes) ──
+
+    #: seconds of audits per step of the history worker (it reports progress after each)
+    HISTORY_STEP_S = 0.5
+
+    def _fill_history_of(self, snap: Any) -> None:
+        """Start the history worker when ``snap``'s audit left compactions of a semantic history
+        not audited (a refresh audits the newest for ``SEMANTIC_BUDGET_S``, then none while the
+        worker runs): it fills them on its own clock and asks for one refresh when done."""
+        audit = getattr(snap, "audit", None)
+        sid = getattr(snap, "session_id", None)
+        pending = int(getattr(audit, "pending", 0) or 0) if audit is not None else 0
+        if not pending or not sid or self.history_filling == sid or self._history_stalled == (sid, pending):
+            return
+        self.history_filling, self.history_remaining = sid, pending
+        self._history_worker(sid)
+        self.update_status_line()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="history")
+    def _history_worker(self, session_id: str) -> None:
+        from memdeck.core.anchors.lifecycle import fill_history
+        from memdeck.core.anchors.store import AnchorStore
+        from memdeck.core.overview.snapshot import open_statedb
+
+        remaining, error = -1, None
+        db = deck = None
+        try:
+            db = open_statedb(self.home)
+            if db is None:
+                raise RuntimeError("state.db is gone")
+            deck = DeckDB(self.home)
+            store = AnchorStore(self.home, self.config, actor="tui")
+            last = None
+
+            def progress(done: int, total: int) -> None:
+                if self._worker_cancelled():
+                    raise RuntimeError("the dashboard is closing")  # what was audited is kept
+
+            with deck.bound():
+                while not self._worker_cancelled():
+                    remaining = fill_history(db, store, session_id, self.config, budget_s=self.HISTORY_STEP_S,
+                                             progress=progress)
+                    self.post_message(HistoryFillProgress(session_id, remaining))
+                    if remaining == 0 or (last is not None and remaining >= last):
+                        break  # done, or no progress (verdicts that cannot be kept): stop, never spin
+                    last = remaining
+        except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard; the status line says why
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            for conn in (db, deck):
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
+                        pass
+        if not self._worker_cancelled():
+            self.post_message(HistoryFilled(session_id, remaining, error))
+
+    def on_history_fill_progress(self, message: HistoryFillProgress) -> None:
+        if message.session_id == self.history_filling:
+            self.history_remaining = message.remaining
+            self.update_status_line()
+
+    def on_history_filled(self, message: HistoryFilled) -> None:
+        if message.session_id != self.history_filling:
+            return
+        self.history_filling, self.history_remaining = None, None
+        self._history_stalled = None if message.remaining == 0 else (message.session_id, message.remaining)
+        if message.error:
+            self.notify(f"semantic history stopped: {message.error}", severity="warning", markup=False)
+        self.update_status_line()
+        self.request_refresh()  # one refresh takes what was filled (its audit finds every verdict kept)
 
     def apply_snapshot(self, snap: Any) -> None:
         """Show ``snap`` in every panel at once (one repaint); toast what changed that a person
@@ -1283,6 +1371,7 @@ class MemdeckApp(DeckActions, App[None]):
 
     async def action_quit(self) -> None:
         self.workers.cancel_group(self, "watcher")
+        self.workers.cancel_group(self, "history")
         self._first_paint_shown.set()
         for db in (self._db, getattr(self, "_recall_db", None)):
             interrupt = getattr(db, "interrupt", None)

@@ -61,6 +61,7 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("shift+tab", "prev_panel", "Prev", "memdeck.prev_panel", "previous panel", "anywhere"),
     ("question_mark", "help", "Help", "memdeck.help", "this help: every key and the terms the panels use", "anywhere"),
     ("N", "notifications", "Notices", "memdeck.notifications", "the last 100 notifications (toasts), newest first", "anywhere"),
+    ("H", "hygiene", "Hygiene", "memdeck.hygiene", "memory hygiene: duplicates, contradictions, stale and wasteful entries with their evidence, ranked by chars per turn; apply a proposal (asks first; z undoes it)", "anywhere"),
     ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)", "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
 )
@@ -80,7 +81,7 @@ _FOOTER_FIRST = {"toggle_pause": 0, "help": 1, "quit": 2}
 
 #: Bindings kept out of the footer (they would push the keys of every panel past its width): the
 #: Review panel's bulk keys, named in its detail text, in help (``?``) and in the palette.
-_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale"})
+_NOT_IN_FOOTER = frozenset({"prev_panel", "approve_clean", "reject_stale", "hygiene"})
 
 #: The bindings a person must always be able to find: quit (``q`` and ``ctrl+q``), the command
 #: palette and help. A user keymap may move them to other keys, but no other binding may take

@@ -138,3 +138,24 @@ class ExactCountsReady(Message):
         self.key = key
         self.counts = counts
         self.reason = reason
+
+
+class HistoryFillProgress(Message):
+    """The history worker audited more compactions of ``session_id``'s first semantic history:
+    ``remaining`` are not audited yet (0: the history is complete)."""
+
+    def __init__(self, session_id: str, remaining: int) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.remaining = remaining
+
+
+class HistoryFilled(Message):
+    """The history worker stopped for ``session_id``: ``remaining`` compactions are still not
+    audited (0: complete; more: it made no progress, or ``error`` says why it stopped)."""
+
+    def __init__(self, session_id: str, remaining: int, error: str | None = None) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.remaining = remaining
+        self.error = error

@@ -70,7 +70,8 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     identity too). Events without cached verdicts are audited **newest first**; ``progress(done,
     total)`` (default: ``db.progress``, the dashboard's reporter, which raises to stop the work
     when the dashboard closes) is called before each one, and with ``budget_s`` (seconds) the
-    audits stop once that much time has passed: the events left are points with ``score`` None and
+    audits stop once that much time has passed (at least one runs, unless ``budget_s`` is 0: then
+    none does): the events left are points with ``score`` None and
     ``pending: True``, audited by a later call (each finished audit's vectors and verdicts are
     kept, so an interrupted history resumes where it stopped).
 
@@ -105,8 +106,8 @@ def integrity_history(db: Any, session: Any, anchors: Sequence[Any], config: Any
     started = _time.monotonic()
     try:
         for done, ev in enumerate(reversed(todo)):  # newest first: the points a person looks at
-            if budget_s is not None and done and _time.monotonic() - started >= budget_s:
-                break
+            if budget_s is not None and (done or budget_s <= 0) and _time.monotonic() - started >= budget_s:
+                break  # a budget of 0 audits none: another worker fills the history
             if report is not None and len(todo) > 1:
                 report(done, len(todo))
             verdicts = run_audit(anchors, audited_region(db.region_after(ev), system_prompt), config, encoder=encoder,

@@ -199,6 +199,40 @@ def reminder_now(db: Any, store: Any, session_id: str, config: Any = None, *, en
     return _reminder_of(now.anchors, now.current, now.cfg)
 
 
+def fill_history(db: Any, store: Any, session_id: str, config: Any = None, *, budget_s: float,
+                 encoder: Any = None, progress: Any = None) -> int:
+    """Advance the session's integrity history by at most ``budget_s`` seconds of audits of
+    compactions not audited before (newest first), keeping each verdict in memdeck.db, and return
+    how many compactions are still not audited (0: the history is complete).
+
+    This is the background half of :func:`audit_session`'s bounded history: the dashboard runs it
+    in a worker of its own until it returns 0 (or stops making progress), instead of re-running
+    whole refreshes to continue (issue 38: a refresh that found every source unchanged returned
+    the previous snapshot, so the history never advanced and the loop spun a core). The verdicts
+    it keeps are those :func:`audit_session` then finds cached: the same anchors, config, system
+    prompt and encoder key them. A stand-in encoder's verdicts are never cached, so with one the
+    count never falls: the caller stops when it does not.
+
+    Args:
+        budget_s: seconds of audits (at least one compaction is audited when any is left).
+        progress: as :func:`audit_session`'s (it may raise to stop; what was audited is kept).
+
+    Raises:
+        core.errors.UnreadableFile: the session's MemLock file is not valid JSON.
+    """
+    cfg = memlock_cfg(config if config is not None else store.config)
+    session, anchors, _report = session_anchor_set(store, session_id, cfg)
+    home = getattr(store, "home", None)
+    if encoder is None:
+        from .encoder import semantic_encoder
+
+        encoder, _status = semantic_encoder(cfg, home)
+    points = integrity_history(db, session, anchors, cfg, system_prompt=session_system_prompt(db, session_id),
+                               encoder=encoder, events=session_events(db, session_id), home=home,
+                               budget_s=max(budget_s, 1e-9), progress=progress)
+    return sum(1 for p in points if p.get("pending"))
+
+
 def audit_session(db: Any, store: Any, session_id: str, config: Any = None, *, encoder: Any = None,
                   with_history: bool = True, budget_s: float | None = None,
                   progress: Any = None) -> SessionAudit:

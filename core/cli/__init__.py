@@ -33,12 +33,12 @@ from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HO
                      UsageError, exit_codes_text, print_json)
 
 if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
-    from . import (anchor_cmds, completion_cmds, context_cmds, fleet_cmds, history_cmds, memory_cmds,  # noqa: F401
-                   plugin_cmds, serve_cmds, session_cmds)
+    from . import (anchor_cmds, completion_cmds, context_cmds, fleet_cmds, history_cmds, hygiene_cmds,  # noqa: F401
+                   memory_cmds, plugin_cmds, serve_cmds, session_cmds)
 
 #: The modules that register commands, in ``--help`` order (names under ``memdeck.core.cli``).
-COMMAND_MODULE_NAMES = ("memory_cmds", "session_cmds", "context_cmds", "anchor_cmds", "plugin_cmds", "history_cmds",
-                        "serve_cmds", "completion_cmds", "fleet_cmds")
+COMMAND_MODULE_NAMES = ("memory_cmds", "hygiene_cmds", "session_cmds", "context_cmds", "anchor_cmds", "plugin_cmds",
+                        "history_cmds", "serve_cmds", "completion_cmds", "fleet_cmds")
 
 #: Every command: (the module that registers it, its ``--help`` line), in ``--help`` order.
 #: tests/core/test_cli_lazy.py checks it against what the modules register.
@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                             "that loads the home would judge differently (exit 3 when anything is flagged, 0 when "
                             "clean)"),
     "journal": ("memory_cmds", "list recent changes made through memdeck"),
+    "hygiene": ("hygiene_cmds", "duplicates, contradictions, stale and wasteful memory entries with their evidence; "
+                                "`hygiene apply ID` applies one proposal (journaled, undoable)"),
     "sessions": ("session_cmds", "list state.db sessions (newest first; * marks the live one)"),
     "recall": ("session_cmds", "preview what Hermes' session_search would recall for QUERY"),
     "context": ("context_cmds", "what the running session sees: its frozen memory against the files, its prompt by "

@@ -152,6 +152,10 @@ class RevertOps:
             # (issue 13 #2); recovery then finishes it by entries
             plans.sort(key=lambda p: 0 if set(p[3]) - set(p[2]) else 1)
             arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
+            # a change that archived several entries at once (core/memory/consolidating.py) names
+            # them on every row of its txn: each is restored once
+            many = dict.fromkeys(int(a) for r in rows for a in (r.detail.get("archive_ids") or ()))
+            arch += [(_ArchivedBy(), aid) for aid in many]
             undoes = [x.journal_id for x in rows]
 
             def archive_intents(conn: Any) -> None:
@@ -215,3 +219,10 @@ class RevertOps:
             if pid is not None or isinstance(r.detail.get("record"), str):
                 return pid
         return None
+
+
+class _ArchivedBy:
+    """Stands for the row of a change that archived entries among other edits: undoing it
+    restores them (``op`` ``archive``)."""
+
+    op = "archive"

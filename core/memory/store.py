@@ -53,6 +53,7 @@ from ..home import TARGETS, HermesHome, require_hermes_home
 from . import approval
 from .approval import RecordClaim
 from .archiving import ArchiveOps
+from .consolidating import ConsolidateOps
 from .entries import (ENTRY_DELIMITER, noncanonical_reason, entries_of, entry_id, find_entry, overflow_refusal, parse_entries,
                       preview, scan_or_refuse, serialize_entries, usage_chars)
 from .reader import read_memory
@@ -82,7 +83,7 @@ def _same_snapshot(path: Path, raw: bytes, newest: int = 3) -> Path | None:
     return None
 
 
-class MemoryStore(ArchiveOps, ReplayOps, RevertOps, RecoveryOps):
+class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps):
     """The locked, atomic writer of MEMORY.md / USER.md for one Hermes home.
 
     Args:

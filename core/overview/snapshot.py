@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Seconds one refresh may spend embedding compactions of a first semantic history (newest
-#: first); the rest are ``pending`` and the dashboard refreshes again to continue
-#: (:attr:`core.anchors.lifecycle.SessionAudit.pending`). Keyword audits are not bounded.
+#: first); the rest are ``pending`` (:attr:`core.anchors.lifecycle.SessionAudit.pending`) and the
+#: dashboard's history worker fills them (:func:`core.anchors.lifecycle.fill_history`), never a
+#: loop of refreshes. Keyword audits are not bounded.
 SEMANTIC_BUDGET_S = 2.0
 
 #: Panels that can carry an error banner (the dashboard's panel ids).
@@ -440,6 +441,7 @@ def build_snapshot(
     now: float | None = None,
     stamps: SourceStamps | None = None,
     context_report: bool = True,
+    history_budget_s: float = SEMANTIC_BUDGET_S,
 ) -> DeckSnapshot:
     """Read every source once and return a frozen :class:`DeckSnapshot`. Never raises.
 
@@ -459,6 +461,11 @@ def build_snapshot(
         context_report: build the followed session's report in :attr:`DeckSnapshot.agent_view`
             (the dashboard asks for it while the Context panel is shown; every open session's
             frozen-memory comparison is built either way).
+        history_budget_s: seconds this build may spend auditing compactions of a first semantic
+            history (newest first; the rest stay ``pending``). 0 audits none: the dashboard passes
+            it while its own worker fills the history (:func:`core.anchors.lifecycle.fill_history`).
+            A previous snapshot whose history was still pending is never returned as it is: its
+            audit is read again, to take what was filled since.
 
     Returns:
         the snapshot; failed sources are listed in ``errors`` (panel id -> banner).
@@ -468,7 +475,8 @@ def build_snapshot(
         same_session = (previous.following_live and session_id is None) or (
             not previous.following_live and session_id == previous.session_id)
         had_report = previous.agent_view is None or previous.agent_view.report is not None or not context_report
-        if stamps == prev_stamps and same_session and previous.config is config and had_report:
+        history_done = previous.audit is None or not previous.audit.pending
+        if stamps == prev_stamps and same_session and previous.config is config and had_report and history_done:
             return previous
 
     def unchanged(part: str) -> bool:
@@ -613,7 +621,7 @@ def build_snapshot(
         def _audit() -> Any:
             from ..anchors.lifecycle import audit_session
 
-            return audit_session(db, store, shown, config, budget_s=SEMANTIC_BUDGET_S)
+            return audit_session(db, store, shown, config, budget_s=history_budget_s)
 
         reuse_audit = (
             previous is not None

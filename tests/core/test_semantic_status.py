@@ -135,7 +135,9 @@ def test_a_first_semantic_history_is_bounded_newest_first_and_resumes(hermes_hom
         assert len(events) == 4
         enc = enc_mod.CachedEncoder(FakeVerified(), hermes_home)
         seen: list[tuple[int, int]] = []
-        first = integrity_history(db, session, anchors, cfg, encoder=enc, home=hermes_home, budget_s=0.0,
+        nothing = integrity_history(db, session, anchors, cfg, encoder=enc, home=hermes_home, budget_s=0.0)
+        assert all(p.get("pending") for p in nothing)  # a budget of 0 audits none (the history worker fills it)
+        first = integrity_history(db, session, anchors, cfg, encoder=enc, home=hermes_home, budget_s=1e-9,
                                   progress=lambda d, t: seen.append((d, t)))
         assert [bool(p.get("pending")) for p in first] == [True, True, True, False]  # the newest is done first
         assert all(p["score"] is None for p in first[:3]) and first[3]["score"] is not None
@@ -201,3 +203,29 @@ def test_weights_of_another_size_are_refused_without_hashing(tmp_path: Path) -> 
     assert chk.ok is False and not chk.hashed and "not all-MiniLM-L6-v2's 90,868,376 B" in chk.reason
     missing = enc_mod.verify_weights(tmp_path / "nope")
     assert missing.ok is None and "cannot be read" in missing.reason
+
+
+def test_fill_history_advances_a_step_at_a_time_and_says_what_is_left(hermes_home: HermesHome) -> None:
+    from memdeck.core.anchors.lifecycle import audit_session, fill_history
+
+    enc_mod.clear_process_cache()
+    history_mod.clear_process_cache()
+    _compacted_home(hermes_home, n=5)
+    deckdb.connect(hermes_home).close()
+    hermes_home.config_path.write_text("memlock:\n  detection: semantic\n", encoding="utf-8")
+    cfg = load_config(hermes_home)
+    store = AnchorStore(hermes_home, cfg)
+    enc = enc_mod.CachedEncoder(FakeVerified(), hermes_home)
+    with StateDB(hermes_home.state_db) as db:
+        left = [fill_history(db, store, "live", cfg, budget_s=0.0, encoder=enc) for _ in range(6)]
+        assert left == [4, 3, 2, 1, 0, 0]  # one compaction a step (budget 0 still audits one), then done
+        history_mod.clear_process_cache()
+        done = audit_session(db, store, "live", cfg, encoder=enc, budget_s=0.0)
+        assert done.pending == 0 and len(done.history) == 5  # the audit finds every verdict the worker kept
+        stand_in = _StandIn()  # a stand-in's verdicts are never kept: the count never falls (the caller stops)
+        assert fill_history(db, store, "live", cfg, budget_s=0.0, encoder=stand_in) == \
+            fill_history(db, store, "live", cfg, budget_s=0.0, encoder=stand_in) > 0
+
+
+class _StandIn(FakeVerified):
+    identity = None  # not memdeck's verified model

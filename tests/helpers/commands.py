@@ -46,6 +46,8 @@ SAMPLES: dict[str, list[list[str]]] = {
     "pending edit": [["pending", "edit", "{pending}", "an edited pending write", "--json"]],
     "scan": [["scan"], ["scan", "--json"]],
     "journal": [["journal"], ["journal", "--json"]],
+    "hygiene list": [["hygiene", "list", "--lexical"], ["hygiene", "list", "--json", "--lexical"]],
+    "hygiene apply": [["hygiene", "apply", "{hygiene_finding}", "--lexical", "--json"]],
     "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
     "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
@@ -80,7 +82,7 @@ SAMPLES: dict[str, list[list[str]]] = {
 #: the change history there). Anything not listed is a writer.
 READ_ONLY: frozenset[str] = frozenset({
     "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
-    "plugin status", "history", "watch", "context",
+    "plugin status", "history", "watch", "context", "hygiene list",
     # the dashboard's server (its own sessions write through the dashboard's stores), a script on
     # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
     "serve", "completion", "fleet", "metrics",
@@ -119,6 +121,7 @@ WRITES: dict[str, tuple[str, ...]] = {
     "plugin install": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
     "plugin uninstall": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
     "revert": ("memories/*", "memlock/*"),
+    "hygiene apply": ("memories/*",),
 }
 
 
@@ -164,7 +167,7 @@ def fill(argv: list[str], values: dict[str, str]) -> list[str]:
 #: what every placeholder is where the home has none (a hostile home still gets its commands)
 PLACEHOLDERS = {"entry": "no such entry", "entry_id": "e-000000", "session": "no-such-session",
                 "pending": "no-such-pending", "anchor": "no-such-anchor", "archived_entry": "1",
-                "archived_anchor": "1", "change": "1"}
+                "archived_anchor": "1", "change": "1", "hygiene_finding": "00000000"}
 
 
 def home_values(home_path: str) -> dict[str, str]:
@@ -217,6 +220,17 @@ def home_values(home_path: str) -> dict[str, str]:
                     values["session"], values["anchor"] = info.session_id, anchors[0].id
                     break
     except Exception:  # noqa: BLE001
+        pass
+    try:  # the first finding that applies without a choice (a contradiction needs --keep)
+        from memdeck.core.config import load_config
+        from memdeck.core.home import HermesHome
+        from memdeck.core.hygiene.detect import hygiene_report
+
+        home = HermesHome(root)
+        found = [f for f in hygiene_report(home, load_config(home), semantic=False).findings if f.kind != "contradiction"]
+        if found:
+            values["hygiene_finding"] = found[0].id
+    except Exception:  # noqa: BLE001 - a hostile home keeps the placeholder
         pass
     values.update(_deck_values(root / "memdeck" / "memdeck.db"))
     return values
