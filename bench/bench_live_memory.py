@@ -68,8 +68,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("n", nargs="?", type=int, default=1_000_000)
     ap.add_argument("--turns", type=int, default=2000)
+    ap.add_argument("--home", type=Path, default=None, help="an existing home of that shape (not rebuilt)")
     args = ap.parse_args()
-    home = bighome_core.build(args.n)
+    from memdeck.core.home import HermesHome
+
+    home = HermesHome(args.home) if args.home else bighome_core.build(args.n)
     os.environ["HERMES_HOME"] = str(home.path)
     sid = demo_plan().live_session_id
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "x" * 400}
@@ -111,8 +114,12 @@ def main() -> int:
         home.memory_file("memory").write_bytes(mem_before)
         with deckdb.opened(home) as conn, deckdb.transaction(conn):
             conn.execute("DELETE FROM live_deliveries WHERE session_id = ?", (sid,))
+    import sqlite3
+
     size = os.path.getsize(home.state_db)
-    print(f"home: {args.n:,} live-session rows, state.db {size / 1e6:.0f} MB, session {sid}")
+    with sqlite3.connect(f"file:{home.state_db}?mode=ro", uri=True) as c:
+        rows_n = c.execute("SELECT max(id) FROM messages").fetchone()[0]
+    print(f"home: {home.path}: {rows_n:,} message rows, state.db {size / 1e6:.0f} MB, session {sid}")
     print(f"| {'row':<72} | p50 ms | p95 ms |")
     print(f"|{'-' * 74}|--------|--------|")
     for name, p50, p95 in rows:
