@@ -26,15 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_encoder import FakeEncoder  # noqa: E402
+from fake_encoder import FakeEncoder
 
-from memdeck.core.anchors.audit import build_windows, keyword_audit, semantic_audit  # noqa: E402
-from memdeck.core.anchors.lifecycle import audit_session  # noqa: E402
-from memdeck.core.overview.status import anchors_section  # noqa: E402
-from memdeck.core.anchors.store import AnchorStore  # noqa: E402
-from memdeck.core.config import load_config  # noqa: E402
-from memdeck.core.demo import build_big_home  # noqa: E402
-from memdeck.core.sessions.statedb import StateDB  # noqa: E402
+from memdeck.core.anchors.audit import build_windows, keyword_audit, semantic_audit
+from memdeck.core.anchors.lifecycle import audit_session
+from memdeck.core.overview.status import anchors_section
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.config import load_config
+from memdeck.core.demo import build_big_home
+from memdeck.core.sessions.statedb import StateDB
 
 
 def _time(fn, repeats: int) -> tuple[float, float]:
@@ -47,7 +47,8 @@ def _time(fn, repeats: int) -> tuple[float, float]:
 
 
 def bench_sizes(sizes: list[int], repeats: int) -> list[str]:
-    rows = ["| messages in state.db | build (s) | audit_session p50 (ms) | max (ms) | status_section p50 (ms) | compactions audited | anchors |",
+    rows = ["| messages in state.db | build (s) | audit_session p50 (ms) | max (ms) | status_section p50 (ms) "
+            "| compactions audited | anchors |",
             "|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:

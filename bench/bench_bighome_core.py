@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bighome_core import build  # noqa: E402
+from bighome_core import build
 
 READER = r'''
 import json, os, sys, time
@@ -207,7 +207,8 @@ def main() -> None:
     row("status --json", lambda r: f"{r['status']:.2f} s", "<= 1 s")
     row("peak RSS (VmHWM)", lambda r: f"{r['watch']['hwm']:.0f} MiB", "<= 80 MiB")
     row("RSS growth over 100 refreshes", lambda r: f"{r['watch']['rss_growth']:+.1f} MiB", "0")
-    row("refresh after an appended message, median / max", lambda r: f"{r['watch']['refresh_p50'] * 1000:.0f} / {r['watch']['refresh_max'] * 1000:.0f} ms", "")
+    row("refresh after an appended message, median / max",
+        lambda r: f"{r['watch']['refresh_p50'] * 1000:.0f} / {r['watch']['refresh_max'] * 1000:.0f} ms", "")
     row("disk bytes written while watching (100 refreshes)", lambda r: f"{r['watch']['written']:,}", "0")
     for kind in ("rare identifier", "common word", "phrase", "CJK", "prefix", "no hit"):
         row(f"recall p95: {kind}", lambda r, k=kind: f"{r['recall'][k][0] * 1000:.0f} ms ({r['recall'][k][1]} hits)", "<= 200 ms")

@@ -8,8 +8,8 @@ session of issue 26), 10,000 and 100,000 audit points, ten minutes apart, scores
 drops. For each, the time of one draw of the chart (``DeckChart.render``: thinning to the width,
 plotext's build, the text) is measured ``--runs`` times: the first draw of new data thins the
 points (``first``), the later ones (a resize back to a width seen) reuse them (p50, max); a theme
-change costs none of this (the chart built last is painted again). Printed with the ratio to the 2-point chart of the same run, and the number of points
-handed to plotext.
+change costs none of this (the chart built last is painted again). Printed with the ratio to the
+2-point chart of the same run, and the number of points handed to plotext.
 Wall-clock on this machine: compare the ratios, not the milliseconds.
 """
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 def _ms(samples: list[float]) -> str:
     s = sorted(samples)
-    p95 = s[min(len(s) - 1, int(round(0.95 * (len(s) - 1))))]
+    p95 = s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
     return f"{statistics.median(s) * 1000:.1f} / {p95 * 1000:.1f} ms"
 
 

@@ -30,7 +30,6 @@ import select
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -155,7 +154,7 @@ def bench_scrape(root: Path, rounds: int) -> dict[str, float]:
             t = time.perf_counter()
             generate_latest(reg)
             warm.append(time.perf_counter() - t)
-            (pending / f"bench{i}.json").write_text('{"id": "bench%d", "action": "add", "target": "memory", '
+            (pending / f"bench{i}.json").write_text('{"id": "bench%d", "action": "add", "target": "memory", '  # noqa: UP031
                                                     '"content": "x", "created_at": 1}' % i, encoding="utf-8")
             t = time.perf_counter()
             generate_latest(reg)

@@ -71,7 +71,6 @@ def _wal_frames(wal: Path, page_size: int) -> list[int]:
 
 def worker(home: Path, changes: int, history: int) -> dict:
     """Measure in this interpreter (whatever memdeck it imports) on ``home``; returns the figures."""
-    import sqlite3
 
     os.environ["HERMES_HOME"] = str(home)
     from tools.memory_tool import MemoryStore  # Hermes 0.19's own memory tool

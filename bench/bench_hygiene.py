@@ -54,7 +54,8 @@ def main() -> int:
     pred = [P.classify(r["a"], r["b"], c).kind for r, c in zip(rows, cos)]
     held = [i for i, r in enumerate(rows) if r.get("held_out")]
     s = scores([rows[i] for i in held], [pred[i] for i in held])
-    print(f"\nsecond batch only ({len(held)} pairs written after the first thresholds were set; the change-word, instead-of and function-word rules were added after seeing its misses, so it is no longer held out): duplicate "
+    print(f"\nsecond batch only ({len(held)} pairs written after the first thresholds were set; the change-word, instead-of "
+          "and function-word rules were added after seeing its misses, so it is no longer held out): duplicate "
           f"{s[P.DUPLICATE][0]:.2f}/{s[P.DUPLICATE][1]:.2f}, contradiction "
           f"{s[P.CONTRADICTION][0]:.2f}/{s[P.CONTRADICTION][1]:.2f} (precision/recall)")
     print("\nper language at the shipped thresholds (precision/recall):")

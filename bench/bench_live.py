@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import pty
-import re
 import shutil
 import statistics
 import struct
@@ -94,7 +93,8 @@ while time.time() < end:
         text = cfg.read_text() if cfg.exists() else ""
         cfg.write_text(text + "\nmemory:\n  write_approval: true\n" if "write_approval" not in text else text)
         from tools import memory_tool
-        out = json.loads(memory_tool.memory_tool(action="add", target="user", content="Prefers short answers in the soak", store=MemoryStore()))
+        out = json.loads(memory_tool.memory_tool(action="add", target="user", content="Prefers short answers in the soak",
+                                                 store=MemoryStore()))
         cfg.write_text(text)
         say(event="pending", result=out)
         staged = True
@@ -301,7 +301,7 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
 
     lat = sorted(latencies)
-    p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))] if lat else float("nan")
+    p95 = lat[min(len(lat) - 1, round(0.95 * (len(lat) - 1)))] if lat else float("nan")
     rows = [
         ("soak length", f"{args.minutes:g} min live + {idle_s:.0f} s idle"),
         ("launch -> memory usage on screen", f"{(first - t_launch):.2f} s" if first else "never"),

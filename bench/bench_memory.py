@@ -12,7 +12,6 @@ import contextlib
 import multiprocessing as mp
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -20,18 +19,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memdeck.core.memory import store as memory_mod  # noqa: E402
-from memdeck.core.config import Config  # noqa: E402
-from memdeck.core.home import HermesHome  # noqa: E402
-from memdeck.core.memory.store import MemoryStore  # noqa: E402
-from memdeck.core.memory.threats import scan  # noqa: E402
+from memdeck.core.memory import store as memory_mod
+from memdeck.core.config import Config
+from memdeck.core.home import HermesHome
+from memdeck.core.memory.store import MemoryStore
+from memdeck.core.memory.threats import scan
 
 BIG = Config(memory_char_limit=10_000_000, user_char_limit=10_000_000)
 
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 _holds: list[float] = []
@@ -52,7 +51,7 @@ def _instrument() -> None:
     memory_mod.file_lock = timed
 
 
-def _ops(home: Path, tag: str, n: int, out: "mp.Queue | None" = None) -> tuple[list[float], list[float], list[float]]:
+def _ops(home: Path, tag: str, n: int, out: mp.Queue | None = None) -> tuple[list[float], list[float], list[float]]:
     _instrument()
     _holds.clear()
     s = MemoryStore(HermesHome(home), BIG, lock_timeout=120)
@@ -102,8 +101,11 @@ def bench_writes(n: int, procs: int) -> list[tuple[str, str]]:
     return rows
 
 
-WORDS = ("user prefers concise answers project uses pytest deploy on fridays the api token rotates monthly "
-         "lives in leeds speaks french and english likes tea cat sat on the mat connect to vpn edit readme").split()
+WORDS = [
+    "user", "prefers", "concise", "answers", "project", "uses", "pytest", "deploy", "on", "fridays", "the", "api", "token",
+    "rotates", "monthly", "lives", "in", "leeds", "speaks", "french", "and", "english", "likes", "tea", "cat", "sat", "on",
+    "the", "mat", "connect", "to", "vpn", "edit", "readme",
+]
 
 
 def corpus(n_entries: int, seed: int = 7) -> list[str]:
@@ -133,7 +135,7 @@ def bench_scan(quick: bool) -> list[tuple[str, str]]:
     hermes = time.perf_counter() - t
     rows.append((f"scan per entry ({len(entries)} entries, {mb:.2f} MB): memdeck", f"{mb/ours:.2f} MB/s"))
     rows.append(("scan per entry, same corpus: Hermes scan_for_threats", f"{mb/hermes:.2f} MB/s (ratio memdeck/Hermes {hermes/ours:.2f})"))
-    big = "\n".join(entries * (1 if not quick else 1))
+    big = "\n".join(entries)
     t = time.perf_counter()
     scan(big)
     whole = time.perf_counter() - t
@@ -150,7 +152,7 @@ def bench_scan(quick: bool) -> list[tuple[str, str]]:
             rx.search(text)
         worst_h = max(worst_h, time.perf_counter() - t)
     rows.append((f"worst adversarial {size//1000} KB near-miss text: memdeck", f"{worst_ours:.3f} s"))
-    rows.append((f"same, Hermes' regexes without the 64K cut", f"{worst_h:.3f} s ({worst_h/worst_ours:.0f}x slower)"))
+    rows.append(("same, Hermes' regexes without the 64K cut", f"{worst_h:.3f} s ({worst_h/worst_ours:.0f}x slower)"))
     text = ADVERSARIAL[0] * (1_000_000 // 4)
     t = time.perf_counter()
     scan(text)

@@ -33,14 +33,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_encoder import FakeEncoder  # noqa: E402
+from fake_encoder import FakeEncoder
 
-from memdeck.core.plugin import entry as hermes_plugin  # noqa: E402
-from memdeck.core.anchors.model import Anchor  # noqa: E402
-from memdeck.core.anchors.store import AnchorStore  # noqa: E402
-from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19  # noqa: E402
-from memdeck.core.config import load_config  # noqa: E402
-from memdeck.core.home import HermesHome  # noqa: E402
+from memdeck.core.plugin import entry as hermes_plugin
+from memdeck.core.anchors.model import Anchor
+from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19
+from memdeck.core.config import load_config
+from memdeck.core.home import HermesHome
 
 SID = "bench_session"
 N_ANCHORS = 16
@@ -62,8 +62,11 @@ class Ctx:
         pass
 
 
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+WORDS = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike",
+    "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee",
+    "zulu",
+]
 
 
 def active_region() -> list[dict]:
@@ -97,7 +100,7 @@ def make_home(root: Path, detection: str) -> HermesHome:
 
 def pct(runs: list[float], p: float) -> float:
     s = sorted(runs)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
 
 
 def measure(fn, n: int) -> tuple[float, float]:

@@ -40,10 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database "
-         "index vacuum migration schema memory summary session profile cron telegram discord slack weather "
-         "garden recipe bread yeast flour guitar chord tempo marathon training interval "
-         "the and of to in is it that for on with as").split()
+WORDS = [
+    "kubernetes", "deploy", "rollout", "grafana", "prometheus", "invoice", "budget", "travel", "paris", "python", "rust",
+    "async", "database", "index", "vacuum", "migration", "schema", "memory", "summary", "session", "profile", "cron",
+    "telegram", "discord", "slack", "weather", "garden", "recipe", "bread", "yeast", "flour", "guitar", "chord", "tempo",
+    "marathon", "training", "interval", "the", "and", "of", "to", "in", "is", "it", "that", "for", "on", "with", "as",
+]
 ANCHORS = [
     {"id": "a1", "text": "Deploys go through the staging cluster first.", "probes": ["staging"]},
     {"id": "a2", "text": "Invoices are in EUR, never USD.", "probes": ["eur"]},
@@ -120,8 +122,8 @@ def part_encoder(quick: bool) -> dict:
     a, b = ours.encode(wins), st.encode(wins)
     cos = float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
     toks = sum(len(ours.token_ids(w)) for w in wins) / n
-    print("\n## 1. the encoder: per 1,000-char window (%.0f tokens on average), CPU ms (wall ms)" % toks)
-    print("| route | load | one at a time | one batch of %d |" % n)
+    print("\n## 1. the encoder: per 1,000-char window (%.0f tokens on average), CPU ms (wall ms)".replace("%.0f", f"{toks:.0f}"))
+    print(f"| route | load | one at a time | one batch of {n} |")
     print("|---|---|---|---|")
     for name, load, one, batch in rows:
         print(f"| {name} | {load:.2f} s | {one[1] / n * 1000:.0f} ({one[0] / n * 1000:.0f}) | "
@@ -165,7 +167,7 @@ def part_region(st) -> None:
         st.encode([a["text"] for a in ANCHORS])
         t_st, c_st = time.perf_counter() - t, time.process_time() - c
         size = deckdb.db_path(home).stat().st_size
-        print("\n## 2. one audit of an 800-message active region (%d windows kept of %d messages)" % (len(windows), len(region)))
+        print("\n## 2. one audit of an 800-message active region ({len(windows)} windows kept of {len(region)} messages)")
         print("| run | CPU | wall | texts embedded |")
         print("|---|---|---|---|")
         print(f"| MemLock (sentence-transformers, at every audit) | {c_st:.2f} s | {t_st:.2f} s | {len(windows) + len(ANCHORS)} |")
@@ -266,7 +268,8 @@ def part_home(home: Path) -> None:
           f"{first_screen[1]} of {first_screen[2]} compactions on screen, newest first |")
     print(f"| dashboard: refreshes until the history is complete | {total:.0f} s in all | {refreshes} refreshes, "
           f"{n_vec:,} windows embedded once, {n_ver:,} verdict rows |")
-    print(f"| a later launch, semantic (fresh process: imports, weights check and vectors read from memdeck.db, audit; the model is not loaded) | {later['total']:.2f} s "
+    print("| a later launch, semantic (fresh process: imports, weights check and vectors read from memdeck.db, audit; "
+          f"the model is not loaded) | {later['total']:.2f} s "
           f"(audit {later['audit']:.2f} s) | {later['points']} history points, pending {later['pending']}, {later['method']} |")
     print(f"| the peer: a later launch, keyword (fresh process) | {kw['total']:.2f} s (audit {kw['audit']:.2f} s) | "
           f"{kw['points']} history points |")

@@ -125,15 +125,15 @@ def start_textual_serve(home: Path) -> tuple[subprocess.Popen, str]:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 break
-        except OSError:
+        except OSError as exc:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise SystemExit("textual-serve did not start")
+                raise SystemExit("textual-serve did not start") from exc
             time.sleep(0.05)
     return proc, f"http://127.0.0.1:{port}/"
 
 
-async def ws_tab(url: str, hold: "asyncio.Future[None]", ready: "asyncio.Future[None]") -> None:
+async def ws_tab(url: str, hold: asyncio.Future[None], ready: asyncio.Future[None]) -> None:
     """One tab as a WebSocket client: the cookie from the URL's token (if any), Capacity shown."""
     import aiohttp
 

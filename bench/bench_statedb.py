@@ -32,13 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memdeck.core.sessions import hermes_schema as hs  # noqa: E402
-from memdeck.core.sessions.recall import recall  # noqa: E402
-from memdeck.core.sessions.statedb import StateDB  # noqa: E402
+from memdeck.core.sessions import hermes_schema as hs
+from memdeck.core.sessions.recall import recall
+from memdeck.core.sessions.statedb import StateDB
 
-WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database index "
-         "vacuum migration schema anchor memory drift summary compaction session profile cron telegram discord slack "
-         "weather garden recipe bread yeast flour guitar chord tempo marathon training interval").split()
+WORDS = [
+    "kubernetes", "deploy", "rollout", "grafana", "prometheus", "invoice", "budget", "travel", "paris", "python", "rust",
+    "async", "database", "index", "vacuum", "migration", "schema", "anchor", "memory", "drift", "summary", "compaction",
+    "session", "profile", "cron", "telegram", "discord", "slack", "weather", "garden", "recipe", "bread", "yeast", "flour",
+    "guitar", "chord", "tempo", "marathon", "training", "interval",
+]
 
 
 def build(path: Path, n_messages: int, per_session: int = 1000, seed: int = 7) -> float:
@@ -164,7 +167,8 @@ def main() -> int:
     lines = [head, "|" + "---|" * 14]
     for n, m in rows:
         lines.append(f"| {n:,} | {m['size_mib']:.0f} | {m['build_s']:.1f} | {m['sessions']:.0f} | {m['events']:.0f} | "
-                     f"{m['first_paint_s']:.3f} | {m['full_scan_s']:.3f} | {m['sessions_s']:.3f} | {m['refresh_idle_us']:.0f} | {m['refresh_one_us']:.0f} | "
+                     f"{m['first_paint_s']:.3f} | {m['full_scan_s']:.3f} | {m['sessions_s']:.3f} | "
+                     f"{m['refresh_idle_us']:.0f} | {m['refresh_one_us']:.0f} | "
                      f"{m['recall_p50_ms']:.1f} | {m['recall_p99_ms']:.1f} | {m['peak_mib']:.1f} | {m['maxrss_mib']:.0f} |")
     if len(rows) > 1:
         a, b = rows[0][1], rows[-1][1]

@@ -62,10 +62,12 @@ OLDER = 6  # older sessions (compacted, ended) below the live one
 OLDER_SHARE = 0.4  # of the rows
 EVERY = 800  # active rows between compactions
 HEAD, TAIL = 3, 20
-WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database "
-         "index vacuum migration schema memory summary session profile cron telegram discord slack weather "
-         "garden recipe bread yeast flour guitar chord tempo marathon training interval "
-         "the and of to in is it that for on with as").split()
+WORDS = [
+    "kubernetes", "deploy", "rollout", "grafana", "prometheus", "invoice", "budget", "travel", "paris", "python", "rust",
+    "async", "database", "index", "vacuum", "migration", "schema", "memory", "summary", "session", "profile", "cron",
+    "telegram", "discord", "slack", "weather", "garden", "recipe", "bread", "yeast", "flour", "guitar", "chord", "tempo",
+    "marathon", "training", "interval", "the", "and", "of", "to", "in", "is", "it", "that", "for", "on", "with", "as",
+]
 CJK = ("東京の天気", "データベース移行", "会議の議事録", "机器学习模型", "部署回滚")
 NO_HIT = "xylophonequasar"
 # pins added on the live session (MemLock record shape; probes lower-case, as guard_pin stores them)

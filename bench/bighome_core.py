@@ -23,15 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memdeck.core.demo import build_demo_home, demo_plan  # noqa: E402
-from memdeck.core.home import HermesHome  # noqa: E402
-from memdeck.core.sessions import hermes_schema as hs  # noqa: E402
+from memdeck.core.demo import build_demo_home, demo_plan
+from memdeck.core.home import HermesHome
+from memdeck.core.sessions import hermes_schema as hs
 
 CACHE = Path.home() / ".cache" / "memdeck-bench"
-WORDS = ("kubernetes deploy rollout grafana prometheus invoice budget travel paris python rust async database "
-         "index vacuum migration schema anchor memory drift summary compaction session profile cron telegram "
-         "discord slack weather garden recipe bread yeast flour guitar chord tempo marathon training interval "
-         "the and of to in is it that for on with as").split()
+WORDS = [
+    "kubernetes", "deploy", "rollout", "grafana", "prometheus", "invoice", "budget", "travel", "paris", "python", "rust",
+    "async", "database", "index", "vacuum", "migration", "schema", "anchor", "memory", "drift", "summary", "compaction",
+    "session", "profile", "cron", "telegram", "discord", "slack", "weather", "garden", "recipe", "bread", "yeast", "flour",
+    "guitar", "chord", "tempo", "marathon", "training", "interval", "the", "and", "of", "to", "in", "is", "it", "that",
+    "for", "on", "with", "as",
+]
 CJK = ("東京の天気", "データベース移行", "会議の議事録", "机器学习模型", "部署回滚")
 
 

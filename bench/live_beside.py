@@ -168,7 +168,6 @@ class Screen:
         ``accept(match)``), waiting up to ``timeout`` seconds."""
         rx = re.compile(pattern)
         deadline = time.time() + timeout
-        seen = 0
         while True:
             with self.lock:
                 chunks = list(self.chunks)
@@ -180,7 +179,6 @@ class Screen:
                         return t
             if time.time() > deadline:
                 return None
-            seen = len(chunks)
             time.sleep(0.005)
 
 
@@ -220,7 +218,7 @@ def beside_agent(dash: Dash, env: dict, home: Path, live: str, window: float, me
     """CPU, rchar per appended message and memory write -> screen of ``dash`` beside the agent."""
     agent = subprocess.Popen([sys.executable, "-c", AGENT, str(window), live, f"{os.getpid()}.{time.time():.0f}"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    first = json.loads(agent.stdout.readline())  # the marker entry is added: the window starts
+    json.loads(agent.stdout.readline())  # the marker entry is added: the window starts
     hist0 = history_bytes(home)
     cpu0, r0, w0, t0 = _cpu_s(dash.pid), _io(dash.pid, "rchar"), _io(dash.pid, "write_bytes"), time.time()
     appended, lat, missed = 0, [], 0
@@ -410,11 +408,14 @@ def table(results: list[dict]) -> str:
         missed = len(r["md_append_ms"]) - len(seen)
         if not seen:
             return "never"
-        return f"{statistics.median(seen):.0f} / {max(seen):.0f} ms" + (f" ({missed} of {len(r['md_append_ms'])} not seen in 10 s)" if missed else "")
+        note = f" ({missed} of {len(r['md_append_ms'])} not seen in 10 s)" if missed else ""
+        return f"{statistics.median(seen):.0f} / {max(seen):.0f} ms" + note
 
     row("appended message -> screen, memdeck median / max (no agent)", "<= 100 ms", append_cell)
-    row("external memory write -> screen, memdeck median", "<= 50 ms", lambda r: f"{r['md']['mem_ms']:.0f} ms ({r['md']['mem_seen']})" if r['md']['mem_ms'] is not None else "never")
-    row("external memory write -> screen, hermesd median (5 s poll)", "", lambda r: f"{r['hd']['mem_ms']:.0f} ms ({r['hd']['mem_seen']})" if r['hd']['mem_ms'] is not None else "never")
+    row("external memory write -> screen, memdeck median", "<= 50 ms",
+        lambda r: f"{r['md']['mem_ms']:.0f} ms ({r['md']['mem_seen']})" if r['md']['mem_ms'] is not None else "never")
+    row("external memory write -> screen, hermesd median (5 s poll)", "",
+        lambda r: f"{r['hd']['mem_ms']:.0f} ms ({r['hd']['mem_seen']})" if r['hd']['mem_ms'] is not None else "never")
     row("launch -> memory on screen, memdeck first / later launch", "<= 0.5 s (small home)",
         lambda r: f"{_ms(r['md_launch'])} / {_ms(r['md_launch_later'])}")
     row("launch -> memory on screen, hermesd", "", lambda r: _ms(r["hd_launch"]))

@@ -21,7 +21,7 @@ def main() -> int:
     args = ap.parse_args()
     cum: collections.Counter[str] = collections.Counter()
     total = busy = 0
-    for line in open(args.profile, encoding="utf-8"):
+    for line in open(args.profile, encoding="utf-8"):  # noqa: SIM115 - read to the end once
         stack, _, n = line.rstrip("\n").rpartition(" ")
         frames = stack.split(";")
         total += int(n)

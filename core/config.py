@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .coerce import as_bool_warn, as_float_warn, as_int_warn
 from .fsio import FileTooLarge, read_regular_bytes
 from .home import HermesHome
 
@@ -59,16 +60,15 @@ class Config:
         memory_enabled, user_profile_enabled: whether Hermes injects each store.
         memlock: the ``memlock:`` section.
         plugins_enabled: ``plugins.enabled`` list.
-        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default),
-            the provider named by ``sessiondb.provider`` (Hermes 0.23 ``hermes_state_provider.py``
-            ``get_session_db_provider``: a name other than ``sqlite``), or ``"postgresql"`` when a
-            ``database.postgres`` section is present (async-hermes-agent 0.20.4.1
-            ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's settings).
+        session_store: where Hermes keeps its sessions: ``"sqlite"`` (state.db, the default), or
+            ``"postgresql"`` when a ``database.postgres`` section is present (async-hermes-agent
+            0.20.4.1 ``hermes_state_postgres.py`` ``_resolve_engine_options``: that store's
+            settings, used only by an application embedding it;
+            :func:`memdeck.core.sessions.profile.session_store_note` checks state.db). Hermes 0.23's
+            ``sessiondb.provider`` never moves the sessions: ``get_session_db_provider``
+            (``hermes_state_provider.py``) refuses any value but ``sqlite`` (compared as written;
+            empty means ``sqlite``), which is a warning here.
         session_store_source: the config key that named a non-SQLite store ('' for SQLite).
-        memory_provider: ``memory.provider``, the external memory provider plugin Hermes loads
-            beside the built-in stores (stripped; ``""`` = built-in only). Matches Hermes 0.19
-            ``agent/agent_init.py`` (``mem_config.get("provider", "")``, used when ``.strip()`` is
-            non-empty); a value that is not a string is a warning and counts as built-in.
         warnings: human-readable problems met while loading (empty when all was fine).
         raw: the whole document as parsed (a read-only mapping; empty without a file), for the
             readers of keys this class does not model (``model:``, ``compression:``: the next
@@ -84,7 +84,6 @@ class Config:
     plugins_enabled: tuple[str, ...] = ()
     session_store: str = "sqlite"
     session_store_source: str = ""
-    memory_provider: str = ""
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}), compare=False, repr=False)
 
@@ -95,45 +94,6 @@ class Config:
         if target == "memory":
             return self.memory_char_limit
         raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
-
-
-def _as_int(value: Any, default: int, key: str, warnings: list[str], lo: int | None = None) -> int:
-    if value is None:
-        return default
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        out = int(str(value).strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: YAML .inf
-        warnings.append(f"config: {key}={value!r} is not an integer; using {default}")
-        return default
-    if lo is not None and out < lo:
-        warnings.append(f"config: {key}={value!r} is below {lo}; using {default}")
-        return default
-    return out
-
-
-def _as_float(value: Any, default: float, key: str, warnings: list[str]) -> float:
-    if value is None:
-        return default
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return float(value)
-    except (TypeError, ValueError):
-        warnings.append(f"config: {key}={value!r} is not a number; using {default}")
-        return default
-
-
-def _as_bool(value: Any, default: bool, key: str, warnings: list[str]) -> bool:
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "on", "1", "false", "no", "off", "0"}:
-        return value.strip().lower() in {"true", "yes", "on", "1"}
-    warnings.append(f"config: {key}={value!r} is not a boolean; using {default}")
-    return default
 
 
 def parse_memlock(section: Any, warnings: list[str]) -> MemlockConfig:
@@ -163,11 +123,11 @@ def parse_memlock(section: Any, warnings: list[str]) -> MemlockConfig:
             else:
                 warnings.append("config: memlock.anchors is not a list; ignored")
         elif isinstance(default, bool):
-            kw[f.name] = _as_bool(raw, default, key, warnings)
+            kw[f.name] = as_bool_warn(raw, default, key, warnings)
         elif isinstance(default, int):
-            kw[f.name] = _as_int(raw, default, key, warnings)
+            kw[f.name] = as_int_warn(raw, default, key, warnings)
         elif isinstance(default, float):
-            kw[f.name] = _as_float(raw, default, key, warnings)
+            kw[f.name] = as_float_warn(raw, default, key, warnings)
         else:
             kw[f.name] = default if raw is None else str(raw)
     extra = {k: v for k, v in section.items() if k not in known}
@@ -191,19 +151,20 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     if isinstance(plugins, dict) and isinstance(plugins.get("enabled"), list):
         enabled = tuple(str(x) for x in plugins["enabled"])
     store, store_source = _session_store(data)
+    refused = sessiondb_refusal(data)
+    if refused:
+        warnings.append(refused)
     provider = mem.get("provider")
     if provider is not None and not isinstance(provider, str):
         warnings.append(f"config: memory.provider={provider!r} is not a provider name; treated as built-in only")
-        provider = None
     return Config(
-        memory_provider=(provider or "").strip(),
         session_store=store,
         session_store_source=store_source,
-        memory_char_limit=_as_int(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
-        user_char_limit=_as_int(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
-        write_approval=_as_bool(mem.get("write_approval"), False, "memory.write_approval", warnings),
-        memory_enabled=_as_bool(mem.get("memory_enabled"), True, "memory.memory_enabled", warnings),
-        user_profile_enabled=_as_bool(mem.get("user_profile_enabled"), True, "memory.user_profile_enabled", warnings),
+        memory_char_limit=as_int_warn(mem.get("memory_char_limit"), DEFAULT_MEMORY_CHAR_LIMIT, "memory.memory_char_limit", warnings, lo=1),
+        user_char_limit=as_int_warn(mem.get("user_char_limit"), DEFAULT_USER_CHAR_LIMIT, "memory.user_char_limit", warnings, lo=1),
+        write_approval=as_bool_warn(mem.get("write_approval"), False, "memory.write_approval", warnings),
+        memory_enabled=as_bool_warn(mem.get("memory_enabled"), True, "memory.memory_enabled", warnings),
+        user_profile_enabled=as_bool_warn(mem.get("user_profile_enabled"), True, "memory.user_profile_enabled", warnings),
         memlock=parse_memlock(data.get("memlock"), warnings),
         plugins_enabled=enabled,
         warnings=tuple(warnings),
@@ -211,17 +172,31 @@ def parse_config(data: Any, warnings: list[str] | None = None) -> Config:
     )
 
 
+def sessiondb_refusal(data: Mapping[str, Any]) -> str | None:
+    """The one-line warning when Hermes 0.23 refuses ``sessiondb.provider``, else None.
+
+    Matches 0.23 ``hermes_state_provider.py`` ``get_session_db_provider``:
+    ``(config.get("sessiondb") or {}).get("provider") or "sqlite"`` must equal ``"sqlite"`` exactly
+    (``SQLite`` or ``' sqlite'`` are refused), else ``ValueError``; a ``sessiondb`` that is not a
+    mapping fails on ``.get``. Hermes then opens no session store; state.db stays the store."""
+    if "sessiondb" not in data:
+        return None
+    sdb = data.get("sessiondb") or {}
+    if not isinstance(sdb, Mapping):
+        value: Any = sdb
+        what = f"sessiondb: {sdb!r} is not a mapping"
+    else:
+        value = sdb.get("provider") or "sqlite"
+        if value == "sqlite":
+            return None
+        what = f"sessiondb.provider {value!r}"
+    return (f"config: {what}: Hermes 0.23 refuses it (only 'sqlite' ships; get_session_db_provider raises) "
+            "and opens no session store; state.db stays the store and is read")
+
+
 def _session_store(data: dict[str, Any]) -> tuple[str, str]:
-    """``(store, config key)``: ``sessiondb.provider`` when it names something other than
-    ``sqlite`` (lower-cased and stripped, as Hermes 0.23 normalises it), else ``postgresql`` when
-    ``database.postgres`` is a mapping, else ``("sqlite", "")``."""
-    sdb = data.get("sessiondb")
-    if isinstance(sdb, dict) and isinstance(sdb.get("provider"), str):
-        name = sdb["provider"].strip().lower()
-        if name and name != "sqlite":
-            return name, "sessiondb.provider"
-        if name == "sqlite":
-            return "sqlite", ""
+    """``(store, config key)``: ``postgresql`` when ``database.postgres`` is a mapping, else
+    ``("sqlite", "")`` (``sessiondb.provider`` never names another store: :func:`sessiondb_refusal`)."""
     db = data.get("database")
     if isinstance(db, dict) and isinstance(db.get("postgres"), dict):
         return "postgresql", "database.postgres"
@@ -331,7 +306,7 @@ def yaml_safe_load(text: str) -> Any:
     try:
         import yaml  # PyYAML
     except ImportError:
-        yaml = None  # type: ignore[assignment]
+        yaml = None
     if yaml is not None:
         fast = getattr(yaml, "CSafeLoader", None)
         if fast is not None and _shallow(text):
@@ -349,7 +324,7 @@ def yaml_safe_load(text: str) -> Any:
     loader.version = (1, 1)  # yes/no/on/off are booleans, as with PyYAML and Hermes 0.22
     try:
         return loader.load(text)
-    except Exception as exc:  # noqa: BLE001 - ruamel's parser errors share no public base class
+    except Exception as exc:
         raise ValueError(str(exc) or type(exc).__name__) from exc
 
 

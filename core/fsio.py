@@ -102,7 +102,7 @@ def _acquire(fd: int, path: Path, lock_path: Path, timeout: float, started: floa
     # flock locks belong to the open file description, which fd and its dup share: the
     # waiter's lock is ours once it returns.
     wfd = os.dup(fd)
-    state = {"acquired": False, "abandoned": False, "error": None}
+    state: dict[str, Any] = {"acquired": False, "abandoned": False, "error": None}
     guard = threading.Lock()
     done = threading.Event()
 
@@ -131,7 +131,7 @@ def _acquire(fd: int, path: Path, lock_path: Path, timeout: float, started: floa
         if state["acquired"]:
             return
         if state["error"] is not None:
-            raise state["error"]  # type: ignore[misc]
+            raise state["error"]
         state["abandoned"] = True
     raise _timeout(path, lock_path, time.monotonic() - started)
 
@@ -370,7 +370,7 @@ def replace_outcome(path: Path, names: dict[str, Any]) -> str:
     """
     new, old = names.get("new"), names.get("old")
     ok = lambda n: isinstance(n, str) and n.startswith(INTENT_TEMP_PREFIX) and "/" not in n  # noqa: E731
-    if not ok(new) or (old is not None and not ok(old)):
+    if not isinstance(new, str) or not ok(new) or (old is not None and not ok(old)):
         return "unknown"
     directory = _real_of(path).parent
     if os.path.lexists(directory / new):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,29 @@ class HomeError(MemdeckError):
     """The requested home or profile does not exist or its name is invalid."""
 
 
+class UnknownUserHome(HomeError):
+    """A home path starts with ``~user`` for a user this machine does not know: there is no home
+    there (every command exits 4, as for a missing home)."""
+
+
+def expand_home_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded (:meth:`pathlib.Path.expanduser`).
+
+    Raises:
+        UnknownUserHome: the ``~user`` names no user of this machine (pathlib raises a bare
+            ``RuntimeError`` there, which reached every command as a traceback: issue 40 #5).
+    """
+    p = Path(path)
+    try:
+        return p.expanduser()
+    except RuntimeError:
+        text = os.fspath(path)
+        user = text[1:].split("/", 1)[0] if text.startswith("~") else ""
+        who = f"there is no user {user!r} on this machine" if user else "the home directory of this user is unknown"
+        raise UnknownUserHome(f"no Hermes home at {text}: {who}, so {text.split('/', 1)[0] or '~'} cannot be expanded; "
+                              "nothing was read or written (point --home or HERMES_HOME at a home)") from None
+
+
 def default_root() -> Path:
     """The platform default Hermes root: ``~/.hermes`` (``%LOCALAPPDATA%\\hermes`` on Windows)."""
     if os.name == "nt":  # pragma: no cover
@@ -40,7 +64,7 @@ def root_of(home: Path) -> Path:
     ``~/.hermes/profiles/x`` -> ``~/.hermes``; ``/opt/data/profiles/coder`` -> ``/opt/data``;
     otherwise the home itself.
     """
-    home = Path(home).expanduser()
+    home = expand_home_path(home)
     default = default_root()
     try:
         home.resolve().relative_to(default.resolve())
@@ -112,7 +136,7 @@ def _profile_from_home(path: Path) -> str:
 def resolve_home(
     home: str | os.PathLike[str] | None = None,
     profile: str | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> HermesHome:
     """Resolve the Hermes home to watch, in Hermes' own order.
 
@@ -123,12 +147,13 @@ def resolve_home(
 
     Raises:
         HomeError: the profile name is invalid or the named profile does not exist.
+        UnknownUserHome: ``home`` or ``HERMES_HOME`` starts with ``~user`` for an unknown user.
     """
     env = os.environ if env is None else env
     if home is not None:
-        base = Path(home).expanduser()
+        base = expand_home_path(home)
     elif env.get("HERMES_HOME", "").strip():
-        base = Path(env["HERMES_HOME"].strip()).expanduser()
+        base = expand_home_path(env["HERMES_HOME"].strip())
     else:
         root = default_root()
         base = root
@@ -156,7 +181,7 @@ def resolve_home(
 
 def list_profiles(root: str | os.PathLike[str]) -> list[HermesHome]:
     """Every profile of a root: the root itself (``default``) then ``profiles/*`` sorted by name."""
-    root = Path(root).expanduser()
+    root = expand_home_path(root)
     out = [HermesHome(root, "default")]
     pdir = root / "profiles"
     try:

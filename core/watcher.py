@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 from .home import TARGET_FILES, HermesHome
@@ -113,7 +113,7 @@ def source_of(home: HermesHome, path: str | Path, memlock_dirs: tuple[Path, ...]
     return kind if parts[-1].endswith(".json") else None
 
 
-async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncIterator[frozenset[str]]:
+async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
     """Yield the set of source kinds touched, once per burst of changes, for as long as awaited.
 
     Each yielded set holds what changed since the previous one (bursts that arrive while the
@@ -133,8 +133,8 @@ async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = Non
         yield kinds
 
 
-async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncIterator[frozenset[str]]:
-    from asyncinotify import Inotify, Mask
+async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
+    from asyncinotify import Event, Inotify, Mask
 
     file_mask = Mask.CLOSE_WRITE | Mask.MOVED_TO | Mask.MOVED_FROM | Mask.CREATE | Mask.DELETE | Mask.MODIFY
     watched: dict[str, object] = {}
@@ -159,7 +159,7 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
         if on_ready is not None:
             on_ready()
         while True:
-            event = await ino.get()
+            event: Event | None = await ino.get()
             kinds: set[str] = set()
             rearm = False
             settled = True  # every relevant event so far left a complete file (a rename, a close)
@@ -196,7 +196,7 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
                 yield frozenset(kinds)
 
 
-async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncIterator[frozenset[str]]:
+async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
     from watchfiles import awatch
 
     outside = outside_memlock_dirs(home)

@@ -57,6 +57,7 @@ class Shot:
     long_session: bool = False
     pin_text: str = ""  # open the pin dialog with this text and wait for its what-if
     stage_queue: bool = False  # stage two stale records and a provider's record, select a stale one
+    hygiene: bool = False  # a paraphrase of an entry added by hand, the Hygiene screen on its duplicate
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -76,8 +77,13 @@ SHOTS: tuple[Shot, ...] = (
     Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
-    Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it last
+    Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it second to last
+    Shot("hygiene", "capacity", size=(130, 44), hygiene=True),  # it adds an entry: keep it last
 )
+
+#: what the hygiene picture adds to MEMORY.md by hand: the first demo entry said again
+HYGIENE_PARAPHRASE = ("linkhop is the FastAPI URL shortener in ~/code/linkhop; make test runs its suite and make lint "
+                      "runs ruff and mypy --strict.")
 
 
 def build_long_session_home(path: Path, compactions: int = LONG_COMPACTIONS, seed: int = 26):
@@ -160,6 +166,9 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     from memdeck.tui.app import make_app
 
     stale = _stage_queue(home) if shot.stage_queue else None
+    if shot.hygiene:
+        path = home.memory_file("memory")
+        path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + HYGIENE_PARAPHRASE, encoding="utf-8")
     app = make_app(home, watch=False, demo=True, now=now)
     async with app.run_test(size=shot.size, notifications=shot.external_replace) as pilot:
         await _settle(pilot, app)
@@ -190,6 +199,20 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
                     break
             else:
                 raise RuntimeError("the what-if did not finish")
+            await pilot.pause()
+        if shot.hygiene:
+            from memdeck.tui.screens.hygiene import HygieneScreen
+
+            app.action_hygiene()
+            for _ in range(4000):
+                await pilot.pause(0.01)
+                if isinstance(app.screen, HygieneScreen) and app.screen.report is not None:
+                    break
+            else:
+                raise RuntimeError("the hygiene report did not come")
+            kinds = [f.kind for f in app.screen.report.findings]
+            if "duplicate" in kinds:
+                app.screen.query_one("#hygiene-table").move_cursor(row=kinds.index("duplicate"))
             await pilot.pause()
         if shot.external_replace:
             _replace_first_entry(home.memory_file("memory"))

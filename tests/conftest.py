@@ -48,7 +48,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Start building the interop venvs the collected tests will ask for (see
     tests/interop/matrix/prebuild.py): on a fresh machine their pip installs then overlap the
     core tests instead of adding minutes after them. Only modules that call ``hermes_python``
-    (or ``tests/interop/matrix/run.py`` ``hermes_or_skip``) count; such a module's ``SPEC`` when it has one, else every version of the matrix."""
+    (or ``tests/interop/matrix/run.py`` ``hermes_or_skip``) count; such a module's ``SPEC`` when it
+    has one, else every version of the matrix."""
     if config.option.collectonly:
         return
     specs: list[str] = []

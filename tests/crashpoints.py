@@ -162,7 +162,7 @@ class deterministic:
     sequence, so the same operation on the same home writes the same bytes (anchor ids,
     ``pinned_at``, the manifest's ``generated_at``) in the dry run and in every crashed run."""
 
-    def __enter__(self) -> "deterministic":
+    def __enter__(self) -> deterministic:
         import time
         import uuid
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from memdeck.core.errors import Refused
+from memdeck.core.home import TARGET_FILES
 from memdeck.core.memory.entries import archive_candidates, entry_id
 
 from .failsafe import toast_on_error
@@ -75,7 +76,7 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
 
 
 def _target_name(target: str | None) -> str:
-    return "MEMORY.md" if target == "memory" else "USER.md"
+    return TARGET_FILES.get(target or "", "USER.md")
 
 
 def _preview(text: str | None, n: int = 60) -> str:
@@ -83,7 +84,7 @@ def _preview(text: str | None, n: int = 60) -> str:
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
-def _confirm(app: "MemdeckApp", title: str, body: Text | str, then: Any, label: str = "Yes") -> None:
+def _confirm(app: MemdeckApp, title: str, body: Text | str, then: Any, label: str = "Yes") -> None:
     from .screens.confirm import ConfirmScreen
 
     def done(ok: bool | None) -> None:
@@ -93,23 +94,23 @@ def _confirm(app: "MemdeckApp", title: str, body: Text | str, then: Any, label: 
     app.push_screen(ConfirmScreen(title, body, confirm_label=label), done)
 
 
-def _memory_store(app: "MemdeckApp") -> Any:
+def _memory_store(app: MemdeckApp) -> Any:
     from memdeck.core.memory.store import MemoryStore
 
     return MemoryStore(app.home, app.config, actor="tui")
 
 
-def _anchor_store(app: "MemdeckApp") -> Any:
+def _anchor_store(app: MemdeckApp) -> Any:
     from memdeck.core.anchors.store import AnchorStore
 
     return AnchorStore(app.home, app.config, actor="tui")
 
 
-def _nothing(app: "MemdeckApp", what: str) -> None:
+def _nothing(app: MemdeckApp, what: str) -> None:
     app.notify(f"select {what} first", severity="warning", markup=False, timeout=3)
 
 
-def _selected(app: "MemdeckApp", kinds: tuple[str, ...], what: str) -> Any:
+def _selected(app: MemdeckApp, kinds: tuple[str, ...], what: str) -> Any:
     """The current selection when its kind is one of ``kinds``; else a warning toast and None."""
     sel = app.selection()
     if sel is not None and sel.kind == "pending" and "pending" not in kinds:
@@ -142,7 +143,7 @@ WHAT_IF_BUDGET_S = 3.0
 
 
 @toast_on_error
-def action_pin(self: "MemdeckApp") -> None:
+def action_pin(self: MemdeckApp) -> None:
     """Pin the selected entry as an anchor, or new text, in the shown session (modal)."""
     from .screens.editors import PinScreen
 
@@ -181,7 +182,7 @@ def action_pin(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_unpin(self: "MemdeckApp") -> None:
+def action_unpin(self: MemdeckApp) -> None:
     sel = _selected(self, ("anchor",), "a pinned anchor in Anchors")
     if sel is None:
         return
@@ -201,7 +202,7 @@ def action_unpin(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_archive(self: "MemdeckApp") -> None:
+def action_archive(self: MemdeckApp) -> None:
     sel = _selected(self, ("entry", "anchor"), "an entry (Capacity, Review) or an anchor (Anchors)")
     if sel is None:
         return
@@ -232,7 +233,7 @@ def action_archive(self: "MemdeckApp") -> None:
              "Archive")
 
 
-def _archive_what_if(app: "MemdeckApp", target: str | None, text: str) -> Text:
+def _archive_what_if(app: MemdeckApp, target: str | None, text: str) -> Text:
     """How archiving ``text`` moves the next session's frozen block (``core/context/whatif.py``)."""
     from memdeck.core.context.whatif import what_if
 
@@ -247,7 +248,7 @@ def _archive_what_if(app: "MemdeckApp", target: str | None, text: str) -> Text:
 
 
 @toast_on_error
-def action_restore(self: "MemdeckApp") -> None:
+def action_restore(self: MemdeckApp) -> None:
     """Pick an archived entry or anchor and restore it."""
     from .screens.pickers import PickerScreen
 
@@ -314,7 +315,7 @@ def _archive_label(rec: Any) -> Text:
 
 
 @toast_on_error
-def action_edit(self: "MemdeckApp") -> None:
+def action_edit(self: MemdeckApp) -> None:
     from .screens.editors import AnchorEditScreen, EntryEditScreen
 
     sel = _selected(self, ("entry", "anchor", "pending"), "an entry, an anchor or a pending write")
@@ -355,7 +356,7 @@ def action_edit(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_new_entry(self: "MemdeckApp") -> None:
+def action_new_entry(self: MemdeckApp) -> None:
     from .screens.editors import EntryEditScreen
 
     sel = self.selection()
@@ -375,7 +376,7 @@ def action_new_entry(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_move(self: "MemdeckApp") -> None:
+def action_move(self: MemdeckApp) -> None:
     sel = _selected(self, ("entry",), "an entry in Capacity or Review")
     if sel is None:
         return
@@ -393,7 +394,7 @@ def action_move(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_approve(self: "MemdeckApp") -> None:
+def action_approve(self: MemdeckApp) -> None:
     sel = _selected(self, ("pending",), "a pending write in Review")
     if sel is None:
         return
@@ -408,7 +409,7 @@ def action_approve(self: "MemdeckApp") -> None:
                                             f"→ {_target_name(getattr(r, 'target', sel.target))}")
 
 
-def _edit_pending(self: "MemdeckApp", sel: Any) -> None:
+def _edit_pending(self: MemdeckApp, sel: Any) -> None:
     """Edit before approve (Hermes PR #44966): the staged text in the entry dialog (live char
     budget, what-if and threat scan of the entry that would land), then the edited write applied
     (``core/memory/review.py`` ``edit_and_approve``; the journal and History keep both texts)."""
@@ -471,7 +472,7 @@ def _bulk_toast(summary: Any) -> str:
 
 
 @toast_on_error
-def action_approve_clean(self: "MemdeckApp") -> None:
+def action_approve_clean(self: MemdeckApp) -> None:
     """Approve every clean pending write (asks first): each its own journaled write, re-checked as it
     is applied (``core/memory/review.py`` ``approve_all_clean``)."""
     items = list(getattr(self.snapshot, "review", ()) if self.snapshot is not None else ())
@@ -498,7 +499,7 @@ def action_approve_clean(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_reject_stale(self: "MemdeckApp") -> None:
+def action_reject_stale(self: MemdeckApp) -> None:
     """Reject every stale pending write (asks first): each journaled and undoable (z stages the last
     one again)."""
     items = list(getattr(self.snapshot, "review", ()) if self.snapshot is not None else ())
@@ -522,7 +523,7 @@ def action_reject_stale(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_reject(self: "MemdeckApp") -> None:
+def action_reject(self: MemdeckApp) -> None:
     sel = _selected(self, ("pending",), "a pending write in Review")
     if sel is None:
         return
@@ -572,7 +573,7 @@ def describe_change(rows: list[Any]) -> str:
 
 
 @toast_on_error
-def action_undo(self: "MemdeckApp") -> None:
+def action_undo(self: MemdeckApp) -> None:
     """Undo the most recent memdeck change recorded in the journal (asks first).
 
     The dialog names the change (:func:`describe_change`); if by the time the user confirms
@@ -606,7 +607,7 @@ def action_undo(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_revert(self: "MemdeckApp") -> None:
+def action_revert(self: MemdeckApp) -> None:
     """Revert the change selected in History, whoever made it (asks first): the core puts the
     old text back under the lock, or refuses and says why (it no longer applies, it would
     overflow: then it names what could be archived)."""
@@ -633,12 +634,12 @@ def action_revert(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_filter(self: "MemdeckApp") -> None:
+def action_filter(self: MemdeckApp) -> None:
     self.panel().open_filter()
 
 
 @toast_on_error
-def action_pick_session(self: "MemdeckApp") -> None:
+def action_pick_session(self: MemdeckApp) -> None:
     from .screens.pickers import PickerScreen
 
     snap = self.snapshot
@@ -686,7 +687,7 @@ def action_pick_session(self: "MemdeckApp") -> None:
 
 
 @toast_on_error
-def action_pick_profile(self: "MemdeckApp") -> None:
+def action_pick_profile(self: MemdeckApp) -> None:
     from memdeck.core.home import list_profiles, root_of
 
     from .screens.pickers import PickerScreen

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
@@ -31,6 +31,7 @@ from memdeck.core.config import Config, load_config
 from memdeck.core.deck.db import DeckDB
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.sessions.read_ahead import MIN_ROWS as READ_AHEAD_MIN_ROWS
 
 from .actions import DeckActions
@@ -197,7 +198,8 @@ class MemdeckApp(DeckActions, App[None]):
         self.notification_log: deque[Notice] = deque(maxlen=100)
         #: snapshot builds run so far, including those that found every source unchanged
         self.refresh_runs = 0
-        self._db: Any = None
+        #: the refresh's reader of the home (core/overview/reader.py), owning its connections
+        self._reader: HomeReader | None = None
         self._recall_lock = threading.Lock()  # a recall worker posts under it; a newer query bumps the generation under it
         self._recall_generation = 0
         self._refreshing = False
@@ -216,7 +218,6 @@ class MemdeckApp(DeckActions, App[None]):
         #: snapshot still queued in front of it is not painted.
         self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
-        self._deck: DeckDB | None = None  # memdeck.db, held open by the refresh worker
         self._last_error_toast: dict[str, str] = {}
         #: the person's settings file as read at start (None: not read, ``user_settings=False``);
         #: the help screen shows its path, its problems and the binding ids a keymap takes
@@ -276,20 +277,20 @@ class MemdeckApp(DeckActions, App[None]):
         shows Textual's toasts above it) or before the stack is mounted."""
         try:
             screen = self.screen
-        except Exception:  # no screen yet, or the app is closing
+        except Exception:  # noqa: BLE001 - no screen yet, or the app is closing
             return None
         if not isinstance(screen, DeckScreen):
             return None
         try:
             return screen.query_one("#toasts", ToastStack)
-        except Exception:  # not composed yet
+        except Exception:  # noqa: BLE001 - not composed yet
             return None
 
     def _tidy_after_notify(self) -> None:
         """Mend Textual 8.2's two toast leaks after each notification (:mod:`.textual_mends`)."""
         try:
             drop_empty_toast_holders(self.screen)
-        except Exception:  # no screen (the app is closing): nothing to tidy
+        except Exception:  # noqa: BLE001 - no screen (the app is closing): nothing to tidy
             return
         release_removed_widget_styles()
 
@@ -331,11 +332,11 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             pane = self.query_one(f"#panels TabPane#{pid}", TabPane)
-        except Exception:  # shutting down
+        except Exception:  # noqa: BLE001 - shutting down
             return
         try:
             mounting = pane.mount(panel_class(pid)(id=f"panel-{pid}"))
-        except Exception:  # the screen is going away (quit): nothing to show it in
+        except Exception:  # noqa: BLE001 - the screen is going away (quit): nothing to show it in
             return
         self._panels_mounting.add(pid)
         self._mount_waits[pid] = mounting
@@ -344,7 +345,7 @@ class MemdeckApp(DeckActions, App[None]):
     async def _panel_mounted(self, pid: str, mounting: Any) -> None:
         try:
             await mounting
-        except Exception as exc:  # closing, or a panel that failed to compose: the app goes on
+        except Exception as exc:  # noqa: BLE001 - closing, or a panel that failed to compose: the app goes on
             self.log.error(f"panel {pid} failed to mount: {exc!r}")
             return
         finally:
@@ -362,11 +363,11 @@ class MemdeckApp(DeckActions, App[None]):
                 panel.query_text = query
                 if ready is not None:
                     panel.show_recall(ready.query, ready.result, ready.error)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"recall render failed: {exc!r}")
         try:
             shown = self.current_panel_id == pid
-        except Exception:  # the main screen is not up (a test app's other screen, or shutdown)
+        except Exception:  # noqa: BLE001 - the main screen is not up (a test app's other screen, or shutdown)
             return
         if shown:
             if self.snapshot is not None:
@@ -385,6 +386,23 @@ class MemdeckApp(DeckActions, App[None]):
         rest = self._panels_unmounted()
         if rest:
             self._mount_panel(rest[0])
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed ahead around a dialog (:mod:`memdeck.tui.screens.modal`, issue 40 #3): a key
+        is for the screen on top when it arrived; one that comes back to the app (unhandled, for
+        the app's bindings) after another screen went on top is dropped (``? ? ?`` opened a help
+        screen over the help screen), and so is every key still queued when a dialog is dismissed
+        (``s Enter Enter``: the second Enter is not the dashboard's)."""
+        if isinstance(event, events.Key):
+            from .screens.modal import dropping_keys
+
+            if not event.is_forwarded:
+                if dropping_keys(self):
+                    return
+                event._memdeck_screen = self.screen  # type: ignore[attr-defined]
+            elif getattr(event, "_memdeck_screen", self.screen) is not self.screen:
+                return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         from .palette import LIGHT_ANSI
@@ -424,7 +442,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _focus_panel(self) -> None:
         try:
             self.panel().focus_primary()
-        except Exception:  # the panel may not be mounted yet during shutdown
+        except Exception:  # noqa: BLE001 - the panel may not be mounted yet during shutdown
             pass
 
     async def action_show_panel(self, pid: str) -> None:
@@ -435,7 +453,7 @@ class MemdeckApp(DeckActions, App[None]):
                 if waiting is not None:
                     try:
                         await waiting
-                    except Exception:  # closing: nothing to show
+                    except Exception:  # noqa: BLE001 - closing: nothing to show
                         return
             self.query_one("#panels", TabbedContent).active = pid
             self.call_after_refresh(self._focus_panel)
@@ -474,7 +492,7 @@ class MemdeckApp(DeckActions, App[None]):
     def _panel_has_relative_times(self, pid: str) -> bool:
         try:
             return bool(getattr(self.panel(pid), "RELATIVE_TIMES", False))
-        except Exception:  # not mounted (start-up, shutdown)
+        except Exception:  # noqa: BLE001 - not mounted (start-up, shutdown)
             return False
 
     def _arm_retime(self, pid: str | None = None) -> None:
@@ -498,7 +516,7 @@ class MemdeckApp(DeckActions, App[None]):
             return
         try:
             self.panel(pid).retime(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to redraw its times: {exc!r}")
 
     def _show_panel_snapshot(self, pid: str, snap: Any) -> None:
@@ -511,11 +529,11 @@ class MemdeckApp(DeckActions, App[None]):
             panel = self.panel(pid)
             if panel.needs_drawing(snap):
                 panel.show_snapshot(snap)
-        except Exception as exc:  # a panel bug must not kill the app
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app
             self.log.error(f"panel {pid} failed to render: {exc!r}")
             try:
                 self.panel(pid).show_banner(f"this panel failed to render: {type(exc).__name__}: {exc}")
-            except Exception:
+            except Exception:  # noqa: BLE001 - the banner is a courtesy; the failure is logged above
                 pass
 
     #: What Enter on a row offers, by selection kind: (action, label) in the order shown.
@@ -640,7 +658,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             dest, name, _params = action if isinstance(action, tuple) else actions.parse(action)
-        except Exception:  # not an action string: Textual will say so
+        except Exception:  # noqa: BLE001 - not an action string: Textual will say so
             return False
         on_app = dest == "app" or (not dest and (default_namespace is None or default_namespace is self))
         return on_app and name in WRITE_ACTIONS
@@ -689,7 +707,7 @@ class MemdeckApp(DeckActions, App[None]):
         if badge:
             try:
                 room = self.query_one("#statusline", Static).size.width or self.size.width or 80
-            except Exception:
+            except Exception:  # noqa: BLE001 - not composed yet: the app's width
                 room = self.size.width or 80
             # the badge never pushes out the time or the path's last 8 columns; the full words when
             # the whole path still fits beside them (or nothing shorter would), else "≠5 frozen"
@@ -718,7 +736,7 @@ class MemdeckApp(DeckActions, App[None]):
         label = self.home_label if self.home_label is not None else str(self.home.path)
         try:
             width = self.query_one("#statusline", Static).size.width or self.size.width
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed yet: the app's width
             width = self.size.width
         room = (width or 80) - t.cell_len - 3
         if room >= 8:
@@ -749,10 +767,10 @@ class MemdeckApp(DeckActions, App[None]):
                 out.append((f"{quiet[1]}: nothing injected for {quiet[0]} turns", "bold reverse yellow"))
             old = oldest_pending_age(snap, self.clock())
             if old is not None and old[0] >= self.alert_settings.pending_age_s:
-                from .views.review import age_text
+                from memdeck.core.text import age_words
 
-                out.append((f"⏳ pending {age_text(old[0])}", "bold reverse yellow"))
-        except Exception:  # a badge never breaks the status line
+                out.append((f"⏳ pending {age_words(old[0])}", "bold reverse yellow"))
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return out
         return out
 
@@ -765,7 +783,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return frozen_badge(snap)
-        except Exception:  # a badge never breaks the status line
+        except Exception:  # noqa: BLE001 - a badge never breaks the status line
             return None
 
     def on_resize(self) -> None:
@@ -774,7 +792,7 @@ class MemdeckApp(DeckActions, App[None]):
     def update_status_line(self) -> None:
         try:
             self.query_one("#statusline", Readout).show(self._status_line())  # one line: never a layout pass
-        except Exception:
+        except Exception:  # noqa: BLE001 - no status line (start-up, shutdown): nothing to show
             pass
 
     def watch_paused(self, paused: bool) -> None:
@@ -854,37 +872,36 @@ class MemdeckApp(DeckActions, App[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="refresh")
     def _refresh_worker(self) -> None:
-        from memdeck.core.overview.snapshot import (SEMANTIC_BUDGET_S, build_memory_snapshot, build_snapshot,
-                                                    open_statedb, take_stamps)
+        from memdeck.core.overview.snapshot import SEMANTIC_BUDGET_S
 
         try:
-            first = None
             head_start, self._head_start = self._head_start, None
             starting = self.snapshot is None
             self._final_posted.clear()
             # a head start that has already finished is taken now (no wait): when its full
             # snapshot will be adopted, the first paint is that snapshot, not memory alone
             head = head_start.take() if head_start is not None and starting and head_start.finished else None
+            first = None
             if starting and not (head is not None and self._adoptable(head_start, head)):
                 # progressive first paint: memory usage at once, the history when it is read
                 first = head_start.first if head_start is not None else None
                 if first is None:
-                    first = build_memory_snapshot(self.home, self.config, now=self.clock(),
-                                                  stamps=take_stamps(self.home, None))
+                    self._reader = HomeReader(self.home, self.config, clock=self.clock)
+                    first = self._reader.first_paint()
                 self.post_message(SnapshotReady(first, final=False))
             if head is None and head_start is not None and starting:
                 head = head_start.take()
-            carried: tuple[Any, ...] = ()  # changes the head start recorded but this build will not
+            carried: tuple[Any, ...] = ()  # changes the head start recorded but this read will not
             if head is not None:  # the first refresh, built while Python and Textual started
                 if head_start.home != self.home or self._worker_cancelled():
-                    for conn in (head.db, head.deck):  # another profile now, or closing
-                        if conn is not None:
-                            conn.close()
+                    head.reader.close()  # another profile now, or closing
                     head = None
             if head is not None:
-                self._db, self._deck = head.db, head.deck
-                if self._db is not None:
-                    self._db.progress = self._progress_reporter()
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader = head.reader
+                self._reader.config = self.config
+                self._reader.progress = self._progress_reporter()
                 if self._adoptable(head_start, head):
                     self.refresh_runs += 1
                     self._dirty = True  # look once more: a source may have changed before the watcher ran
@@ -892,33 +909,36 @@ class MemdeckApp(DeckActions, App[None]):
                     self.post_message(SnapshotReady(head.snapshot))
                     return
                 carried = head.new_changes
-            if self._db is None:
-                self._db = open_statedb(self.home)
-                if self._db is not None:
-                    self._db.progress = self._progress_reporter()
+            if self._reader is None:
+                self._reader = HomeReader(self.home, self.config, clock=self.clock)
+            reader = self._reader
+            reader.config = self.config
+            reader.progress = self._progress_reporter()
+            if self.snapshot is not None:
+                reader.snapshot = self.snapshot
+            elif first is not None:
+                reader.snapshot = first
             self.refresh_runs += 1
-            if self._deck is None:
-                self._deck = DeckDB(self.home)
-            with self._deck.bound():  # one memdeck.db connection for the app's life, not one per read
-                snap = build_snapshot(
-                    self.home,
-                    self.config,
-                    self._db,
-                    previous=self.snapshot if self.snapshot is not None else first,
-                    session_id=self.session_id,
-                    now=self.clock(),
-                    stamps=take_stamps(self.home, self._db),
-                    context_report=self.context_shown,
-                    # while the history worker fills a semantic history, a refresh audits none of it
-                    history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
-                )
+            # while the history worker fills a semantic history, a refresh audits none of it
+            snap = reader.read(self.session_id, context_report=self.context_shown,
+                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S)
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
-        except BaseException as exc:  # build_snapshot never raises; belt and braces
+        except BaseException as exc:  # noqa: BLE001 - the reader never raises; belt and braces
             snap = exc
         if not isinstance(snap, BaseException):  # a failed build paints nothing: keep the first paint
             self._final_posted.set()
         self.post_message(SnapshotReady(snap))
+
+    @property
+    def _db(self) -> Any:
+        """The refresh's state.db connection (its :class:`HomeReader`'s; None before the first read)."""
+        return self._reader.db if self._reader is not None else None
+
+    @property
+    def _deck(self) -> Any:
+        """The refresh's held memdeck.db connection (its :class:`HomeReader`'s)."""
+        return self._reader.deck if self._reader is not None else None
 
     def _adoptable(self, head_start: HeadStart, head: Any) -> bool:
         """True when the head start's snapshot can be shown as this app's first full one: built
@@ -933,7 +953,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             return get_current_worker().is_cancelled
-        except Exception:  # not in a worker (a status call from another thread)
+        except Exception:  # noqa: BLE001 - not in a worker (a status call from another thread)
             return False
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
@@ -1072,7 +1092,7 @@ class MemdeckApp(DeckActions, App[None]):
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
-            except Exception:
+            except Exception:  # noqa: BLE001 - no Recall panel mounted: no query to re-run
                 q = ""
             if q.strip():
                 self.run_recall(q)
@@ -1153,7 +1173,7 @@ class MemdeckApp(DeckActions, App[None]):
                 label.append(f" {n}", "bold reverse red" if pid in ("anchors", "integrity") else "bold reverse yellow")
             try:
                 tab = tabs.get_tab(pid)
-            except Exception:  # the tab is not mounted (shutdown): nothing is shown to remember
+            except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             tab.label = label
         self._badges_shown = dict(counts)
@@ -1189,7 +1209,7 @@ class MemdeckApp(DeckActions, App[None]):
 
         try:
             counts, reason = exact_counts(report, key[1])
-        except Exception as exc:  # never a traceback: the panel says estimates only
+        except Exception as exc:  # noqa: BLE001 - never a traceback: the panel says estimates only
             counts, reason = None, f"{type(exc).__name__}: {exc}"
         self.post_message(ExactCountsReady(key, counts, reason))
 
@@ -1202,7 +1222,7 @@ class MemdeckApp(DeckActions, App[None]):
         if self.snapshot is not None and self.current_panel_id == "context":
             try:
                 self.panel("context").show_snapshot(self.snapshot)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
                 self.log.error(f"context panel failed to render: {exc!r}")
         else:
             self._stale_panels.add("context")
@@ -1231,7 +1251,7 @@ class MemdeckApp(DeckActions, App[None]):
         """What the current panel has selected (see ``Panel.selected``), or ``None``."""
         try:
             return self.panel().selected()
-        except Exception:
+        except Exception:  # noqa: BLE001 - no panel or no selection: None
             return None
 
     # ── writes: key -> action -> worker -> core -> message -> toast ─────
@@ -1267,7 +1287,7 @@ class MemdeckApp(DeckActions, App[None]):
             outcome = refusal_outcome(exc)
         except MemdeckError as exc:
             outcome = WriteOutcome(False, safe_plain(str(exc)), "error")
-        except Exception as exc:  # never a traceback in the TUI
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI
             outcome = WriteOutcome(False, safe_plain(f"{type(exc).__name__}: {exc}"), "error")
         self.post_message(WriteDone(action, outcome))
 
@@ -1294,7 +1314,7 @@ class MemdeckApp(DeckActions, App[None]):
         if "recall" in self._panels_ready:
             try:
                 self.query_one("#panel-recall").query_text = query
-            except Exception:
+            except Exception:  # noqa: BLE001 - the panel is going away: it is shown the query when mounted
                 pass
         else:
             self._mount_panel("recall")
@@ -1336,7 +1356,7 @@ class MemdeckApp(DeckActions, App[None]):
                                                cancelled=superseded):
                 if not post(result, error, not getattr(result, "partial", False)):
                     return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - never a traceback in the TUI: the panel shows the error
             post(None, f"{type(exc).__name__}: {exc}", True)
 
     def on_recall_requested(self, message: RecallRequested) -> None:
@@ -1348,7 +1368,7 @@ class MemdeckApp(DeckActions, App[None]):
             return  # shown when the panel is mounted (_panel_mounted)
         try:
             self.query_one("#panel-recall").show_recall(message.query, message.result, message.error)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not kill the app: logged
             self.log.error(f"recall render failed: {exc!r}")
 
     # ── profile switching ───────────────────────────────────────────────
@@ -1357,11 +1377,10 @@ class MemdeckApp(DeckActions, App[None]):
         """Show another profile: new config, new database, watchers re-armed, fresh snapshot."""
         self._close_databases()
         self._recall_db = None
-        self._deck = None
+        self._reader = None
         self.home = home
         self.home_label = None
         self.config = load_config(home)
-        self._db = None
         self.session_id = None
         self.snapshot = None
         if self.watch_enabled:
@@ -1384,14 +1403,14 @@ class MemdeckApp(DeckActions, App[None]):
         self._close_databases()
 
     def _close_databases(self) -> None:
-        """Close the read-only state.db connections (which lets them tidy the side files they
-        created, see core.sessions.side_files.tidy_side_files) and the held memdeck.db one."""
+        """Close the read-only state.db connections and the held memdeck.db one (state.db's
+        -wal/-shm are Hermes': never removed, see core.sessions.side_files)."""
         for db in (self._db, getattr(self, "_recall_db", None), self._deck):
             close = getattr(db, "close", None)
             if callable(close):
                 try:
                     close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing: a database that will not close must not stop the exit
                     pass
 
 

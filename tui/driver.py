@@ -21,9 +21,9 @@ from codecs import getincrementaldecoder
 from typing import Any
 
 from textual import constants
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+from .textual_private import XTermParser, get_time
 
 POLL_SECONDS = 0.1
 """Textual's own poll interval: used when the parser does not say when it next needs a tick."""

@@ -16,13 +16,13 @@ def toast_on_error(fn: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(self, *args, **kwargs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the point of this wrapper: an action's exception becomes a toast
             app = getattr(self, "app", self)
             try:
                 app.log.error(f"{fn.__name__} failed: {exc!r}")
                 app.notify(f"{fn.__name__.removeprefix('action_').replace('_', ' ')}: {type(exc).__name__}: {exc}",
                            severity="error", markup=False)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the app is closing: nothing to toast into
                 pass
             return None
 

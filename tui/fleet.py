@@ -171,7 +171,7 @@ class FleetApp(App[None]):
     def _refresh_worker(self, local: set[str] | None) -> None:
         try:
             rows: Any = self.fleet.read(local=local, remote=False)
-        except BaseException as exc:  # Fleet.read never raises; belt and braces
+        except BaseException as exc:  # noqa: BLE001 - Fleet.read never raises; belt and braces
             rows = exc
         self.post_message(FleetRowsReady(rows, local))
 
@@ -307,7 +307,7 @@ def run_fleet(args: Any, ctx: Any) -> int:
         app = FleetApp(fleet, settings_file=settings_file)
         app.run()
         return int(getattr(app, "return_code", 0) or 0)
-    except Exception as exc:  # never a traceback
+    except Exception as exc:  # noqa: BLE001 - never a traceback
         print(f"memdeck: error: the fleet screen stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -73,16 +73,25 @@ class _LongRead(Exception):
 
 @dataclass(frozen=True)
 class HeadStartResult:
-    """What the head start built: ``db`` (a :class:`core.sessions.statedb.StateDB` or None when
-    the home has no state.db), ``deck`` (the :class:`core.deck.db.DeckDB`), ``snapshot`` (the
-    full one, or None when the read was long; the memory-only one is :attr:`HeadStart.first`) and
-    ``new_changes`` (the change-history rows its build recorded: a build that does not adopt
-    ``snapshot`` must still show them, for the next observation will not find them again)."""
+    """What the head start built: ``reader`` (the :class:`core.overview.reader.HomeReader` holding
+    the open state.db and memdeck.db connections), ``snapshot`` (the full one, or None when the
+    read was long; the memory-only one is :attr:`HeadStart.first`) and ``new_changes`` (the
+    change-history rows its read recorded: a read that does not adopt ``snapshot`` must still
+    show them, for the next observation will not find them again)."""
 
-    db: Any
-    deck: Any
+    reader: Any
     snapshot: Any
     new_changes: tuple[Any, ...] = ()
+
+    @property
+    def db(self) -> Any:
+        """The reader's state.db connection (None without one, or after a long read)."""
+        return self.reader.db
+
+    @property
+    def deck(self) -> Any:
+        """The reader's memdeck.db connection."""
+        return self.reader.deck
 
 
 class HeadStart:
@@ -103,8 +112,9 @@ class HeadStart:
         try:
             # Imported here, not in the thread: a module being imported by two threads at once
             # makes one wait for the other, and the main thread goes on to import Textual.
-            import memdeck.core.deck.db  # noqa: F401
-            import memdeck.core.overview.snapshot  # noqa: F401
+            import memdeck.core.deck.db
+            import memdeck.core.overview.reader
+            import memdeck.core.overview.snapshot
             import memdeck.core.sessions.statedb  # noqa: F401
 
             SWITCH_INTERVAL.enter()
@@ -118,15 +128,11 @@ class HeadStart:
             self._done.set()
 
     def _run(self) -> None:
-        from memdeck.core.deck.db import DeckDB
-        from memdeck.core.overview.snapshot import build_memory_snapshot, build_snapshot, open_statedb, take_stamps
+        from memdeck.core.overview.reader import HomeReader
 
-        db = deck = None
+        reader = HomeReader(self.home, self.config, clock=self.clock)
         try:
-            first = build_memory_snapshot(self.home, self.config, now=self.clock(), stamps=take_stamps(self.home, None))
-            self.first = first
-            db = open_statedb(self.home)
-            deck = DeckDB(self.home)
+            self.first = reader.first_paint()
             long_read = False
 
             def progress(done: int, total: int) -> None:
@@ -135,26 +141,17 @@ class HeadStart:
                     long_read = True
                     raise _LongRead
 
-            if db is not None:
-                db.progress = progress
-            with deck.bound():
-                snap = build_snapshot(self.home, self.config, db, previous=first, now=self.clock(),
-                                      stamps=take_stamps(self.home, db), context_report=False)
+            reader.progress = progress
+            snap = reader.read(context_report=False)  # the app reads it when Context shows
             changes = snap.new_changes
             if long_read:  # stopped midway: this connection's readers are left to the app's worker
-                if db is not None:
-                    db.close()
-                db, snap = None, None
-            elif db is not None:
-                db.progress = None
-            self._result = HeadStartResult(db, deck, snap, changes)
+                if reader.db is not None:
+                    reader.db.close()
+                reader.db, snap = None, None
+            reader.progress = None
+            self._result = HeadStartResult(reader, snap, changes)
         except BaseException:  # noqa: BLE001 - the app builds on its own; it shows any error
-            for conn in (db, deck):
-                try:
-                    if conn is not None:
-                        conn.close()
-                except Exception:  # noqa: BLE001
-                    pass
+            reader.close()
             self._result = None
         finally:
             SWITCH_INTERVAL.leave()
@@ -168,7 +165,7 @@ class HeadStart:
     def take(self) -> HeadStartResult | None:
         """The result once (later calls return None), waiting for the head start to end.
 
-        Whoever takes a result owns its connections (``db``, ``deck``): adopt them or close them.
+        Whoever takes a result owns its reader (and its connections): adopt it or close it.
         """
         self._done.wait()
         result, self._result = self._result, None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memdeck.core.errors import MemdeckError
-from memdeck.core.home import HermesHome, HomeError, resolve_home
+from memdeck.core.home import HermesHome, HomeError, UnknownUserHome, resolve_home
 
 
 def _say(msg: str) -> None:
@@ -78,6 +78,9 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
 
     try:
         return resolve_dashboard_home(args)
+    except UnknownUserHome as exc:  # `--home ~nosuchuser/x`: no home there, as a missing directory
+        _say(f"error: {exc}; or try `memdeck --demo`")
+        return EXIT_NO_HOME
     except HomeError as exc:
         _say(f"error: {exc}")
         return 2
@@ -91,7 +94,7 @@ def _home_or_exit(args: argparse.Namespace) -> tuple[HermesHome, bool] | int:
         return 130
 
 
-def _config_or_exit(args: argparse.Namespace) -> Path | None | int:
+def _config_or_exit(args: argparse.Namespace) -> Path | int | None:
     """:func:`memdeck.tui.settings.config_path` of ``--config``, or exit code 2 with the reason printed."""
     from memdeck.core.cli.common import UsageError
 
@@ -158,7 +161,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         code = getattr(app, "return_code", 0) or 0
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # the one place a broad catch is right: never show a traceback
+    except Exception as exc:  # noqa: BLE001 - the one place a broad catch is right: never show a traceback
         _say(f"error: the dashboard stopped: {type(exc).__name__}: {exc}")
         return 1
     if demo:

@@ -12,9 +12,10 @@ listing of ``/static``, a download route, a stylesheet from Google Fonts, the ac
 every query string), so memdeck keeps the client and the per-tab process protocol and puts its own
 small aiohttp application in front:
 
-* the gate (:mod:`memdeck.tui.serve_gate`): ``Host`` allow list, a 128-bit token exchanged for an
-  HttpOnly, SameSite=Strict cookie, ``Origin`` on the WebSocket; every route answers 401 without
-  the cookie; nothing but loopback unless ``--allow-remote``;
+* the gate (:mod:`memdeck.tui.serve_gate`): ``Host`` allow list, a single-use 128-bit token
+  exchanged for a session of its own (an HttpOnly, SameSite=Strict cookie that expires, revoked
+  when the server stops; the next URL is printed then), ``Origin`` on the WebSocket; every route
+  answers 401 without a live session; nothing but loopback unless ``--allow-remote``;
 * each tab's dashboard runs ``python -m memdeck.tui --home=<home> [--read-only]`` through
   :func:`asyncio.create_subprocess_exec` (no shell: a home path with spaces, ``;``, ``$()`` or
   quotes is one argument), in a process group of its own (:class:`DashboardProcess`); closing the
@@ -25,7 +26,7 @@ small aiohttp application in front:
   Content-Security-Policy with a per-response nonce, the WebSocket URL taken from the page's own
   origin (so an SSH tunnel's port or Tailscale Serve's https work unchanged).
 
-The token is printed once (stdout, one line); nothing logs it afterwards (no access log; the
+Each token is printed once (stdout, one line per URL); nothing logs it afterwards (no access log; the
 server's own log lines name the path, never the query).
 """
 
@@ -36,6 +37,7 @@ import contextlib
 import html
 import io
 import json
+import logging
 import os
 import secrets
 import shlex
@@ -80,6 +82,31 @@ def _log(message: str) -> None:
     """One line on stderr, hidden characters shown as markers (a Host or Origin header is text
     from the network)."""
     print(f"memdeck serve: {visible(message, single_line=True)}", file=sys.stderr, flush=True)
+
+
+class _OneLineLog(logging.Handler):
+    """aiohttp's own log records (``aiohttp.*``: "Error handling request" with a traceback for each
+    malformed request, issue 40 #11) as one :func:`_log` line each: the message and the error's
+    first words, never a traceback."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            exc = record.exc_info[1] if record.exc_info else None
+            if exc is not None:
+                what = " ".join(str(getattr(exc, "message", None) or exc).split())
+                text += f": {type(exc).__name__}" + (f": {what}" if what else "")
+            _log(text[:300])
+        except Exception:  # noqa: BLE001 - a log line must never take the server down
+            pass
+
+
+def quiet_aiohttp_logs() -> None:
+    """Route every ``aiohttp.*`` log record through :class:`_OneLineLog` (once per process)."""
+    logger = logging.getLogger("aiohttp")
+    if not any(isinstance(h, _OneLineLog) for h in logger.handlers):
+        logger.addHandler(_OneLineLog())
+    logger.propagate = False
 
 
 def _clamp(text: str | None, lo_hi: tuple[int, int], default: int) -> int:
@@ -229,7 +256,7 @@ class DashboardProcess(AppService):
     async def _wait(process: Any, seconds: float) -> bool:
         try:
             await asyncio.wait_for(process.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 
@@ -283,6 +310,7 @@ class DeckServer:
                                    settings_file=options.settings_file)
         self.tabs: dict[int, DashboardProcess] = {}
         self._next_tab = 1
+        self.url_base = ""  # ``http://host:port`` the URLs are printed with (set by :meth:`run`)
         self._template = _TEMPLATE.read_text(encoding="utf-8")
 
     # ── the application ────────────────────────────────────────────────
@@ -307,15 +335,20 @@ class DeckServer:
             return self._refuse(request, 403, f"Host {host!r} is not allowed (pass --allowed-host)")
         origin = request.headers.get("Origin")
         is_ws = request.path == "/ws"
+        if is_ws and not gate.cookie_ok(request.cookies):  # no credentials: 401, as every route (README)
+            return self._no_session(request)
         if (origin is not None or is_ws) and not gate.origin_allowed(origin, host):
             return self._refuse(request, 403, f"Origin {origin!r} is not this page's")
         if request.path == "/" and "token" in request.query:
             return self._exchange(request)
         if not gate.cookie_ok(request.cookies):
-            return self._refuse(request, 401, "no session cookie", body=(
-                "memdeck serve: open the URL that `memdeck serve` printed (it carries the token); "
-                "this browser has no session.\n"))
+            return self._no_session(request)
         return await handler(request)
+
+    def _no_session(self, request: web.Request) -> web.Response:
+        return self._refuse(request, 401, "no live session cookie", body=(
+            "memdeck serve: this browser has no live session (none yet, or it expired, or the server restarted). "
+            "Open the newest URL `memdeck serve` printed in its terminal (each URL opens one session).\n"))
 
     def _refuse(self, request: web.Request, status: int, why: str, body: str | None = None) -> web.Response:
         _log(f"{status} {request.method} {request.path} from {request.remote}: {why}")
@@ -323,17 +356,29 @@ class DeckServer:
                             headers={"Cache-Control": "no-store"})
 
     def _exchange(self, request: web.Request) -> web.Response:
-        """``/?token=T``: the right token sets the session cookie and sends the browser to ``/``
-        (the token leaves the address bar and the history). A 303 when the navigation started in
+        """``/?token=T``: the right token opens a session of its own (its cookie expires, the
+        server revokes it on exit) and sends the browser to ``/`` (the token leaves the address
+        bar and the history); the token then works no more, and the next URL is printed on stdout
+        (a second use gets 401 saying so: issue 40 #8). A 303 when the navigation started in
         the browser or on this site; when another site started it (a link in a chat), a page
         that refreshes to ``/``, because a SameSite=Strict cookie is not sent on a redirect that
         another site started."""
-        if not self.gate.token_ok(request.query.get("token")):
+        given = request.query.get("token")
+        session = self.gate.redeem(given)
+        if session is None:
+            if self.gate.token_used(given):
+                return self._refuse(request, 401, "a used token", body=(
+                    "memdeck serve: this URL was used already: each URL opens one browser session. "
+                    "memdeck serve printed a new URL in its terminal when this one was used: open that one "
+                    "(or restart memdeck serve).\n"))
             return self._refuse(request, 401, "wrong token")
         secure = _reached_over_https(request)
-        cookie = self.gate.set_cookie_header(secure=secure)
+        cookie = self.gate.set_cookie_header(session, secure=secure)
         headers = {"Set-Cookie": cookie, "Cache-Control": "no-store"}
-        _log(f"a browser at {request.remote} opened a session{' (https)' if secure else ''}")
+        _log(f"a browser at {request.remote} opened a session{' (https)' if secure else ''} "
+             f"({self.gate.sessions} live); the URL it used works no more, the next one is on stdout")
+        if self.url_base:
+            print(url_with_token(self.url_base, self.gate.token), flush=True)
         if request.headers.get("Sec-Fetch-Site", "none") in ("none", "same-origin"):
             return web.Response(status=303, headers={**headers, "Location": "/"})
         page = ('<!DOCTYPE html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">'
@@ -435,11 +480,13 @@ class DeckServer:
     async def run(self, sock: socket.socket, url: str) -> int:
         """Serve on the bound ``sock`` until SIGINT, SIGTERM or SIGHUP; every tab is stopped
         before this returns. ``url`` (with the token) is printed once, on stdout."""
+        quiet_aiohttp_logs()
         runner = web.AppRunner(self.make_app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         site = web.SockSite(runner, sock)
         await site.start()
         print(url, flush=True)
+        self.url_base = url.split("/?", 1)[0]
         mode = "read-only" if self.options.read_only else "read-write"
         _log(f"serving {self.options.home} ({mode}); open the URL above in a browser; Ctrl+C stops")
         stop = asyncio.Event()
@@ -451,7 +498,8 @@ class DeckServer:
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.remove_signal_handler(sig)
-            _log("stopping")
+            revoked = self.gate.revoke_all()
+            _log(f"stopping ({revoked} session(s) revoked)")
             await self.stop_tabs()
             await runner.cleanup()
             await self.stop_tabs()  # a tab that opened while the server closed

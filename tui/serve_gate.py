@@ -10,10 +10,15 @@ The rules, in the order a request meets them:
 1. ``Host`` must name an allowed host (:meth:`Gate.host_allowed`): a loopback name on any port,
    the address the server is bound to, or one given with ``--allowed-host``. A page on another
    site whose name was rebound to 127.0.0.1 (DNS rebinding) sends its own name: 403.
-2. ``GET /?token=T`` with the right token (compared in constant time) sets the session cookie
-   (HttpOnly, SameSite=Strict, ``Secure`` when the browser reached the server over https) and
-   sends the browser to ``/``, so the token leaves the address bar and the history.
-3. Every other request needs the session cookie: 401 without it.
+2. ``GET /?token=T`` with the right token (compared in constant time) opens a session of its
+   own and sets its cookie (HttpOnly, SameSite=Strict, ``Secure`` when the browser reached the
+   server over https, ``Max-Age`` :data:`SESSION_TTL_S`), and sends the browser to ``/``, so the
+   token leaves the address bar and the history. A token works once (issue 40 #8: it opened
+   sessions for the server's whole life, all with one cookie that never expired): the server then
+   prints the next URL, and a second use is 401 saying so.
+3. Every other request, the WebSocket first of all, needs a live session cookie: 401 without it
+   (no credentials), also when the session expired or the server revoked it (every session is
+   revoked when the server stops: :meth:`Gate.revoke_all`).
 4. A WebSocket (and any request that carries ``Origin``) must come from the page's own origin:
    ``Origin`` ``scheme://host[:port]`` whose ``host[:port]`` is the request's ``Host``. A page on
    another site, or on another port of localhost (same site, so the SameSite cookie would be
@@ -22,16 +27,24 @@ The rules, in the order a request meets them:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import secrets
 import socket
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 #: 16 random bytes: the token and the session secret each carry 128 bits.
 TOKEN_BYTES = 16
+
+#: How long a session lasts, in seconds (the cookie's ``Max-Age``; the server forgets it then too).
+SESSION_TTL_S = 12 * 3600
+
+#: How many used tokens are remembered, to say "used already" rather than "wrong".
+USED_TOKENS_KEPT = 256
 
 #: Host names that are loopback by definition (RFC 6761 reserves ``localhost``).
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost", "ip6-loopback"})
@@ -150,24 +163,32 @@ def _is_loopback_name(host: str) -> bool:
     return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
+def _digest(value: str) -> bytes:
+    """The key a secret is stored under: SHA-256 of it (a dict look-up by it tells nothing about
+    the secret; the secret itself is never kept)."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).digest()
+
+
 @dataclass
 class Gate:
     """The credentials and the allow list of one ``memdeck serve`` run.
 
     Attributes:
-        token: the secret of the printed URL (``?token=``); exchanged once per browser for
-            the cookie, never logged after the first print.
-        session: the cookie's value (another 128-bit secret: the cookie jar never holds the token).
+        token: the secret of the URL printed now (``?token=``); good for one exchange
+            (:meth:`redeem`), after which a new one takes its place; never logged.
         cookie_name: ``memdeck_session_<port>`` (browsers scope cookies by host, not port: two
             servers on one machine must not overwrite each other's cookie).
         allowed_hosts: extra ``Host`` values (``name`` = any port, ``name:port`` = that port),
             besides loopback names on any port.
+        session_ttl: seconds a session lasts (:data:`SESSION_TTL_S`).
+        clock: the clock sessions expire by (``time.monotonic``; the tests pass their own).
     """
 
     port: int
     token: str = field(default_factory=new_secret)
-    session: str = field(default_factory=new_secret)
     allowed_hosts: tuple[str, ...] = ()
+    session_ttl: float = SESSION_TTL_S
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self._allowed: list[tuple[str, int | None]] = []
@@ -176,6 +197,8 @@ class Gate:
             if parsed is None:
                 raise ValueError(f"not a host name or host:port: {h!r}")
             self._allowed.append(parsed)
+        self._sessions: dict[bytes, float] = {}  # digest of a session cookie -> when it expires (clock)
+        self._used: dict[bytes, None] = {}  # digests of the tokens already exchanged, oldest first
 
     @property
     def cookie_name(self) -> str:
@@ -209,19 +232,62 @@ class Gate:
         return split_host(parts.netloc) == split_host(host_header) and split_host(host_header) is not None
 
     def token_ok(self, given: str | None) -> bool:
-        """Whether ``given`` is the token (constant-time)."""
+        """Whether ``given`` is the current token (constant-time); it says nothing of its use."""
         return same_secret(given, self.token)
 
-    def cookie_ok(self, cookies: dict[str, str] | Iterable[tuple[str, str]]) -> bool:
-        """Whether the request's cookies hold this server's session (constant-time)."""
-        jar = dict(cookies)
-        return same_secret(jar.get(self.cookie_name), self.session)
+    def token_used(self, given: str | None) -> bool:
+        """Whether ``given`` is a token that was exchanged already (one of the last
+        :data:`USED_TOKENS_KEPT`)."""
+        return given is not None and _digest(given) in self._used
 
-    def set_cookie_header(self, *, secure: bool) -> str:
-        """The ``Set-Cookie`` value that opens a session: ``HttpOnly`` (no script reads it),
-        ``SameSite=Strict`` (no other site's page sends it), ``Path=/``, a session cookie (gone
-        when the browser closes), ``Secure`` when the browser reached us over https."""
-        parts = [f"{self.cookie_name}={self.session}", "Path=/", "HttpOnly", "SameSite=Strict"]
+    def redeem(self, given: str | None) -> str | None:
+        """Exchange the URL's token for a new session: its cookie value (128 random bits, never
+        the token), good for ``session_ttl`` seconds; a new token takes the old one's place, so
+        the URL works once. ``None`` (nothing changes) when ``given`` is not the current token."""
+        if not self.token_ok(given):
+            return None
+        assert given is not None
+        self._used[_digest(given)] = None
+        while len(self._used) > USED_TOKENS_KEPT:
+            del self._used[next(iter(self._used))]
+        self.token = new_secret()
+        session = new_secret()
+        now = self.clock()
+        self._sessions = {k: t for k, t in self._sessions.items() if t > now}  # the expired ones go
+        self._sessions[_digest(session)] = now + self.session_ttl
+        return session
+
+    def cookie_ok(self, cookies: dict[str, str] | Iterable[tuple[str, str]]) -> bool:
+        """Whether the request's cookies hold a live session of this server (looked up by its
+        SHA-256: the time taken tells nothing of the secret)."""
+        value = dict(cookies).get(self.cookie_name)
+        if not value:
+            return False
+        expires = self._sessions.get(_digest(value))
+        return expires is not None and self.clock() < expires
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions are live now."""
+        now = self.clock()
+        return sum(1 for t in self._sessions.values() if t > now)
+
+    def revoke_all(self) -> int:
+        """Forget every session and retire the token (the server stops); returns how many
+        sessions were live. A cookie the browser still holds opens nothing afterwards."""
+        n = self.sessions
+        self._sessions.clear()
+        self._used[_digest(self.token)] = None
+        self.token = new_secret()
+        return n
+
+    def set_cookie_header(self, session: str, *, secure: bool) -> str:
+        """The ``Set-Cookie`` value of the session :meth:`redeem` opened: ``HttpOnly`` (no script
+        reads it), ``SameSite=Strict`` (no other site's page sends it), ``Path=/``,
+        ``Max-Age`` = ``session_ttl`` (the server forgets it then too), ``Secure`` when the
+        browser reached us over https."""
+        parts = [f"{self.cookie_name}={session}", "Path=/", f"Max-Age={int(self.session_ttl)}", "HttpOnly",
+                 "SameSite=Strict"]
         if secure:
             parts.append("Secure")
         return "; ".join(parts)

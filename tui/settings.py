@@ -29,8 +29,9 @@ Hermes home::
     provider_budget_pct = 20         # its fences over this share of the compaction threshold
     pending_age_hours = 24           # the oldest unreviewed pending write older than this
 
-(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`; ``alerts``': :mod:`memdeck.core.overview.alerts`.) The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has
-one. ``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
+(``fleet``'s keys: :mod:`memdeck.core.fleet.homes`; ``alerts``': :mod:`memdeck.core.overview.alerts`.)
+The binding ids are those listed by ``?`` and in README ("Keys"); every memdeck Binding has one.
+``default_profile`` applies when neither ``--home``/``--profile`` nor ``HERMES_HOME``
 chose a home (before Hermes' own ``active_profile``). A file that cannot be read or holds
 unknown keys, ids or values never stops the dashboard: what is usable is used, the rest is
 listed in :attr:`UserSettings.warnings`, shown as a toast and on the help screen.
@@ -207,6 +208,15 @@ def _parse(path: Path) -> Any:
     return data
 
 
+def _unread(path: Path | None, candidates: tuple[Path, ...], source: str, warnings: tuple[str, ...]) -> UserSettings:
+    """The defaults, for a file that was not read: its warnings also go with the ``fleet`` and
+    ``alerts`` tables, so ``fleet``, ``metrics`` and ``watch`` say on stderr that the file's
+    ``fleet.homes`` and ``alerts`` were not used, as the dashboard does (issue 40 #7: a refused
+    file, over 64 KiB, an alias bomb or too deep, dropped ``fleet.homes`` silently)."""
+    return UserSettings(path=path, candidates=candidates, source=source, warnings=warnings,
+                        fleet=FleetSettings(warnings=warnings), alerts=AlertSettings(warnings=warnings))
+
+
 def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str] | None = None,
                   env: Mapping[str, str] | None = None, *,
                   default_keys: Mapping[str, Iterable[str]] | None = None,
@@ -230,21 +240,18 @@ def load_settings(binding_ids: Iterable[str] | None = None, themes: Iterable[str
     if path is None:
         missing = () if source == "default" else (f"{candidates[0]} (from {source}) does not exist or is not a file; "
                                                   "using the defaults",)
-        return UserSettings(candidates=candidates, source=source, warnings=missing)
+        return _unread(None, candidates, source, missing)
     try:
         data = _parse(path)
     except ConfigTooLarge as exc:
-        return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: not read: it {exc}; using the defaults",))
+        return _unread(path, candidates, source, (f"{path}: not read: it {exc}; using the defaults",))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, ImportError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: not read ({first}); using the defaults",))
+        return _unread(path, candidates, source, (f"{path}: not read ({first}); using the defaults",))
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return UserSettings(path=path, candidates=candidates, source=source,
-                            warnings=(f"{path}: expected a table of settings; using the defaults",))
+        return _unread(path, candidates, source, (f"{path}: expected a table of settings; using the defaults",))
     warnings: list[str] = [f"{path}: unknown setting {k!r} ignored" for k in data if k not in KNOWN_KEYS]
     theme = data.get("theme")
     if theme is not None and (not isinstance(theme, str) or (themes is not None and theme not in set(themes))):

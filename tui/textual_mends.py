@@ -40,6 +40,6 @@ def release_removed_widget_styles() -> None:
     live widgets' strips stayed at 3,262. Clearing the cache costs nothing that matters: a
     live widget recomputes two ``Style`` objects the next time it draws a line.
     """
-    from textual._styles_cache import StylesCache
+    from .textual_private import StylesCache
 
     StylesCache.get_inner_outer.cache_clear()

@@ -25,12 +25,10 @@ from codecs import getincrementaldecoder
 from typing import Any
 
 from textual import messages
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
-from textual.drivers._byte_stream import ByteStream
-from textual.drivers.web_driver import WebDriver, _ExitInput
+from textual.drivers.web_driver import WebDriver
 
 from .driver import _WakingEvent, input_timeout
+from .textual_private import ByteStream, XTermParser, _ExitInput, get_time
 
 _READ_BYTES = 4096
 

@@ -1,8 +1,9 @@
 """The drift audit of one active region: verdicts, the keyword and semantic audits, integrity score, alerts.
 
 One concept: auditing anchors against the messages that are in context now (MemLock's
-rules are in :mod:`.rules`, the reminder block in :mod:`.rehydration`). Pure functions only (no disk, no clock): the Hermes plugin runs them every turn, the CLI and
-the dashboard run them over state.db. Every rule reproduced from MemLock cites its source in
+rules are in :mod:`.rules`, the reminder block in :mod:`.rehydration`). Pure functions only (no
+disk, no clock): the Hermes plugin runs them every turn, the CLI and the dashboard run them over
+state.db. Every rule reproduced from MemLock cites its source in
 ``Sahil-SS9/hermes-memlock`` @ ``f6cfb8b`` (0.2.0); the later ``memlock_core`` package keeps
 the same logic (``memlock_core/detection.py``, ``memlock_core/__init__.py``).
 
@@ -251,18 +252,18 @@ def semantic_audit(
 
     try:
         model = encoder if encoder is not None else load_encoder(model_name, home)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any model failure falls back to the keyword audit, said in the method
         return fallback()
     haystack = active_text(messages)
     try:
         windows = build_windows(messages, window_chars)
         if not windows:
-            sims = [None] * len(anchors)
+            sims: list[float | None] = [None] * len(anchors)
         else:
             window_vecs = _encode(model, windows)
             anchor_vecs = _encode(model, [str(field_of(a, "text", "") or "") for a in anchors])
             sims = [float(s) for s in max_cosine(anchor_vecs, window_vecs)]
-    except Exception:
+    except Exception:  # noqa: BLE001 - any model failure falls back to the keyword audit, said in the method
         return fallback()
     out: dict[str, AnchorVerdict] = {}
     for anchor, sim in zip(anchors, sims):

@@ -450,7 +450,7 @@ class AnchorFiles:
                 raise
             return ch
 
-    def _put_back(self, conn: sqlite3.Connection, row: "_journal.JournalRow", kept: dict[Path, bytes | None]) -> bool:
+    def _put_back(self, conn: sqlite3.Connection, row: _journal.JournalRow, kept: dict[Path, bytes | None]) -> bool:
         """The change failed after its intent was committed (a file write, or the ``done`` commit:
         a full disk, a lost memdeck.db): put back every file it may have written, byte for byte
         (the manifest included, so no pin is quarantined), and roll the row back, so a failure
@@ -475,7 +475,7 @@ class AnchorFiles:
             return False
         return True
 
-    def _finish(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
+    def _finish(self, conn: sqlite3.Connection, row: _journal.JournalRow) -> None:
         with deckdb.transaction(conn):
             step = row.detail.get("archive_intent")
             if step:
@@ -486,7 +486,7 @@ class AnchorFiles:
             if undoes:
                 _journal.mark_undone(conn, [int(j) for j in undoes], row.journal_id)
 
-    def _roll_back(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> None:
+    def _roll_back(self, conn: sqlite3.Connection, row: _journal.JournalRow) -> None:
         with deckdb.transaction(conn):
             step = row.detail.get("archive_intent")
             if step:
@@ -497,7 +497,7 @@ class AnchorFiles:
                     _archive.set_state(conn, int(arch), frm, expect=_ARCHIVE_INTERMEDIATE[to], keep_restored_at=True)
             _journal.discard_intents(conn, [row.journal_id])
 
-    def _resolve(self, conn: sqlite3.Connection, row: "_journal.JournalRow") -> str:
+    def _resolve(self, conn: sqlite3.Connection, row: _journal.JournalRow) -> str:
         """Resolve one ``intent`` row from the disk (its target's lock held): ``"done"`` when
         the files hold its after state, ``"rolled_back"`` when they hold its before state (a
         global copy already written is put back first: it is written before the session

@@ -19,7 +19,7 @@ def session_system_prompt(db: Any, session_id: str) -> str:
     ``system_prompts`` row by ``system_prompt_hash`` on schema >= 23); '' when unavailable."""
     try:
         return str(db.system_prompt(session_id) or "")
-    except Exception:
+    except Exception:  # noqa: BLE001 - any reader failure means no system prompt, as documented
         return ""
 
 

@@ -153,7 +153,7 @@ class _AuditNow(NamedTuple):
     session: Any
     global_ids: set[str]
     anchors: list[Any]
-    system_prompt: str | None
+    system_prompt: str
     rows: Any
     current: Any
     encoder: Any

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..coerce import as_int
 from . import audit as _audit
 from . import rules as _rules
 from ..errors import Refused
@@ -97,7 +98,7 @@ class Anchor:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], anchor_id: str | None = None) -> "Anchor":
+    def from_dict(cls, data: dict[str, Any], anchor_id: str | None = None) -> Anchor:
         """Build from a file record; tolerant of missing keys and odd types."""
         aid = str(data.get("id") or anchor_id or "")
         text = data.get("text")
@@ -108,11 +109,11 @@ class Anchor:
             id=aid,
             text=text,
             reminder=text[: _rules.REMINDER_LINE_CHARS] if reminder is None else str(reminder),
-            priority=_rules.as_int(data.get("priority", 50), 50),
+            priority=as_int(data.get("priority", 50), 50),
             probes=_rules.probes_of(data),
             pinned=bool(data.get("pinned", False)),
             drifted=bool(data.get("drifted", False)),
-            last_alive_turn=_rules.as_int(data.get("last_alive_turn", 0), 0),
+            last_alive_turn=as_int(data.get("last_alive_turn", 0), 0),
             history=[h for h in history if isinstance(h, dict)] if isinstance(history, list) else None,
             extra={k: v for k, v in data.items() if k not in _ANCHOR_KEYS},
         )
@@ -169,7 +170,7 @@ class SessionAnchors:
     sha_ok: bool | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], fallback_session_id: str = "", path: Path | None = None) -> "SessionAnchors":
+    def from_dict(cls, data: dict[str, Any], fallback_session_id: str = "", path: Path | None = None) -> SessionAnchors:
         """Overlay a file's dict onto MemLock's blank template (``store.py:72-84``)."""
         if not isinstance(data, dict):
             raise ValueError("a MemLock session file must hold a JSON object")
@@ -189,14 +190,14 @@ class SessionAnchors:
             session_id=str(sid) if isinstance(sid, str) and sid else fallback_session_id,
             anchors=anchors,
             static_anchor_ids=[str(x) for x in static_ids if isinstance(x, (str, int))] if isinstance(static_ids, list) else [],
-            pinned_count=_rules.as_int(data.get("pinned_count", 0), 0),
+            pinned_count=as_int(data.get("pinned_count", 0), 0),
             last_summary_hash=data.get("last_summary_hash") if isinstance(data.get("last_summary_hash"), str) else None,
             last_compaction_at=_rules.as_number(data.get("last_compaction_at")),
             integrity_score=_score(data.get("integrity_score")),
             drift_log=[e for e in drift_log if isinstance(e, dict)] if isinstance(drift_log, list) else [],
             last_alert_at=_rules.as_number(data.get("last_alert_at")),
-            last_reinject_turn=_rules.as_int(data.get("last_reinject_turn", 0), 0),
-            turn_count=_rules.as_int(data.get("turn_count", 0), 0),
+            last_reinject_turn=as_int(data.get("last_reinject_turn", 0), 0),
+            turn_count=as_int(data.get("turn_count", 0), 0),
             extra={k: v for k, v in data.items() if k not in _SESSION_KEYS and k != "self_sha256"},
             path=path,
             sha_ok=sha_ok,
@@ -243,7 +244,7 @@ class SessionAnchors:
         elif anchor.id not in self.static_anchor_ids:
             self.static_anchor_ids.append(anchor.id)
 
-    def record_audit(self, verdicts: dict[str, "_audit.AnchorVerdict"], turn: int, now: float,
+    def record_audit(self, verdicts: dict[str, _audit.AnchorVerdict], turn: int, now: float,
                      reverse: dict[str, Any] | None = None) -> tuple[int | None, list[str]]:
         """Apply an audit as MemLock does after ``audit_anchors`` (``__init__.py:331-362``).
 
@@ -324,7 +325,8 @@ def validate_probes(probes: Any, text: str) -> list[str]:
     if probes is None:
         return _rules.derive_probes(text)
     if isinstance(probes, (str, bytes)):
-        raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately", "invalid", field="probes")
+        raise Refused(f"probes must be a list of keywords, not a string ({probes!r}); pass each probe separately",
+                      "invalid", field="probes")
     try:
         items = list(probes)
     except TypeError:

@@ -28,7 +28,7 @@ class AnchorUndo(AnchorFiles):
     """The undo methods of :class:`.store.AnchorStore` (on its files)."""
 
     # -- undo -------------------------------------------------------------------
-    def undo_rows(self, rows: Sequence["_journal.JournalRow"]) -> dict[str, Any]:
+    def undo_rows(self, rows: Sequence[_journal.JournalRow]) -> dict[str, Any]:
         """Revert the journal ``rows`` of one anchor change (the ``kind="anchor"`` undo handler).
 
         Each row is checked and reverted under its session file's lock: the session must
@@ -54,7 +54,7 @@ class AnchorUndo(AnchorFiles):
             result = self._undo_one(r, [x.journal_id for x in rows])
         return result
 
-    def _undo_one(self, r: "_journal.JournalRow", undoes: list[int]) -> dict[str, Any]:
+    def _undo_one(self, r: _journal.JournalRow, undoes: list[int]) -> dict[str, Any]:
         aid = r.detail.get("anchor_id")
         if r.kind != "anchor" or not aid or r.op not in _UNDOABLE:
             raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", "unsupported")
@@ -112,7 +112,7 @@ class AnchorUndo(AnchorFiles):
             check_outside()
             if before is None:
                 del s.anchors[aid]
-                if aid in s.static_anchor_ids and not cur.pinned:
+                if aid in s.static_anchor_ids and cur is not None and not cur.pinned:
                     s.static_anchor_ids.remove(aid)
             else:
                 restored = Anchor.from_dict(before, aid)

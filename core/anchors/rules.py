@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..coerce import as_int
+
 #: The first line of every reminder block (MemLock ``__init__.py:57``; 38 chars, U+2014 dash).
 REMINDER_MARKER = "[Standing instructions — still active]"
 #: Reminder lines are cut to this many chars (MemLock ``_build_reminder_block``) and so is an
@@ -81,20 +83,6 @@ def as_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None
-
-
-def as_int(value: Any, default: int) -> int:
-    """``value`` as an int read from a hand-editable file: ints as they are, bools as 0/1,
-    numbers and numeric strings truncated (``"7.9"`` -> 7); anything else (including NaN and
-    infinities, which ``json`` reads from ``NaN``/``Infinity``/``1e999``) gives ``default``."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    try:
-        return int(float(value))
-    except (TypeError, ValueError, OverflowError):  # OverflowError: inf (json reads Infinity, 1e999)
-        return default
 
 
 def priority_of(anchor: Any) -> int:

@@ -21,7 +21,8 @@ no trailing newline), plus ``self_sha256`` (>= 0.5 advisory anchor hash). Global
 
 Journal and undo: pin, unpin, update, archive and restore each append one :mod:`core.journal`
 row (``kind="anchor"``, ``target`` None, ``session_id`` = the session id, or None for a change
-to ``persist/`` alone, ``scope`` = ``"global"`` when the durable copy in ``persist/`` changed); ``before``/``after`` = the anchor record as sorted-key JSON or NULL;
+to ``persist/`` alone, ``scope`` = ``"global"`` when the durable copy in ``persist/`` changed);
+``before``/``after`` = the anchor record as sorted-key JSON or NULL;
 ``detail`` = ``{anchor_id, ...}`` with ``global_before``/``global_after`` when the durable copy
 changed and ``archive_id`` for archive/restore). The ``anchor`` undo handler
 (:meth:`AnchorStore.undo_rows`) is registered with :func:`core.journal.register_undo_handler`.
@@ -38,11 +39,10 @@ overwrites the file on its next save; memdeck's own plugin writes through
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..deck import archive as _archive
-from ..deck import db as deckdb
 from ..deck import journal as _journal
 from ..errors import Refused
 from . import rules as _rules
@@ -61,7 +61,7 @@ class AnchorStore(AnchorUndo):
     """
 
     @staticmethod
-    def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list["Anchor"]:
+    def seeded_anchors(config: Any, pins: Sequence[dict[str, Any]]) -> list[Anchor]:
         """The anchors MemLock would seed into a new session (see :func:`seeded_anchors`)."""
         return seeded_anchors(config, pins)
 
@@ -175,7 +175,8 @@ class AnchorStore(AnchorUndo):
             return ch
 
         ch = self.apply_change(session_id if in_session else None, build)
-        global_removed = "global_before" in (_journal.get(self.home, ch.journal_id).detail if ch.journal_id else {})
+        row = _journal.get(self.home, ch.journal_id) if ch.journal_id else None
+        global_removed = "global_before" in (row.detail if row is not None else {})
         return {"id": anchor_id, "session_removed": bool(ch.result["session"]), "global_removed": global_removed}
 
     def update(self, anchor_id: str, *, text: str | None = None, reminder: str | None = None, priority: Any = None,

@@ -28,17 +28,17 @@ from typing import TYPE_CHECKING
 from .. import __version__
 from ..errors import MemdeckError, Refused
 from ..text import visible
-from ..home import HOME_MARKERS, HermesHome, resolve_home
+from ..home import HOME_MARKERS, HermesHome, UnknownUserHome, resolve_home
 from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
                      UsageError, exit_codes_text, print_json)
 
 if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
-    from . import (anchor_cmds, completion_cmds, context_cmds, fleet_cmds, history_cmds, hygiene_cmds,  # noqa: F401
-                   memory_cmds, plugin_cmds, serve_cmds, session_cmds)
+    from . import (anchor_cmds, completion_cmds, constraints_cmds, context_cmds, fleet_cmds,  # noqa: F401
+                   history_cmds, hygiene_cmds, memory_cmds, plugin_cmds, serve_cmds, session_cmds)
 
 #: The modules that register commands, in ``--help`` order (names under ``memdeck.core.cli``).
-COMMAND_MODULE_NAMES = ("memory_cmds", "hygiene_cmds", "session_cmds", "context_cmds", "anchor_cmds", "plugin_cmds",
-                        "history_cmds", "serve_cmds", "completion_cmds", "fleet_cmds")
+COMMAND_MODULE_NAMES = ("memory_cmds", "hygiene_cmds", "session_cmds", "context_cmds", "constraints_cmds",
+                        "anchor_cmds", "plugin_cmds", "history_cmds", "serve_cmds", "completion_cmds", "fleet_cmds")
 
 #: Every command: (the module that registers it, its ``--help`` line), in ``--help`` order.
 #: tests/core/test_cli_lazy.py checks it against what the modules register.
@@ -59,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recall": ("session_cmds", "preview what Hermes' session_search would recall for QUERY"),
     "context": ("context_cmds", "what the running session sees: its frozen memory against the files, its prompt by "
                                 "section, the next turn, the next compaction"),
+    "constraints": ("constraints_cmds", "what each compaction did to every rule the user gave: kept, weakened, lost, "
+                                        "promoted, orphan, with the evidence"),
     "anchors": ("anchor_cmds", "list a session's anchors with their lifecycle state"),
     "pin": ("anchor_cmds", "pin a standing instruction (a MemLock anchor)"),
     "unpin": ("anchor_cmds", "remove a pinned anchor"),
@@ -81,9 +83,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: Commands that open the dashboard (``--demo`` may go with them).
 DASHBOARD_COMMANDS = frozenset({"serve"})
 
-#: Commands that run without a Hermes home at the resolved path (exit 4 does not apply): the fleet
-#: reads every profile and every home of the settings' ``fleet.homes``, and shows a missing one as
-#: its row's state.
+#: Commands that check the home themselves, once the settings file is read: the fleet reads every
+#: profile and every home of the settings' ``fleet.homes``, and exits 4 as every command when the
+#: home it starts from is not a Hermes home (``fleet_cmds.load_fleet``; a machine with no local home
+#: still watches the settings' remote homes).
 ANY_HOME_COMMANDS = frozenset({"fleet", "metrics"})
 
 #: Global options that take a value (``--home PATH``): the word after them is not the command.
@@ -119,7 +122,7 @@ def command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None | bool = True, epilog: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | bool | None = True, epilog: str | None = None) -> argparse.ArgumentParser:
     """The ``memdeck`` parser. ``only=True`` (default): every command registered by its module
     (all imported); a known command name: only that command's module registers its commands
     (each subparser costs argparse's gettext look-ups: twenty placeholders were ~10 % of a
@@ -130,7 +133,8 @@ def build_parser(only: str | None | bool = True, epilog: str | None = None) -> a
     parser = argparse.ArgumentParser(
         prog="memdeck",
         description="A live cockpit for Hermes Agent memory, sessions and MemLock anchors.\n"
-        "Without a command, opens the dashboard.",
+        "Without a command, opens the dashboard. The options below also work after the command "
+        "(memdeck serve --demo, memdeck status --home PATH).",
         epilog=exit_codes_text() + (f"\n\n{epilog}" if epilog else ""),
         formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's paths are never broken
     )
@@ -150,14 +154,54 @@ def build_parser(only: str | None | bool = True, epilog: str | None = None) -> a
     if only is True:
         for m in COMMAND_MODULE_NAMES:
             command_module(m).register(sub)
+        _globals_after_the_command(parser)
         return parser
     wanted = COMMANDS[only][0] if isinstance(only, str) and only in COMMANDS else None
     if wanted is not None:
         command_module(wanted).register(sub)
+        _globals_after_the_command(parser)
         return parser
     for name, (_mod, help_line) in COMMANDS.items():
         sub.add_parser(name, help=help_line, add_help=False)
     return parser
+
+
+#: The global options (``memdeck --help``) that every command also takes after its name
+#: (``memdeck serve --demo``, ``memdeck status --home H``; issue 39 #3): flag -> its keyword arguments.
+_GLOBAL_AFTER: dict[str, dict[str, Any]] = {
+    "--home": {"metavar": "PATH"}, "--profile": {"metavar": "NAME"}, "--demo": {"action": "store_true"},
+    "--seed": {"type": int}, "--read-only": {"action": "store_true"}, "--config": {"metavar": "FILE"},
+}
+
+#: Global options of which one at most may be given, wherever they stand.
+_EXCLUSIVE = (("home", "--home"), ("profile", "--profile"), ("demo", "--demo"))
+
+
+def _globals_after_the_command(parser: argparse.ArgumentParser) -> None:
+    """Give every command parser (each level: ``memory`` and ``memory add``) the global options of
+    :data:`_GLOBAL_AFTER`, unless it has an option of that name already (``plugin install --home``
+    is its own). Their default is ``SUPPRESS``, so one given before the command is kept; they are
+    hidden from each command's help (``memdeck --help`` lists them, and says they go either side)."""
+    for action in parser._actions:  # noqa: SLF001 - argparse exposes subcommands only this way
+        if not isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            continue
+        for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+            for flag, kwargs in _GLOBAL_AFTER.items():
+                if flag not in sub._option_string_actions:  # noqa: SLF001
+                    sub.add_argument(flag, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+            _globals_after_the_command(sub)
+
+
+def _check_exclusive(args: argparse.Namespace) -> None:
+    """--home, --profile and --demo exclude each other before and after the command alike
+    (argparse checks each side alone).
+
+    Raises:
+        UsageError: two of them were given.
+    """
+    given = [flag for dest, flag in _EXCLUSIVE if getattr(args, dest, None) not in (None, False)]
+    if len(given) > 1:
+        raise UsageError(f"argument {given[1]}: not allowed with argument {given[0]}")
 
 
 def _parser(command: str | None) -> argparse.ArgumentParser:
@@ -167,7 +211,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     return _built_parser(command if command in COMMANDS else None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _built_parser(only: str | None) -> argparse.ArgumentParser:
     return build_parser(only)
 
@@ -222,12 +266,13 @@ def main(argv: Sequence[str] | None = None, *,
     args.load_fleet_settings = (lambda: fleet_settings(args.config)) if fleet_settings is not None else None
     args.load_alert_settings = (lambda: alert_settings(args.config)) if alert_settings is not None else None
     try:
+        _check_exclusive(args)
         if args.command is None:
             if dashboard is None:
                 raise UsageError("no command given (the dashboard opens with `memdeck` or `python -m memdeck.tui`)")
             return dashboard(args)
         if args.demo and args.command not in DASHBOARD_COMMANDS:
-            raise UsageError("--demo opens the dashboard; it does not take a command (but `memdeck --demo serve`)")
+            raise UsageError("--demo opens the dashboard; it does not take a command (but `memdeck serve --demo`)")
         if args.read_only and args.command not in DASHBOARD_COMMANDS:
             raise UsageError("--read-only is for the dashboard and `memdeck serve`; it does not take this command")
         if args.command == "serve":  # the TUI's server, or the usage error that says it needs the TUI
@@ -244,7 +289,7 @@ def main(argv: Sequence[str] | None = None, *,
         parser.print_usage(sys.stderr)
         print(f"memdeck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except NoHome as exc:
+    except (NoHome, UnknownUserHome) as exc:
         if getattr(args, "json", False):
             print_json({"success": False, "code": "no_home", "error": str(exc)})
         print(f"memdeck: error: {exc}", file=sys.stderr)

@@ -174,7 +174,9 @@ def _what_if_cmd(args: argparse.Namespace, ctx: CliContext) -> int:
 def _block_word(p: Any) -> str:
     if not p.reminder_block:
         return "no reminder block"
-    return "re-injected" if p.in_reminder_block else "left out of the reminder block (budget)" if not p.alive else "reminder block without it"
+    if p.in_reminder_block:
+        return "re-injected"
+    return "left out of the reminder block (budget)" if not p.alive else "reminder block without it"
 
 
 def _stderr_progress(what: str) -> Any:

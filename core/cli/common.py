@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemdeckError
-from ..home import HermesHome, HomeError, resolve_home
+from ..home import HermesHome, HomeError, UnknownUserHome, resolve_home
 from ..text import json_safe
 
 if TYPE_CHECKING:
@@ -82,9 +82,11 @@ class CliContext:
         return self._config
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "CliContext":
+    def from_args(cls, args: argparse.Namespace) -> CliContext:
         try:
             home = resolve_home(getattr(args, "home", None), getattr(args, "profile", None))
+        except UnknownUserHome as exc:  # no home there: exit 4, as for a missing directory
+            raise NoHome(str(exc)) from exc
         except HomeError as exc:
             raise UsageError(str(exc)) from exc
         return cls(home=home)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .common import CliContext
 
@@ -38,7 +39,7 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
     return shtab.complete(parser, shell=shell)
 
 
-def _mark_paths(parser: argparse.ArgumentParser, completions: dict[str, dict[str, str]]) -> None:
+def _mark_paths(parser: argparse.ArgumentParser, completions: dict[str, Any]) -> None:
     """Give every option with metavar ``PATH`` (a directory) or ``FILE``, in every subparser, shtab's
     directory or file completion (``completions``: metavar -> shtab's completion)."""
     for action in parser._actions:  # noqa: SLF001 - argparse exposes its actions only this way

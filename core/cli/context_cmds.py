@@ -15,6 +15,7 @@ from typing import Any
 from ..context.prompts import PromptCache
 from ..context.report import ContextReport, build_report, disk_entries, verdict_for
 from ..context.tokens import TOKENIZERS
+from ..hermes_version import HermesVersion
 from ..sessions.records import PromptStamp
 from ..sessions.statedb import StateDB
 from ..text import visible as _visible
@@ -38,13 +39,10 @@ def _reminder(ctx: CliContext, db: StateDB, sid: str) -> str:
         return ""
 
 
-def _version(ctx: CliContext) -> str | None:
-    from ..sessions.profile import detect_profile
+def _version(ctx: CliContext) -> HermesVersion:
+    from ..sessions.profile import home_version
 
-    try:
-        return detect_profile(ctx.home).version
-    except Exception:  # noqa: BLE001 - unknown: the 0.19 rules, said in the output
-        return None
+    return home_version(ctx.home)
 
 
 def _when(ts: float | None) -> str:
@@ -150,9 +148,10 @@ def _context(args: argparse.Namespace, ctx: CliContext) -> int:
                 return 1
             stamp = stamps[0]
         else:
-            stamp = pick_session(db.prompt_stamps())
-            if stamp is None:
+            picked = pick_session(db.prompt_stamps())
+            if picked is None:
                 return _none(args, "no open session: nothing is running (pick one with --session)")
+            stamp = picked
         rep = build_report(db, ctx.home, ctx.config, stamp, cache=PromptCache(), disk=disk_entries(ctx.home),
                            version=_version(ctx), reminder_block=_reminder(ctx, db, stamp.session_id),
                            exact=args.exact)

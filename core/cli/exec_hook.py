@@ -129,7 +129,7 @@ class ExecHook:
         self.runs += 1
         try:
             await asyncio.wait_for(self._feed_and_wait(proc, line), self.run_timeout)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             await _kill_group(proc)
             self._emit({"event": "exec", "outcome": "timeout", "trigger": trigger, "pid": proc.pid,
                         "seconds": self.run_timeout},
@@ -174,7 +174,7 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
             break
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_GRACE)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             continue
         # the shell is gone; anything it left in its group goes too
         with contextlib.suppress(ProcessLookupError, PermissionError):

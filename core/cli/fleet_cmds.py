@@ -12,12 +12,16 @@ settings file's ``fleet.homes`` (local paths or ``ssh://host/path``); with ``--h
 profiles under it, nothing else.
 
 Exit codes: 0 success, 1 a textfile or the endpoint could not be written / bound, 2 usage (a
-non-loopback ``--serve`` without ``--allow-remote``).
+non-loopback ``--serve`` without ``--allow-remote``), 4 no Hermes home where the fleet starts, as
+every command (issue 39 #5: they printed a row saying so and exited 0): the home ``--home``,
+``--profile`` or ``HERMES_HOME`` names, or, with none of them, the resolved home when the settings
+file lists no ``fleet.homes`` (with some, a machine without a local home still watches them).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -31,7 +35,11 @@ from .common import CliContext, UsageError, print_json
 
 
 def load_fleet(args: argparse.Namespace, ctx: CliContext) -> Any:
-    """The :class:`memdeck.core.fleet.rows.Fleet` the arguments select (module docstring)."""
+    """The :class:`memdeck.core.fleet.rows.Fleet` the arguments select (module docstring).
+
+    Raises:
+        NoHome: there is no Hermes home where the fleet starts (module docstring: exit 4).
+    """
     from ..fleet.last_seen import LastSeenStore
     from ..fleet.rows import Fleet
 
@@ -39,6 +47,12 @@ def load_fleet(args: argparse.Namespace, ctx: CliContext) -> Any:
     settings = loader() if loader is not None else FleetSettings()
     for w in settings.warnings:
         print(f"memdeck: warning: {w}", file=sys.stderr)
+    named = bool(getattr(args, "home", None) or getattr(args, "profile", None)
+                 or os.environ.get("HERMES_HOME", "").strip())
+    if named or not settings.homes:  # exit 4 as every command (module docstring)
+        from . import require_home
+
+        require_home(ctx.home)
     explicit = Path(args.home) if getattr(args, "home", None) else None
     homes = fleet_homes(ctx.home, settings, explicit=explicit)
     return Fleet(homes, settings, last_seen=LastSeenStore() if any(h.remote for h in homes) else None)
@@ -123,7 +137,8 @@ def _serve_metrics(args: argparse.Namespace, ctx: CliContext) -> int:
 
             threading.Thread(target=remote_loop, name="memdeck-fleet-remote", daemon=True).start()
         host, port = server.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else str(host)
+        host = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{host}]" if ":" in host else host
         print(f"memdeck metrics: serving http://{shown}:{port}/metrics ({len(fleet.homes)} home(s); Ctrl+C stops)",
               flush=True)
 
@@ -152,7 +167,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         description="One row per home: every profile under the Hermes root, plus the settings file's fleet.homes "
         "(local paths or ssh://[user@]host[:port]/path, read with `ssh host memdeck status --json`, never a write). "
         "With --home H: H and the profiles under it. On a terminal it opens the fleet screen (enter opens a home's "
-        "dashboard); otherwise it prints a table.")
+        "dashboard); otherwise it prints a table. Exits 4, as every command, when the home --home, --profile or "
+        "HERMES_HOME names is not a Hermes home (or, with none of them and no fleet.homes, ~/.hermes).")
     p.add_argument("--json", action="store_true",
                    help="one object per home, with status --json's names for the same figures (docs/FLEET.md)")
     p.set_defaults(handler=_fleet)
@@ -161,7 +177,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "--serve [HOST:PORT] (/metrics, loopback by default)",
         description="The fleet's figures (memory usage and limits, entries, pending writes, integrity, drifted "
         "anchors, audits below the floor, compactions, changes by actor) in the Prometheus text exposition "
-        "format, labelled by home and profile (docs/METRICS.md). Without an option, printed once.")
+        "format, labelled by home and profile (docs/METRICS.md). Without an option, printed once. Exits 4, as "
+        "fleet does, when there is no Hermes home where the fleet starts.")
     how = m.add_mutually_exclusive_group()
     how.add_argument("--textfile", metavar="DIR",
                      help="write DIR/memdeck.prom atomically for node_exporter's textfile collector, once (run it from cron)")

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import history as _history
 from ..errors import MemdeckError, Refused
+from ..hermes_version import HermesVersion
 from ..home import TARGETS
 from ..memory.pending import list_pending
 from ..memory.reader import read_memory
@@ -139,20 +140,16 @@ class _Watch:
         # records already past the age when watch starts are a state, not an event (as every alert)
         self.aged = {i.id for i in self._queue() if (i.age(now) or 0) >= self.settings.pending_age_s}
 
-    def _version(self) -> str | None:
-        from ..sessions.profile import detect_profile
+    def _version(self) -> HermesVersion:
+        from ..sessions.profile import home_version
 
-        try:
-            return detect_profile(self.ctx.home).version
-        except Exception:  # noqa: BLE001 - unknown version: Hermes 0.19's reading
-            return None
+        return home_version(self.ctx.home)
 
     def _provider_watch(self) -> Any:
         """What the provider alerts compare (``core/overview/alerts.py`` ``ProviderWatch``) for the
         live session: its injected turns and the provider's share of its compaction budget."""
         from ..context.budget import budget
         from ..context.report import provider_share, session_injected
-        from ..context.tokens import hermes_line
         from ..overview.alerts import ProviderWatch
         from ..provider_settings import configured_provider
 
@@ -164,8 +161,7 @@ class _Watch:
         if live is None:
             return ProviderWatch(provider=name)
         inj = session_injected(self._db, self.ctx.config, live.id, version)
-        share = provider_share(inj, budget(self.ctx.config, self.ctx.home.path, getattr(live, "model", None),
-                                           hermes_line(version)))
+        share = provider_share(inj, budget(self.ctx.config, self.ctx.home.path, getattr(live, "model", None), version))
         return ProviderWatch(live.id, name, inj.quiet_turns(), share)
 
     def _frozen_db(self) -> bool:
@@ -217,7 +213,7 @@ class _Watch:
         readable state.db."""
         from ..context.prompts import PromptCache
         from ..context.report import disk_entries, open_session_diffs, verdict_for
-        from ..sessions.profile import detect_profile
+        from ..sessions.profile import home_version
         from ..sessions.statedb import StateDB
 
         if not self.ctx.home.state_db.exists():
@@ -227,10 +223,7 @@ class _Watch:
         self._db.reopen_if_replaced()
         if not self._db.status().ok:
             return []
-        try:
-            version = detect_profile(self.ctx.home).version
-        except Exception:  # noqa: BLE001 - unknown version: memdeck's threat rules
-            version = None
+        version = home_version(self.ctx.home)
         diffs = open_session_diffs(self._db, self.ctx.config, self._prompts, disk_entries(self.ctx.home),
                                    verdict_for(version))
         return [d.to_dict() for d in diffs if d.frozen.in_prompt]
@@ -401,7 +394,7 @@ async def _watch_main(args: argparse.Namespace, ctx: CliContext, settings: Any =
             await asyncio.wait_for(run(), args.timeout)
         else:
             await run()
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         pass
     finally:
         if hook is not None:

@@ -48,9 +48,12 @@ def _list(args: argparse.Namespace, ctx: CliContext) -> int:
         for n, e in enumerate(f.entries, 1):
             print(f"  {n}. [{e.target}] {safe(e.text, one_line=True, width=90)}")
             print(f"     {_who(e)}")
-        ev = {k: v for k, v in f.evidence.items() if k not in ("pairs", "carried_by")}
+        ev = {k: v for k, v in f.evidence.items() if k not in ("pairs", "carried_by", "method")}
+        for pair in f.evidence.get("pairs", ())[:3]:
+            ev.setdefault("pairs", []).append({k: pair.get(k) for k in ("similarity", "shared", "decided_by")})
         print(f"  evidence: {safe(str(ev), one_line=True, width=160)}")
-        act = {"merge": f"merge into entry 1 as shown (edit with --text): memdeck hygiene apply {f.id}",
+        keep = next((n for n, e in enumerate(f.entries, 1) if f.proposal.keep is not None and e == f.proposal.keep), 1)
+        act = {"merge": f"merge into entry {keep} as it reads (or --text): memdeck hygiene apply {f.id}",
                "archive": f"archive it: memdeck hygiene apply {f.id}",
                "choose": f"keep one, archive the other: memdeck hygiene apply {f.id} --keep 1|2"}
         print(f"  proposal: {act.get(f.proposal.action, f.proposal.action)}")

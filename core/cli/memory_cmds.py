@@ -6,7 +6,7 @@ with ids and sizes so you can choose what to archive), 2 usage, 3 ``scan`` found
 ``--json`` prints the result (or the refusal, on stdout, with exit 1) as JSON.
 
 Writes made here are direct user actions: they are applied even when ``memory.write_approval``
-is on (that gate is for the agent; see ``core/pending.py``).
+is on (that gate is for the agent; see ``core/memory/pending.py``).
 """
 
 from __future__ import annotations
@@ -19,19 +19,20 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ..sessions.bounds import Cut
 from ..undo import undo as _undo_last
 from ..deck import journal as _journal
 from ..memory import pending as _pending
 from ..memory import review as _review
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
-from ..home import TARGETS
+from ..home import TARGET_FILES, TARGETS
 from ..memory.reader import LISTED_ENTRIES, read_memory, scan_memory
 from ..memory.results import WriteResult
 from ..memory.store import MemoryStore
 from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
-from ..text import hidden_pattern
+from ..text import age_words, hidden_pattern
 from .common import EXIT_FINDINGS, EXIT_OK, EXIT_PARTIAL, CliContext, UsageError, add_target_arg, print_json
 
 
@@ -161,7 +162,7 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     print(f"home: {st['home']} (profile {st['profile']})")
     for t in TARGETS:
         m = st["memory"][t]
-        name = "MEMORY.md" if t == "memory" else "USER.md"
+        name = TARGET_FILES[t]
         state = "" if m["exists"] else " (no file yet)"
         print(f"\n{name}: {m['chars']:,}/{m['limit']:,} chars ({m['pct']}%), {len(m['entries'])} entries{state}")
         _print_file_problems(t, m)
@@ -184,6 +185,8 @@ def _status(args: argparse.Namespace, ctx: CliContext) -> int:
     _print_session_summary(st)
     for w in st["config_warnings"]:
         print(f"warning: {safe(w)}")
+    for c in st.get("cut_reads") or []:
+        print(f"note: {safe(Cut(c['what'], c['chars'], c['kept']).words(), one_line=True)}")
     return 0
 
 
@@ -265,17 +268,6 @@ def _undo(args: argparse.Namespace, ctx: CliContext) -> int:
     return _run(args, lambda: _undo_last(ctx.home, ctx.config, actor=ctx.actor))
 
 
-def age_words(seconds: float | None) -> str:
-    """``5 min``, ``3 h``, ``2 days`` (``?`` when unknown)."""
-    if seconds is None:
-        return "?"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
 def _show_pending(item: Any, now: float) -> None:
     r = item.record
     flag = f"  ⚠ {','.join(r.threats)}" if r.threats else ""
@@ -290,8 +282,9 @@ def _show_pending(item: Any, now: float) -> None:
 
 def _queue(ctx: CliContext) -> list[Any]:
     from ..provider_settings import configured_provider
+    from ..sessions.profile import home_version
 
-    return _review.review_queue(ctx.home, ctx.config, configured_provider(ctx.config, None))
+    return _review.review_queue(ctx.home, ctx.config, configured_provider(ctx.config, home_version(ctx.home)))
 
 
 def _pending_list(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -348,9 +341,10 @@ def _pending_approve(args: argparse.Namespace, ctx: CliContext) -> int:
     _one_or_all(args, "all_clean", "approve")
     if args.all_clean:
         from ..provider_settings import configured_provider
+        from ..sessions.profile import home_version
 
         return _bulk(args, lambda show: _review.approve_all_clean(
-            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, home_version(ctx.home)), on_outcome=show))
     return _run(args, lambda: _pending.approve(ctx.home, ctx.config, args.id, actor=ctx.actor))
 
 
@@ -358,9 +352,10 @@ def _pending_reject(args: argparse.Namespace, ctx: CliContext) -> int:
     _one_or_all(args, "stale", "reject")
     if args.stale:
         from ..provider_settings import configured_provider
+        from ..sessions.profile import home_version
 
         return _bulk(args, lambda show: _review.reject_all_stale(
-            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, None), on_outcome=show))
+            ctx.home, ctx.config, ctx.actor, provider=configured_provider(ctx.config, home_version(ctx.home)), on_outcome=show))
     return _run(args, lambda: _pending.reject(ctx.home, args.id, actor=ctx.actor))
 
 
@@ -372,14 +367,15 @@ def _pending_edit(args: argparse.Namespace, ctx: CliContext) -> int:
 
 
 def _scan(args: argparse.Namespace, ctx: CliContext) -> int:
-    from ..memory.threats import HERMES_RULESETS, rules_for_version
+    from ..hermes_version import HermesVersion
+    from ..memory.threats import HERMES_RULESETS
     from ..sessions.profile import HermesProfile, detect_profile, threat_differences
 
     found = scan_memory(ctx.home, ctx.config)
     records = _pending.list_pending(ctx.home)
     pend = [r for r in records if r.threats]
     if getattr(args, "hermes", None):  # "what would Hermes X say"
-        rules = rules_for_version(args.hermes)
+        rules = HermesVersion.of(args.hermes).threat_rules
         if rules is None:
             print(f"memdeck: unknown Hermes version {args.hermes!r} (give e.g. 0.17, 0.19, 0.22)", file=sys.stderr)
             return 2

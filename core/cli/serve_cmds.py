@@ -23,9 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
         "serve",
         help="serve the dashboard in a browser: loopback only by default, one URL with a secret token",
         description="Serve the dashboard to a web browser. Each browser tab runs its own dashboard process "
-        "on the same locked core. The server listens on 127.0.0.1 only unless --allow-remote; it prints one "
-        "URL carrying a random token, which the browser exchanges for an HttpOnly, SameSite=Strict cookie; "
-        "every request needs that cookie, and Host and Origin are checked. Stop it with Ctrl+C.",
+        "on the same locked core. The server listens on 127.0.0.1 only unless --allow-remote; it prints a "
+        "URL carrying a random token, which works once: the browser exchanges it for a session of its own (an "
+        "HttpOnly, SameSite=Strict cookie that expires after 12 hours), and the server prints the next URL; "
+        "every request needs a live session cookie (401 without), and Host and Origin are checked. Stop it with "
+        "Ctrl+C (every session is revoked).",
     )
     # also after the command (`memdeck serve --home H`); SUPPRESS keeps `memdeck --home H serve`
     where = p.add_mutually_exclusive_group()

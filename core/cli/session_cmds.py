@@ -60,7 +60,7 @@ def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
         items = db.sessions(limit=args.limit) if st.ok else []
-    elsewhere = session_store_note(ctx.config)
+    elsewhere = session_store_note(ctx.config, ctx.home)
     if args.json:
         out = {"state_db": st.as_dict(), "sessions": [s.as_dict() for s in items]}
         if elsewhere:

@@ -14,7 +14,8 @@ One concept: the token count at which Hermes compacts a session, computed the wa
   85 % of that budget when the floor would reach it (``_compute_threshold_tokens`` :949-985); 0.19
   also raises the percentage to 75 % below a 512K window (``_effective_threshold_percent``
   :1249-1263); 0.20 and 0.22 also cap it at ``compression.threshold_tokens`` (clamped to the
-  window, ``_apply_threshold_tokens_cap``).
+  window, ``_apply_threshold_tokens_cap``; 0.21.5's default cap is 256,000). 0.21.5 and 0.22 no
+  longer take ``model.max_tokens`` from config.yaml (their window is the whole context length).
 
 Per-model thresholds (0.20+ ``compression.model_thresholds``) and the Codex autoraise are not
 reproduced; when configured they are named in :attr:`Budget.notes`.
@@ -26,8 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..coerce import positive_int
 from ..config import Config, yaml_safe_load
 from ..fsio import read_regular_bytes
+from ..hermes_version import HermesVersion
 
 #: Hermes' ``MINIMUM_CONTEXT_LENGTH`` (0.17-0.22 ``agent/model_metadata.py``), tokens.
 MINIMUM_CONTEXT_LENGTH = 64_000
@@ -73,16 +76,6 @@ class Budget:
                 "reason": self.reason, "notes": list(self.notes), "hermes_rules": self.line}
 
 
-def _positive_int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    try:
-        n = int(v)
-    except (TypeError, ValueError):
-        return None
-    return n if n > 0 else None
-
-
 def _section(raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     v = raw.get(name)
     return v if isinstance(v, Mapping) else {}
@@ -100,7 +93,7 @@ def cached_context_length(home_path: Any, model: str | None) -> int | None:
     rows = data.get("context_lengths") if isinstance(data, Mapping) else None  # 0.19 _load_context_cache :1137-1148
     if not isinstance(rows, Mapping):
         return None
-    found = {_positive_int(v) for k, v in rows.items() if isinstance(k, str) and k.startswith(model + "@")}
+    found = {positive_int(v) for k, v in rows.items() if isinstance(k, str) and k.startswith(model + "@")}
     found.discard(None)
     return found.pop() if len(found) == 1 else None
 
@@ -130,9 +123,16 @@ def threshold_tokens(context_length: int, percent: float, line: str, max_tokens:
     return effective, floored
 
 
-def budget(config: Config, home_path: Any, model: str | None, line: str) -> Budget:
-    """The compaction budget of ``config`` for a session of ``model`` (``sessions.model``), by Hermes
-    line ``line`` (:func:`.tokens.hermes_line`). Never raises."""
+def budget(config: Config, home_path: Any, model: str | None, version: HermesVersion) -> Budget:
+    """The compaction budget of ``config`` for a session of ``model`` (``sessions.model``), by the
+    rules of ``version`` (:attr:`~memdeck.core.hermes_version.HermesVersion.line`,
+    ``reads_max_tokens``, ``threshold_cap``, ``default_threshold_tokens``). Never raises.
+
+    ``model.max_tokens`` is subtracted only where that Hermes reads it from config.yaml (0.18-0.21.4
+    ``agent/agent_init.py``); ``compression.threshold_tokens`` caps from 0.20, defaulting to 256,000
+    on 0.21.5 (``hermes_cli/config_defaults.py:570``; an explicit ``null`` removes the cap, as
+    0.21.5 ``agent_init.py:1499`` reads the merged config)."""
+    line = version.line
     raw = config.raw
     comp = _section(raw, "compression")
     mcfg = _section(raw, "model")
@@ -146,7 +146,7 @@ def budget(config: Config, home_path: Any, model: str | None, line: str) -> Budg
         notes.append("compression.model_thresholds is set: memdeck applies compression.threshold to every model")
     if not enabled:
         return Budget(False, pct, pct, None, None, None, "compression is off (compression.enabled: false)", tuple(notes), line)
-    length = _positive_int(mcfg.get("context_length"))
+    length = positive_int(mcfg.get("context_length"))
     source = "config.yaml model.context_length" if length else None
     if length is None:
         length = cached_context_length(home_path, model or (mcfg.get("default") if isinstance(mcfg.get("default"), str) else None))
@@ -155,8 +155,11 @@ def budget(config: Config, home_path: Any, model: str | None, line: str) -> Budg
         return Budget(True, pct, pct, None, None, None,
                       "the context length is not in config.yaml (model.context_length) nor in Hermes' "
                       "context_length_cache.yaml: Hermes asks the provider, memdeck does not guess", tuple(notes), line)
-    max_tokens = _positive_int(mcfg.get("max_tokens"))
-    cap = _positive_int(comp.get("threshold_tokens"))
+    max_tokens = positive_int(mcfg.get("max_tokens")) if version.reads_max_tokens else None
+    if mcfg.get("max_tokens") is not None and not version.reads_max_tokens and line != "0.17":
+        notes.append(f"model.max_tokens is not read by {version.words()}: the threshold is on the whole window")
+    cap = (positive_int(comp["threshold_tokens"]) if "threshold_tokens" in comp
+           else version.default_threshold_tokens) if version.threshold_cap else None
     effective, threshold = threshold_tokens(length, pct, line, max_tokens, cap)
     return Budget(True, pct, effective, length, source, threshold, None, tuple(notes), line)
 

@@ -257,7 +257,7 @@ def injected_view(turns: Sequence[Any] | None, *, provider: str | None, plugins:
             stores no ``api_content``).
         provider: ``memory.provider`` as the home's Hermes reads it (None: none configured).
         plugins: ``plugins.enabled`` of config.yaml (names the plugin parts).
-        line: the Hermes line whose token estimator counts (:func:`.tokens.hermes_line`).
+        line: the Hermes line whose token estimator counts (:attr:`memdeck.core.hermes_version.HermesVersion.line`).
     """
     if turns is None:
         return InjectedView(False, NOT_STORED, (), provider)

@@ -96,18 +96,20 @@ def last_fence(conversation: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
-def next_turn(conversation: Sequence[Mapping[str, Any]], reminder_block: str, line: str = "0.19") -> NextTurn:
+def next_turn(conversation: Sequence[Mapping[str, Any]], reminder_block: str, line: str = "0.19",
+              persisted: bool = False) -> NextTurn:
     """The parts the next turn adds.
 
     Args:
         conversation: the session's active rows as Hermes reloads them
             (:meth:`memdeck.core.sessions.listing.SessionReader.conversation`).
         reminder_block: the block MemLock would inject now (``""``: none).
-        line: the Hermes line whose estimator counts (:func:`.tokens.hermes_line`).
+        line: the Hermes line whose estimator counts (:attr:`memdeck.core.hermes_version.HermesVersion.line`).
+        persisted: the rows carry Hermes' ``_db_persisted`` stamp when loaded (``HermesVersion.db_persisted``).
     """
-    chars = sum(message_size(m, line)[0] for m in conversation)
+    chars = sum(message_size(m, line, persisted)[0] for m in conversation)
     msgs = TurnPart("messages", "messages since the last compaction", None, chars,
-                    hermes_message_estimate(conversation, line), count=len(conversation),
+                    hermes_message_estimate(conversation, line, persisted), count=len(conversation),
                     note=None if conversation else "no message since the last compaction")
     reminder = TurnPart("reminder", "MemLock's reminder block", reminder_block or None, len(reminder_block),
                         hermes_estimate(reminder_block, line),

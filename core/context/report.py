@@ -16,7 +16,8 @@ from ..config import Config
 from ..provider_settings import configured_provider
 from ..fsio import read_regular_bytes
 from ..memory.prompt_block import read_entries_as_hermes
-from ..memory.threats import hermes_verdict, rules_for_version, scan_ids
+from ..hermes_version import HermesVersion
+from ..memory.threats import hermes_verdict, scan_ids
 from ..sessions.compaction import match_summary
 from ..sessions.records import PromptStamp
 from .budget import Budget, budget
@@ -26,15 +27,16 @@ from .new_session import new_session_hint
 from .next_turn import NOT_RECORDED, NextTurn, next_turn
 from .prompts import ParsedPrompt, PromptCache
 from .sections import SECTION_NAMES, SECTION_TITLES, PromptLayout
-from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, hermes_line, message_size
+from .usage_anchor import anchored_tokens
+from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, message_size
 
 Verdict = Callable[[str], Sequence[str]]
 
 
-def verdict_for(version: str | None) -> Verdict:
+def verdict_for(version: HermesVersion) -> Verdict:
     """text -> the pattern ids the Hermes of ``version`` blocks it with (its threat rules,
     ``core/memory/threats.py`` ``hermes_verdict``; memdeck's own scan when the version is unknown)."""
-    rules = rules_for_version(version)
+    rules = version.threat_rules
     if rules is None:
         return lambda text: tuple(sorted(set(scan_ids(text))))
     return lambda text: hermes_verdict(text, rules)
@@ -51,13 +53,6 @@ def soul_text(home: Any) -> str | None:
         return read_regular_bytes(home.path / "SOUL.md").decode("utf-8", "replace")
     except OSError:
         return None
-
-
-def provider_of(config: Config) -> str | None:
-    """``memory.provider`` of config.yaml (None when empty: the built-in memory alone)."""
-    mem = config.raw.get("memory")
-    p = mem.get("provider") if isinstance(mem, Mapping) else None
-    return p.strip() if isinstance(p, str) and p.strip() else None
 
 
 @dataclass(frozen=True)
@@ -111,13 +106,13 @@ def open_session_diffs(db: Any, config: Config, cache: PromptCache, disk: Mappin
     return [session_diff(s, cache.get(s.prompt_key, s.session_id, db), disk, config, verdict) for s in rows]
 
 
-def stale_session_count(db: Any, home: Any, config: Config, version: str | None, *,
+def stale_session_count(db: Any, home: Any, config: Config, version: HermesVersion, *,
                         cache: PromptCache | None = None) -> int:
     """How many open sessions of ``db`` carry a frozen MEMORY/USER block that differs from the
     files now (:func:`open_session_diffs`: ``in_prompt`` and at least one difference) -- the figure
     ``sessions --stale`` lists per session, the fleet view counts and ``status --json`` carries as
     ``stale_sessions``. ``version``: the home's Hermes version (its threat rules decide which
-    entries Hermes froze as ``[BLOCKED: ...]``; None: memdeck's own scan); ``cache``: a long-lived
+    entries Hermes froze as ``[BLOCKED: ...]``; unknown: memdeck's own scan); ``cache``: a long-lived
     reader's :class:`PromptCache` (each prompt is then parsed once). Raises what the reader raises."""
     diffs = open_session_diffs(db, config, cache or PromptCache(), disk_entries(home), verdict_for(version))
     return sum(1 for d in diffs if d.frozen.in_prompt and d.differences > 0)
@@ -151,7 +146,7 @@ class ContextReport:
         unattributed_chars: prompt chars in no section.
         next_turn: what the next turn adds.
         budget: the compaction budget (:class:`.budget.Budget`).
-        line: the Hermes line whose rules were applied (:func:`.tokens.hermes_line`).
+        line: the Hermes line whose rules were applied (:attr:`memdeck.core.hermes_version.HermesVersion.line`).
         estimated_tokens: Hermes' estimate of the next request without tool schemas (prompt +
             messages since the last compaction), tokens.
         calibration: the provider's recorded prompt size against the estimate, or None with
@@ -177,6 +172,16 @@ class ContextReport:
     exact_next_turn: dict[str, int] = field(default_factory=dict)
     layout: PromptLayout | None = None
     injected: InjectedView = field(default_factory=InjectedView)
+    anchored_tokens: int | None = None
+
+    @property
+    def hermes_tokens(self) -> tuple[int, str]:
+        """``(tokens, what it is)``: the figure Hermes compares with its threshold, the usage anchor
+        first as 0.21.5 / 0.22 do (``agent/turn_request_assembly.py``), else the rough estimate."""
+        if self.anchored_tokens is not None:
+            return self.anchored_tokens, ("usage anchor: the provider's reported prompt + completion tokens of the "
+                                          "last request, plus the rough estimate of the messages since")
+        return self.estimated_tokens, "rough estimate (estimate_request_tokens_rough, without tool schemas)"
 
     def section_text(self, name: str) -> str:
         """The text of section ``name`` of the stored prompt (``""`` when absent)."""
@@ -197,9 +202,11 @@ class ContextReport:
         b = self.budget
         if b.threshold_tokens is None:
             return None, b.reason
-        pct = round(100 * self.estimated_tokens / b.threshold_tokens, 1) if b.threshold_tokens else None
+        tokens, source = self.hermes_tokens
+        pct = round(100 * tokens / b.threshold_tokens, 1) if b.threshold_tokens else None
         return ({"estimated_tokens": self.estimated_tokens, "threshold_tokens": b.threshold_tokens,
-                 "percent_of_threshold": pct, "tokens_left": max(0, b.threshold_tokens - self.estimated_tokens),
+                 "hermes_tokens": tokens, "hermes_tokens_source": source, "anchored_tokens": self.anchored_tokens,
+                 "percent_of_threshold": pct, "tokens_left": max(0, b.threshold_tokens - tokens),
                  "context_length": b.context_length, "context_length_source": b.context_length_source,
                  "threshold_percent": b.effective_percent, "excludes": [f"tool schemas ({NOT_RECORDED})"],
                  "estimator": f"Hermes {self.line} estimate_request_tokens_rough"}, None)
@@ -266,7 +273,7 @@ def _prompt_estimates(system_prompt: str, conversation: Sequence[Mapping[str, An
 
 
 def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cache: PromptCache,
-                 disk: Mapping[str, Sequence[str]], version: str | None, reminder_block: str = "",
+                 disk: Mapping[str, Sequence[str]], version: HermesVersion, reminder_block: str = "",
                  compactions: int | None = None, exact: str | None = None,
                  conversation: Sequence[Mapping[str, Any]] | None = None,
                  diff: SessionDiff | None = None, injected: InjectedView | None = None) -> ContextReport:
@@ -278,7 +285,7 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         stamp: the session (:meth:`StateDB.prompt_stamps`).
         cache: parsed prompts.
         disk: target -> the files' entries now (:func:`disk_entries`).
-        version: the home's Hermes version (:class:`~memdeck.core.sessions.profile.HermesProfile`).
+        version: the home's :class:`~memdeck.core.hermes_version.HermesVersion` (``HermesProfile.hermes``).
         reminder_block: the block MemLock would inject now.
         compactions: the session's compaction count when known (calibration needs none).
         exact: a tokenizer of :data:`.tokens.TOKENIZERS` for exact counts (None: estimates only).
@@ -289,17 +296,17 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
 
     Raises nothing: a source that cannot be read leaves its part empty and says why.
     """
-    line = hermes_line(version)
+    line = version.line
     parsed = cache.get(stamp.prompt_key, stamp.session_id, db)
     if diff is None or diff.stamp.prompt_key != stamp.prompt_key:
         diff = session_diff(stamp, parsed, disk, config, verdict_for(version))
     rows = list(conversation) if conversation is not None else db.conversation(stamp.session_id)
-    turn = next_turn(rows, reminder_block, line)
+    turn = next_turn(rows, reminder_block, line, version.db_persisted)
     sections: list[SectionCount] = []
     unattributed = 0
     lay = None
     if parsed is not None:
-        lay = parsed.layout(soul_text(home), provider_of(config) is not None)
+        lay = parsed.layout(soul_text(home), configured_provider(config, version) is not None)
         for name in SECTION_NAMES:
             n = lay.chars(name)
             if n:
@@ -308,20 +315,23 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
         unattributed = lay.unattributed
     prompt_text = parsed.text if parsed else ""
     estimated = hermes_estimate(prompt_text, line) + (turn.messages.tokens or 0)
+    model_config = db.model_config(stamp.session_id) if version.usage_anchor and hasattr(db, "model_config") else None
+    anchored = anchored_tokens(model_config, rows, version)
     if compactions is None:  # a summary row among the active rows: the session was compacted
         # the summary row is in the compacted head (protect_first_n) or opens a continuation
         compactions = sum(1 for m in rows[:8] if isinstance(m.get("content"), str) and match_summary(m["content"]) is not None)
     if compactions:
+        why: str | None
         cal, why = None, ("the session was compacted: its recorded input tokens count prompts its rows no longer "
                           "hold, so they cannot be compared")
     else:
         cal, why = calibration(stamp.input_tokens, stamp.cache_tokens, stamp.api_calls,
                                _prompt_estimates(prompt_text, rows, line))
-    b = budget(config, home.path, stamp.model, line)
+    b = budget(config, home.path, stamp.model, version)
     if injected is None:
         injected = session_injected(db, config, stamp.session_id, version)
     rep = ContextReport(diff, parsed, tuple(sections), unattributed, turn, b, line, estimated, cal, why,
-                        None, "not asked (memdeck context --exact)", {}, lay, injected)
+                        None, "not asked (memdeck context --exact)", {}, lay, injected, anchored)
     if not exact:
         return rep
     counts, reason = exact_counts(rep, exact)
@@ -344,12 +354,12 @@ def provider_share(injected: InjectedView, b: Budget) -> dict[str, Any] | None:
     return {"tokens": tokens, "threshold_tokens": th, "percent": round(100 * tokens / th, 1)}
 
 
-def session_injected(db: Any, config: Config, session_id: str, version: str | None) -> InjectedView:
+def session_injected(db: Any, config: Config, session_id: str, version: HermesVersion) -> InjectedView:
     """What was appended to each user turn of ``session_id``'s active region (one query,
     :meth:`memdeck.core.sessions.listing.SessionReader.user_turns`), attributed with the
     provider the home's Hermes reads from config.yaml (:func:`memdeck.core.provider_settings.configured_provider`)."""
     return injected_view(db.user_turns(session_id), provider=configured_provider(config, version),
-                         plugins=config.plugins_enabled, line=hermes_line(version))
+                         plugins=config.plugins_enabled, line=version.line)
 
 
 def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -372,4 +382,4 @@ def exact_counts(report: ContextReport, tokenizer: str) -> tuple[dict[str, Any] 
 
 
 __all__ = ["ContextReport", "exact_counts", "SectionCount", "SessionDiff", "build_report", "disk_entries", "open_session_diffs",
-           "provider_of", "provider_share", "session_diff", "session_injected", "soul_text", "verdict_for"]
+           "provider_share", "session_diff", "session_injected", "soul_text", "verdict_for"]

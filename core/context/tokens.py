@@ -38,36 +38,8 @@ IMAGE_TOKENS = 1500
 ESTIMATORS = {"0.17": "chars4", "0.18": "chars4", "0.19": "chars4", "0.20": "cjk_chars", "0.22": "cjk_bytes"}
 
 
-def hermes_line(version: str | None) -> str:
-    """The Hermes line (``"0.17"`` ... ``"0.22"``) whose rules apply to ``version``.
-
-    ``version`` is what :class:`~memdeck.core.sessions.profile.HermesProfile` reports (``"0.19"``,
-    ``"0.20.1"``, ``"0.21.5"``, ``"0.21.3-0.21.5"``, ``"between 0.20 and 0.22"``, ``"newer than 0.22"``)
-    or None. Unknown or None gives ``"0.19"`` (the release memdeck's reference describes); "between"
-    gives its lower end, a dash range its newer bound (as the profile's threat rules do); 0.21.5
-    gives ``"0.22"`` (its estimator counts UTF-8 bytes, checked against its ``model_metadata.py``),
-    0.21.0 ``"0.20"``; newer than 0.22 gives ``"0.22"``.
-    """
-    if not version:
-        return "0.19"
-    if "newer" in version:
-        return "0.22"
-    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if not found:
-        return "0.19"
-    major, minor_s, patch_s = found[-1] if "-" in version else found[0]  # "0.21.3-0.21.5": the newer bound
-    minor = int(minor_s) if major == "0" else 99
-    if minor <= 17:
-        return "0.17"
-    if minor >= 22 or (minor == 21 and int(patch_s or 0) >= 5):  # 0.21.5 counts bytes like 0.22 (its model_metadata.py)
-        return "0.22"
-    if minor >= 20:
-        return "0.20"
-    return f"0.{minor}"
-
-
 def hermes_estimate(text: str, line: str = "0.19") -> int:
-    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line`` (see :func:`hermes_line`), in tokens."""
+    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line`` (:attr:`memdeck.core.hermes_version.HermesVersion.line`), in tokens."""
     if not text:
         return 0
     kind = ESTIMATORS.get(line, "chars4")
@@ -106,11 +78,13 @@ def _stub_images(v: Any) -> Any:
             and p.get("type") in {"image", "image_url", "input_image"} else p for p in v]
 
 
-def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
+def _shadow(msg: Mapping[str, Any], line: str, persisted: bool = False) -> dict[str, Any]:
     """The message as Hermes sizes it: image parts stubbed; from 0.20 only what is sent (Hermes'
     ``_wire_message_shadow``): ``api_content`` (a non-empty string on a user or assistant row)
     takes ``content``'s place, persistence-only keys are left out, and 0.22 leaves out
-    ``reasoning`` when ``reasoning_content`` holds text."""
+    ``reasoning`` when ``reasoning_content`` holds text. ``persisted``: the message was loaded from
+    state.db by a Hermes that stamps ``_db_persisted: True`` on it (0.21.5 / 0.22
+    ``get_messages_as_conversation``), which its estimate counts."""
     drop = _NOT_SENT.get(line)
     if drop is None:
         return {k: (_stub_images(v) if k == "content" else v) for k, v in msg.items()}
@@ -132,6 +106,8 @@ def _shadow(msg: Mapping[str, Any], line: str) -> dict[str, Any]:
             out[k] = _stub_images(v)
             continue
         out[k] = v
+    if persisted:
+        out.setdefault("_db_persisted", True)
     return out
 
 
@@ -142,28 +118,32 @@ _SIZES: dict[int, tuple[Any, str, int, int]] = {}
 _SIZES_MAX = 50_000
 
 
-def message_size(msg: Mapping[str, Any], line: str = "0.19") -> tuple[int, int]:
+def message_size(msg: Mapping[str, Any], line: str = "0.19", persisted: bool = False) -> tuple[int, int]:
     """``(len(str(shadow)), tokens)`` of one message as Hermes line ``line`` sizes it (tokens: the
-    0.20/0.22 per-message estimate; for 0.17-0.19 the message's share before the final ``// 4``)."""
+    0.20/0.22 per-message estimate; for 0.17-0.19 the message's share before the final ``// 4``;
+    ``persisted``: see :func:`_shadow`)."""
     hit = _SIZES.get(id(msg))
-    if hit is not None and hit[0] is msg and hit[1] == line:
+    key = line + ("+p" if persisted else "")
+    if hit is not None and hit[0] is msg and hit[1] == key:
         return hit[2], hit[3]
-    text = str(_shadow(msg, line))
+    text = str(_shadow(msg, line, persisted))
     tokens = hermes_estimate(text, line) if line in ("0.20", "0.22") else len(text)
     if len(_SIZES) >= _SIZES_MAX:
         _SIZES.clear()
-    _SIZES[id(msg)] = (msg, line, len(text), tokens)
+    _SIZES[id(msg)] = (msg, key, len(text), tokens)
     return len(text), tokens
 
 
-def hermes_message_estimate(messages: Iterable[Mapping[str, Any]], line: str = "0.19") -> int:
+def hermes_message_estimate(messages: Iterable[Mapping[str, Any]], line: str = "0.19", persisted: bool = False) -> int:
     """Hermes' ``estimate_messages_tokens_rough`` of conversation dicts (the shape of
-    ``SessionDB.get_messages_as_conversation``), in tokens (see the module docstring)."""
+    ``SessionDB.get_messages_as_conversation``), in tokens (see the module docstring). ``persisted``:
+    the dicts were loaded from state.db by a Hermes that stamps ``_db_persisted`` (0.21.5 / 0.22,
+    :attr:`memdeck.core.hermes_version.HermesVersion.db_persisted`)."""
     if line in ("0.20", "0.22"):
-        return sum(message_size(m, line)[1] + IMAGE_TOKENS * _images(m) for m in messages)
+        return sum(message_size(m, line, persisted)[1] + IMAGE_TOKENS * _images(m) for m in messages)
     chars = images = 0
     for m in messages:
-        chars += message_size(m, line)[0]
+        chars += message_size(m, line, persisted)[0]
         images += _images(m)
     return (chars + 3) // 4 + IMAGE_TOKENS * images
 
@@ -284,4 +264,4 @@ def calibration(reported_input: int | None, cache_tokens: int, api_calls: int | 
 
 
 __all__ = ["Calibration", "ESTIMATORS", "ExactCounter", "IMAGE_TOKENS", "TOKENIZERS", "calibration", "hermes_estimate",
-           "hermes_line", "hermes_message_estimate"]
+           "hermes_message_estimate"]

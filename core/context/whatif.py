@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..home import TARGET_FILES
 from ..memory.entries import usage_chars, usage_pct
 from ..memory.prompt_block import render_block, sanitize_entries_for_snapshot
 from .tokens import hermes_estimate
-
-_FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class WhatIf:
 
     def lines(self) -> list[str]:
         """Plain-text lines for a dialog: the block's size, tokens and usage, before -> after."""
-        name = _FILES[self.target]
+        name = TARGET_FILES[self.target]
         b, a = self.before, self.after
 
         def sign(n: int) -> str:
@@ -69,7 +68,7 @@ class WhatIf:
 
 def block_size(target: str, entries: Sequence[str], limit: int, line: str = "0.19") -> BlockSize:
     """The next-session block of ``entries`` (as Hermes loads them) under ``limit``."""
-    block = render_block(target, sanitize_entries_for_snapshot(entries, _FILES[target]), limit)
+    block = render_block(target, sanitize_entries_for_snapshot(entries, TARGET_FILES[target]), limit)
     used = usage_chars(entries)
     return BlockSize(len(block), hermes_estimate(block, line), used, limit, usage_pct(used, limit))
 
@@ -83,7 +82,7 @@ def what_if(target: str, entries: Sequence[str], limit: int, *, remove: str | No
     Raises:
         ValueError: ``target`` is not ``"memory"`` or ``"user"``.
     """
-    if target not in _FILES:
+    if target not in TARGET_FILES:
         raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
     now = list(entries)
     after = list(now)

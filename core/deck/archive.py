@@ -2,7 +2,7 @@
 
 Generic table API (any ``kind``; the anchors area reuses it): :func:`insert`,
 :func:`set_state`, :func:`get`, :func:`items`, :func:`count`. The memory operations
-themselves are ``MemoryStore.archive`` / ``MemoryStore.restore`` (``core/memory.py``).
+themselves are ``MemoryStore.archive`` / ``MemoryStore.restore`` (``core/memory/archiving.py``).
 
 Crash safety (archive and restore are atomic with respect to each other). Every step runs
 while holding the target file's sidecar lock:
@@ -117,7 +117,7 @@ def insert(conn: sqlite3.Connection, *, kind: str, text: str, actor: str, target
         (kind, target, anchor_id, scope, session_id, text, json.dumps(payload or {}, ensure_ascii=False), reason or "", actor,
          time.time() if ts is None else ts, state),
     )
-    return int(cur.lastrowid)
+    return int(cur.lastrowid or 0)
 
 
 def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: str | None = None,
@@ -134,7 +134,8 @@ def set_state(conn: sqlite3.Connection, archive_id: int, state: str, *, expect: 
     if state not in STATES:
         raise ValueError(f"invalid archive state {state!r}")
     if keep_restored_at:
-        q, args = "UPDATE archive SET state = ? WHERE archive_id = ?", (state, archive_id)
+        q = "UPDATE archive SET state = ? WHERE archive_id = ?"
+        args: tuple[str | float | int | None, ...] = (state, archive_id)
     else:
         restored_at = time.time() if state == "restored" else None
         q = "UPDATE archive SET state = ?, restored_at = ? WHERE archive_id = ?"
@@ -192,7 +193,8 @@ def count(home: HermesHome | Path, *, kind: str | None = "memory", state: str = 
         return int(c.execute("SELECT COUNT(*) FROM archive WHERE kind = ? AND state = ?", (kind, state)).fetchone()[0])
 
 
-def unfinished_archive_intents(home: HermesHome | Path, kind: str = "memory", *, conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
+def unfinished_archive_intents(home: HermesHome | Path, kind: str = "memory", *,
+                               conn: sqlite3.Connection | None = None) -> list[ArchivedItem]:
     """Rows left in ``archiving``/``restoring`` (an interrupted archive or restore)."""
     if conn is None and not deckdb.db_path(home).exists():
         return []

@@ -32,13 +32,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import db as deckdb
-from ..errors import Refused
 from ..home import HermesHome
 
 KINDS = ("memory", "anchor")
@@ -74,6 +72,14 @@ class JournalRow:
     state: str = "done"
     scope: str | None = None
     session_id: str | None = None
+
+    @property
+    def memory_target(self) -> str:
+        """``target`` of a memory row (``"memory"``/``"user"``). Raises ValueError on a row
+        without one (an anchor row): callers check ``kind``/``target`` first."""
+        if self.target is None:
+            raise ValueError(f"journal #{self.journal_id} names no memory file")
+        return self.target
 
     @property
     def where(self) -> str:
@@ -129,7 +135,7 @@ def record(
 
     Args:
         actor: ``"cli"``, ``"tui"`` or ``"plugin"`` (free text is accepted).
-        op: the operation name (see ``core/deckdb.py``).
+        op: the operation name (see ``core/deck/db.py``).
         kind: ``"memory"`` or ``"anchor"``.
         target: ``"memory"``/``"user"``: required on memory rows, None on anchor rows.
         scope: anchor rows only (required there): ``"global"`` when the change covers the
@@ -165,7 +171,7 @@ def record(
             (time.time() if ts is None else ts, actor, op, kind, target, scope, session_id, before, after,
              json.dumps(detail or {}, ensure_ascii=False), txn, state),
         )
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)
 
 
 def _check_place(kind: str, target: str | None, scope: str | None, session_id: str | None) -> None:
@@ -179,7 +185,8 @@ def _check_place(kind: str, target: str | None, scope: str | None, session_id: s
                          f"scope is 'global'; got target={target!r}, scope={scope!r}, session_id={session_id!r}")
 
 
-def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *, conn: sqlite3.Connection | None = None) -> list[JournalRow]:
+def entries(home: HermesHome | Path, limit: int = 50, kind: str | None = None, *,
+            conn: sqlite3.Connection | None = None) -> list[JournalRow]:
     """The most recent ``limit`` journal rows, newest first (optionally only one ``kind``):
     ``done`` rows and ``unknown`` ones (a change recovery could not place); never ``intent``
     rows (a change that may not have happened).

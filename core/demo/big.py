@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import random
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from ..sessions import hermes_schema as hs
 from ..home import HermesHome
@@ -61,7 +61,7 @@ def build_big_home(path: str | os.PathLike[str], messages: int = 1_000_000, *, s
         sids = []
         for s in range(n_sessions):
             started = base - (n_sessions - s) * 3600.0
-            sid = datetime.fromtimestamp(started, tz=timezone.utc).strftime("%Y%m%d_%H%M%S") + f"_{rng.getrandbits(24):06x}"
+            sid = datetime.fromtimestamp(started, tz=UTC).strftime("%Y%m%d_%H%M%S") + f"_{rng.getrandbits(24):06x}"
             sids.append((sid, started))
             conn.execute("INSERT INTO sessions (id, source, title, started_at, ended_at, end_reason, model) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -44,7 +44,7 @@ import os
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -410,7 +410,7 @@ def _older_sessions(conn: sqlite3.Connection, plan: DemoPlan) -> None:
 
 def _start_of(session_id: str) -> float:
     stamp = session_id.rsplit("_", 1)[0]
-    return datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=UTC).timestamp()
 
 
 def _live_session(conn: sqlite3.Connection, plan: DemoPlan) -> _LiveState:

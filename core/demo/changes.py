@@ -46,6 +46,7 @@ from ..sessions.statedb import StateDB
 from .plan import DemoPlan, live_schedule
 from .story import (ARCHIVED_MEMORY_ENTRY, ARCHIVED_REASON, ENTRY_SEP, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A,
                     PINS_AFTER, USER_FIXED, USER_NAME_BEFORE)
+from datetime import UTC
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,10 @@ def memory_call_offset(seed: int) -> float:
 
 def session_start(session_id: str) -> float:
     """Epoch seconds of a Hermes session id ``YYYYMMDD_HHMMSS_xxxxxx`` (UTC)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     stamp = session_id.rsplit("_", 1)[0]
-    return datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=UTC).timestamp()
 
 
 #: Seconds after the review session's start at which its memory tool call is stamped (build.py).

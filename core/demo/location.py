@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import MemdeckError
@@ -15,7 +16,7 @@ from .story import DEMO_MARKER, DEMO_SEED
 # ── where --demo builds ────────────────────────────────────────────────────
 
 
-def demo_home_dir(seed: int = DEMO_SEED, env: dict[str, str] | None = None) -> Path:
+def demo_home_dir(seed: int = DEMO_SEED, env: Mapping[str, str] | None = None) -> Path:
     """The cache directory ``memdeck --demo`` uses: ``$XDG_CACHE_HOME/memdeck/demo-<seed>``
     (default ``~/.cache/memdeck/demo-<seed>``). Only computes the path; nothing is created.
     """
@@ -47,7 +48,7 @@ def _claim(target: Path) -> bool:
     return True
 
 
-def fresh_demo_home(seed: int = DEMO_SEED, *, now: float | None = None, env: dict[str, str] | None = None) -> HermesHome:
+def fresh_demo_home(seed: int = DEMO_SEED, *, now: float | None = None, env: Mapping[str, str] | None = None) -> HermesHome:
     """Rebuild a demo home from scratch (a previous run's edits are wiped) and return it.
 
     The directory is :func:`demo_home_dir`, or ``demo-<seed>-2``, ``-3``, ... beside it while

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from .story import (DEMO_MEMORY_LIMIT, DEMO_NOW, DEMO_SEED, DEMO_USER_LIMIT, MEMORY_USAGE_BAND, USER_USAGE_BAND,
                     ANCHORS, ENTRY_SEP, MEMORY_CALL_AT, MEMORY_FIXED, MEMORY_POOL, PHASE_A, PHASE_B, PHASE_C,
@@ -71,7 +71,7 @@ def _fill(rng: random.Random, fixed: tuple[str, ...], pool: tuple[str, ...], lim
 
 
 def _session_id(ts: float, rng: random.Random) -> str:
-    stamp = datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y%m%d_%H%M%S")
+    stamp = datetime.fromtimestamp(ts, tz=UTC).strftime("%Y%m%d_%H%M%S")
     return f"{stamp}_{rng.getrandbits(24):06x}"
 
 
@@ -87,7 +87,7 @@ def live_schedule(seed: int) -> list[float]:
         t += rng.randint(lo, hi) + 0.125
         offsets.append(t)
 
-    for i, (role, _text) in enumerate(PHASE_A):
+    for i, (_role, _text) in enumerate(PHASE_A):
         step(100, 160)
         for _ in PINS_AFTER.get(i, ()):
             step(2, 4)  # guard_pin call

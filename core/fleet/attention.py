@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..overview.alerts import CAPACITY_ALERT_PCT
+from ..text import age_words
 from .figures import HomeFigures
 
 #: A store at or past this percent of its char limit is near its limit (level 3).
@@ -62,14 +63,6 @@ class Attention:
         return {"level": self.level, "reasons": [r.text for r in self.reasons]}
 
 
-def _age(seconds: float) -> str:
-    if seconds >= 86_400:
-        return f"{seconds / 86_400:.0f} d"
-    if seconds >= 3_600:
-        return f"{seconds / 3_600:.0f} h"
-    return f"{seconds / 60:.0f} min"
-
-
 def attention_of(figures: HomeFigures | None, *, now: float, stale: bool = False, error: str | None = None) -> Attention:
     """The reasons a row needs attention (module docstring).
 
@@ -92,7 +85,7 @@ def attention_of(figures: HomeFigures | None, *, now: float, stale: bool = False
         out.append(Reason(3, f"integrity {score} below the floor {floor}"))
     age = figures.oldest_pending_age(now)
     if age is not None and age > PENDING_OLD_S:
-        out.append(Reason(2, f"a pending write waits for {_age(age)}"))
+        out.append(Reason(2, f"a pending write waits for {age_words(age)}"))
     elif figures.pending:
         out.append(Reason(1, f"{figures.pending} pending"))
     if figures.drifted_anchors:

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..hermes_version import HermesVersion
 from ..home import TARGETS
 from ..history.changes import HistorySummary
+from ..provider_settings import configured_provider
 from .stale_sessions import StaleSessions, stale_sessions_from_status
 
 
@@ -148,7 +150,7 @@ class HomeFigures:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "HomeFigures":
+    def from_dict(cls, d: Mapping[str, Any]) -> HomeFigures:
         """The inverse of :meth:`to_dict`.
 
         Raises:
@@ -177,6 +179,12 @@ class HomeFigures:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a fleet row: {type(exc).__name__}: {exc}") from exc
 
+
+
+def _section(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``parent[key]`` when it is a mapping (a section of ``status --json``), else empty."""
+    value = parent.get(key)
+    return value if isinstance(value, Mapping) else {}
 
 def _opt_int(v: Any) -> int | None:
     if v is None or isinstance(v, bool):
@@ -234,7 +242,7 @@ def figures_from_status(status: Mapping[str, Any], *, home: str | None = None, p
     """
     problems: list[str] = []
     memory: dict[str, StoreFigures] = {}
-    mem = status.get("memory") if isinstance(status.get("memory"), Mapping) else {}
+    mem = _section(status, "memory")
     for t in TARGETS:
         st = mem.get(t)
         if not isinstance(st, Mapping):
@@ -254,7 +262,7 @@ def figures_from_status(status: Mapping[str, Any], *, home: str | None = None, p
     created = [float(p["created_at"]) for p in pending
                if isinstance(p.get("created_at"), (int, float)) and not isinstance(p.get("created_at"), bool)
                and p["created_at"] > 0]
-    integ = status.get("integrity") if isinstance(status.get("integrity"), Mapping) else {}
+    integ = _section(status, "integrity")
     sid = integ.get("session_id")
     floor = _opt_int(status.get("alert_floor"))
     anchors = [a for a in status.get("anchors") or () if isinstance(a, Mapping)]
@@ -267,10 +275,10 @@ def figures_from_status(status: Mapping[str, Any], *, home: str | None = None, p
     if changes is not None and isinstance(changes.get("by_actor"), Mapping):
         by_actor = MappingProxyType({str(k): int(v) for k, v in changes["by_actor"].items()
                                      if isinstance(v, int) and not isinstance(v, bool)})
-    loc = status.get("memlock_location") if isinstance(status.get("memlock_location"), Mapping) else {}
+    loc = _section(status, "memlock_location")
     store = status.get("session_store") if isinstance(status.get("session_store"), Mapping) else None
-    db = status.get("state_db") if isinstance(status.get("state_db"), Mapping) else {}
-    hermes = status.get("hermes") if isinstance(status.get("hermes"), Mapping) else {}
+    db = _section(status, "state_db")
+    hermes = _section(status, "hermes")
     for section, why in (status.get("section_errors") or {}).items():
         problems.append(f"{section}: {why}")
     if db.get("state") not in (None, "ok", "missing") and db.get("message"):
@@ -344,7 +352,7 @@ def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
         if line not in problems:
             problems.append(line)
     config = snap.config
-    note = session_store_note(config)
+    note = session_store_note(config, snap.home)
     loc = snap.memlock_location
     profile = snap.hermes_profile
     last = None
@@ -367,7 +375,8 @@ def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
         changes_by_actor=MappingProxyType(dict(history.by_actor)) if history is not None else None,
         last_change=last,
         stale_sessions=stale_sessions if stale_sessions is not None else StaleSessions(),
-        provider=config.memory_provider,
+        provider=(snap.provider.name or "") if snap.provider is not None else configured_provider(
+            config, profile.hermes if profile is not None else HermesVersion()) or "",
         memlock_path=str(loc.path) if loc is not None else None,
         memlock_rule=loc.rule if loc is not None else None,
         session_store=note or None,

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import MemdeckError
-from ..home import PROFILE_NAME_RE, HermesHome, default_root, root_of
+from ..home import PROFILE_NAME_RE, HermesHome, default_root, expand_home_path, root_of
 
 #: A host name or address ssh accepts as given (never starting with ``-``: no option injection).
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]{0,252})|\[[0-9A-Fa-f:.%A-Za-z]{2,60}\])$")
@@ -244,7 +244,7 @@ def parse_fleet_settings(raw: Any, where: str = "settings") -> FleetSettings:
 def profile_homes(root: Path, *, source: str = "profile", first_profile: str = "default") -> list[FleetHome]:
     """The root (as ``first_profile``) and every ``<root>/profiles/<name>`` directory whose name
     Hermes accepts, sorted by name (:func:`memdeck.core.home.list_profiles`'s order)."""
-    root = Path(os.path.normpath(Path(root).expanduser().absolute()))
+    root = Path(os.path.normpath(expand_home_path(root).absolute()))
     out = [FleetHome(address=str(root), path=str(root), profile=first_profile, source=source)]
     pdir = root / "profiles"
     try:
@@ -266,7 +266,7 @@ def fleet_homes(base: HermesHome | None, settings: FleetSettings, *, explicit: P
         explicit: ``--home H``: the fleet is H and the profiles under it, nothing else.
     """
     if explicit is not None:
-        path = Path(os.path.normpath(Path(explicit).expanduser().absolute()))
+        path = Path(os.path.normpath(expand_home_path(explicit).absolute()))
         return profile_homes(path, source="home", first_profile=_profile_of(str(path)))
     root = root_of(base.path) if base is not None else default_root()
     out = profile_homes(root)

@@ -32,7 +32,8 @@ def status_view(status: Mapping[str, Any]) -> dict[str, Any]:
     """The figures ``memdeck fleet --json`` repeats from ``status --json``, under the same names:
     ``home``, ``profile``, ``memory.<target>`` (:data:`STORE_KEYS`), ``pending`` (the list, as is),
     ``integrity`` (as is), ``memlock_location`` and ``session_store`` (as is, when present)."""
-    mem = status.get("memory") if isinstance(status.get("memory"), Mapping) else {}
+    raw_mem = status.get("memory")
+    mem: Mapping[str, Any] = raw_mem if isinstance(raw_mem, Mapping) else {}
     out: dict[str, Any] = {
         "home": status.get("home"),
         "profile": status.get("profile"),

@@ -6,7 +6,9 @@ private directory this process creates (mode 0700) and removes when it closes
 (:meth:`SshClient.close` asks each master to exit, ``ssh -O exit``). Every read runs with
 ``BatchMode=yes`` (never a password or host-key prompt: a host that needs one fails with ssh's
 own message), ``ConnectTimeout``, server-alive probes and a bounded wall-clock timeout after
-which the ssh client is killed. The command sent is built from fixed words and the home's path,
+which the probe's whole process group is killed (the ssh client, and a wrapper's or a
+ProxyCommand's children that keep its output open: issue 40 #6) and its output no longer read.
+The command sent is built from fixed words and the home's path,
 each quoted for the remote shell (``shlex.quote``); the host and user were checked when the
 address was parsed (:func:`memdeck.core.fleet.homes.parse_home_spec`: never an ssh option).
 
@@ -33,6 +35,8 @@ from .homes import FleetHome, FleetSettings
 MAX_STATUS_BYTES = 64 * 1024 * 1024
 #: How long a master connection outlives its last use, in seconds (``ControlPersist``).
 CONTROL_PERSIST_S = 60
+#: How long ``ssh -O exit`` may take when the fleet closes, in seconds (then its group is killed).
+EXIT_MASTER_TIMEOUT_S = 5
 
 
 class RemoteError(Exception):
@@ -119,14 +123,15 @@ class SshClient:
         with self._lock:
             self._used[home.connection_key] = home
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # its own process group: a wrapper's or a ProxyCommand's child goes with it at the deadline
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except OSError as exc:
             raise RemoteError(f"cannot run {self.settings.ssh_command[0]}: {exc.strerror or exc}") from None
         try:
             out, err = proc.communicate(timeout=self.settings.timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            stop_probe(proc)
             raise RemoteError(f"no answer within {self.settings.timeout:g} s") from None
         return parse_status_output(proc.returncode, out, err, now=now)
 
@@ -143,11 +148,50 @@ class SshClient:
                 argv += ["-p", str(home.port)]
             argv.append(home.destination)
             try:
-                subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               timeout=10, check=False)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError:
+                continue
+            try:
+                proc.wait(timeout=EXIT_MASTER_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                stop_probe(proc)
         shutil.rmtree(d, ignore_errors=True)
+
+
+#: After the deadline's kill, how long the output of a killed probe is still drained, in seconds
+#: (a process that left the group may hold the pipes: it is not waited for).
+DRAIN_AFTER_KILL_S = 1.0
+
+
+def stop_probe(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a probe started with ``start_new_session=True``: SIGKILL to its whole process group
+    (the ssh client and every child that stayed in it), then stop reading its pipes after at most
+    :data:`DRAIN_AFTER_KILL_S` and reap the client. Never raises, never blocks for longer."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is gone already
+        pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=DRAIN_AFTER_KILL_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):  # something outside the group holds the pipes
+        pass
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            if pipe is not None:
+                pipe.close()
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=DRAIN_AFTER_KILL_S)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _last_line(data: bytes) -> str:

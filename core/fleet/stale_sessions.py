@@ -39,7 +39,7 @@ class StaleSessions:
         return {"count": self.count, "note": None if self.known else self.note}
 
     @classmethod
-    def from_dict(cls, d: Any) -> "StaleSessions":
+    def from_dict(cls, d: Any) -> StaleSessions:
         if isinstance(d, Mapping) and isinstance(d.get("count"), int) and not isinstance(d.get("count"), bool):
             return cls(count=int(d["count"]), note="")
         note = d.get("note") if isinstance(d, Mapping) and isinstance(d.get("note"), str) else NOT_AVAILABLE
@@ -67,13 +67,9 @@ def count_stale_sessions(home: Any, config: Any, db: Any, cache: Any = None) -> 
         if not st.ok:
             return StaleSessions(note=f"state.db: {st.state}")
         from ..context.report import stale_session_count
-        from ..sessions.profile import detect_profile
+        from ..sessions.profile import home_version
 
-        try:
-            version = detect_profile(home).version
-        except Exception:  # noqa: BLE001 - unknown version: memdeck's own threat rules
-            version = None
-        return StaleSessions(count=stale_session_count(db, home, config, version, cache=cache), note="")
+        return StaleSessions(count=stale_session_count(db, home, config, home_version(home), cache=cache), note="")
     except Exception as exc:  # noqa: BLE001 - a figure that cannot be read is said, never guessed
         return StaleSessions(note=f"{type(exc).__name__}: {exc}")
 

@@ -102,7 +102,8 @@ def list_changes(home: HermesHome, *, target: str | None = None, session_id: str
     """
     if conn is None and not deckdb.db_path(home).exists():
         return []
-    q, args = "SELECT * FROM history", []
+    q = "SELECT * FROM history"
+    args: list[str | float | int] = []
     where = []
     for col, val in (("target", target), ("session_id", session_id), ("scope", scope)):
         if val is not None:

@@ -61,7 +61,7 @@ class _Recorder:
             " attribution) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (kind, target, scope, session_id, rel, op, before, after, since, until, actor,
              json.dumps(attribution, ensure_ascii=False)))
-        self.ids.append(int(cur.lastrowid))
+        self.ids.append(int(cur.lastrowid or 0))
 
     def claim_memory(self, target: str, row: sqlite3.Row, before: str, after: str) -> None:
         """Give memdeck's journal row the changes already recorded for it as another writer's:
@@ -135,6 +135,8 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
     from ..memory.entries import parse_entries
     from .diff import diff_entries
 
+    if f.target is None:  # a memory file always names its target (watched.py)
+        return int(seen["journal_mark"])
     cur = seen["content"] or ""
     since = seen["seen_at"]
     mark = seen["journal_mark"]
@@ -150,10 +152,11 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
             if cur == ra or (eff.entry_level and eff.status(parse_entries(cur)) == "present"):
                 rec.claim_memory(f.target, r, rb, ra)  # already seen, before its row was done
                 continue
-            rec.external_memory(f.target, f.rel, cur, rb, since, r["ts"])
+            rec.external_memory(f.target, f.rel, cur, rb, since, _after(since, r["ts"]))
+        until = _after(since, r["ts"])
         for op, b, a in diff_entries(parse_entries(rb), parse_entries(ra)):
-            rec.add("memory", f.target, f.rel, op, b, a, since, r["ts"], r["actor"], _journal_attribution(r))
-        cur, since = ra, r["ts"]
+            rec.add("memory", f.target, f.rel, op, b, a, since, until, r["actor"], _journal_attribution(r))
+        cur, since = ra, until
     if cur != content:
         cur, since = _chain_in_flight(rec, f, cur, content, since, mark)
     if cur != content:
@@ -161,11 +164,27 @@ def _observe_memory(rec: _Recorder, f: WatchedFile, seen: sqlite3.Row, content: 
     return mark
 
 
+def _after(since: float | None, ts: float) -> float:
+    """The end of a change's window: a journal row's ``ts`` (when its writer took the lock), never
+    before ``since`` (the content seen then did not hold it yet: it landed after). A history row
+    never ends before it starts (issue 40 item 4)."""
+    return ts if since is None else max(since, ts)
+
+
 def _chain_in_flight(rec: _Recorder, f: WatchedFile, cur: str, content: str, since: float | None,
                      mark: int) -> tuple[str, float | None]:
-    """Record the steps of the ``intent`` rows of ``f.target`` that lead from ``cur`` to
-    ``content`` (memdeck writes whose ``done`` commit has not landed yet); returns the content
-    and time reached: ``(content, ts)`` when they explain it, else ``(cur, since)`` unchanged."""
+    """Record the steps of the ``intent`` rows of ``f.target`` that lead from ``cur`` towards
+    ``content`` (memdeck writes whose ``done`` commit has not landed yet, or a killed writer's,
+    settled later by recovery); returns the content and time reached, from which the rest is
+    another writer's.
+
+    A step counts when its row's ``before`` is the content reached so far and its effect is in
+    ``content`` (:class:`..memory.effects.EntryEffect`: its entries are there): so a memdeck
+    write followed by a Hermes write on top (a writer killed between its file replace and its
+    ``done``) is recorded as two rows, memdeck's and Hermes', never merged into one ``replaced``
+    row that a revert would undo both of (issue 40 item 4). A row whose file replace has not
+    happened (its effect is not in ``content``) is not a step."""
+    from ..memory.effects import EntryEffect
     from ..memory.entries import parse_entries
     from .diff import diff_entries
 
@@ -173,20 +192,26 @@ def _chain_in_flight(rec: _Recorder, f: WatchedFile, cur: str, content: str, sin
                             "AND state = 'intent' ORDER BY journal_id", (f.target, mark)).fetchall()
     steps: list[tuple[sqlite3.Row, str, str]] = []
     at = cur
+    final = parse_entries(content)
     for r in rows:
         if r["after"] is None:
             continue
         rb, ra = canonical_memory(r["before"]), canonical_memory(r["after"])
-        if rb == at and ra != at:
-            steps.append((r, rb, ra))
-            at = ra
-    if at != content or not steps:
+        if rb != at or ra == at:
+            continue
+        eff = EntryEffect.of(rb, ra)
+        if ra != content and not (eff.entry_level and eff.status(final) == "present"):
+            continue
+        steps.append((r, rb, ra))
+        at = ra
+    if not steps:
         return cur, since
     for r, rb, ra in steps:
+        until = _after(since, r["ts"])
         for op, b, a in diff_entries(parse_entries(rb), parse_entries(ra)):
-            rec.add("memory", f.target, f.rel, op, b, a, since, r["ts"], r["actor"], _journal_attribution(r))
-        since = r["ts"]
-    return content, since
+            rec.add("memory", f.target, f.rel, op, b, a, since, until, r["actor"], _journal_attribution(r))
+        since = until
+    return at, since
 
 
 def _anchor_rows(conn: sqlite3.Connection, f: WatchedFile, session_id: str | None, mark: int) -> list[sqlite3.Row]:
@@ -314,12 +339,15 @@ def observe(home: HermesHome, *, conn: sqlite3.Connection | None = None, statedb
                 with deckdb.transaction(c):
                     remember_pending(c, home, time.time() if now is None else now)
             return []
-        t = time.time() if now is None else now
         own_db = statedb is None and home.state_db.exists()
         db = StateDB(home.state_db) if own_db else statedb
         try:
             rec = _Recorder(c, home, db)
             with deckdb.transaction(c):
+                # the clock is read once memdeck.db's write lock is held (BEGIN IMMEDIATE): an
+                # observer that waited for another one's transaction must not stamp its rows with
+                # a time from before that one's ``seen_at`` (rows that end before they start)
+                t = time.time() if now is None else now
                 for f in changed:
                     _observe_one(rec, f, t)
                 remember_pending(c, home, t)
@@ -403,6 +431,8 @@ def reattribute(home: HermesHome, *, conn: sqlite3.Connection | None = None, sta
             done = 0
             for r in rows:
                 ch = change_from_row(r)
+                if ch.target is None:  # kind = 'memory' rows always name their file
+                    continue
                 attr = hermes_attribution(db, ch.target, ch.op, ch.before, ch.after, ch.since, ch.until)
                 if attr is not None:
                     c.execute("UPDATE history SET actor = 'hermes', attribution = ? WHERE change_id = ? AND actor = 'external'",

@@ -51,6 +51,8 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
         raise Refused(f"change #{change_id} was already reverted (journal #{done_by})", code="conflict")
     detail = {"change_id": ch.change_id, "change_op": ch.op}
     if ch.kind == "memory":
+        if ch.target is None:
+            raise Refused(f"change #{change_id} names no memory file", code="invalid")
         res = MemoryStore(home, config, actor=actor).revert_entry(ch.target, remove=ch.after, add=ch.before,
                                                                    detail=detail)
         jid = res.journal_id
@@ -100,7 +102,7 @@ def _revert_anchor(home: HermesHome, config: Config, ch: Change, actor: str, det
             if cur is not None:
                 raise Refused(f"cannot revert: anchor {aid} is already back in session {ch.session_id}. Nothing was changed.",
                               code="conflict")
-            s.add(Anchor.from_dict({**before, "id": aid, "pinned": True}))
+            s.add(Anchor.from_dict({**(before or {}), "id": aid, "pinned": True}))
         elif cur is None or anchor_fields(cur.to_dict()) != after:
             raise Refused(f"cannot revert: anchor {aid} in session {ch.session_id} changed since. Nothing was changed.",
                           code="conflict")

@@ -12,7 +12,8 @@ was written; the change history (``core/history``) tells who wrote each entry an
 * **contradiction**: a pair on the same subject with a differing value or polarity, both
   entries with their history side by side; the newer is not assumed right: the person keeps
   one (``--keep 1|2``), the other is archived.
-* **stale**: an entry naming an absolute path that does not exist on this machine; an entry no
+* **stale**: an entry naming an absolute path that is gone from this machine (its parent directory
+  is here, the path is not); an entry no
   session mentioned (no ``session_search`` hit in any turn) for ``stale_days`` since it was
   written; an entry the person archived that a writer put back since.
 """
@@ -38,6 +39,14 @@ STALE_DAYS = 90
 WASTEFUL_CONTAINMENT = 1.0
 #: absolute or home-relative paths in an entry (not URLs: ``s3://x/y``, ``https://x/y``)
 _PATH = re.compile(r"(?<![\w.:/~-])(~?/[\w.+-]+(?:/[\w.+-]+)+/?)")
+
+
+def _gone(path: str) -> bool:
+    """True when ``path`` does not exist but its parent directory does: the place is on this
+    machine and the thing it names is gone (a path whose parent is missing too may be another
+    machine's, a gateway's server: not judged)."""
+    full = os.path.expanduser(path.rstrip("/"))
+    return not os.path.lexists(full) and os.path.isdir(os.path.dirname(full))
 
 
 def _history(home: Any) -> dict[tuple[str, str], Any]:
@@ -181,7 +190,7 @@ def _stale(home: Any, refs: list[EntryRef], ws: list[Words], entries: dict[str, 
     reasons: dict[int, dict[str, Any]] = {}
     for i, r in enumerate(refs):
         named = [p.rstrip(".,;:") for p in _PATH.findall(r.text)]
-        missing = [p for p in named if not os.path.exists(os.path.expanduser(p.rstrip("/")))]
+        missing = [p for p in named if _gone(p)]
         if missing:
             reasons.setdefault(i, {})["missing_paths"] = missing
     # an entry the person archived that a writer put back since

@@ -51,7 +51,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..deck import journal
 from ..errors import Refused
@@ -67,7 +67,7 @@ def record_sha256(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def _safe_name(name: Any) -> bool:
+def _safe_name(name: Any) -> TypeGuard[str]:
     return isinstance(name, str) and name.endswith(".json") and "/" not in name and name not in (".json", "..json")
 
 

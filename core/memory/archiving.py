@@ -9,6 +9,7 @@ archive/restore).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from ..deck import archive as _archive
@@ -17,15 +18,16 @@ from ..errors import Refused, UnreadableFile
 from ..fsio import read_text_strict
 from .entries import entry_id, find_entry, overflow_refusal, parse_entries, scan_or_refuse, serialize_entries, usage_chars
 from .results import PlannedWrite, WriteResult
+from .plumbing import StorePlumbing
 
 
-class ArchiveOps:
+class ArchiveOps(StorePlumbing):
     """Archive/restore methods of :class:`.store.MemoryStore` (a mixin: they use its lock, load,
     journal and replace plumbing)."""
 
     # -- archive / restore -------------------------------------------------------------------
     def archive(self, target: str | None, selector: str, reason: str = "") -> WriteResult:
-        """Move an entry out of its file into memdeck.db (crash-safe; see ``core/archive.py``).
+        """Move an entry out of its file into memdeck.db (crash-safe; see ``core/deck/archive.py``).
 
         Returns a result whose ``archive_id`` names the archive row.
         """
@@ -72,6 +74,8 @@ class ArchiveOps:
         if item is None:
             raise Refused(f"no archived memory entry #{archive_id}", code="not_found")
         target = item.target
+        if target is None:  # a memory row always names its file (kind="memory" above)
+            raise Refused(f"archived memory entry #{archive_id} names no memory file", code="invalid")
         with self._locked(target):
             with deckdb.opened(self.home) as conn:
                 self._recover_locked(target, conn)
@@ -107,7 +111,7 @@ class ArchiveOps:
             return self._result("restore", target, new, f"Entry restored from archive #{cur.archive_id}.",
                                 entry_id=entry_id(text), journal_id=jid, archive_id=cur.archive_id)
 
-    def _recover_locked(self, target: str, conn: Any) -> int:
+    def _recover_locked(self, target: str, conn: sqlite3.Connection) -> int:
         """Resolve ``target``'s interrupted archive/restore intents (its lock must be held)."""
         intents = [i for i in _archive.unfinished_archive_intents(self.home, "memory", conn=conn) if i.target == target]
         if not intents:

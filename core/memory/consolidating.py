@@ -21,13 +21,14 @@ from ..errors import Refused
 from .entries import entry_id, overflow_refusal, preview, scan_or_refuse, serialize_entries, usage_chars
 from .results import PlannedWrite, WriteResult
 from ..home import TARGETS
+from .plumbing import StorePlumbing
 
 
-class ConsolidateOps:
+class ConsolidateOps(StorePlumbing):
     """The :meth:`consolidate` method of :class:`.store.MemoryStore` (a mixin: it uses its lock,
     load, write-ahead and result plumbing)."""
 
-    def consolidate(self: Any, *, replace: Mapping[tuple[str, str], str] | None = None,
+    def consolidate(self, *, replace: Mapping[tuple[str, str], str] | None = None,
                     archive: Sequence[tuple[str, str]] = (), reason: str = "", op: str = "hygiene") -> WriteResult:
         """Replace entries and archive others in one journaled change.
 

@@ -51,7 +51,7 @@ class EntryEffect:
     added: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, before: str | None, after: str | None) -> "EntryEffect":
+    def of(cls, before: str | None, after: str | None) -> EntryEffect:
         """The effect of a change from file text ``before`` to file text ``after`` (None: no file)."""
         b, a = parse_entries(before), parse_entries(after)
         bs, as_ = set(b), set(a)

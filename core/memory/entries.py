@@ -119,7 +119,7 @@ class Entry:
     scanned: bool = True
 
     @classmethod
-    def of(cls, text: str, index: int = 0, *, scan: bool = True) -> "Entry":
+    def of(cls, text: str, index: int = 0, *, scan: bool = True) -> Entry:
         return cls(entry_id(text), text, len(text), scan_ids(text) if scan else (), index, scan)
 
     def to_dict(self) -> dict[str, Any]:

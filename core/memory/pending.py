@@ -39,7 +39,7 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,9 @@ class PendingWrite:
         malformed: why the record cannot be applied, or None.
         text: the content shown to a reviewer (content, or the batch's operations listed).
         subsystem: the record's ``subsystem`` (Hermes' ``memory`` when absent).
+        applying: True for a record set aside as ``<id>.json.applying`` that could not be
+            settled when it was listed (an approval in progress in another process, or one whose
+            outcome the journal could not decide): shown, never approvable (:func:`list_pending`).
     """
 
     id: str
@@ -104,6 +107,7 @@ class PendingWrite:
     malformed: str | None = None
     text: str = ""
     subsystem: str = HERMES_SUBSYSTEM
+    applying: bool = False
 
     @property
     def staged_by(self) -> str | None:
@@ -119,7 +123,7 @@ class PendingWrite:
         return {"id": self.id, "action": self.action, "target": self.target, "origin": self.origin,
                 "summary": self.summary, "created_at": self.created_at, "threats": list(self.threats),
                 "malformed": self.malformed, "text": self.text, "payload": self.payload,
-                "subsystem": self.subsystem, "staged_by": self.staged_by}
+                "subsystem": self.subsystem, "staged_by": self.staged_by, "applying": self.applying}
 
 
 def _ops(payload: dict[str, Any]) -> list[Any]:
@@ -250,9 +254,45 @@ def load_record(path: Path) -> PendingWrite:
     )
 
 
+#: how long a listing waits for the memory files' locks to settle a set-aside record (seconds):
+#: a live approval holds them for one write; past this the record is shown as being applied
+SETTLE_LOCK_TIMEOUT = 1.0
+
+#: what a reviewer is told about a set-aside record that could not be settled
+APPLYING_WORDS = ("being applied (set aside as .applying by an approval in progress, or by one whose outcome "
+                  "could not be settled): not approvable now")
+
+
+def _aside_names(d: Path) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(d) if n.endswith(".json" + approval.APPLYING_SUFFIX))
+    except OSError:
+        return []
+
+
+def settle_set_aside(home: HermesHome) -> None:
+    """Settle records an interrupted approval left set aside (``<id>.json.applying``, see
+    :mod:`.approval`): the recovery every memdeck write runs first
+    (:func:`.store.recover_intents`), run here by every listing so a killed bulk approval never
+    hides a record until the next memory write. A no-op (no lock, no database) when nothing is
+    set aside. Never raises: a lock held past :data:`SETTLE_LOCK_TIMEOUT` (an approval in
+    progress) or a read-only home leaves the record for :func:`list_pending` to show."""
+    if not _aside_names(home.pending_dir):
+        return
+    from .store import recover_intents  # lazy, as in approve
+
+    with contextlib.suppress(Exception):  # a listing never fails on recovery: the record is shown instead
+        recover_intents(home, lock_timeout=SETTLE_LOCK_TIMEOUT)
+
+
 def list_pending(home: HermesHome) -> list[PendingWrite]:
-    """Every pending memory write, oldest first (by ``created_at``). Never raises."""
+    """Every pending memory write, oldest first (by ``created_at``). Never raises.
+
+    A record set aside by an interrupted approval is settled first (:func:`settle_set_aside`:
+    staged again, or removed when the journal says it was applied); one that cannot be settled
+    now is listed with ``applying=True`` (never hidden, never approvable)."""
     d = home.pending_dir
+    settle_set_aside(home)
     try:
         names, undecodable = list_names(d, ".json")
     except OSError:
@@ -260,6 +300,13 @@ def list_pending(home: HermesHome) -> list[PendingWrite]:
     paths = [p for p in (d / n for n in names) if p.is_file()]
     recs = [load_record(p) for p in paths]
     recs += [PendingWrite(shown[:-5], d / shown, malformed=NOT_UTF8_NAME) for shown in undecodable]
+    listed = {r.path.name for r in recs}
+    for aside in _aside_names(d):
+        record_file = aside[:-len(approval.APPLYING_SUFFIX)]
+        if record_file in listed or not _ID_RE.match(record_file[:-5]):
+            continue
+        rec = load_record(d / aside)
+        recs.append(replace(rec, id=record_file[:-5], applying=True))
     recs.sort(key=lambda r: (r.created_at, r.id))
     return recs
 
@@ -294,12 +341,12 @@ class Edit:
                           "can be edited before approval", code="invalid")
         return op
 
-    def staged_text(self, rec: "PendingWrite") -> str:
+    def staged_text(self, rec: PendingWrite) -> str:
         """The text the record staged for the edited op."""
         op = self._op_of(rec.payload)
         return str(op.get("content") or op.get("new_text") or "")
 
-    def payload_of(self, rec: "PendingWrite") -> dict[str, Any]:
+    def payload_of(self, rec: PendingWrite) -> dict[str, Any]:
         """The record's payload with the edited op's text replaced (a copy; the record is untouched).
 
         Raises:
@@ -313,7 +360,7 @@ class Edit:
         op.pop("new_text", None)
         return payload
 
-    def journal_fields(self, rec: "PendingWrite") -> dict[str, Any]:
+    def journal_fields(self, rec: PendingWrite) -> dict[str, Any]:
         """What the journal (and History) keeps about the edit: both texts."""
         return {"edited": True, "staged_text": self.staged_text(rec), "applied_text": self.text,
                 **({"edited_op": self.op} if self.op is not None else {})}
@@ -437,7 +484,7 @@ def _recover_rejects(home: HermesHome) -> int:
         return resolve_reject_intents(home, conn)
 
 
-def _remove_record(rec: "PendingWrite") -> None:
+def _remove_record(rec: PendingWrite) -> None:
     try:
         rec.path.unlink()
     except FileNotFoundError:
@@ -454,7 +501,7 @@ def _prior_approval(home: HermesHome, pending_id: str, raw: str) -> journal.Jour
 
 
 @contextlib.contextmanager
-def _claimed(rec: "PendingWrite") -> Iterator[None]:
+def _claimed(rec: PendingWrite) -> Iterator[None]:
     """Hold an exclusive, non-blocking flock on the record itself while it is approved or
     rejected, so two reviewers (two memdeck windows, CLI + TUI) never replay it twice.
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..config import Config
 from ..fsio import read_regular_bytes
+from ..home import TARGET_FILES
 from .entries import ENTRY_DELIMITER, parse_entries, usage_chars, usage_pct
 from .threats import scan_ids
 
@@ -25,7 +26,6 @@ from .threats import scan_ids
 MEMORY_BLOCK_HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
 #: The rule above and below a block's header (tools/memory_tool.py:674-691).
 BLOCK_SEPARATOR = "═" * 46
-_FILENAMES = {"memory": "MEMORY.md", "user": "USER.md"}
 
 #: The most entry text, in chars, a prompt-block preview renders (and threat-scans).
 PREVIEW_BUDGET_CHARS = 256 * 1024
@@ -103,7 +103,7 @@ def render_block(target: str, entries: Sequence[str], char_limit: int) -> str:
 def _home_file(home: Any, target: str) -> Path:
     if hasattr(home, "memory_file"):
         return home.memory_file(target)
-    return Path(home) / "memories" / _FILENAMES[target]
+    return Path(home) / "memories" / TARGET_FILES[target]
 
 
 def render_memory_block(home: Any, config: Config | None, target: str) -> str:
@@ -122,19 +122,20 @@ def render_memory_block(home: Any, config: Config | None, target: str) -> str:
     Raises:
         ValueError: ``target`` is not ``"memory"`` or ``"user"``.
     """
-    if target not in _FILENAMES:
+    if target not in TARGET_FILES:
         raise ValueError(f"invalid target {target!r}: use 'memory' or 'user'")
     entries = read_entries_as_hermes(_home_file(home, target))
     limit = (config if config is not None else Config()).char_limit(target)
     # A file far over its limit (issue 13 #4) is shown up to a bound, said in the block's last
     # line; the threat scan of a 50 MB file would take a minute on every refresh.
-    shown, used = [], 0
+    shown: list[str] = []
+    used = 0
     for e in entries:
         used += len(e)
         if used > PREVIEW_BUDGET_CHARS and shown:
             break
         shown.append(e)
-    block = render_block(target, sanitize_entries_for_snapshot(shown, _FILENAMES[target]), limit)
+    block = render_block(target, sanitize_entries_for_snapshot(shown, TARGET_FILES[target]), limit)
     if len(shown) < len(entries):
         block += (f"\n[memdeck: {len(entries) - len(shown):,} more entries not shown; the file is far over "
                   f"its {limit:,}-char limit]")

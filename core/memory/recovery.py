@@ -42,6 +42,7 @@ idempotent: a kill during recovery is settled by the next recovery the same way.
 
 from __future__ import annotations
 
+import sqlite3
 import contextlib
 import os
 from contextlib import ExitStack
@@ -56,6 +57,7 @@ from ..home import TARGETS
 from . import approval
 from .effects import EntryEffect
 from .entries import noncanonical_reason, parse_entries, serialize_entries, usage_chars
+from .plumbing import StorePlumbing
 
 
 @dataclass(frozen=True)
@@ -128,11 +130,11 @@ def _describe(eff: EntryEffect) -> str:
     return ", ".join(parts)
 
 
-class RecoveryOps:
+class RecoveryOps(StorePlumbing):
     """Recovery methods of :class:`.store.MemoryStore` (a mixin: they use its paths, limits,
     backup and write plumbing)."""
 
-    def _recover_journal_locked(self, held: set[str], conn: Any) -> int:
+    def _recover_journal_locked(self, held: set[str], conn: sqlite3.Connection) -> int:
         """Settle the ``intent`` rows of the held targets (see the module docstring).
 
         Rows of one change are settled together, and only while every file they touch is
@@ -148,9 +150,9 @@ class RecoveryOps:
             groups.setdefault(r.txn or f"#{r.journal_id}", []).append(r)
         n = 0
         for group in groups.values():
-            need = {r.target for r in group}
-            if any(t not in TARGETS for t in need):
+            if any(r.target not in TARGETS for r in group):
                 continue
+            need = {r.memory_target for r in group}
             with ExitStack() as more:
                 try:  # a move's other file: its lock only if free now (no wait: no lock-order deadlock)
                     for t in sorted(need - held, key=TARGETS.index):
@@ -176,8 +178,8 @@ class RecoveryOps:
         out = replace_outcome(self.path(str(row.target)), w)
         return None if out == "unknown" else out
 
-    def _settle_change(self, conn: Any, group: list[journal.JournalRow]) -> None:
-        now = {t: self._read_now(t) for t in dict.fromkeys(r.target for r in group)}
+    def _settle_change(self, conn: sqlite3.Connection, group: list[journal.JournalRow]) -> None:
+        now = {t: self._read_now(t) for t in dict.fromkeys(str(r.target) for r in group)}
         verdicts = [verdict(r, self._outcome(r), now[str(r.target)]) for r in group]
         states = {v.state for v in verdicts} - {"neutral"}
         if "unknown" in states:
@@ -199,7 +201,7 @@ class RecoveryOps:
             return
         self._finish_by_entries(conn, group, verdicts, now)
 
-    def _finish_by_entries(self, conn: Any, group: list[journal.JournalRow], verdicts: list[Verdict],
+    def _finish_by_entries(self, conn: sqlite3.Connection, group: list[journal.JournalRow], verdicts: list[Verdict],
                            now: dict[str, _File]) -> None:
         """Some rows of the change happened, the others not: make the others' effect on their
         files as they are now (see the module docstring), then mark the change ``done``."""
@@ -234,7 +236,7 @@ class RecoveryOps:
                                           "it on the file as other writers left it").note(finished=True)
         self._finish_rows(conn, group, notes, {r.journal_id: (b, t) for r, b, t in plans})
 
-    def _finish_rows(self, conn: Any, group: list[journal.JournalRow], notes: dict[int, dict[str, Any]] | None = None,
+    def _finish_rows(self, conn: sqlite3.Connection, group: list[journal.JournalRow], notes: dict[int, dict[str, Any]] | None = None,
                      texts: dict[int, tuple[str | None, str]] | None = None) -> None:
         """Mark a change's rows ``done`` (with recovery's notes, and the texts it really wrote);
         an undo marks its rows undone and stages an undone approval again; an approval's
@@ -270,7 +272,7 @@ class RecoveryOps:
                         os.unlink(os.path.join(directory, name))
 
 
-def resolve_reject_intents(home: Any, conn: Any) -> int:
+def resolve_reject_intents(home: Any, conn: sqlite3.Connection) -> int:
     """Resolve ``reject`` rows left in ``intent`` by a killed reject (``pending.reject`` is
     write-ahead: row, removal of the record, done): the record file gone -> ``done``; still
     in ``pending/memory/`` -> the row is deleted (nothing was rejected). Returns how many."""

@@ -14,9 +14,10 @@ from typing import Any
 from ..errors import Refused
 from .entries import entries_of, entry_id, hermes_match, overflow_refusal, scan_or_refuse, serialize_entries, usage_chars
 from .results import WriteResult
+from .plumbing import StorePlumbing
 
 
-class ReplayOps:
+class ReplayOps(StorePlumbing):
     """Replay methods of :class:`.store.MemoryStore` (a mixin: they use its lock, load, journal
     and write plumbing)."""
 

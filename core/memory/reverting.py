@@ -8,6 +8,7 @@ archive rows consistent and, for an approved pending write, stages the record ag
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -23,9 +24,10 @@ from .effects import EntryEffect
 from .entries import (entries_of, entry_id, overflow_refusal, parse_entries, preview, scan_or_refuse, serialize_entries,
                       usage_chars)
 from .results import PlannedWrite, WriteResult
+from .plumbing import StorePlumbing
 
 
-class RevertOps:
+class RevertOps(StorePlumbing):
     """Undo/revert methods of :class:`.store.MemoryStore` (a mixin: they use its lock, load,
     journal and replace plumbing)."""
 
@@ -101,10 +103,10 @@ class RevertOps:
             Refused: ``conflict`` (see above), ``unsupported`` (a row without file texts),
                 ``threat``, ``overflow``, ``unreadable``.
         """
-        targets = [r.target for r in rows]
         for r in rows:
             if r.kind != "memory" or r.target not in TARGETS or r.after is None:
                 raise Refused(f"journal #{r.journal_id} ({r.op}) cannot be undone automatically", code="unsupported")
+        targets = [r.memory_target for r in rows]
         with self._locked(*targets):
             # Re-check under the lock: a racing undo may have reverted these rows already, and
             # the file may since hold the same text again through someone else's change.
@@ -117,7 +119,7 @@ class RevertOps:
             plans: list[tuple[journal.JournalRow, str | None, list[str], list[str], str]] = []
             undoable = 0
             for r in rows:
-                raw, ents = self._load(r.target, canonical_check=False)
+                raw, ents = self._load(r.memory_target, canonical_check=False)
                 before = parse_entries(r.before)
                 eff = EntryEffect.of(r.before, r.after)
                 status = eff.status(ents)
@@ -144,21 +146,22 @@ class RevertOps:
                 for e in new:
                     if e not in ents:
                         scan_or_refuse(e)
-                total, limit = usage_chars(new), self.limit(r.target)
+                total, limit = usage_chars(new), self.limit(r.memory_target)
                 if total > limit and total > usage_chars(ents):
-                    raise overflow_refusal(r.target, ents, total, limit, "Undoing this change")
+                    raise overflow_refusal(r.memory_target, ents, total, limit, "Undoing this change")
             # files that gain an entry are written before files that lose one, so an undo of a
             # move killed between its writes leaves the entry in both files, never in neither
             # (issue 13 #2); recovery then finishes it by entries
             plans.sort(key=lambda p: 0 if set(p[3]) - set(p[2]) else 1)
-            arch = [(r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
+            arch: list[tuple[journal.JournalRow | _ArchivedBy, Any]] = [
+                (r, r.detail.get("archive_id")) for r in rows if r.op in {"archive", "restore"}]
             # a change that archived several entries at once (core/memory/consolidating.py) names
             # them on every row of its txn: each is restored once
             many = dict.fromkeys(int(a) for r in rows for a in (r.detail.get("archive_ids") or ()))
             arch += [(_ArchivedBy(), aid) for aid in many]
             undoes = [x.journal_id for x in rows]
 
-            def archive_intents(conn: Any) -> None:
+            def archive_intents(conn: sqlite3.Connection) -> None:
                 for r, aid in arch:
                     if aid is not None:
                         if r.op == "archive":
@@ -166,7 +169,7 @@ class RevertOps:
                         else:  # restored_at kept: recovery tells this intent from a new archive's
                             _archive.set_state(conn, int(aid), "archiving", expect="restored", keep_restored_at=True)
 
-            def archive_done(conn: Any, ids: list[int]) -> None:
+            def archive_done(conn: sqlite3.Connection, ids: list[int]) -> None:
                 for r, aid in arch:
                     if aid is not None:
                         if r.op == "archive":
@@ -179,7 +182,7 @@ class RevertOps:
             with deckdb.opened(self.home) as conn:
                 txn = uuid.uuid4().hex if len(rows) > 1 else None
                 ids = self._write_ahead(
-                    conn, [PlannedWrite("undo", r.target, raw, text, {"undoes": undoes, "op": r.op})
+                    conn, [PlannedWrite("undo", r.memory_target, raw, text, {"undoes": undoes, "op": r.op})
                            for r, raw, _e, _n, text in plans],
                     txn=txn, on_intent=archive_intents, on_done=archive_done,
                     after_files=lambda: self._restaging(rows, restaged))
@@ -187,7 +190,7 @@ class RevertOps:
             self._cleanup_temps(targets)
             note = f" The pending write {restaged[0]} is staged again for review." if restaged else ""
             first_plan = next(n for r, _raw, _e, n, _t in plans if r.journal_id == rows[0].journal_id)
-            return self._result("undo", rows[0].target, first_plan,
+            return self._result("undo", rows[0].memory_target, first_plan,
                                 f"Undid {rows[0].op} (journal #{rows[-1].journal_id}).{note}", journal_id=jid)
 
     @contextmanager

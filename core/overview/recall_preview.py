@@ -71,7 +71,7 @@ def run_recall(db: StateDB | None, query: str, home: HermesHome | None, config: 
 
         hits = tuple(recall(db, query, limit=limit, current_session_id=current_session_id))
         return _preview(query, hits, current_session_id, False), None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - recall's failure becomes the panel's one-line error
         return None, f"recall: {describe_failure(exc)}"
 
 
@@ -108,7 +108,7 @@ def stream_recall(db: StateDB | None, query: str, *, limit: int = 10, current_se
                 return
             shown += tuple(page)
             yield _preview(query, shown, current_session_id, True), None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - recall's failure becomes the panel's one-line error
         yield None, f"recall: {describe_failure(exc)}"
         return
     if stop():

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config import Config
+from ..hermes_version import HermesVersion
 from ..home import TARGETS, HermesHome
 from ..memlock_home import MemlockLocation, candidate_dirs
 from ..sessions.profile import HermesProfile
@@ -197,6 +198,7 @@ class DeckSnapshot:
         review: the review queue: each pending write (same order as :attr:`pending`) with who
             staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
             clean, stale with Hermes' words, refused, foreign).
+        stale_sessions: how many open sessions' frozen memory differs from the files (None: unknown).
     """
 
     taken_at: float
@@ -237,6 +239,7 @@ class DeckSnapshot:
     agent_view: AgentView | None = None
     provider: ProviderSettings | None = None
     review: tuple[QueueItem, ...] = ()
+    stale_sessions: int | None = None
 
     @property
     def archive_count(self) -> int:
@@ -296,7 +299,7 @@ def _read_or_banner(errors: _Errors, panels: tuple[str, ...], source: str, fn: C
     """``fn()``, or ``default`` with the failure recorded as a banner on ``panels``."""
     try:
         return fn()
-    except Exception as exc:  # a failed source becomes a banner, never a crash
+    except Exception as exc:  # noqa: BLE001 - a failed source becomes a banner, never a crash
         errors.add(panels, source, exc)
         return default
 
@@ -373,7 +376,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
 
         return tuple(list_pending(home))
 
-    pending = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
+    pending: tuple[PendingWrite, ...] = _read_or_banner(errors, ("review",), "pending writes", _pending, ())
 
     def _blocks() -> str:
         from ..memory.prompt_block import render_prompt_blocks
@@ -381,11 +384,12 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
         return render_prompt_blocks(home, config)
 
     prompt_blocks = _read_or_banner(errors, ("capacity",), "prompt blocks", _blocks, "")
-    findings = _read_or_banner(errors, ("review",), "threat scan", lambda: _scan_findings(memory, pending), {})
+    findings: dict[str, tuple[Finding, ...]] = _read_or_banner(errors, ("review",), "threat scan",
+                                                               lambda: _scan_findings(memory, pending), {})
     provider = _read_or_banner(errors, ("capacity",), "memory provider settings",
-                               lambda: _provider(home, config, None), None)
-    review = _read_or_banner(errors, ("review",), "review queue",
-                             lambda: _review(pending, memory, provider), ())
+                               lambda: _provider(home, config, HermesVersion()), None)
+    review: tuple[QueueItem, ...] = _read_or_banner(errors, ("review",), "review queue",
+                                                    lambda: _review(pending, memory, provider), ())
     return DeckSnapshot(taken_at=time.time() if now is None else float(now), home=home, config=config,
                         provider=provider, review=review,
                         memory=_frozen(memory), pending=pending, prompt_blocks=prompt_blocks or "",
@@ -397,7 +401,7 @@ def build_memory_snapshot(home: HermesHome, config: Config, *, now: float | None
                                                                    statedb=("not read",)))
 
 
-def _provider(home: HermesHome, config: Config, version: str | None) -> ProviderSettings:
+def _provider(home: HermesHome, config: Config, version: HermesVersion) -> ProviderSettings:
     from ..provider_settings import provider_settings
 
     return provider_settings(config, home, version)
@@ -714,7 +718,8 @@ def build_snapshot(
         differences = _read_or_banner(errors, ("review",), "threat rules", _differences, ())
 
     # ── the authoritative stores (memory.provider, memory_enabled, user_profile_enabled) ──
-    version = profile.version if profile is not None else None
+    version = profile.hermes if profile is not None else HermesVersion()
+    provider: ProviderSettings | None
     if (previous is not None and previous.provider is not None and previous.config is config
             and previous.hermes_profile is profile and unchanged("config")):
         provider = previous.provider
@@ -730,7 +735,7 @@ def build_snapshot(
         review = _read_or_banner(errors, ("review",), "review queue", lambda: _review(pending, memory, provider), ())
 
     # ── what the open sessions see (core/context): reused whole when its sources are unchanged ──
-    basis = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
+    basis: tuple[Any, ...] = (stamps.statedb, stamps.memory, stamps.config) if stamps is not None else (taken_at,)
     basis += (id(config), session_id, live.id if live is not None else None, reminder, version, data_version,
               context_report)
     prev_view = previous.agent_view if previous is not None else None

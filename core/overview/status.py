@@ -14,7 +14,7 @@ Shape (keys are only ever added, never renamed or removed)::
       },
       "pending": [{"id", "action", "target", "origin", "summary", "created_at", "threats": [ids],
                    "malformed": str | null, "subsystem": str, "staged_by": str | null,
-                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed", "reason": str | null,
+                   "state": "clean"|"stale"|"refused"|"foreign"|"malformed"|"applying", "reason": str | null,
                    "age_s": float | null}],
       "archived": int,                   # memory entries currently archived
       "config_warnings": [str],
@@ -37,7 +37,7 @@ Shape (keys are only ever added, never renamed or removed)::
                  "summary_flag", "state_meta_keys", "pending_fields", "pending_actions",
                  "degradations": [str], "notes": [str], "summary": str,
                  "threat_differences": [{"where", "text", "memdeck", "hermes", "rules", "rules_text"}]},
-      "memory_provider": str,            # memory.provider of config.yaml ("" = the built-in stores only)
+      "memory_provider": str,            # memory.provider as the home's Hermes reads it ("" = the built-in stores only)
       "provider": {"name": str | null, "memory_enabled": bool, "user_profile_enabled": bool,
                    "authoritative": str, "rules": str, "found": str | null,
                    "settings": {"where", "present", "keys", "error"} | null, "notes": [str]},
@@ -50,6 +50,9 @@ Shape (keys are only ever added, never renamed or removed)::
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
+      "cut_reads": [{"what": str, "chars": int, "kept": int, "dropped": int}],
+                                         # stored texts read only in part (a system prompt or an
+                                         # api_content over core/sessions/bounds.py's 1,000,000 chars)
       ... one key per registered section (below)
     }
 
@@ -68,6 +71,7 @@ from typing import Any
 
 from ..deck import archive
 from ..config import Config, load_config
+from ..hermes_version import HermesVersion
 from ..home import TARGETS, HermesHome
 from ..memlock_home import locate_memlock
 from ..memory.reader import read_memory
@@ -78,6 +82,7 @@ from ..anchors.rules import priority_of, probes_of
 from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
 from ..history.changes import history_summary
+from ..sessions.bounds import cut_mark, cuts_since
 from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
 from ..sessions.statedb import StateDB
@@ -114,7 +119,8 @@ def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift
       the default session (the live session in state.db, else the newest MemLock file), then
       global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
     * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
-      percent 0-100, or None without anchors or without a readable state.db; history oldest first, see :func:`integrity_history`; ``pending``
+      percent 0-100, or None without anchors or without a readable state.db; history oldest
+      first, see :func:`integrity_history`; ``pending``
       counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
       spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
@@ -231,7 +237,7 @@ def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
     return {**profile.to_dict(), "threat_differences": threat_differences(profile, texts)}
 
 
-def stale_sessions_section(home: HermesHome, config: Config, version: str | None) -> dict[str, Any]:
+def stale_sessions_section(home: HermesHome, config: Config, version: HermesVersion) -> dict[str, Any]:
     """``{"count": int, "note": None}``: the open sessions whose frozen memory differs from the
     files (``core/context/report.py`` :func:`stale_session_count`), or ``{"count": None, "note":
     why}`` when state.db cannot be read. Never raises."""
@@ -250,6 +256,7 @@ def stale_sessions_section(home: HermesHome, config: Config, version: str | None
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
     """Build the status dict described in the module docstring. Never raises on bad data."""
     config = config or load_config(home)
+    mark = cut_mark()
     try:
         archived = archive.count(home, kind="memory", state="archived")
     except Exception:  # noqa: BLE001 - an unusable memdeck.db must not break status
@@ -260,10 +267,10 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         "home": str(home.path),
         "profile": home.profile,
         "memory": memory_section(home, config),
-        "pending": pending_section(home, config, configured_provider(config, None)),
+        "pending": [],
         "archived": archived,
         "config_warnings": list(config.warnings),
-        "memory_provider": config.memory_provider,
+        "memory_provider": "",
         "alert_floor": int(config.memlock.alert_floor),
     }
     errors: dict[str, str] = {}
@@ -271,7 +278,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         out["changes"] = history_summary(home).to_dict()
     except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
         errors["changes"] = f"{type(exc).__name__}: {exc}"
-    note = session_store_note(config)
+    note = session_store_note(config, home)
     if note:
         out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
     try:
@@ -284,8 +291,12 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["profile"] = f"{type(exc).__name__}: {exc}"
         _merge_sections(home, config, out, errors)
-        version = (out.get("hermes") or {}).get("version")
+        hermes = out.get("hermes") or {}
+        version = HermesVersion.of(hermes.get("version"), hermes.get("version_source") or "")
         out["stale_sessions"] = stale_sessions_section(home, config, version)
+    provider = configured_provider(config, version)  # the one reading (dashboard, fleet, metrics too)
+    out["pending"] = pending_section(home, config, provider)
+    out["memory_provider"] = provider or ""
     try:
         from ..provider_settings import provider_settings
 
@@ -293,6 +304,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
+    out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
 
 

@@ -46,10 +46,10 @@ def hermes_home() -> HermesHome:
     """The home Hermes runs with: ``hermes_constants.get_hermes_home()`` when importable (it
     honours profiles), else memdeck's own resolution (``HERMES_HOME``, active profile, ~/.hermes)."""
     try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+        from hermes_constants import get_hermes_home
 
         return HermesHome(Path(get_hermes_home()))
-    except Exception:
+    except Exception:  # noqa: BLE001 - any Hermes-side failure falls back to memdeck's own resolution
         return resolve_home(None)
 
 
@@ -123,13 +123,13 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, An
     def guard_pin(args: Any = None, **kw: Any) -> str:
         try:
             return guard.pin_tool(args, **kw)
-        except Exception as exc:  # pin_tool already catches; belt and braces
+        except Exception as exc:  # noqa: BLE001 - pin_tool already catches; belt and braces
             return f"Error: guard_pin failed ({type(exc).__name__})"
 
     def guard_cmd(raw_args: str = "", *_: Any, **__: Any) -> str:
         try:
             return guard.status_text(raw_args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a slash command never raises into Hermes: said in its answer
             logger.warning("memdeck: /guard failed: %s", exc)
             return f"MemLock status unavailable ({type(exc).__name__}: {exc})"
 

@@ -214,7 +214,7 @@ class Guard(PinTool):
             statics = validate_static_anchors(list(self.mcfg.anchors))
             try:
                 pins = [p for p in self.store.load_pins() if p.get("scope") == "global"]
-            except Exception as exc:  # seeding global pins must not block static seeding
+            except Exception as exc:  # noqa: BLE001 - seeding global pins must not block static seeding
                 logger.warning("memdeck: failed to read global pins: %s", exc)
                 pins = []
 
@@ -345,7 +345,8 @@ class Guard(PinTool):
                     ordered = {a.id: verdicts[a.id] for a in anchors if a.id in verdicts}
                     score, drifted = s.record_audit(ordered, turn, now)
                     result.update(audited=True, score=score, drifted=tuple(drifted))
-                    if _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor, cfg.alert_cooldown_s):
+                    if score is not None and _audit.should_alert(score, s.last_alert_at, now, cfg.alert_floor,
+                                                                 cfg.alert_cooldown_s):
                         result["alert"] = _audit.alert_message(score, session_id, drifted)
                         s.last_alert_at = now
                 block, selected, _remaining = _rehydration.plan_reminder(anchors, drifted, cfg, safety_net=net)

@@ -42,14 +42,8 @@ from typing import Any
 
 from .. import __version__
 from ..config import MAX_CONFIG_BYTES, config_size_problem
-from ..errors import Refused, UnreadableFile
-from ..fsio import (
-    atomic_write_bytes,
-    file_lock,
-    fsync_dir,
-    read_regular_bytes,
-    read_text_strict,
-)
+from ..errors import Refused
+from ..fsio import atomic_write_bytes, file_lock, fsync_dir, read_regular_bytes, read_text_strict
 from ..home import HermesHome
 
 PLUGIN_NAME = "memdeck"
@@ -74,7 +68,8 @@ __all__ = ["register"]
 PLUGIN_YAML = """\
 name: memdeck
 version: "{version}"
-description: "memdeck: MemLock's guard (compaction detection, anchor audit, integrity score, drift log, reminder block) on memdeck's locked anchor store; pins made in the memdeck dashboard reach the next turn."
+description: "memdeck: MemLock's guard (compaction detection, anchor audit, integrity score, drift log, \
+reminder block) on memdeck's locked anchor store; pins made in the memdeck dashboard reach the next turn."
 author: memdeck
 kind: standalone
 provides_tools:
@@ -496,7 +491,7 @@ def _candidates(text: str, new_list: list[str], remove: str | None) -> list[str]
         buf = io.StringIO()
         y.dump(d2, buf)
         out.append(buf.getvalue())
-    except Exception:
+    except Exception:  # noqa: BLE001 - a candidate that cannot be built is not offered
         pass
     return out
 
@@ -552,7 +547,7 @@ def edit_enabled(text: str, *, add: str | None = None, remove: str | None = None
         try:
             if _safe_load(cand) == expected:
                 return cand, old_list, new_list
-        except Exception:
+        except Exception:  # noqa: BLE001 - a candidate that does not parse is skipped; Refused if none does
             continue
     raise Refused("could not edit plugins.enabled in config.yaml safely; edit it by hand", "invalid")
 
@@ -625,7 +620,7 @@ def _enabled_state(home: HermesHome) -> tuple[list[str], list[str]]:
     try:
         text = read_text_strict(home.config_path, max_bytes=MAX_CONFIG_BYTES)
         data = _safe_load(text) if text else None
-    except (UnreadableFile, Exception):
+    except Exception:  # noqa: BLE001 - an unreadable config means nothing enabled, said by the caller
         return [], []
     plugins = data.get("plugins") if isinstance(data, dict) else None
     if not isinstance(plugins, dict):

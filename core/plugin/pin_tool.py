@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..anchors import rules as _rules
 from ..anchors.model import Anchor, SessionAnchors
@@ -37,13 +37,17 @@ PIN_SCHEMA: dict[str, Any] = {
         "properties": {
             "text": {"type": "string", "description": "The standing instruction to preserve (pin or update)."},
             "unpin": {"type": "string", "description": "Anchor id to remove (takes precedence over everything else)."},
-            "reminder": {"type": "string", "description": "Short form re-inserted after compaction (optional; default: first sentence of text, 120 chars)."},
+            "reminder": {"type": "string", "description": "Short form re-inserted after compaction "
+                         "(optional; default: first sentence of text, 120 chars)."},
             "priority": {"type": "integer", "description": "Importance 1-100, higher is re-inserted first (default 50)."},
-            "probes": {"type": "array", "items": {"type": "string"}, "description": "Distinctive keywords whose presence shows the instruction survived (optional; derived from text)."},
-            "scope": {"type": "string", "enum": ["session", "global"], "description": "session (default) dies with the session; global persists across sessions. On unpin, global also deletes the durable copy."},
+            "probes": {"type": "array", "items": {"type": "string"}, "description": "Distinctive keywords whose presence "
+                       "shows the instruction survived (optional; derived from text)."},
+            "scope": {"type": "string", "enum": ["session", "global"], "description": "session (default) dies with the session; "
+                      "global persists across sessions. On unpin, global also deletes the durable copy."},
             "pin_id": {"type": "string", "description": "Edit this pin in place (with text), or the pin to roll back."},
             "action": {"type": "string", "enum": ["rollback"], "description": "rollback: restore a previous version of pin_id."},
-            "version": {"type": "integer", "description": "History index for rollback: -1 (default) the most recent previous version, 0 the oldest."},
+            "version": {"type": "integer", "description": "History index for rollback: -1 (default) the most recent previous "
+                        "version, 0 the oldest."},
         },
         "required": [],
     },
@@ -58,8 +62,13 @@ class PinTool:
     clock: Callable[[], float]
     _cache: dict[str, tuple[tuple, SessionAnchors]]
     _lock: threading.RLock
-    store: AnchorStore
-    mcfg: MemlockConfig
+
+    if TYPE_CHECKING:  # read-only properties of Guard
+        @property
+        def store(self) -> AnchorStore: ...
+        @property
+        def mcfg(self) -> MemlockConfig: ...
+
     _update: Callable[[str, Callable[[SessionAnchors], Any]], Any]
 
     # -- guard_pin --------------------------------------------------------------------

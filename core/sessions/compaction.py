@@ -63,9 +63,6 @@ def known_prefixes() -> tuple[tuple[str, str], ...]:
     return _known_prefixes(sys.modules.get("agent.context_compressor") is not None)
 
 
-known_prefixes.cache_clear = lambda: _known_prefixes.cache_clear()  # type: ignore[attr-defined]
-
-
 @lru_cache(maxsize=2)
 def _known_prefixes(hermes_loaded: bool) -> tuple[tuple[str, str], ...]:
     """``(kind, prefix)`` pairs, longest-match first: current, historical, legacy, lead.
@@ -73,7 +70,8 @@ def _known_prefixes(hermes_loaded: bool) -> tuple[tuple[str, str], ...]:
     Uses Hermes' ``agent.context_compressor`` constants when that module is already loaded
     (inside a running agent, as MemLock does), else the frozen 0.19 literals. ``kind`` is ``"current"``, ``"historical"`` or ``"legacy"``.
     """
-    current, legacy, historical = SUMMARY_PREFIX_0_19, LEGACY_SUMMARY_PREFIX, ()
+    current, legacy = SUMMARY_PREFIX_0_19, LEGACY_SUMMARY_PREFIX
+    historical: tuple[str, ...] = ()
     # Only when we run inside Hermes (its compressor is already loaded): importing Hermes'
     # ``agent`` package from the dashboard would cost a second and pull in half the agent.
     cc = sys.modules.get("agent.context_compressor")
@@ -89,6 +87,9 @@ def _known_prefixes(hermes_loaded: bool) -> tuple[tuple[str, str], ...]:
     pairs.append(("historical", COMPACTION_TAG))
     pairs.append(("legacy", legacy))
     return tuple(pairs)
+
+
+known_prefixes.cache_clear = lambda: _known_prefixes.cache_clear()  # type: ignore[attr-defined]
 
 
 def decode_content(content: Any) -> Any:

@@ -19,9 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..coerce import number_or_zero
 from ..deck.db import load_rotation_events, load_session_track, store_rotation_events, store_session_track
 from .compaction import CONTENT_JSON_PREFIX, decode_content, history_reinsert_start, match_summary, message_text
-from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection, number_or_zero
+from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection
 from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
 
@@ -355,9 +356,9 @@ class CompactionEventReader(StateDBConnection):
         if track is None and session_id not in self._tracks_tried:
             self._tracks_tried.add(session_id)
             track = self._load_track(conn, session_id, sig)
-        for attempt in range(2):
+        for _attempt in range(2):
             fresh = track is None
-            t = _Track(sig=sig) if fresh else track
+            t = track if track is not None else _Track(sig=sig)
             n_final = len(t.final)
             try:
                 # read ahead only on the session's first scan in this process (a rebuild after a
@@ -652,7 +653,7 @@ class CompactionEventReader(StateDBConnection):
         if self._rotations_stored is None:
             stored = load_rotation_events(self.track_home)
             self._rotations_stored, self._rotations_newest = stored, {}
-            tops = [int(r["seen_top"]) for r in stored.values() if isinstance(r.get("seen_top"), int)]
+            tops = [top for r in stored.values() if isinstance(top := r.get("seen_top"), int)]
             if tops:
                 try:
                     # GROUP BY +session_id: grouped in a temp b-tree over the id range; with a bare
@@ -724,6 +725,11 @@ class _Texts:
         if not text or text[:1] not in _SUMMARY_FIRST_CHARS:
             return isinstance(raw, str) and raw.startswith(CONTENT_JSON_PREFIX)
         return True
+
+
+def _batch_copy_test(copies: _BatchCopies, tx: _Texts) -> Callable[[int], bool]:
+    """Whether row ``j`` is a copy of the checkpoint batch ``copies`` (built once per batch)."""
+    return lambda j: copies(tx.key(j))
 
 
 class _BatchCopies:
@@ -905,7 +911,7 @@ def _event_from_json(d: dict[str, Any]) -> CompactionEvent:
     region: Sequence[int] = range(int(ids["range"][0]), int(ids["range"][1])) if isinstance(ids, dict) else tuple(int(i) for i in ids)
     if d.keys() != _EVENT_FIELDS:
         raise ValueError("stored compaction event has other fields")
-    return CompactionEvent(**d, region_ids=region)  # type: ignore[arg-type]
+    return CompactionEvent(**d, region_ids=region)
 
 
 def _track_to_json(t: _Track, message_count: int | None = None) -> str:
@@ -1011,7 +1017,7 @@ class _Track:
     def copy_hashes(self) -> frozenset[int]:
         """The checkpoint's batch keys as :func:`_key_hash` values (what is stored)."""
         if self.ckpt_batch is not None:
-            return frozenset(_key_hash(k) for k in self.ckpt_batch.keys())
+            return frozenset(_key_hash(k) for k in self.ckpt_batch.keys())  # noqa: SIM118 - _BatchCopies.keys(), not a dict
         return self.ckpt_copies
 
     def is_checkpoint_copy(self, key: tuple[str, str]) -> bool:
@@ -1117,10 +1123,11 @@ def _run_window(session_id: str, rows: Sequence[_Row], text_of: Callable[[Any], 
     for k in range(upto if upto is not None else 0):
         a = accepted[k]
         stop = accepted[k + 1].start if k + 1 < len(accepted) else len(rows)
+        is_copy: Callable[[int], bool]
         if a.batch is None:
             is_copy = lambda j: track.is_checkpoint_copy(tx.key(j))  # noqa: E731
         else:
-            is_copy = lambda j, c=_BatchCopies(tx, a.batch): c(tx.key(j))  # noqa: E731
+            is_copy = _batch_copy_test(_BatchCopies(tx, a.batch), tx)
         end = _tail_end(rows, a.p, stop, is_copy)
         region = [int(rows[i][0]) for i in range(a.start, end)]
         stamps = []

@@ -18,10 +18,11 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from .. import sqlite_files
 from ..memory.context_fence import sanitize_context
+from .bounds import MAX_STORED_TEXT_CHARS, bounded, head_sql
 from .compaction import decode_content, message_text
 from .records import KNOWN_SCHEMA_VERSION, OLDEST_SCHEMA_VERSION, CompactionEvent, DBStatus, Message, SessionInfo
 from .side_files import side_files_closed, side_files_opening
@@ -31,13 +32,13 @@ if TYPE_CHECKING:  # the tracks live with the reconstruction; a type-only import
 
 T = TypeVar("T")
 
-_SHARED: dict[str, "StateDBConnection"] | None = None
+_SHARED: dict[str, StateDBConnection] | None = None
 
 
 @contextlib.contextmanager
 def sharing_readers() -> Iterator[None]:
     """Within the block, :meth:`StateDB.shared` gives one reader per database path; they are
-    closed (and their side files tidied, see :meth:`StateDB.close`) when the block ends.
+    closed when the block ends.
     Not thread-safe: for one command (``status``, a CLI verb) on one thread."""
     global _SHARED
     outer = _SHARED
@@ -79,14 +80,6 @@ def _quote_ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def number_or_zero(v: Any) -> float:
-    """``float(v)``, or 0.0 for None and for a value that is not a number."""
-    try:
-        return float(v) if v is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
 class _Unavailable(Exception):
     def __init__(self, status: DBStatus) -> None:
         super().__init__(status.message)
@@ -121,6 +114,8 @@ class StateDBConnection:
         #: the last unexpected-data problem met by a query (the query returned its empty default)
         self.last_error: str | None = None
         self._lock = threading.RLock()
+        #: set while the reader is shared inside a sharing_readers block (see shared())
+        self._shared_in = False
         self._status = DBStatus("missing", "not opened yet", path=str(self.path))
         self._mcols: frozenset[str] = frozenset()
         self._session_active_index = False
@@ -181,7 +176,7 @@ class StateDBConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if not getattr(self, "_shared_in", None):
+        if not self._shared_in:
             self.close()
 
     @classmethod
@@ -195,7 +190,7 @@ class StateDBConnection:
             if db is None:
                 db = _SHARED[key] = cls(path)
                 db._shared_in = True
-            return db
+            return cast(Self, db)
         return cls(path)
 
     def _classify(self, exc: BaseException) -> DBStatus:
@@ -432,7 +427,9 @@ class StateDBConnection:
     def _msg_select(self, alias: str = "m") -> str:
         parts = []
         for c in _MSG_WANTED:
-            if c in self._mcols:
+            if c == "api_content" and c in self._mcols:  # at most MAX_STORED_TEXT_CHARS (+1: a cut shows)
+                parts.append(head_sql(f"{alias}.{c}"))
+            elif c in self._mcols:
                 parts.append(f"{alias}.{c}")
             elif c in ("active",):
                 parts.append("1")
@@ -447,13 +444,19 @@ class StateDBConnection:
     def _active_clause(self, alias: str = "m") -> str:
         return f" AND {alias}.active = 1" if self.has_active else ""
 
-    @staticmethod
-    def _to_message(row: Sequence[Any]) -> Message:
+    def _to_message(self, row: Sequence[Any]) -> Message:
+        """A :class:`Message` of a row selected with :meth:`_msg_select` (``api_content`` read
+        at most :data:`.bounds.MAX_STORED_TEXT_CHARS` chars; a cut is noted and kept in
+        ``api_content_chars``)."""
         mid, sid, role, content, api_content, ts, active, compacted, tool_name = row
         role = role if isinstance(role, str) else str(role)
         decoded = decode_content(content if not isinstance(content, bytes) else content.decode("utf-8", "replace"))
         if role in ("user", "assistant") and isinstance(decoded, str):
             decoded = sanitize_context(decoded).strip()
+        api_chars = None
+        if isinstance(api_content, (str, bytes)) and len(api_content) > MAX_STORED_TEXT_CHARS and self._conn is not None:
+            api_content, api_chars = bounded(self._conn, api_content, f"api_content of message {mid}", "messages",
+                                             "api_content", int(mid))
         if isinstance(api_content, bytes):
             api_content = api_content.decode("utf-8", "replace")
         try:
@@ -465,6 +468,7 @@ class StateDBConnection:
             api_content=api_content if isinstance(api_content, str) else None, timestamp=tsf,
             active=bool(active) if active is not None else True, compacted=bool(compacted),
             tool_name=tool_name if isinstance(tool_name, str) else None,
+            api_content_chars=api_chars,
         )
 
     def _session_select(self) -> str:

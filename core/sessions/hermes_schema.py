@@ -302,7 +302,7 @@ def append_message(
         cur = conn.execute(_INSERT_SQL, _row_values(session_id, msg, time.time() if timestamp is None else timestamp))
         conn.execute("UPDATE sessions SET message_count = message_count + 1, tool_call_count = tool_call_count + ? WHERE id = ?",
                      (_n_tool_calls(msg), session_id))
-    return int(cur.lastrowid)
+    return int(cur.lastrowid or 0)
 
 
 def append_many(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, Any, float]]) -> None:

@@ -11,10 +11,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..coerce import number_or_zero
 from .. import jsondata
+from .bounds import bounded, head_sql, text_parts
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
-from .connection import number_or_zero
 from .records import Message, PromptStamp, SessionInfo, UserTurn
 from ..memory.context_fence import sanitize_context
 
@@ -82,19 +83,26 @@ class SessionReader(CompactionEventReader):
         ``update_system_prompt`` stores the prompt once by sha256 and sets the column NULL),
         the prompt is read from ``system_prompts.prompt`` by that hash, as
         ``SessionDB.get_session`` joins it back. Columns are selected by name. Never raises.
+        At most :data:`.bounds.MAX_STORED_TEXT_CHARS` chars are read (``substr`` in SQLite); a
+        longer prompt is cut and the cut noted (:func:`.bounds.note_cut`: ``status`` shows it).
         """
         def q(conn: sqlite3.Connection) -> str:
             text = None
             if "system_prompt" in self._scols:
-                row = conn.execute("SELECT system_prompt FROM sessions WHERE id = ?", (session_id,)).fetchone()
-                text = row[0] if row else None
+                row = conn.execute(f"SELECT {head_sql('system_prompt')}, rowid FROM sessions WHERE id = ?",
+                                   (session_id,)).fetchone()
+                if row:
+                    text = bounded(conn, row[0], f"system prompt of session {session_id}", "sessions",
+                                   "system_prompt", row[1])[0] if row[0] else None
             if not text and "system_prompt_hash" in self._scols and "system_prompts" in self._tables:
                 pcols = {r[1] for r in conn.execute("PRAGMA table_info(system_prompts)")}
                 if {"hash", "prompt"} <= pcols:
                     row = conn.execute(
-                        "SELECT p.prompt FROM sessions s JOIN system_prompts p ON p.hash = s.system_prompt_hash "
-                        "WHERE s.id = ?", (session_id,)).fetchone()
-                    text = row[0] if row else None
+                        f"SELECT {head_sql('p.prompt')}, p.rowid FROM sessions s JOIN system_prompts p "
+                        "ON p.hash = s.system_prompt_hash WHERE s.id = ?", (session_id,)).fetchone()
+                    if row:
+                        text = bounded(conn, row[0], f"system prompt of session {session_id}", "system_prompts",
+                                       "prompt", row[1])[0]
             return text if isinstance(text, str) else ""
 
         return self._run(q, "")
@@ -102,7 +110,8 @@ class SessionReader(CompactionEventReader):
     def user_turns(self, session_id: str, limit: int = 200) -> list[UserTurn] | None:
         """The user rows of ``session_id``'s active region (what the next request still carries),
         oldest first, at most the newest ``limit``, with ``content`` and ``api_content`` as stored
-        (:class:`.records.UserTurn`). None when ``messages`` has no ``api_content`` column (Hermes
+        (:class:`.records.UserTurn`; ``api_content`` read at most :data:`.bounds.MAX_STORED_TEXT_CHARS`
+        chars). None when ``messages`` has no ``api_content`` column (Hermes
         0.17 / 0.18 never store what was appended to a turn); ``[]`` when the database is
         unavailable. One query, through ``idx_messages_session_active`` on 0.19+."""
         def q(conn: sqlite3.Connection) -> list[UserTurn] | None:
@@ -110,20 +119,24 @@ class SessionReader(CompactionEventReader):
                 return None
             active = " AND active = 1" if self.has_active else ""
             ts = "timestamp" if "timestamp" in self._mcols else "NULL"
-            rows = conn.execute(f"SELECT id, {ts}, content, api_content FROM messages WHERE session_id = ? AND "
-                                f"role = 'user'{active} ORDER BY id DESC LIMIT ?", (session_id, max(0, int(limit))))
+            rows = conn.execute(f"SELECT id, {ts}, content, {head_sql('api_content')} FROM messages WHERE "
+                                f"session_id = ? AND role = 'user'{active} ORDER BY id DESC LIMIT ?",
+                                (session_id, max(0, int(limit)))).fetchall()
             out = []
             for mid, t, content, api in rows:
                 if isinstance(content, bytes):
                     content = content.decode("utf-8", "replace")
+                api, api_chars = bounded(conn, api, f"api_content of message {mid}", "messages", "api_content", int(mid))
                 if isinstance(api, bytes):
                     api = api.decode("utf-8", "replace")
                 out.append(UserTurn(int(mid), float(t) if isinstance(t, (int, float)) else None,
                                     content if isinstance(content, str) else None,
-                                    api if isinstance(api, str) and api else None))
+                                    api if isinstance(api, str) and api else None,
+                                    api_chars))
             return out[::-1]
 
-        return self._run(q, [])
+        unavailable: list[UserTurn] | None = []
+        return self._run(q, unavailable)
 
     def prompt_stamps(self, session_ids: Sequence[str] | None = None, *, limit: int = 500) -> list[PromptStamp]:
         """A :class:`.records.PromptStamp` of every open session (``ended_at`` NULL), newest start
@@ -132,7 +145,9 @@ class SessionReader(CompactionEventReader):
         The key of a prompt stored by hash (schema >= 23, ``sessions.system_prompt_hash``; 0.20
         ``hermes_state.py:169-170``) is that hash; else a digest of the prompt's length, first 256
         and last :data:`PROMPT_KEY_TAIL` chars, read with ``substr`` (a rebuilt prompt changes its
-        memory blocks and session line, which are in that end). ``first_active`` is one index probe
+        memory blocks and session line, which are in that end); a prompt over
+        :data:`.bounds.MAX_STORED_TEXT_CHARS` bytes is read through the blob reader instead
+        (:func:`.bounds.text_parts`: SQLite's ``substr``/``length`` materialise the whole value). ``first_active`` is one index probe
         per session with Hermes' ``idx_messages_session_active`` (0.19+). Columns are selected by
         name; ``[]`` when the database is unavailable. ``limit`` caps the count.
         """
@@ -144,12 +159,11 @@ class SessionReader(CompactionEventReader):
 
             UNKNOWN = "'unknown'"
             has_text = "system_prompt" in sc
-            has_hash = "system_prompt_hash" in sc
             active = " AND m.active = 1" if self.has_active else ""
             ts = "m.timestamp" if "timestamp" in self._mcols else "NULL"
             sql = (f"SELECT s.id, {col('source', UNKNOWN)}, {col('title')}, {col('model')}, {col('started_at', '0.0')},"
                    f" {col('ended_at')},"
-                   f" {'length(s.system_prompt), substr(s.system_prompt, 1, 256), substr(s.system_prompt, -%d)' % PROMPT_KEY_TAIL if has_text else 'NULL, NULL, NULL'},"
+                   f" {'s.rowid' if has_text else 'NULL'},"
                    f" {col('system_prompt_hash')},"
                    f" (SELECT MIN({ts}) FROM messages m WHERE m.session_id = s.id{active}),"
                    f" (SELECT MAX({ts}) FROM messages m WHERE m.session_id = s.id),"
@@ -166,9 +180,12 @@ class SessionReader(CompactionEventReader):
                 params = ()
             order = "s.started_at DESC, s.id DESC" if "started_at" in sc else "s.rowid DESC"
             out = []
-            for r in conn.execute(f"{sql} ORDER BY {order} LIMIT ?", (*params, int(limit))):
-                (sid, source, title, model, started, ended, length, head, tail, phash, first, last,
+            for r in conn.execute(f"{sql} ORDER BY {order} LIMIT ?", (*params, int(limit))).fetchall():
+                (sid, source, title, model, started, ended, rowid, phash, first, last,
                  inp, cread, cwrite, outp, calls) = r
+                # one row at a time, a huge prompt through the blob reader (core/sessions/bounds.py)
+                length, head, tail = (text_parts(conn, "sessions", "system_prompt", rowid, 256, PROMPT_KEY_TAIL)
+                                      if rowid is not None else (None, None, None))
                 key: str | None = None
                 chars = 0
                 if length:
@@ -188,6 +205,21 @@ class SessionReader(CompactionEventReader):
             return out
 
         return self._run(q, [])
+
+    def model_config(self, session_id: str) -> str | None:
+        """``sessions.model_config`` of ``session_id`` (a JSON text Hermes writes; 0.21.5+ keeps its
+        usage anchor there, ``agent/usage_anchor.py``), or None when absent or unavailable."""
+        if "model_config" not in self._scols:
+            return None
+
+        def q(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT model_config FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            value = row[0] if row else None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            return value if isinstance(value, str) else None
+
+        return self._run(q, None)
 
     def conversation(self, session_id: str) -> list[dict[str, Any]]:
         """The session's active rows as Hermes loads them for a turn, in id order: the dicts of
@@ -329,6 +361,18 @@ class SessionReader(CompactionEventReader):
 
         return self._run(q, [])
 
+    def user_rows(self, session_id: str, first_id: int = 0, before_id: int | None = None) -> list[Message]:
+        """A session's user rows (any state) with ``first_id <= id < before_id``, in id order: the
+        turns a compaction compacted (``core/constraints/ledger.py``). Through the primary key."""
+        def q(conn: sqlite3.Connection) -> list[Message]:
+            upper = " AND m.id < ?" if before_id is not None else ""
+            args: tuple[Any, ...] = (session_id, int(first_id)) + ((int(before_id),) if before_id is not None else ())
+            return [self._to_message(r) for r in conn.execute(
+                f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND m.id >= ?"
+                f"{upper} ORDER BY m.id", args)]
+
+        return self._run(q, [])
+
     def active_region(self, session_id: str) -> list[Message]:
         """The live conversation exactly as Hermes reloads it: ``active = 1`` rows in id order.
 
@@ -420,7 +464,8 @@ class SessionReader(CompactionEventReader):
         def q(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             if "tool_calls" not in self._mcols or "timestamp" not in self._mcols:
                 return []
-            where, params = "", ()
+            where = ""
+            params: tuple[float, ...] = ()
             if "started_at" in self._scols:
                 where = " WHERE s.started_at IS NULL OR s.started_at <= ?"
                 params = (until,)
@@ -457,7 +502,7 @@ def _memory_calls(raw: Any) -> list[dict[str, Any]]:
     for c in calls if isinstance(calls, list) else []:
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        fn = c["function"] if isinstance(c.get("function"), dict) else c
         if fn.get("name") != "memory":
             continue
         args = fn.get("arguments")

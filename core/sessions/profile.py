@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import jsondata
 from ..fsio import list_names, read_regular_bytes
+from ..hermes_version import HermesVersion
 from .side_files import side_files_tracked
 
 #: Schema versions memdeck was verified against -> the Hermes version that writes it
@@ -45,6 +46,9 @@ KNOWN_PENDING_FIELDS = frozenset({"action", "target", "content", "old_text", "op
 KNOWN_PENDING_ACTIONS = frozenset({"add", "replace", "remove", "patch", "batch"})
 #: Display names of the session stores a config can name (:attr:`memdeck.core.config.Config.session_store`).
 STORE_NAMES = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "sqlite": "SQLite (state.db)"}
+
+#: The label of a home whose files no release memdeck knows writes (its newest rules are applied).
+NEWER_UNKNOWN = "newer than memdeck knows"
 
 _CONFIG_VERSION_RE = re.compile(r"^_config_version\s*:\s*['\"]?(\d+)['\"]?\s*(?:#.*)?$", re.MULTILINE)
 
@@ -105,16 +109,15 @@ class HermesProfile:
     session_store: str = "sqlite"
 
     @property
-    def threat_rules(self) -> str | None:
-        """The threat rule set of the Hermes that loads this home's memory ('0.17', '0.18',
-        '0.22'; see :data:`memdeck.core.memory.threats.HERMES_RULESETS`), None when unknown."""
-        from ..memory.threats import rules_for_version
+    def hermes(self) -> HermesVersion:
+        """The :class:`~memdeck.core.hermes_version.HermesVersion` every reader takes for this home."""
+        return HermesVersion.of(self.version, self.version_source)
 
-        v = self.version or ""
-        if v.startswith("newer than"):
-            return "0.22"
-        m = re.search(r"(\d+\.\d+(?:\.\d+)?)\s*$", v)  # "between 0.20 and 0.22", "0.21.3-0.21.5" -> the newer bound's rules
-        return rules_for_version(m.group(1)) if m else None
+    @property
+    def threat_rules(self) -> str | None:
+        """The threat rule set of the Hermes that loads this home's memory ('0.17', '0.18', '0.21',
+        '0.22'; see :data:`memdeck.core.memory.threats.HERMES_RULESETS`), None when unknown."""
+        return self.hermes.threat_rules
 
     def summary(self) -> str:
         """One line for a health row: version, schema, and how many degradations."""
@@ -155,7 +158,7 @@ def version_for_schema(schema: int | None) -> str | None:
     if 26 < schema < 30:
         return "between 0.21.0 and 0.21.3"
     lower = [v for n, v in SCHEMA_VERSIONS if n < schema][-1]
-    upper = [v for n, v in SCHEMA_VERSIONS if n > schema][0]
+    upper = next(v for n, v in SCHEMA_VERSIONS if n > schema)
     return f"between {lower} and {upper}"
 
 
@@ -164,13 +167,37 @@ def store_words(name: str) -> str:
     return STORE_NAMES.get(name, name)
 
 
-def session_store_note(config: Any) -> str | None:
+def state_db_has_sessions(path: Path) -> bool:
+    """Whether state.db at ``path`` holds at least one session row (read-only; False when absent
+    or unreadable)."""
+    if not Path(path).is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def session_store_note(config: Any, home: Any = None) -> str | None:
     """``"sessions are in PostgreSQL: not read"`` (with the config key that says so) when the
-    home's config names a session store other than SQLite, else None: memdeck reads state.db only,
-    so such a home's empty or missing state.db is not "no sessions"."""
+    home's config names a session store other than SQLite and ``home``'s state.db holds no
+    session, else None: memdeck reads state.db only, so such a home's empty or missing state.db is
+    not "no sessions". async-hermes-agent 0.20.4.1's CLI, gateway and agent all use state.db (only
+    an application embedding ``hermes_state_postgres.SessionDB`` uses PostgreSQL), so a
+    ``database.postgres`` section beside a state.db with sessions means nothing moved."""
     name = getattr(config, "session_store", "sqlite") or "sqlite"
     if name == "sqlite":
         return None
+    if home is not None:
+        with side_files_tracked(Path(home.state_db)):
+            if state_db_has_sessions(Path(home.state_db)):
+                return None
     return (f"sessions are in {store_words(name)}: not read (config.yaml {config.session_store_source}); "
             "sessions, recall, compactions and the audit of the active region are not shown")
 
@@ -229,7 +256,9 @@ def _config_version(path: Path) -> int | None:
 
 
 def _pending(directory: Path) -> tuple[set[str], set[str]]:
-    from ..memory.pending import MAX_PENDING_BYTES  # here: a recall process never imports the memory write code (issue 23)
+    from ..memory.pending import (
+        MAX_PENDING_BYTES,  # here: a recall process never imports the memory write code (issue 23)
+    )
 
     fields: set[str] = set()
     actions: set[str] = set()
@@ -262,7 +291,10 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
       (0.21.5 pins staged writes; 0.21.3/0.21.4 do not) or ``_config_version`` is 46;
     * a schema memdeck has no row for, but ``messages.message_uid`` / ``message_uid_backfill``
       (only 0.22 writes them): 0.22;
-    * no schema: ``config.yaml`` ``_config_version`` (:data:`CONFIG_VERSIONS`).
+    * no schema: ``config.yaml`` ``_config_version`` (:data:`CONFIG_VERSIONS`);
+    * :data:`NEWER_UNKNOWN` when the home shows what no release memdeck knows writes: a
+      ``_config_version`` above the newest known, or schema 30 (which upstream's state.db files
+      write too) with 0.22's marks or a ``_config_version`` above iot 0.21.5's 46.
     """
     version = version_for_schema(schema)
     if schema is None:
@@ -275,6 +307,9 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
             return f"newer than {CONFIG_VERSIONS[-1][1]}", "config.yaml _config_version"
         return None, ""
     present = {f"messages.{c}" for c in mcols} | set(tables) | set(meta)
+    if cfg is not None and cfg > CONFIG_VERSIONS[-1][0]:
+        return NEWER_UNKNOWN, (f"state.db schema {schema} + config.yaml _config_version {cfg} (newer than "
+                               f"{CONFIG_VERSIONS[-1][0]}, Hermes {CONFIG_VERSIONS[-1][1]})")
     if schema == 26 and any(m in present for m in MARKS_0210):
         found = [m for m in MARKS_0210 if m in present]
         return "0.21.0", "state.db schema 26 + " + ", ".join(found)
@@ -283,6 +318,13 @@ def _version(schema: int | None, tables: tuple[str, ...], mcols: set[str], meta:
             return "0.21.5", "state.db schema 30 + pending records with matched_entry"
         if cfg == 46:
             return "0.21.5", "state.db schema 30 + config.yaml _config_version 46"
+        # schema 30 is also what upstream's state.db files write: iot 0.21.3-0.21.5 write no
+        # message_uid and a _config_version of at most 46; anything beyond is a Hermes memdeck does not know
+        beyond = [m for m in MARKS_022 if m in present]
+        if cfg is not None and cfg > 46:
+            beyond.append(f"config.yaml _config_version {cfg}")
+        if beyond:
+            return NEWER_UNKNOWN, "state.db schema 30 + " + ", ".join(beyond) + " (no release memdeck knows writes both)"
     if version is not None and version.startswith("between") and any(m in present for m in MARKS_022):
         return "0.22", "state.db " + ", ".join(m for m in MARKS_022 if m in present)
     return version, "state.db schema"
@@ -302,9 +344,13 @@ def detect_profile(home: Any) -> HermesProfile:
     config = load_config(home)
     deg: list[str] = []
     notes: list[str] = []
-    store_note = session_store_note(config)
+    store_note = session_store_note(config, home)
     if store_note:
         deg.append(store_note)
+    elif config.session_store != "sqlite":
+        notes.append(f"config.yaml {config.session_store_source} is set, but state.db holds the sessions: "
+                     "async-hermes-agent's CLI, gateway and agent write state.db (only an application embedding "
+                     "it uses PostgreSQL); state.db is read")
     if "error" in db:
         deg.append(f"state.db could not be read ({db['error']}): sessions, recall and the audit are not shown")
     tables: tuple[str, ...] = db.get("tables", ())
@@ -331,6 +377,9 @@ def detect_profile(home: Any) -> HermesProfile:
     elif schema is not None and schema < MIN_SCHEMA:
         deg.append(f"schema {schema} is older than memdeck was verified with ({MIN_SCHEMA}, Hermes 0.17): "
                    "missing columns are treated as absent")
+    elif version == NEWER_UNKNOWN:
+        deg.append(f"this home was written by a Hermes memdeck does not know ({source}): the rules of Hermes "
+                   f"{SCHEMA_VERSIONS[-1][1]} are applied, and figures labelled as Hermes' own may differ")
     elif schema is not None and version and version.startswith("between"):
         notes.append(f"schema {schema} lies between versions memdeck was verified with ({version})")
     if tables and "messages" in tables:
@@ -363,7 +412,8 @@ def detect_profile(home: Any) -> HermesProfile:
         columns=dict(cols), fts=fts, fts_trigram=tri, system_prompt_in=prompt_in,
         in_place_compaction="compacted" in mcols, summary_flag="_compressed_summary" in mcols,
         state_meta_keys=meta, pending_fields=tuple(sorted(fields)), pending_actions=tuple(sorted(actions)),
-        degradations=tuple(deg), notes=tuple(notes), session_store=config.session_store)
+        degradations=tuple(deg), notes=tuple(notes),
+        session_store=config.session_store if store_note else "sqlite")
     rules = profile.threat_rules
     if rules is not None and rules != "0.18":
         from ..memory.threats import HERMES_RULESETS
@@ -372,6 +422,15 @@ def detect_profile(home: Any) -> HermesProfile:
             f"threat rules differ from memdeck's: {HERMES_RULESETS[rules]}; where the verdicts differ both are "
             "shown",)})
     return profile
+
+
+def home_version(home: Any) -> HermesVersion:
+    """The :class:`~memdeck.core.hermes_version.HermesVersion` of ``home`` (:func:`detect_profile`);
+    the unknown value when detection fails. Never raises."""
+    try:
+        return detect_profile(home).hermes
+    except Exception:  # noqa: BLE001 - an undetectable home is read by the default rules, said by the value
+        return HermesVersion()
 
 
 def threat_differences(profile: HermesProfile | None, texts: Any) -> list[dict[str, Any]]:

@@ -171,7 +171,8 @@ def search_messages(
                 except sqlite3.OperationalError:
                     matches = None
             if matches is None:
-                matches = _like(conn, [t for t in raw.split() if t.upper() not in _OPS] or [raw], select, live, filters, fparams, limit, offset)
+                words = [t for t in raw.split() if t.upper() not in _OPS] or [raw]
+                matches = _like(conn, words, select, live, filters, fparams, limit, offset)
         elif "messages_fts" in tables:
             sql = (f"SELECT {select.format(snip=_SNIPPET)} FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
                    f"JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ? AND {live}"
@@ -185,7 +186,7 @@ def search_messages(
             matches = _like(conn, toks, select, live, filters, fparams, limit, offset)
         out = []
         for r in matches:
-            mid, sid, role, snippet, content, ts, tool, source, model, started, compacted = r
+            mid, sid, role, snippet, _content, ts, tool, source, model, started, compacted = r
             out.append({
                 "id": mid, "session_id": sid, "role": role, "snippet": snippet if isinstance(snippet, str) else "",
                 "timestamp": ts, "tool_name": tool, "source": source, "model": model, "session_started": started,
@@ -246,9 +247,11 @@ def _context(conn: sqlite3.Connection, mid: int, has_ts: bool) -> list[dict[str,
             rows = prev + cur + nxt
         else:
             rows = conn.execute(
-                """SELECT role, content FROM (SELECT role, content FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id < ? ORDER BY id DESC LIMIT 1)
+                """SELECT role, content FROM (SELECT role, content FROM messages
+                     WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id < ? ORDER BY id DESC LIMIT 1)
                    UNION ALL SELECT role, content FROM messages WHERE id = ?
-                   UNION ALL SELECT role, content FROM (SELECT role, content FROM messages WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id > ? ORDER BY id ASC LIMIT 1)""",
+                   UNION ALL SELECT role, content FROM (SELECT role, content FROM messages
+                     WHERE session_id = (SELECT session_id FROM messages WHERE id = ?) AND id > ? ORDER BY id ASC LIMIT 1)""",
                 (mid, mid, mid, mid, mid)).fetchall()
     except sqlite3.Error:
         return []
@@ -401,7 +404,7 @@ def iter_recall(
     if not q:
         return
     status = db.status()
-    tables = set() if status.state != "ok" else db.connection_for_reading()(
+    tables: set[str] = set() if status.state != "ok" else db.connection_for_reading()(
         lambda c: {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}, set())
     fts, match = None, q
     if count_cjk(q) > 0:
@@ -424,7 +427,8 @@ def iter_recall(
     def chunk(before: int | None, n: int) -> list[tuple[Any, ...]] | None:
         def go(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             mcols = _columns(conn, "messages")
-            live = "(m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= mcols else ("m.active = 1" if "active" in mcols else "1")
+            live = ("(m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= mcols
+                    else ("m.active = 1" if "active" in mcols else "1"))
             where = [f"{fts} MATCH ?", live, f"s.source NOT IN ({','.join('?' * len(HIDDEN_SESSION_SOURCES))})"]
             params: list[Any] = [match, *HIDDEN_SESSION_SOURCES]
             if roles:
@@ -476,12 +480,12 @@ def iter_recall(
             if emitted + len(page) >= limit:
                 break
             if len(page) >= page_size:
-                hits = build(page)
-                if hits is None:
+                built = build(page)
+                if built is None:
                     return
                 emitted += len(page)
                 page = []
-                yield hits
+                yield built
         if len(rows) < asked:
             break  # the matches are exhausted
         before = int(rows[-1][0])
@@ -490,12 +494,12 @@ def iter_recall(
     while page:
         if cancelled is not None and cancelled():
             return
-        hits = build(page[:page_size])
-        if hits is None:
+        built = build(page[:page_size])
+        if built is None:
             return
         page = page[page_size:]
-        if hits:
-            yield hits
+        if built:
+            yield built
 
 
 def search_messages_by_id(conn: sqlite3.Connection, fts: str, match: str, mid: int) -> dict[str, Any] | None:
@@ -575,7 +579,8 @@ def _window(conn: sqlite3.Connection, sid: str, mid: int, n: int) -> list[dict[s
     before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE +session_id = ? AND id < ? AND id >= ?{live} "
                           "ORDER BY id DESC LIMIT ?", (sid, mid, mid - span, *lp, n)).fetchall()
     if len(before) < n and mid - span > 0:
-        before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id < ?{live} ORDER BY id DESC LIMIT ?",
+        before = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE session_id = ? AND id < ?{live} "
+                              "ORDER BY id DESC LIMIT ?",
                               (sid, mid, *lp, n)).fetchall()
     after = conn.execute(f"SELECT id, role, content, {ts} FROM messages WHERE +session_id = ? AND id >= ? AND id <= ?{live} "
                          "ORDER BY id ASC LIMIT ?", (sid, mid, mid + span, *lp, n + 1)).fetchall()

@@ -7,6 +7,7 @@ One concept: the shapes (frozen dataclasses; epoch seconds; ``as_dict`` gives th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 #: The newest schema version this reader was verified against (Hermes 0.22.2.post1
@@ -139,7 +140,9 @@ class Message:
         content: decoded content (``\\x00json:`` lists decoded; user/assistant strings passed
             through Hermes' ``sanitize_context`` and stripped, as ``_rows_to_conversation`` does).
         text: the plain text of ``content`` (list parts joined with ``\\n``).
-        api_content: the exact API-bound text when it differed (plugin/recall injections).
+        api_content: the exact API-bound text when it differed (plugin/recall injections), at
+            most :data:`.bounds.MAX_STORED_TEXT_CHARS` chars of it.
+        api_content_chars: the stored ``api_content``'s length (chars) when it was cut, else None.
         timestamp: epoch seconds.
         active, compacted: the row flags (``active`` True on schemas without the column).
     """
@@ -154,6 +157,7 @@ class Message:
     active: bool
     compacted: bool
     tool_name: str | None
+    api_content_chars: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """``{"role", "content"}``: the shape of a conversation message (what MemLock audits)."""
@@ -171,13 +175,15 @@ class UserTurn:
         content: the stored ``content`` (None when NULL; ``\x00json:`` lists left encoded).
         api_content: the API-bound text Hermes 0.19+ stores when it differed from ``content``
             (``agent/turn_context.py`` ``compose_user_api_content``: ``content + "\n\n" +
-            injections``), else None.
+            injections``), else None; at most :data:`.bounds.MAX_STORED_TEXT_CHARS` chars of it.
+        api_content_chars: the stored ``api_content``'s length (chars) when it was cut, else None.
     """
 
     id: int
     timestamp: float | None
     content: str | None
     api_content: str | None
+    api_content_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,7 @@ class CompactionEvent:
     region_first_id: int | None = None
     region_last_id: int | None = None
     index: int = 1
-    region_ids: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    region_ids: Sequence[int] = field(default=(), repr=False, compare=False)  # a range when consecutive
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -12,7 +12,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from memdeck.core.anchors import audit as audit_mod
 from memdeck.core.anchors.audit import alert_message, build_windows, integrity_score, keyword_audit, run_audit, semantic_audit, should_alert
 from memdeck.core.anchors.rehydration import plan_reminder, rehydration_candidates, reminder_block, reminder_lines
 from memdeck.core.anchors.rules import REMINDER_MARKER, auto_reminder, derive_probes, flatten_ws
@@ -182,7 +181,8 @@ def test_derive_probes_memlock_examples() -> None:
 
 
 def test_auto_reminder_first_sentence_120() -> None:
-    assert auto_reminder("Always reply in bullet points, never paragraphs. Second line") == "Always reply in bullet points, never paragraphs"
+    reminder = auto_reminder("Always reply in bullet points, never paragraphs. Second line")
+    assert reminder == "Always reply in bullet points, never paragraphs"
     assert auto_reminder("Use v1.2 now! Then more") == "Use v1.2 now"
     assert auto_reminder("a\n\n  b.  c") == "a b"
     assert auto_reminder("w" * 300) == "w" * 120

@@ -93,7 +93,7 @@ def test_schema_steps_upgrade_a_version_1_store_and_keep_its_rows(tmp_path: Path
         assert conn.execute("SELECT COUNT(*) FROM audit_verdicts").fetchone()[0] == 0
     finally:
         conn.close()
-    assert deckdb.SCHEMA_VERSION == len(deckdb.MIGRATIONS)
+    assert len(deckdb.MIGRATIONS) == deckdb.SCHEMA_VERSION
 
 
 def test_an_appended_message_reuses_the_history_and_a_new_anchor_or_compaction_does_not(tmp_path: Path, monkeypatch) -> None:

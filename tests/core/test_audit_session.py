@@ -123,7 +123,8 @@ def test_rotation_event_audited_in_child(setup) -> None:
     for i in range(4):
         HS.append_message(conn, "s1", "user", f"msg {i} metric units", timestamp=T0 + i)
     HS.rotate(conn, "s1", "s2", "we used metric", keep_head=1, keep_tail=2, now=T0 + 100)
-    store.update_session("s2", lambda s: s.add(Anchor(id="a_metric", text="Use metric units", reminder="Use metric units", probes=["metric", "units"])))
+    metric = Anchor(id="a_metric", text="Use metric units", reminder="Use metric units", probes=["metric", "units"])
+    store.update_session("s2", lambda s: s.add(metric))
     with StateDB(home.state_db) as db:
         sa = audit_session(db, store, "s2")
     assert sa.compactions == 1

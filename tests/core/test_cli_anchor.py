@@ -110,7 +110,7 @@ def test_audit_history_shows_dates_not_raw_epochs(home: HermesHome, capsys) -> N
 
     h = ["--home", str(home.path)]
     _run(capsys, *h, "pin", "Indent with tabs", "--probe", "tabs", "--session", "live")
-    rc, out, _ = _run(capsys, *h, "audit", "--session", "live")
+    _rc, out, _ = _run(capsys, *h, "audit", "--session", "live")
     line = next(ln for ln in out.splitlines() if "score=" in ln)
     assert dt.datetime.fromtimestamp(T0 + 10).strftime("%Y-%m-%d %H:%M") in line and str(int(T0)) not in line
     assert "score=0% casualties=1 (state.db)" in line

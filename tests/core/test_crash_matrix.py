@@ -438,7 +438,7 @@ def _check_point(sc: Scenario, root: Path, step: int, what: str, old: State, new
     return Point(step, what, hard, jr)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _matrix(name: str, root: str) -> tuple[int, tuple[Point, ...]]:
     sc = next(s for s in SCENARIOS if s.name == name)
     base = Path(root)
@@ -646,7 +646,7 @@ def _cli_point(cmd: str, template: Path, argv: list[str], root: Path, step: int,
     return Point(step, what, hard, jr)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cli_matrix(cmd: str, root: str) -> tuple[int, tuple[Point, ...]]:
     from tests.helpers.hostile import copy_home
 

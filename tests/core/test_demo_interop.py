@@ -69,7 +69,7 @@ def test_hermes_reads_the_demo_home(demo_home) -> None:  # noqa: F811
     # Hermes' own pending store lists the four staged writes; its scan flags exactly two.
     assert sorted(p[0] for p in out["pending"]) == sorted(plan.pending_ids)
     hostile = {p[0]: p[2] for p in out["pending"] if p[2]}
-    assert sorted(sum(hostile.values(), [])) == ["exfil_curl", "prompt_injection"]
+    assert sorted(v for vs in hostile.values() for v in vs) == ["exfil_curl", "prompt_injection"]
 
 
 @requires_hermes

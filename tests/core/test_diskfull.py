@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
@@ -76,7 +75,7 @@ OPS = {
 
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_every_commit_failing_leaves_outcome_equal_to_disk(hermes_home: HermesHome, monkeypatch, op) -> None:
-    store = _setup(hermes_home)
+    _setup(hermes_home)
     real_connect = deckdb.connect
     monkeypatch.setattr(deckdb, "connect", lambda *a, **k: _FullConn(real_connect(*a, **k)))
     # count the COMMITs of one clean run, on a copy of the home
@@ -208,7 +207,7 @@ def _outcome_is_the_disk(cmd: str, root: str) -> list[str]:
                 bad.append(f"{where}: the reason does not say the disk is full: {reported[-200:]}")
         else:
             bad.append(f"{where}: {reported[-400:]}")
-        if not matrix._integrity(HermesHome(path)) == []:  # noqa: SLF001
+        if matrix._integrity(HermesHome(path)) != []:  # noqa: SLF001
             bad.append(f"{where}: {matrix._integrity(HermesHome(path))}")  # noqa: SLF001
         remove_home(path)
     return bad

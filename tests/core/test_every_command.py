@@ -19,7 +19,7 @@ def test_every_command_is_read_only_or_says_what_it_writes() -> None:
     """A new command is a writer (the kill, disk-full, multi-process and hostile-home tests run it as
     one) until it is marked read-only; a writer names the files it may change."""
     paths = command_paths()
-    assert READ_ONLY <= set(paths), f"READ_ONLY names commands the parser no longer has: {READ_ONLY - set(paths)}"
+    assert set(paths) >= READ_ONLY, f"READ_ONLY names commands the parser no longer has: {READ_ONLY - set(paths)}"
     missing = [p for p in writers() if p not in WRITES]
     assert not missing, f"say in tests/helpers/commands.py WRITES which files {missing} may change (or mark them READ_ONLY)"
     assert not (READ_ONLY & set(WRITES)), "a command is both read-only and a writer"

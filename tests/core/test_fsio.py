@@ -49,10 +49,8 @@ def test_lock_sidecar_name_and_mode(tmp_path: Path) -> None:
 
 def test_lock_excludes_other_process_and_times_out(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
-    with held_by_other_process(target):
-        with pytest.raises(LockTimeout, match="locked by another writer"):
-            with file_lock(target, timeout=0.2):
-                pass
+    with held_by_other_process(target), pytest.raises(LockTimeout, match="locked by another writer"), file_lock(target, timeout=0.2):
+        pass
     with file_lock(target, timeout=2):  # free again once the holder is gone
         pass
 
@@ -61,9 +59,8 @@ def test_symlinked_lock_is_refused(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
     (tmp_path / "elsewhere").write_text("x")
     os.symlink(tmp_path / "elsewhere", lock_path_for(target))
-    with pytest.raises(UnreadableFile, match="symlink"):
-        with file_lock(target):
-            pass
+    with pytest.raises(UnreadableFile, match="symlink"), file_lock(target):
+        pass
 
 
 def test_atomic_write_keeps_symlink_and_mode(tmp_path: Path) -> None:
@@ -133,9 +130,8 @@ def test_abandoned_waiter_never_leaks_the_lock(tmp_path: Path) -> None:
     target = tmp_path / "MEMORY.md"
     with held_by_other_process(target):
         for _ in range(3):
-            with pytest.raises(LockTimeout):
-                with file_lock(target, timeout=0.05):
-                    pass
+            with pytest.raises(LockTimeout), file_lock(target, timeout=0.05):
+                pass
     # the abandoned waiters got the lock in turn and released it: a fresh try succeeds soon
     deadline = time.monotonic() + 5
     while True:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import stat
 import time
-from pathlib import Path
 
 import pytest
 

@@ -8,9 +8,7 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
-import pytest
 
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rehydration import reminder_lines
@@ -125,7 +123,7 @@ def test_concurrent_writers_lose_nothing(hermes_home):
             go.touch()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
-    kept = json.loads(next(l for l in out.splitlines() if l.startswith("IDS"))[3:])
+    kept = json.loads(next(ln for ln in out.splitlines() if ln.startswith("IDS"))[3:])
     assert len(kept) == n - n // 4
     turns += 1
     last = turn(ctx, turns)  # the next turn sees every surviving pin

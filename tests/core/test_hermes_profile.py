@@ -151,9 +151,33 @@ def test_a_postgresql_session_store_is_named_not_read_as_no_sessions(tmp_path: P
     st = build_status(h)
     assert st["session_store"]["name"] == "postgresql" and st["sessions"] == []
     assert st["session_store"]["message"].startswith("sessions are in PostgreSQL: not read")
-    (h.path / "config.yaml").write_text("sessiondb:\n  provider: ' Postgres '\n")
-    assert "sessions are in PostgreSQL: not read (config.yaml sessiondb.provider)" in detect_profile(h).degradations[0]
-    (h.path / "config.yaml").write_text("sessiondb:\n  provider: dynamo\n")
-    assert detect_profile(h).degradations[0].startswith("sessions are in dynamo: not read")
     (h.path / "config.yaml").write_text("sessiondb:\n  provider: sqlite\n")
     assert load_config(h).session_store == "sqlite" and "session_store" not in build_status(h)
+
+
+#: ``sessiondb:`` bodies -> refused by Hermes 0.23 ``hermes_state_provider.py`` ``get_session_db_provider``
+#: (``(config.get("sessiondb") or {}).get("provider") or "sqlite"`` must equal ``"sqlite"``; upstream
+#: NousResearch/hermes-agent, read with the search tools: 0.23 is not installable here)
+SESSIONDB_023 = {"  provider: sqlite\n": False, "  provider: ''\n": False, "  provider:\n": False,
+                 "  provider: postgres\n": True, "  provider: SQLite\n": True, "  provider: ' sqlite'\n": True,
+                 "  provider: dynamo\n": True}
+
+
+def test_sessiondb_provider_is_refused_as_hermes_0_23_refuses_it(tmp_path: Path) -> None:
+    """Issue 37.6: any ``sessiondb.provider`` but ``sqlite`` makes 0.23 refuse to open its session
+    store; state.db stays the store. memdeck warns with that, reads state.db's sessions, and never says
+    the sessions are elsewhere."""
+    from memdeck.core.config import load_config
+    from memdeck.core.overview.status import build_status
+
+    h = _home(tmp_path)
+    (h.path / "memories").mkdir()
+    for body, refused in SESSIONDB_023.items():
+        (h.path / "config.yaml").write_text("sessiondb:\n" + body)
+        cfg = load_config(h)
+        warned = [w for w in cfg.warnings if "Hermes 0.23 refuses it" in w]
+        assert bool(warned) == refused, (body, cfg.warnings)
+        assert cfg.session_store == "sqlite"
+        p = detect_profile(h)
+        assert p.session_store == "sqlite" and not any("sessions are in" in d for d in p.degradations), body
+        assert "session_store" not in build_status(h), body

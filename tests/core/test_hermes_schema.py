@@ -44,9 +44,10 @@ def test_compact_in_place_mirrors_archive_and_compact(tmp_path: Path) -> None:
     rows = conn.execute("SELECT content, active, compacted, timestamp FROM messages ORDER BY id").fetchall()
     assert [(r[1], r[2]) for r in rows[:6]] == [(0, 1)] * 6
     new = rows[6:]
-    assert [r[0] for r in new][0] == "m0" and new[2][0] == "m4" and new[3][0] == "m5"
+    assert new[0][0] == "m0" and new[2][0] == "m4" and new[3][0] == "m5"
     assert new[1][0] == f"{SUMMARY_PREFIX_0_19}\nthe summary\n\n{SUMMARY_END_MARKER}"
-    assert [r[3] for r in new] == [100, 100.000001, 100.000002, 100.000003] or all(abs(r[3] - (100 + k * 1e-6)) < 1e-7 for k, r in enumerate(new))
+    assert [r[3] for r in new] == [100, 100.000001, 100.000002, 100.000003] or all(
+        abs(r[3] - (100 + k * 1e-6)) < 1e-7 for k, r in enumerate(new))
     assert conn.execute("SELECT message_count FROM sessions").fetchone()[0] == 4
     # the archived rows stay in the FTS index (UPDATE trigger re-indexes them)
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'm0'").fetchone()[0] == 2

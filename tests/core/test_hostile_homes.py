@@ -8,8 +8,8 @@ later is run here without anyone remembering to. For each run:
 
 * no traceback, and the process ends (a hang is killed at :data:`HANG_GUARD` and reported);
 * the exit code is a documented one (``core/cli/common.py`` ``EXIT_CODES``: 0-5), and 4 for
-  every command where there is no home (0 for ``NO_HOME_EXIT_0``: ``completion``, ``fleet``,
-  ``metrics``; ``completion``, which reads no home, runs only there);
+  every command where there is no home (0 for ``NO_HOME_EXIT_0``: ``completion``, which reads no
+  home and runs only there);
 * an exit other than 0 and 3 (``scan``'s findings) gives its reason (``memdeck: error:`` /
   ``memdeck: refused:`` on stderr, or the JSON refusal on stdout);
 * the home's files are byte-identical afterwards (type, mode and content of everything, links
@@ -149,7 +149,7 @@ def test_what_reads_no_home_needs_none() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001
     needs_none = {name for name, p in sub.choices.items() if p.get_default("needs_home") is False}
-    assert READS_NO_HOME == needs_none
+    assert needs_none == READS_NO_HOME
 
 
 def _job(hostile: Hostile, server: LockServer | Any, cmd: str, argv: list[str], template: Path, before: dict,

@@ -85,7 +85,7 @@ SEEDED_MEMORY = [
     "用户喜欢简洁的回答，不需要客套话",
     "データベースのポートは 5432",                                    # contradiction (ja)
     "データベースのポートは 6543",
-    "Config lives in /nonexistent/memdeck-test/app.toml",          # stale: a path that does not exist
+    "Config lives in /tmp/memdeck-hygiene-gone-8c1f.toml",          # stale: a path that does not exist
     "User's timezone is Europe/Berlin",                            # wasteful: USER carries it and more
 ]
 SEEDED_USER = ["User's timezone is Europe/Berlin; works 9-17 from Berlin, prefers mornings for reviews"]
@@ -107,7 +107,7 @@ def test_a_seeded_home_gives_each_kind_with_its_evidence(tmp_path: Path) -> None
     assert any(SEEDED_MEMORY[11] in s for s in by_kind["wasteful"])
     assert len(report.findings) == 7  # nothing else: no false pair
     stale = next(f for f in report.findings if f.kind == "stale")
-    assert stale.evidence["missing_paths"] == ["/nonexistent/memdeck-test/app.toml"]
+    assert stale.evidence["missing_paths"] == ["/tmp/memdeck-hygiene-gone-8c1f.toml"]
     con = next(f for f in report.findings if "pi.lan" in str(f.entries))
     assert con.evidence["values"] == {"a": ["pi.local"], "b": ["pi.lan"]} and con.proposal.action == "choose"
     assert [f.chars_saved for f in report.findings] == sorted((f.chars_saved for f in report.findings), reverse=True)
@@ -209,3 +209,12 @@ def test_any_consolidation_is_undone_byte_for_byte(tmp_path_factory, memory, use
     undo(home, None)
     assert {t: home.memory_file(t).read_bytes() for t in ("memory", "user")} == {
         t: ("\n§\n".join(ents[t])).encode("utf-8") for t in ("memory", "user")}
+
+
+def test_a_path_is_stale_only_when_its_place_is_here_and_it_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "kept").mkdir()
+    home = _home(tmp_path, [f"Repo lives in {tmp_path}/code/gone", f"Other repo in {tmp_path}/code/kept",
+                            "Server config in /srv/other-machine-8c1f/app.toml"], ["User likes tea"])
+    stale = [f for f in hygiene_report(home, semantic=False).findings if f.kind == "stale"]
+    assert [f.evidence["missing_paths"] for f in stale] == [[f"{tmp_path}/code/gone"]]

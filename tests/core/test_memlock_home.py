@@ -184,3 +184,22 @@ def test_the_watcher_sees_memlock_files_outside_the_home() -> None:
     assert source_of(home, alt / "x.json.tmp") is None
     assert source_of(home, alt) == "memlock" and source_of(home, alt.parent) == "memlock"
     assert source_of(home, Path.home() / ".bashrc") is None
+
+
+def test_memlock_home_in_the_homes_env_file_wins_as_hermes_loads_it(demo_home_template, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+                                                                    tmp_path: Path) -> None:
+    """Issue 37.8: Hermes loads ``~/.hermes/.env`` with override, so MemLock 0.5 inside it writes
+    ``$MEMLOCK_HOME/memlock`` of the ``.env`` even when the shell exports another (or none)."""
+    home = _default_home(demo_home_template)
+    mh = tmp_path / "from env file"
+    (home.path / ".env").write_text(f'OPENAI_API_KEY=sk-x\nexport MEMLOCK_HOME="{mh}"  # MemLock state\n',
+                                    encoding="utf-8")
+    _move_memlock(home, mh / "memlock")
+    for shell in (None, str(tmp_path / "stale shell value")):
+        if shell is None:
+            monkeypatch.delenv("MEMLOCK_HOME", raising=False)
+        else:
+            monkeypatch.setenv("MEMLOCK_HOME", shell)
+        loc = locate_memlock(home)
+        assert loc.path == mh / "memlock" and loc.rule == "memlock_home", (shell, loc)
+        assert build_status(home)["anchors"], shell

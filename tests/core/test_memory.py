@@ -143,9 +143,8 @@ def test_fresh_temp_kept_while_other_target_is_locked(hermes_home: HermesHome, s
 
 def test_lock_timeout_is_clear(hermes_home: HermesHome) -> None:
     s = MemoryStore(hermes_home, Config(), lock_timeout=0.2)
-    with file_lock(hermes_home.memory_file("memory")):
-        with pytest.raises(LockTimeout):
-            s.add("memory", "x")
+    with file_lock(hermes_home.memory_file("memory")), pytest.raises(LockTimeout):
+        s.add("memory", "x")
     assert raw(hermes_home) == b"<missing>"
 
 

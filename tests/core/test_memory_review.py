@@ -114,7 +114,7 @@ def test_pending_batch_op_with_non_string_fields_is_malformed(hermes_home: Herme
     assert rec.malformed
     with pytest.raises(Refused):
         approve(hermes_home, None, "bbbb0002")
-    assert raw(hermes_home) == "a fact".encode()
+    assert raw(hermes_home) == b"a fact"
     assert (hermes_home.pending_dir / "bbbb0002.json").exists()
 
 
@@ -149,7 +149,6 @@ def test_undo_of_an_already_undone_change_is_refused_even_if_the_file_matches_ag
 
 def test_undo_of_normalize_restores_the_original_bytes(hermes_home: HermesHome) -> None:
     """Undo of normalize rewrote the canonical text again and said 'Undid normalize'."""
-    from memdeck.core.deck import journal
 
     drifted = "alpha fact\n§\n\nbeta fact\n\n"
     hermes_home.memory_file("memory").write_text(drifted)

@@ -45,7 +45,7 @@ def test_every_command_says_there_is_no_home_and_exits_4(tmp_path: Path, capsys,
     """``status`` on a missing home, an empty directory, or with no ``~/.hermes`` (no --home, no
     HERMES_HOME) said nothing and exited 0 with zeros; now every command of the parser says so
     and exits 4, and creates nothing (``serve`` through the console script, which serves the
-    dashboard; the commands of ``NO_HOME_EXIT_0`` say it their own way)."""
+    dashboard; ``fleet`` and ``metrics`` too: they printed a row saying so and exited 0, issue 39 #5)."""
     from memdeck.tui.launch import main as console_main
 
     typo = tmp_path / "hermse"
@@ -63,19 +63,31 @@ def test_every_command_says_there_is_no_home_and_exits_4(tmp_path: Path, capsys,
             run = console_main if command == "serve" else main
             code = run([*base, *fill(argv, values)])
             captured = capsys.readouterr()
-            assert command in ("completion", "fleet", "metrics") or command not in NO_HOME_EXIT_0
+            assert {"completion"} == NO_HOME_EXIT_0  # fleet and metrics too (issue 39 #5: they exited 0)
             if command == "completion":
                 assert code == 0 and "memdeck" in captured.out and "no Hermes home" not in captured.err, argv
-                continue
-            if command in ("fleet", "metrics"):
-                assert code == 0, argv
-                said = json.loads(captured.out)[0]["error"] if "--json" in argv else captured.out
-                if command == "fleet":
-                    assert "no Hermes home at" in said or "is not a Hermes home" in said, argv
                 continue
             assert code == EXIT_NO_HOME, argv
             assert "error: no Hermes home at" in captured.err, (argv, captured.err)
             if "--json" in argv:
                 assert json.loads(captured.out)["code"] == "no_home"
-    assert NO_HOME_EXIT_0 | {"serve"} <= set(SAMPLES)
+    assert NO_HOME_EXIT_0 | {"serve", "fleet", "metrics"} <= set(SAMPLES)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "-textfile" not in str(p)) == before
+
+
+def test_the_fleet_without_a_local_home_still_watches_its_settings_homes(tmp_path: Path, capsys, monkeypatch) -> None:
+    """fleet and metrics exit 4 where the home they start from is not one (above), except on a
+    machine with no ``~/.hermes`` (nothing named) whose settings file lists ``fleet.homes``: the
+    fleet is those homes, and a missing local root is no error (issue 39 #5)."""
+    from memdeck.core.demo import build_demo_home
+    from memdeck.core.fleet.homes import FleetSettings, parse_home_spec
+
+    other = build_demo_home(tmp_path / "elsewhere")
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    settings = FleetSettings(homes=(parse_home_spec(str(other.path)),))
+    assert main(["fleet", "--json"], fleet_settings=lambda _c: settings) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert str(other.path) in {r["home"] for r in rows}
+    assert main(["metrics"], fleet_settings=lambda _c: settings) == 0
+    assert main(["--home", str(tmp_path / "typo"), "fleet", "--json"], fleet_settings=lambda _c: settings) == EXIT_NO_HOME

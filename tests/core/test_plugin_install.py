@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -20,7 +19,7 @@ from memdeck.core.plugin.install import (
     uninstall_plugin,
     vendored_files,
 )
-from tests.helpers.plugin import BULLETS, REPO, RecordingContext, history, seed, write_config
+from tests.helpers.plugin import BULLETS, RecordingContext, history, seed, write_config
 
 CONFIG = """\
 # Hermes config (hand-edited; keep my comments)
@@ -214,7 +213,7 @@ def test_vendored_plugin_keyword_path_needs_only_the_stdlib(hermes_home):
     proc = subprocess.run([sys.executable, "-c", BLOCKER, str(plugin_dir(hermes_home)), "s1"], capture_output=True,
                           text=True, timeout=60, env={"HERMES_HOME": str(hermes_home.path), "PATH": "/usr/bin:/bin"},
                           cwd=str(hermes_home.path))
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line, proc.stderr[-3000:]
     out = json.loads(line[6:])
     assert out["loaded"] == []

@@ -39,7 +39,7 @@ display:
 
 
 def changed_lines(a: str, b: str) -> list[str]:
-    return [l for l in difflib.ndiff(a.splitlines(), b.splitlines()) if l[:1] in "+-"]
+    return [ln for ln in difflib.ndiff(a.splitlines(), b.splitlines()) if ln[:1] in "+-"]
 
 
 def test_add_to_block_list_appends_one_line_only():
@@ -129,7 +129,7 @@ def test_refusals(text, fragment):
 
 def test_flow_mapping_falls_back_to_round_trip_and_stays_equal():
     text = "a: 1  # keep\nplugins: {enabled: [x], disabled: []}\n"
-    new, _, after = edit_enabled(text, add="memdeck")
+    new, _, _after = edit_enabled(text, add="memdeck")
     data = yaml.safe_load(new)
     assert data == {"a": 1, "plugins": {"enabled": ["x", "memdeck"], "disabled": []}}
     assert "# keep" in new
@@ -152,7 +152,9 @@ def test_set_enabled_backs_up_and_refuses_untouched(hermes_home):
     assert len(list(cfg.parent.glob("config.yaml.bak-*"))) == 1
 
 
-NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(lambda s: s != "memdeck" and s not in {"null", "true", "false", "yes", "no", "on", "off"}), min_size=1, max_size=5, unique=True)
+_YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off"}
+NAMES = st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True).filter(lambda s: s != "memdeck" and s not in _YAML_WORDS),
+                 min_size=1, max_size=5, unique=True)
 
 
 @settings(max_examples=30, deadline=None)

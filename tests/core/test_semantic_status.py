@@ -25,7 +25,7 @@ from memdeck.core.sessions.statedb import StateDB
 
 def _semantic(home: HermesHome, model: str) -> None:
     text = home.config_path.read_text(encoding="utf-8").replace('detection: "keyword"', "detection: semantic")
-    home.config_path.write_text(text + f"\n# issue 28\n", encoding="utf-8")
+    home.config_path.write_text(text + "\n# issue 28\n", encoding="utf-8")
     with open(home.config_path, "a", encoding="utf-8") as fh:
         fh.write("")
     cfg = home.config_path.read_text(encoding="utf-8")

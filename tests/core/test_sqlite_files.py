@@ -4,7 +4,6 @@ process's SQLite locks."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -87,7 +86,7 @@ def test_without_a_connection_a_raw_descriptor_is_closed_at_once(tmp_path: Path)
         pass
 
 
-def test_state_db_readers_count_their_connections(demo_home: HermesHome) -> None:
+def test_state_db_readers_count_their_connections(demo_home: HermesHome) -> None:  # noqa: F811 - the fixture
     db = StateDB(demo_home.state_db)
     assert sqlite_files.connections(demo_home.state_db) == 0
     db.sessions()
@@ -110,7 +109,7 @@ def test_memdeck_db_is_created_private_without_a_second_descriptor(tmp_path: Pat
     assert os.stat(deckdb.db_path(HermesHome(home))).st_mode & 0o777 == 0o600
 
 
-def test_no_command_and_no_panel_opens_an_sqlite_file_outside_sqlite(demo_home: HermesHome, tmp_path: Path) -> None:
+def test_no_command_and_no_panel_opens_an_sqlite_file_outside_sqlite(demo_home: HermesHome, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     """Every command of :data:`tests.helpers.commands.SAMPLES` (every command the parser has:
     ``test_every_command.py``) and every panel of the dashboard, under an audit hook that
     records each Python-level open of state.db, memdeck.db or their side files made anywhere

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -58,7 +56,7 @@ def test_lineage_root_to_tip(history) -> None:
 def test_active_region_is_live_rows_in_id_order(history) -> None:
     db = StateDB(history[0])
     region = db.active_region("s1")
-    assert [m.text for m in region][0] == "turn 0 about kubernetes deploy"
+    assert region[0].text == "turn 0 about kubernetes deploy"
     assert region[1].text.startswith("[PRIOR CONTEXT")
     assert [m.id for m in region] == sorted(m.id for m in region)
     assert all(m.active for m in region)
@@ -94,9 +92,10 @@ def test_inplace_compaction_events_and_regions(history) -> None:
     assert first.archived_count == 6 and first.kind == "current" and not first.merged
     assert first.index == 1 and second.index == 2
     assert abs(first.time - 2000) < 1e-3 and abs(second.time - 3000) < 1e-3
-    assert [m.text.split()[0:2] for m in db.region_after(first)][0] == ["turn", "0"]
+    assert db.region_after(first)[0].text.split()[0:2] == ["turn", "0"]
     texts = [m.text for m in db.region_after(first)]
-    assert len(texts) == 4 and match_summary(texts[1]) is not None and texts[2:] == ["turn 4 about kubernetes deploy", "turn 5 about kubernetes deploy"]
+    assert len(texts) == 4 and match_summary(texts[1]) is not None
+    assert texts[2:] == ["turn 4 about kubernetes deploy", "turn 5 about kubernetes deploy"]
     assert match_summary(texts[1]).body_hash == first.summary_hash
     assert first.summary_hash == hash_summary_body(match_summary(texts[1]).body)
     # second compaction archived the live set of 4 + 4 appended rows
@@ -192,7 +191,11 @@ def test_reader_never_writes(tmp_path: Path) -> None:
     conn.close()
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     db = StateDB(path)
-    db.sessions(); db.compactions(); db.refresh(); db.active_region("s1"); db.lineage("s2")
+    db.sessions()
+    db.compactions()
+    db.refresh()
+    db.active_region("s1")
+    db.lineage("s2")
     from memdeck.core.sessions.recall import recall
     recall(db, "kubernetes")
     assert db._conn is not None
@@ -347,7 +350,8 @@ def test_weird_content_does_not_break(tmp_path: Path) -> None:
     msgs = db.messages("w", include_inactive=True)
     assert len(msgs) == 5 and msgs[1].content == "\x00json:{not json" and msgs[2].timestamp == 0.0
     assert msgs[3].text == "42"  # TEXT affinity
-    db.compactions(); db.sessions()
+    db.compactions()
+    db.sessions()
     assert db.status().state == "ok"
 
 
@@ -357,7 +361,8 @@ def test_status_section_shape(history, tmp_path: Path) -> None:
     assert [s["id"] for s in sec["sessions"]] == ["s4", "s2", "s1", "s3"]
     assert set(sec["sessions"][0]) == {"id", "title", "source", "started_at", "ended_at", "message_count", "compactions", "live"}
     assert json.loads(json.dumps(sec))["state_db"]["state"] == "ok"
-    assert status_section(tmp_path / "nothing") == {"sessions": [], "state_db": StateDB(tmp_path / "nothing" / "state.db").status().as_dict()}
+    expected = {"sessions": [], "state_db": StateDB(tmp_path / "nothing" / "state.db").status().as_dict()}
+    assert status_section(tmp_path / "nothing") == expected
 
 
 def test_install_fts_bulk_equals_triggers(tmp_path: Path) -> None:

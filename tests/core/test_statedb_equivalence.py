@@ -343,7 +343,7 @@ def test_a_rewritten_row_in_the_window_is_seen_beside_an_append(tmp_path: Path) 
                      " VALUES ('s', 'user', ?, ?, 0, 1)", (f"old {i}", 10.0 + i))
     for i in range(3):
         hs.append_message(conn, "s", "user", f"live {i}", timestamp=20.0 + i)
-    reader, seen = _follow(p)
+    reader, _seen = _follow(p)
     last = max(_ids(p))
     conn.execute("UPDATE messages SET content = ? WHERE id = ?", ("[CONTEXT SUMMARY]: expanded", last))
     hs.append_message(conn, "s", "assistant", "an answer", timestamp=30.0)

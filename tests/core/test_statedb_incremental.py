@@ -194,10 +194,8 @@ def test_a_reader_beside_a_long_lived_home_matches_a_full_scan_and_reads_only_wh
     _assert_same(reader, p)
     with monkeypatch_session.context() as mp:
         reads = _Reads(reader, mp)
-        n = 0
-        for op in ops:
+        for n, op in enumerate(ops, start=1):
             t += 10.0
-            n += 1
             changed = {live}
             reads.read_ahead.clear()
             rows = [r[0] for r in conn.execute(

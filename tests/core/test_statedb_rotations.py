@@ -113,7 +113,7 @@ def test_a_rewound_parent_is_reconstructed_again(tmp_path: Path) -> None:
     after = db.compactions()
     assert after == reference_compactions(p)
     changed = [e for e in after if e.session_id == old_parent]
-    assert changed[0].archived_count < [e for e in before if e.session_id == old_parent][0].archived_count
+    assert changed[0].archived_count < next(e for e in before if e.session_id == old_parent).archived_count
 
 
 def _with_memdeck_db(tmp_path: Path) -> None:
@@ -208,8 +208,8 @@ def test_a_second_in_place_compaction_of_the_child_can_grow_a_final_region(tmp_p
     hs.compact_in_place(conn, live, "second in place", keep_head=1, keep_tail=0, now=t + 2)
     conn.commit()
     ref = reference_compactions(p)
-    grown = [e for e in ref if e.child_session_id == live][0]
-    assert grown.region_last_id == [e for e in first if e.child_session_id == live][0].region_last_id + 1
+    grown = next(e for e in ref if e.child_session_id == live)
+    assert grown.region_last_id == next(e for e in first if e.child_session_id == live).region_last_id + 1
     assert StateDB(p).compactions() == ref               # a later process
     assert kept.compactions() == ref                     # the process that kept it
     conn.close()

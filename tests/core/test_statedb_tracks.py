@@ -126,7 +126,7 @@ def test_a_copied_home_uses_its_stored_track(tmp_path: Path, streamed: list[int]
 
 @pytest.mark.parametrize("change", ["edit_checkpoint", "delete_checkpoint", "rewind", "other_version", "garbage"])
 def test_a_stored_track_that_no_longer_applies_is_ignored(tmp_path: Path, streamed: list[int], change: str) -> None:
-    home, conn, t = _home(tmp_path)
+    home, conn, _t = _home(tmp_path)
     p = home / "state.db"
     assert StateDB(p).compactions() == reference_compactions(p)
     rec = _stored(home)

@@ -41,7 +41,7 @@ def _entries(home: HermesHome) -> set[str]:
         (home.path / "memories" / t).read_text(encoding="utf-8"))}
 
 
-def test_memdeck_processes_share_memdeck_db_without_corruption(demo_home: HermesHome) -> None:
+def test_memdeck_processes_share_memdeck_db_without_corruption(demo_home: HermesHome) -> None:  # noqa: F811 - the fixture
     before = _entries(demo_home)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TZ": "UTC", "HERMES_HOME": str(demo_home.path)}
     cli = [tag for role, tag in ROLES if role == "cli"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from memdeck.core.memory.threats import compare_verdicts, hermes_verdict, rules_for_version
+from memdeck.core.hermes_version import HermesVersion
+from memdeck.core.memory.threats import compare_verdicts, hermes_verdict
 
 
 @pytest.mark.parametrize("version,rules", [("0.16.3", "0.17"), ("0.17.0", "0.17"), ("0.19.0", "0.18"),
                                            ("0.20.1", "0.18"), ("0.22.2.post1", "0.22"), ("", None), ("x", None)])
 def test_rules_for_version(version: str, rules: str | None) -> None:
-    assert rules_for_version(version) == rules
+    assert HermesVersion.of(version).threat_rules == rules
 
 
 def test_022_relaxations_and_017_extras() -> None:

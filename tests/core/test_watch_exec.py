@@ -96,7 +96,7 @@ def test_timeout_stops_watch_and_kills_the_running_cmd_while_events_keep_coming(
     w = _Watch(hermes_home, "--exec", cmd, "--exec-timeout", "1000", "--timeout", "12")
     _writes(hermes_home, 1)
     for _ in range(GUARD * 20):  # the first run has started (its shell wrote its pid)
-        if list(out.glob("sh.*")) and list(out.glob("sh.*"))[0].read_text().strip():
+        if any(p.read_text().strip() for p in out.glob("sh.*")):
             break
         time.sleep(0.05)
     _writes(hermes_home, 2, first=1)

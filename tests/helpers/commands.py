@@ -51,6 +51,7 @@ SAMPLES: dict[str, list[list[str]]] = {
     "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
     "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
+    "constraints": [["constraints", "--keyword"], ["constraints", "--keyword", "--json"]],
     "anchors": [["anchors"], ["anchors", "--json"]],
     "pin": [["pin", "Always run the tests before pushing.", "--json"]],
     "unpin": [["unpin", "{anchor}", "--json"]],
@@ -82,7 +83,7 @@ SAMPLES: dict[str, list[list[str]]] = {
 #: the change history there). Anything not listed is a writer.
 READ_ONLY: frozenset[str] = frozenset({
     "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
-    "plugin status", "history", "watch", "context", "hygiene list",
+    "plugin status", "history", "watch", "context", "hygiene list", "constraints",
     # the dashboard's server (its own sessions write through the dashboard's stores), a script on
     # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
     "serve", "completion", "fleet", "metrics",
@@ -90,9 +91,8 @@ READ_ONLY: frozenset[str] = frozenset({
 
 #: Commands that exit 0 where there is no Hermes home, each for a reason (every other command exits
 #: 4 there): ``completion`` reads no home (it prints a shell script; its parser sets
-#: ``needs_home=False``); ``fleet`` and ``metrics`` show every home, a missing one as its row's
-#: error (``core/cli`` ``ANY_HOME_COMMANDS``).
-NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion", "fleet", "metrics"})
+#: ``needs_home=False``). ``fleet`` and ``metrics`` exit 4 too (issue 39 #5).
+NO_HOME_EXIT_0: frozenset[str] = frozenset({"completion"})
 
 #: Commands that read nothing of a home: the hostile homes run them on the homes that are no
 #: home only (their output cannot depend on what a home holds).

@@ -94,7 +94,7 @@ def start_sshd(tmp: Path) -> Sshd:
                      + (tmp / "host_key.pub").read_text().split(" ", 2)[1] + "\n")
     log = tmp / "sshd.log"
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+                            stdout=subprocess.DEVNULL, stderr=open(log, "wb"))  # noqa: SIM115 - sshd holds it until it ends
     ssh_command = ["ssh", "-F", "/dev/null", "-i", str(tmp / "client_key"), "-o", "IdentitiesOnly=yes",
                    "-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR"]
     # wait for the listening socket (an event: the port accepts), bounded

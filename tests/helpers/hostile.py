@@ -396,7 +396,7 @@ class LockServer:
     to (rollback journal, exclusive locking mode: no other connection can even read it), for as
     long as told: a home "locked by another process" without a process start per command."""
 
-    def __enter__(self) -> "LockServer":
+    def __enter__(self) -> LockServer:
         self.proc = subprocess.Popen([sys.executable, "-c", _LOCK_SERVER], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         return self
@@ -427,7 +427,7 @@ class LockServer:
 
 
 class _NoHold:
-    def __enter__(self) -> "_NoHold":
+    def __enter__(self) -> _NoHold:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -641,7 +641,7 @@ def remove_home(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def holding(hostile: Hostile) -> "LockServer | _NoHold":
+def holding(hostile: Hostile) -> LockServer | _NoHold:
     """A context manager whose ``hold(home)`` holds the home's live condition for a block (for a
     home without one: nothing)."""
     return hostile.holder() if hostile.holder is not None else _NoHold()
@@ -769,7 +769,7 @@ def _start_forked(argv: list[str], timeout: float, unprivileged: bool) -> _Runni
     import traceback as _tb
 
     warm_up()
-    fout, ferr = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    fout, ferr = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 - the forked child writes them; read after it ends
     r, w = os.pipe()  # not inheritable (PEP 446): a grandchild CMD never holds the end open
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
@@ -946,5 +946,5 @@ def warm_up() -> None:
     memory_cmds.safe("warm\x1b")
     for name in (None, *cli.COMMANDS):  # main's parsers, built once and inherited by every child
         cli._parser(name)  # noqa: SLF001
-    import memdeck.tui.launch  # noqa: F401 - `serve` runs through it (CONSOLE_ONLY)
-    import memdeck.tui.serve  # noqa: F401
+    import memdeck.tui.launch
+    import memdeck.tui.serve

@@ -32,7 +32,7 @@ def summary_prefix() -> str:
         from agent.context_compressor import SUMMARY_PREFIX  # type: ignore[import-not-found]
 
         return SUMMARY_PREFIX
-    except Exception:
+    except Exception:  # noqa: BLE001 - any import failure means the frozen 0.19 copy
         return SUMMARY_PREFIX_0_19
 
 

@@ -101,11 +101,36 @@ class Served:
     def stderr(self) -> str:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
+    def next_url(self) -> str:
+        """The next URL the server printed (it prints one each time a token is exchanged: a
+        token works once), which becomes :attr:`url`."""
+        assert self.proc.stdout is not None
+        line = read_line(self.proc.stdout.fileno())
+        assert line.startswith("http"), f"no next URL on stdout: {line!r}; stderr: {self.stderr()}"
+        self.url = line
+        return line
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = WAIT_S) -> int:
         """Send ``sig`` and wait for the server to exit; returns its exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         return self.proc.wait(timeout=timeout)
+
+
+def read_line(fd: int, timeout: float = WAIT_S) -> str:
+    """One line from ``fd``, read a byte at a time (nothing is left in a buffer for the next
+    call), waiting at most ``timeout`` seconds for each byte; ``""`` at the end or the timeout."""
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    while True:
+        ready, _w, _x = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        b = os.read(fd, 1)
+        if not b or b == b"\n":
+            break
+        out += b
+    return out.decode(errors="replace").strip()
 
 
 def serve_argv(home: Path | str, *extra: str) -> list[str]:
@@ -124,8 +149,7 @@ def served(home: Path | str, *extra: str, tmp: Path, env: dict[str, str] | None 
     s: Served | None = None
     try:
         assert proc.stdout is not None
-        ready, _w, _x = select.select([proc.stdout], [], [], WAIT_S)  # the URL line, or the exit
-        line = proc.stdout.readline().decode().strip() if ready else ""
+        line = read_line(proc.stdout.fileno())  # the URL line, or the exit
         if not line.startswith("http"):
             proc.wait(timeout=WAIT_S)
             raise AssertionError(f"memdeck serve did not print a URL: {line!r}; stderr: {err.read_text()}")
@@ -149,7 +173,8 @@ def served(home: Path | str, *extra: str, tmp: Path, env: dict[str, str] | None 
 
 
 def session_cookie(served_: Served) -> str:
-    """``name=value`` of the session cookie, got the way a browser gets it (``/?token=``)."""
+    """``name=value`` of a new session's cookie, got the way a browser gets it (``/?token=``);
+    the URL's token works once, so ``served_.url`` becomes the next URL the server printed."""
     import urllib.request
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -162,6 +187,7 @@ def session_cookie(served_: Served) -> str:
         raise AssertionError("the token URL did not redirect")
     except urllib.error.HTTPError as exc:
         assert exc.code == 303, exc.code
+        served_.next_url()
         return exc.headers["Set-Cookie"].split(";", 1)[0]
 
 
@@ -178,7 +204,7 @@ class TabClient:
         self._reader: asyncio.Task | None = None
         self.closed = asyncio.Event()
 
-    async def __aenter__(self) -> "TabClient":
+    async def __aenter__(self) -> TabClient:
         import aiohttp
 
         self._session = aiohttp.ClientSession()

@@ -70,7 +70,8 @@ HERMES_SCRIPT = textwrap.dedent(
             if not keep_ts:
                 live = [{k: v for k, v in m.items() if k != "timestamp"} for m in live]
             summ = {"role": "assistant" if live[head - 1]["role"] == "user" else "user",
-                    "content": SUMMARY_PREFIX + "\\n" + summary + "\\n\\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"}
+                    "content": SUMMARY_PREFIX + "\\n" + summary
+                    + "\\n\\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"}
             db.archive_and_compact(sid, live[:head] + [summ] + live[len(live) - tail:])
             time.sleep(0.01)
         elif op == "rotate":

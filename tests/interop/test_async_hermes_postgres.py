@@ -33,6 +33,20 @@ db = SessionDB("postgresql+psycopg://user:pw@db.example/hermes")
 print(json.dumps(asyncio.run(db._resolve_engine_options())))
 """
 
+#: what the fork's CLI and agent do: its own (async) ``hermes_state.SessionDB`` on the home's state.db
+WRITE_STATE_DB = """
+import asyncio
+from hermes_state import DEFAULT_DB_PATH, SessionDB
+async def main():
+    db = SessionDB(DEFAULT_DB_PATH)
+    await db.create_session("S1", source="cli")
+    await db.append_message("S1", "user", "hello")
+    r = db.close()
+    if asyncio.iscoroutine(r):
+        await r
+asyncio.run(main())
+"""
+
 
 @pytest.fixture(scope="module")
 def async_hermes() -> Path:
@@ -71,3 +85,30 @@ def test_postgresql_sessions_are_named_not_read(async_hermes: Path, tmp_path: Pa
     assert main(["--home", str(home), "sessions"]) == 0
     out = capsys.readouterr().out
     assert "sessions are in PostgreSQL: not read" in out and "no sessions" not in out
+
+
+def test_a_postgres_section_beside_sessions_in_state_db_is_not_sessions_elsewhere(async_hermes: Path,
+                                                                                  tmp_path: Path) -> None:
+    """Issue 37.7: the fork's own CLI/agent SessionDB (``hermes_state.SessionDB``) writes state.db even
+    with ``database.postgres`` configured; memdeck then reads state.db and does not say the sessions
+    are elsewhere (it says the section is set and unused by the agent)."""
+    from memdeck.core.fleet.figures import figures_from_status
+    from memdeck.core.home import HermesHome
+    from memdeck.core.overview.status import build_status
+    from memdeck.core.sessions.profile import detect_profile
+
+    home = tmp_path / "hermes_home"
+    (home / "memories").mkdir(parents=True)
+    (home / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    env = dict(os.environ, HERMES_HOME=str(home), HOME=str(tmp_path))
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(async_hermes), "-c", WRITE_STATE_DB], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    h = HermesHome(home)
+    p = detect_profile(h)
+    assert p.session_store == "sqlite" and not any("sessions are in" in d for d in p.degradations), p.degradations
+    assert any("database.postgres is set, but state.db holds the sessions" in n for n in p.notes), p.notes
+    st = build_status(h)
+    assert "session_store" not in st and [s["id"] for s in st["sessions"]] == ["S1"]
+    assert not figures_from_status(st).session_store

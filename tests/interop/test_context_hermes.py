@@ -24,7 +24,8 @@ from memdeck.core.context.budget import threshold_tokens
 from memdeck.core.context.prompts import PromptCache
 from memdeck.core.context.report import build_report, disk_entries
 from memdeck.core.context.sections import SECTION_NAMES
-from memdeck.core.context.tokens import hermes_estimate, hermes_line, hermes_message_estimate
+from memdeck.core.context.tokens import hermes_estimate, hermes_message_estimate
+from memdeck.core.hermes_version import HermesVersion
 from memdeck.core.home import HermesHome
 from memdeck.core.sessions.profile import detect_profile
 from memdeck.core.sessions.statedb import StateDB
@@ -70,7 +71,7 @@ def report_of(home: Path, sid: str) -> Any:
     with StateDB(h.state_db) as db:
         stamp = db.prompt_stamps([sid])[0]
         return build_report(db, h, load_config(h), stamp, cache=PromptCache(), disk=disk_entries(h),
-                            version=detect_profile(h).version)
+                            version=detect_profile(h).hermes)
 
 
 def replace_op(version: str, old: str, new: str) -> dict[str, Any]:
@@ -159,7 +160,7 @@ def test_token_estimate_and_threshold_equal_hermes(version: str, tmp_path: Path)
     cases = [[128_000, 0.5, None, None], [200_000, 0.5, None, None], [1_000_000, 0.5, None, 300_000],
              [64_000, 0.5, None, None], [200_000, 0.5, 40_000, None], [1_000_000, 0.8, 100_000, None]]
     res = drive(py, home, [{"op": "estimates", "texts": texts, "messages": messages, "thresholds": cases}], home.parent)[0]
-    line = hermes_line(version)
+    line = HermesVersion.of(version).line
     assert [hermes_estimate(t, line) for t in texts] == res["texts"]
     assert hermes_message_estimate(messages, line) == res["messages"]
     for (length, pct, max_tokens, cap), th in zip(cases, res["thresholds"]):

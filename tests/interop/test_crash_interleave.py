@@ -269,7 +269,7 @@ def _fresh(root: Path, name: str) -> HermesHome:
     return HermesHome(home)
 
 
-def _kill(sc: Scenario, home: HermesHome, step: int, out: "Outcome", setup: bool = True) -> dict[int, Row]:
+def _kill(sc: Scenario, home: HermesHome, step: int, out: Outcome, setup: bool = True) -> dict[int, Row]:
     """Set up ``home`` (unless done), kill the operation before ``step``; returns the rows the
     killed operation wrote (intent or done), by id."""
     if setup:
@@ -429,7 +429,7 @@ def _show(state: dict[str, frozenset[str]]) -> str:
 # ----------------------------------------------------------------------------- the matrix
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cases(name: str, root: str) -> tuple[int, tuple[Outcome, ...]]:
     sc = next(s for s in SCENARIOS if s.name == name)
     base = Path(root)

@@ -18,7 +18,7 @@ from memdeck.core.deck import journal
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
 from tests.conftest import requires_hermes
-from tests.helpers.memory import hermes_json, run_hermes
+from tests.helpers.memory import hermes_json
 
 pytestmark = [requires_hermes, pytest.mark.interop]
 
@@ -99,14 +99,14 @@ def test_changes_made_while_memdeck_was_closed_are_found_and_attributed(hermes_h
     # memdeck's own seeding is attributed to memdeck's journal
     assert {r["actor"] for r in rows if r["op"] == "added"} == {"cli"}
 
-    rc, out, err = _cli(capsys, hermes_home, "revert", str(removed["id"]))
+    rc, _out, err = _cli(capsys, hermes_home, "revert", str(removed["id"]))
     assert rc == 0, err
     assert "Always run tests before pushing." in hermes_json(hermes_home, HERMES_READ)
     newest = _history(capsys, hermes_home)[0]
     assert newest["op"] == "added" and newest["after"] == "Always run tests before pushing."
     assert newest["actor"] == "cli" and newest["attribution"]["op"] == "revert"
 
-    rc, out, err = _cli(capsys, hermes_home, "revert", str(replaced["id"]))
+    rc, _out, err = _cli(capsys, hermes_home, "revert", str(replaced["id"]))
     assert rc == 0, err
     assert "User lives in Leeds." in hermes_json(hermes_home, HERMES_READ)
     assert "User lives in York." not in hermes_json(hermes_home, HERMES_READ)
@@ -149,7 +149,7 @@ def test_revert_that_would_overflow_lists_what_could_be_archived(hermes_home: He
                         {"action": "add", "target": "memory", "content": "a" * 400},
                         {"action": "add", "target": "memory", "content": "b" * 400}])
     removed = next(r for r in _history(capsys, hermes_home) if r["op"] == "removed")
-    rc, out, err = _cli(capsys, hermes_home, "revert", str(removed["id"]))
+    rc, _out, err = _cli(capsys, hermes_home, "revert", str(removed["id"]))
     assert rc == 1 and "over the limit" in err and "archive one with" in err
 
 

@@ -35,7 +35,7 @@ SEEDS = [
     ("memory", "Deploy-Ziel: pi.local"),
     ("user", "User prefers concise answers without preamble"),
     ("user", "User prefers concise answers, no preamble"),
-    ("memory", "Config lives in /nonexistent/memdeck-interop/app.toml"),
+    ("memory", "Config lives in /tmp/memdeck-interop-gone-3b2e.toml"),
 ]
 
 
@@ -72,7 +72,7 @@ def test_hygiene_while_hermes_writes_loses_nothing_and_undoes_to_the_seeds(herme
             out, err = p.communicate(timeout=240)
             assert p.returncode == 0 and out.strip() == "done", err[-2000:]
     assert len(applied) == 5  # four duplicate pairs and the stale path
-    assert 0 < overlap, "no hygiene change ran while Hermes was writing"
+    assert overlap > 0, "no hygiene change ran while Hermes was writing"
     raw = hermes_home.memory_file("memory").read_text(encoding="utf-8")
     mem = parse_entries(raw)
     assert serialize_entries(mem) == raw  # canonical

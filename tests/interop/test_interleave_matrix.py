@@ -50,7 +50,7 @@ def _entries(home: Path) -> frozenset[str]:
     return frozenset(parse_entries(p.read_text(encoding="utf-8") if p.exists() else ""))
 
 
-def _template(hermes: Any, root: Path, name: str, record: dict[str, Any]) -> tuple[Path, str]:
+def _template(hermes: Any, root: Path, name: str, record: dict[str, Any]) -> tuple[Path, str]:  # noqa: F811 - the fixture
     home = root / name
     (home / "memories").mkdir(parents=True)
     res = drive(hermes, home, [{"op": "mem", "action": "add", "target": "memory", "content": e} for e in BASE] + [
@@ -62,7 +62,7 @@ def _template(hermes: Any, root: Path, name: str, record: dict[str, Any]) -> tup
     return home, staged["result"]["pending_id"]
 
 
-def _drive_many(hermes: Any, root: Path, commands: list[dict[str, Any]]) -> list[Any]:
+def _drive_many(hermes: Any, root: Path, commands: list[dict[str, Any]]) -> list[Any]:  # noqa: F811 - the fixture
     """Like ``drive``, for commands that each name their ``home``; a Hermes refusal (``/memory
     approve`` of a record it cannot find) is a result here, not a failure."""
     _, py = hermes
@@ -82,7 +82,7 @@ def _copy(src: Path, dst: Path) -> HermesHome:
     return HermesHome(dst)
 
 
-def test_a_killed_approval_is_applied_at_most_once_by_anyone(hermes, tmp_path: Path) -> None:
+def test_a_killed_approval_is_applied_at_most_once_by_anyone(hermes, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     version, _ = hermes
     runs = 0
     problems: list[str] = []
@@ -139,7 +139,7 @@ def test_a_killed_approval_is_applied_at_most_once_by_anyone(hermes, tmp_path: P
     assert runs >= 10
 
 
-def test_the_driver_serves_several_homes(hermes, tmp_path: Path) -> None:
+def test_the_driver_serves_several_homes(hermes, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     """The ``home`` field: each command lands in its own home (what the test above relies on)."""
     homes = [tmp_path / f"h{i}" for i in range(2)]
     for h in homes:

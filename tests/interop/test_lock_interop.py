@@ -39,9 +39,8 @@ def test_hermes_holding_lock_blocks_memdeck(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", code], env=_env(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "held"
-        with pytest.raises(LockTimeout):
-            with file_lock(target, timeout=0.3):
-                pass
+        with pytest.raises(LockTimeout), file_lock(target, timeout=0.3):
+            pass
     finally:
         proc.stdin.write("\n")
         proc.stdin.flush()

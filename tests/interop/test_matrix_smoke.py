@@ -81,7 +81,7 @@ def test_memdeck_writes_hermes_reads(hermes, home: Path) -> None:
     assert res[0]["raw"].encode("utf-8") == written
     assert res[0]["entries"] == ENTRIES and res[1]["entries"] == ["Prefers tabs"]
     # Hermes appends to memdeck's file without rewriting what memdeck wrote
-    assert res[3]["raw"].encode("utf-8") == written + "\n§\nfrom hermes".encode("utf-8")
+    assert res[3]["raw"].encode("utf-8") == written + "\n§\nfrom hermes".encode()
     assert deck.entries(home) == ENTRIES + ["from hermes"]
 
 

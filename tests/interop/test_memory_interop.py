@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -62,7 +61,7 @@ def test_memdeck_writes_hermes_reads_and_rewrites_without_drift(hermes_home: Her
     assert out["entries"][1:] == ENTRIES[1:] and out["user"] == ["Likes tea"]
     assert out["replace"]["success"] is True  # Hermes' drift guard accepts our canonical file
     assert not list(hermes_home.memories_dir.glob("*.bak.*"))
-    assert [e.text for e in read_memory(hermes_home, Config(), "memory").entries][0] == "First fact (edited by hermes)"
+    assert read_memory(hermes_home, Config(), "memory").entries[0].text == "First fact (edited by hermes)"
 
 
 def test_memdeck_normalize_satisfies_hermes_drift_guard(hermes_home: HermesHome) -> None:
@@ -79,7 +78,8 @@ def test_pending_written_by_hermes_is_listed_and_approved_like_hermes_replay(her
     from tools import write_approval as wa
     ops = [{"action": "add", "content": "gamma"}, {"action": "replace", "old_text": "alpha", "content": "alpha 1"}]
     r1 = wa.stage_write(wa.MEMORY, {"action": "batch", "target": "memory", "operations": ops}, summary="b", origin="background_review")
-    r2 = wa.stage_write(wa.MEMORY, {"action": "add", "target": "user", "content": "Likes tea", "old_text": None}, summary="a", origin="foreground")
+    r2 = wa.stage_write(wa.MEMORY, {"action": "add", "target": "user", "content": "Likes tea", "old_text": None},
+                        summary="a", origin="foreground")
     print(json.dumps([r1["id"], r2["id"]]))
     """
     ids = hermes_json(hermes_home, code)

@@ -44,7 +44,8 @@ pm.invoke_hook("on_session_start", session_id=SID, model="m", platform="cli")
 sysmsg = {"role": "system", "content": "You are Hermes."}
 quiet = [sysmsg, {"role": "user", "content": "hello"}]
 out["quiet"] = turn(quiet, "hello")
-summary = {"role": "user", "content": SUMMARY_PREFIX + "\nWe set up the repo.\n\n--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"}
+summary = {"role": "user", "content": SUMMARY_PREFIX + "\nWe set up the repo.\n\n"
+           "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"}
 compacted = [sysmsg, {"role": "user", "content": "old"}, summary,
              {"role": "user", "content": "Use British English spelling everywhere, please."},
              {"role": "assistant", "content": "Of course: colour, favour."}]
@@ -68,7 +69,7 @@ print("RESULT" + json.dumps(out))
 def drive(home: Path, mode: str) -> dict:
     proc = subprocess.run([sys.executable, "-c", DRIVER, mode, SID], capture_output=True, text=True, timeout=180,
                           env={**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(REPO)}, cwd=str(home))
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, f"driver failed rc={proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     return json.loads(line[len("RESULT"):])
 

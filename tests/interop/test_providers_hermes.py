@@ -104,15 +104,36 @@ def test_provider_settings_equal_what_each_hermes_makes_of_them(version: str, tm
     seen = {}
     for (name, home), theirs in zip(homes.items(), res):
         h = HermesHome(home)
-        version_seen = detect_profile(h).version
+        version_seen = detect_profile(h).hermes
         ours = provider_settings(load_config(h), h, version_seen)
         loaded = [ours.name] if ours.name is not None and ours.found is not None else []
         seen[name] = ({"memory_enabled": ours.memory_enabled, "user_profile_enabled": ours.user_profile_enabled,
                        "providers": loaded}, theirs)
     assert {n: o for n, (o, _t) in seen.items()} == {n: t for n, (_o, t) in seen.items()}, version
+    # issue 37.5: a padded name loads nothing in every version, and memdeck says so (the name is not shown)
+    padded = HermesHome(homes["provider_padded"])
+    ours = provider_settings(load_config(padded), padded, detect_profile(padded).hermes)
+    assert seen["provider_padded"][1]["providers"] == [] and ours.name is None
+    assert any("surrounding spaces" in n for n in ours.notes), ours.notes
+    # one reading: status, the fleet's figures (from status and from the dashboard's snapshot) and the
+    # dashboard's provider settings say the same provider (issue 32: `provider: none` on 0.22)
+    from memdeck.core.fleet.figures import figures_from_status
+    from memdeck.core.fleet.local import LocalReader
+    from memdeck.core.overview.status import build_status
+
+    for name in ("provider_none", "provider_padded", "provider_builtin", "provider"):
+        h = HermesHome(homes[name])
+        dashboard = provider_settings(load_config(h), h, detect_profile(h).hermes).name or ""
+        st = build_status(h)
+        reader = LocalReader(h)
+        try:
+            from_snapshot = reader.read().provider
+        finally:
+            reader.close()
+        assert st["memory_provider"] == figures_from_status(st).provider == from_snapshot == dashboard, (name, version)
     # the words of the header
     h = HermesHome(homes["memory_off"])
-    ours = provider_settings(load_config(h), h, detect_profile(h).version)
+    ours = provider_settings(load_config(h), h, detect_profile(h).hermes)
     if "holographic" in (ours.found or ""):
         assert ours.authority() == "built-in MEMORY off; provider: holographic"
 
@@ -140,7 +161,7 @@ def test_holographic_recall_is_shown_byte_for_byte_on_its_turn(version: str, tmp
     sent = [t["sent"] for t in res["turns"]]
     h = HermesHome(home)
     with StateDB(h.state_db) as db:
-        view = session_injected(db, load_config(h), SID, detect_profile(h).version)
+        view = session_injected(db, load_config(h), SID, detect_profile(h).hermes)
         users = db.user_turns(SID)
     assert view.recorded and [t.turn_id for t in view.turns] == [u.id for u in users]
     assert [u.content for u in users] == HOLO_TURNS
@@ -187,7 +208,7 @@ def test_the_tests_own_provider_recalls_on_a_real_turn(version: str, tmp_path: P
     wire = res["turns"][0]["sent"]
     h = HermesHome(home)
     with StateDB(h.state_db) as db:
-        view = session_injected(db, load_config(h), SID, detect_profile(h).version)
+        view = session_injected(db, load_config(h), SID, detect_profile(h).hermes)
     (part,) = view.turns[0].parts
     assert part.source == "provider" and part.name == "mdprov"
     assert part.text == wire[len("when do we deploy?\n\n"):]
@@ -254,7 +275,7 @@ def test_a_hermes_without_api_content_says_so(version: str, tmp_path: Path) -> N
     assert "<memory-context>" in res["turns"][0]["sent"], res  # Hermes injected it, and kept nothing of it
     h = HermesHome(home)
     with StateDB(h.state_db) as db:
-        view = session_injected(db, load_config(h), SID, detect_profile(h).version)
+        view = session_injected(db, load_config(h), SID, detect_profile(h).hermes)
     assert not view.recorded and "not recorded" in (view.reason or "") and view.to_list() is None
     assert any("api_content" in d for d in detect_profile(h).degradations)
     out = subprocess.run([sys.executable, "-m", "memdeck.core.cli", "--home", str(home), "context", "--session", SID,

@@ -47,7 +47,7 @@ def drive(py: Path, home: Path, commands: list[dict[str, Any]]) -> list[Any]:
     """Answers with an ``error`` are Hermes' refusals (what these tests compare); only a driver
     traceback or an unsupported op fails the test."""
     return run.drive(py, home, commands, timeout=900,
-                     failed=lambda res: isinstance(res, dict) and ("error" in res and "trace" in res or "unsupported" in res))
+                     failed=lambda res: isinstance(res, dict) and (("error" in res and "trace" in res) or "unsupported" in res))
 
 
 def new_home(tmp_path: Path, name: str) -> Path:

@@ -139,7 +139,7 @@ def build_home(tmp_path: Path, engine: str, detection: str) -> HermesHome:
     proc = subprocess.run([sys.executable, "-c", DRIVER, str(home.path), SID, SYSTEM, json.dumps(PINS), json.dumps(TAILS)],
                           capture_output=True, text=True, timeout=600, cwd=str(home.path),
                           env={**os.environ, "HERMES_HOME": str(home.path), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"})
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("RESULT")), None)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, f"driver failed rc={proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     out = json.loads(line[len("RESULT"):])
     assert all(p.startswith("Pinned instruction") for p in out["pins"]), out["pins"]

@@ -3,8 +3,6 @@ for workers (never sleeping)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 import time
 from pathlib import Path

@@ -141,7 +141,7 @@ async def test_the_chart_follows_the_theme(demo_home) -> None:
         chart = _chart(app, "integrity-chart")
         await wait_for(pilot, lambda: chart.plotted)
         drawn, built = chart.draws, chart.builds
-        light_red = "#%02x%02x%02x" % tuple(LIGHT_ANSI.ansi_colors[1])
+        light_red = "#{:02x}{:02x}{:02x}".format(*LIGHT_ANSI.ansi_colors[1])
         assert light_red not in app.export_screenshot().lower()
         await pilot.press("t")
         await wait_for(pilot, lambda: chart.draws > drawn)

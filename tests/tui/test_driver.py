@@ -21,12 +21,12 @@ import pytest
 
 pytest.importorskip("termios", reason="Textual's LinuxDriver (and so memdeck's) runs on POSIX terminals")
 
-from textual import events  # noqa: E402
-from textual._xterm_parser import XTermParser  # noqa: E402
+from textual import events
+from textual._xterm_parser import XTermParser
 
-from memdeck.tui import driver as driver_module  # noqa: E402
-from memdeck.tui.app import make_app  # noqa: E402
-from memdeck.tui.driver import POLL_SECONDS, QuietLinuxDriver, input_timeout  # noqa: E402
+from memdeck.tui import driver as driver_module
+from memdeck.tui.app import make_app
+from memdeck.tui.driver import POLL_SECONDS, QuietLinuxDriver, input_timeout
 
 BOUND = 20.0  # seconds: a bound on each wait, never reached when the driver works
 

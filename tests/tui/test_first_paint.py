@@ -129,15 +129,15 @@ async def test_a_short_history_read_does_not_wait_for_the_first_paint(demo_home,
     """A later launch reads the history from memdeck.db and the few rows after it in a fraction of
     a second (a short read reports progress once, at its end): it runs beside the first paint
     instead of after it (1M rows: full history on screen 0.9 -> 0.7 s)."""
-    from memdeck.core.overview import snapshot as snapshot_mod
+    from memdeck.core.overview.parts import Evaluator
 
     seen_at_start: list[object] = []
     build_started = threading.Event()
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
-    real = snapshot_mod.build_snapshot
+    real = Evaluator.read
 
     def spying(*a, **k):
-        db = a[2]
+        db = a[3]  # (self, home, config, db)
         if db is not None and db.progress is not None:
             db.progress(500, 500)  # a short read's one report
         if not build_started.is_set():
@@ -152,7 +152,7 @@ async def test_a_short_history_read_does_not_wait_for_the_first_paint(demo_home,
             build_started.wait(1.0)
         return real_apply(self, snap)
 
-    monkeypatch.setattr(snapshot_mod, "build_snapshot", spying)
+    monkeypatch.setattr(Evaluator, "read", spying)
     monkeypatch.setattr(type(app), "apply_snapshot", held_paint)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and not app.snapshot.partial)

@@ -66,11 +66,11 @@ async def test_a_long_first_read_is_left_to_the_app(demo_home, monkeypatch) -> N
 
 
 async def test_a_failed_head_start_leaves_the_first_refresh_to_the_app(demo_home, monkeypatch) -> None:
-    from memdeck.core.overview import snapshot as snapshot_module
+    from memdeck.core.overview.parts import Evaluator
 
     def broken(*a, **k):
         raise OSError("the disk went away")
-    monkeypatch.setattr(snapshot_module, "build_memory_snapshot", broken)
+    monkeypatch.setattr(Evaluator, "first_paint", broken)
     hs = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)
     _finished(hs)
     monkeypatch.undo()
@@ -86,15 +86,15 @@ def test_the_gil_switch_interval_is_short_only_while_the_head_start_runs(demo_ho
     CPython's 5 ms interval each time (the 1M head start ended at 1.2 s instead of 0.6-0.8 s)."""
     import threading
 
-    from memdeck.core.overview import snapshot as snapshot_module
+    from memdeck.core.overview.parts import Evaluator
 
     go = threading.Event()
-    real = snapshot_module.build_memory_snapshot
+    real = Evaluator.first_paint
 
     def held(*a, **k):
         go.wait(60)
         return real(*a, **k)
-    monkeypatch.setattr(snapshot_module, "build_memory_snapshot", held)
+    monkeypatch.setattr(Evaluator, "first_paint", held)
     # a head start of an earlier test's app may still be ending in this worker: wait for it
     assert head_start_module.SWITCH_INTERVAL.wait_idle(60)
     before = sys.getswitchinterval()
@@ -196,11 +196,11 @@ async def test_a_memory_only_snapshot_queued_in_front_of_a_full_one_is_not_paint
 
 async def test_a_failed_build_keeps_the_memory_only_first_paint(demo_home, monkeypatch) -> None:
     """A build that fails posts no full snapshot: the memory usage painted first must stay."""
-    from memdeck.core.overview import snapshot as snapshot_module
+    from memdeck.core.overview.parts import Evaluator
 
     def broken(*a, **k):
         raise OSError("state.db went away")
-    monkeypatch.setattr(snapshot_module, "build_snapshot", broken)
+    monkeypatch.setattr(Evaluator, "read", broken)
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await wait_for(pilot, lambda: app.idle and any("state.db went away" in n.message for n in app.notification_log))
@@ -213,15 +213,15 @@ def test_overlapping_head_starts_put_back_the_interval_from_before_the_first(dem
     the one to restore: the process would keep 1 ms switches for good."""
     import threading
 
-    from memdeck.core.overview import snapshot as snapshot_module
+    from memdeck.core.overview.parts import Evaluator
 
     go = threading.Event()
-    real = snapshot_module.build_memory_snapshot
+    real = Evaluator.first_paint
 
     def held(*a, **k):
         go.wait(60)
         return real(*a, **k)
-    monkeypatch.setattr(snapshot_module, "build_memory_snapshot", held)
+    monkeypatch.setattr(Evaluator, "first_paint", held)
     assert head_start_module.SWITCH_INTERVAL.wait_idle(60)
     before = sys.getswitchinterval()
     first = HeadStart(demo_home, load_config(demo_home), clock=lambda: DEMO_NOW)

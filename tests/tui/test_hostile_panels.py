@@ -137,7 +137,7 @@ def reports(request: pytest.FixtureRequest, base: Path, tmp_path_factory: pytest
                 running[r] = (h, pid, home, server, hold, before)
             ready, _, _ = select.select(list(running), [], [], HANG_GUARD)
             if not ready:
-                for r, (h, pid, *_rest) in running.items():
+                for h, pid, *_rest in running.values():
                     os.kill(pid, signal.SIGKILL)
                     out[h.name] = {"crash": f"the dashboard did not finish within {HANG_GUARD:g} s"}
                 ready = list(running)
@@ -150,7 +150,7 @@ def reports(request: pytest.FixtureRequest, base: Path, tmp_path_factory: pytest
                 report["after"] = fingerprint(home)
                 out.setdefault(h.name, report)
     finally:
-        for r, (h, pid, _home, server, hold, _b) in running.items():
+        for _h, pid, _home, server, hold, _b in running.values():
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             hold.__exit__(None, None, None)

@@ -104,4 +104,4 @@ async def test_every_notify_path_escapes(hostile_app) -> None:
         await pilot.pause()
         _check(app)
         assert len(app.notification_log) == 3
-        assert "⟨ESC⟩]52;c;" in str(list(app.notification_log)[0].message)
+        assert "⟨ESC⟩]52;c;" in str(next(iter(app.notification_log)).message)

@@ -237,7 +237,8 @@ async def test_session_picker_switches_the_shown_session(demo_home) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
         values = list(app.screen.values)
         other = next(v for v in values if v != first)
-        await pilot.press(*(["down"] * (values.index(other) - values.index(first))) if values.index(other) > values.index(first) else ["up"] * (values.index(first) - values.index(other)))
+        steps = values.index(other) - values.index(first)
+        await pilot.press(*(["down"] * steps if steps > 0 else ["up"] * -steps))
         await pilot.press("enter")
         await settle(pilot, app)
         assert app.snapshot.session_id == other
@@ -328,7 +329,8 @@ async def test_theme_toggle_tabs_filter_help_palette_quit(demo_home) -> None:
         await pilot.press("u", "v")
         await wait_for(pilot, lambda: box.value == "uv")
         keys = app.query_one("#anchors-table").keys
-        assert keys and all("uv" in app.panel("anchors").rows[i].text.lower() or "uv" in app.panel("anchors").rows[i].reminder.lower() for i in range(len(keys)))
+        rows = app.panel("anchors").rows
+        assert keys and all("uv" in rows[i].text.lower() or "uv" in rows[i].reminder.lower() for i in range(len(keys)))
         await pilot.press("escape")
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))

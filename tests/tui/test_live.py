@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.demo import DEMO_NOW
 from tests.conftest import requires_hermes
 from tests.tui.conftest import settle, wait_for
@@ -117,7 +116,7 @@ async def test_external_hermes_write_shows_without_a_key_press(demo_home) -> Non
         limit = str(app.config.memory_char_limit)
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", HERMES_WRITER, marker, limit, env=env,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await proc.communicate()
+        _out, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()[-2000:]
         await wait_for(pilot, lambda: any(marker in r.text for r in app.panel("capacity").rows))
         table = app.query_one("#capacity-table")

@@ -16,7 +16,10 @@ def test_secrets_carry_128_random_bits() -> None:
     a, b = new_secret(), new_secret()
     assert a != b and len(base64.urlsafe_b64decode(a + "==")) == 16
     gate = Gate(port=8765)
-    assert gate.token != gate.session  # the cookie jar never holds the token
+    token = gate.token
+    session = gate.redeem(token)
+    assert session is not None and session != token  # the cookie jar never holds the token
+    assert len(base64.urlsafe_b64decode(session + "==")) == 16
 
 
 def test_secrets_are_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,9 +33,35 @@ def test_secrets_are_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(serve_gate.hmac, "compare_digest", spy)
     gate = Gate(port=1)
     assert gate.token_ok(gate.token) and not gate.token_ok(gate.token[:-1] + "x")
-    assert gate.cookie_ok({gate.cookie_name: gate.session}) and not gate.cookie_ok({gate.cookie_name: gate.token})
-    assert len(calls) == 4
+    assert len(calls) == 2
+    token = gate.token
+    session = gate.redeem(token)  # compared in constant time too
+    assert session is not None and len(calls) == 3
+    # a session cookie is looked up by its SHA-256, never compared byte by byte with a secret
+    assert gate.cookie_ok({gate.cookie_name: session}) and not gate.cookie_ok({gate.cookie_name: token})
+    assert len(calls) == 3
     assert not same_secret(None, "x") and not same_secret("é", "é") and not gate.cookie_ok({})
+
+
+def test_a_token_works_once_and_each_session_expires_and_is_revoked() -> None:
+    """issue 40 #8: one token, reusable for the server's life, one cookie for every holder,
+    never expiring."""
+    now = [1000.0]
+    gate = Gate(port=1, session_ttl=60, clock=lambda: now[0])
+    token = gate.token
+    a = gate.redeem(token)
+    assert a is not None and gate.redeem(token) is None  # once
+    assert gate.token_used(token) and not gate.token_used(gate.token) and gate.token != token
+    b = gate.redeem(gate.token)
+    assert b is not None and b != a and gate.sessions == 2
+    now[0] += 59
+    assert gate.cookie_ok({gate.cookie_name: a}) and gate.cookie_ok({gate.cookie_name: b})
+    now[0] += 2  # past the expiry
+    assert not gate.cookie_ok({gate.cookie_name: a}) and gate.sessions == 0
+    c = gate.redeem(gate.token)
+    live_token = gate.token
+    assert gate.revoke_all() == 1
+    assert not gate.cookie_ok({gate.cookie_name: c}) and gate.redeem(live_token) is None  # the server stopped
 
 
 @pytest.mark.parametrize("value, parsed", [
@@ -85,8 +114,10 @@ def test_origin_must_be_the_pages_own() -> None:
 
 
 def test_the_cookie_header() -> None:
-    gate = Gate(port=8765)
-    plain = gate.set_cookie_header(secure=False).split("; ")
-    assert plain[0] == f"memdeck_session_8765={gate.session}"
-    assert set(plain[1:]) == {"Path=/", "HttpOnly", "SameSite=Strict"}
-    assert "Secure" in gate.set_cookie_header(secure=True).split("; ")
+    gate = Gate(port=8765, session_ttl=3600)
+    session = gate.redeem(gate.token)
+    assert session is not None
+    plain = gate.set_cookie_header(session, secure=False).split("; ")
+    assert plain[0] == f"memdeck_session_8765={session}"
+    assert set(plain[1:]) == {"Path=/", "HttpOnly", "SameSite=Strict", "Max-Age=3600"}
+    assert "Secure" in gate.set_cookie_header(session, secure=True).split("; ")

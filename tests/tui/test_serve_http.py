@@ -78,11 +78,11 @@ def test_the_token_url_sets_a_strict_httponly_cookie_and_leaves_the_address_bar(
         assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attrs) and "Secure" not in attrs
         assert headers["Cache-Control"] == "no-store"
         # behind an https proxy (Tailscale Serve, Caddy, cloudflared say so): Secure
-        _, headers, _ = _get(s.url, {"X-Forwarded-Proto": "https"})
+        _, headers, _ = _get(s.next_url(), {"X-Forwarded-Proto": "https"})
         assert "Secure" in [a.strip() for a in headers["Set-Cookie"].split(";")]
         # a navigation another site started: a page that refreshes to / (a Strict cookie is not
         # sent on a redirect that another site started)
-        status, headers, body = _get(s.url, {"Sec-Fetch-Site": "cross-site"})
+        status, headers, body = _get(s.next_url(), {"Sec-Fetch-Site": "cross-site"})
         assert status == 200 and "Set-Cookie" in headers and b'http-equiv="refresh" content="0;url=/"' in body
         # the cookie opens the page
         status, headers, body = _get(s.base + "/", {"Cookie": attrs[0]})
@@ -104,6 +104,40 @@ def test_without_the_cookie_every_route_and_the_websocket_answer_401(demo_home: 
         assert s.dashboards() == []  # no process was started for any of them
         # control: the same WebSocket with the cookie opens
         assert asyncio.run(_ws_status(s.base, {"Origin": s.base, "Cookie": session_cookie(s)})) == 101
+
+
+def test_the_token_works_once_and_each_exchange_is_a_session_of_its_own(demo_home: HermesHome, tmp_path: Path) -> None:
+    """issue 40 #8 / 39 #12: the token opened sessions for the server's whole life, every holder
+    got the same cookie, which never expired. Now a URL opens one session; a second use is 401
+    with a line saying where the next URL is; the server prints the next URL; each session has
+    its own cookie, with an expiry."""
+    with served(demo_home.path, tmp=tmp_path) as s:
+        first_url = s.url
+        status, headers, _ = _get(first_url)
+        assert status == 303
+        first = headers["Set-Cookie"].split(";", 1)[0]
+        assert any(a.strip().startswith("Max-Age=") and int(a.strip()[8:]) > 0 for a in headers["Set-Cookie"].split(";"))
+        status, _h, body = _get(first_url)  # the same URL again: someone else, or a link preview
+        assert status == 401 and b"used already" in body and b"new URL" in body and b"terminal" in body
+        second_url = s.next_url()
+        assert second_url != first_url and second_url.startswith(s.base + "/?token=")
+        status, headers, _ = _get(second_url)
+        assert status == 303
+        second = headers["Set-Cookie"].split(";", 1)[0]
+        assert second != first
+        for cookie in (first, second):  # both sessions live
+            assert _get(s.base + "/", {"Cookie": cookie})[0] == 200
+        s.stop(signal.SIGINT)
+        assert "2 session(s) revoked" in s.stderr()
+
+
+def test_a_websocket_without_any_credentials_gets_401(demo_home: HermesHome, tmp_path: Path) -> None:
+    """issue 39 #12: ``/ws`` without a cookie and without ``Origin`` answered 403 where the README
+    says every route answers 401 without the cookie."""
+    with served(demo_home.path, tmp=tmp_path) as s:
+        assert asyncio.run(_ws_status(s.base, {})) == 401
+        assert asyncio.run(_ws_status(s.base, {"Origin": "http://evil.example"})) == 401
+        assert s.dashboards() == []
 
 
 def test_a_websocket_from_another_origin_gets_403(demo_home: HermesHome, tmp_path: Path) -> None:
@@ -161,16 +195,19 @@ def test_allow_remote_lets_a_wildcard_bind_and_check_binds_the_port(demo_home: H
 
 def test_the_token_is_printed_once_and_never_logged(demo_home: HermesHome, tmp_path: Path) -> None:
     with served(demo_home.path, tmp=tmp_path) as s:
+        first = s.token
         _get(s.url)
         _get(s.url + "x")
         _get(s.base + "/?ping=1&token=" + s.token)
         _get(s.base + "/nothing?token=" + s.token)
+        _get(s.base + "/", {"Origin": "http://evil.example"})
         asyncio.run(_ws_status(s.base, {"Origin": "http://evil.example"}))
+        s.next_url()  # the next URL, printed on stdout when the first was used
         status = s.stop(signal.SIGINT)
         assert status == 0
         log = s.stderr()
     assert "opened a session" in log and "401" in log and "403" in log  # it did log those requests
-    assert s.token not in log
+    assert first not in log and s.token not in log and s.token != first
 
 
 def test_the_page_loads_nothing_from_another_site_under_a_strict_csp(demo_home: HermesHome, tmp_path: Path) -> None:
@@ -295,3 +332,22 @@ async def test_a_killed_server_leaves_no_dashboard_behind(demo_home: HermesHome,
             s.proc.kill()
             s.proc.wait()
             await asyncio.to_thread(wait_until, lambda: not alive(pid), describe=f"dashboard {pid} to quit")
+
+
+def test_a_malformed_request_logs_one_line_and_no_traceback(demo_home: HermesHome, tmp_path: Path) -> None:
+    """issue 40 #11: aiohttp logged "Error handling request" with a traceback for each malformed
+    request; now one line each."""
+    malformed = [b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+                 b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"]
+    with served(demo_home.path, tmp=tmp_path) as s:
+        before = len(s.stderr().splitlines())
+        for raw in malformed:
+            with socket.create_connection(("127.0.0.1", s.port), timeout=60) as c:
+                c.sendall(raw)
+                assert c.recv(64).startswith(b"HTTP/1.")  # answered (400)
+        assert _get(s.base + "/")[0] == 401  # still serving
+        s.stop(signal.SIGINT)
+        new = s.stderr().splitlines()[before:]
+    assert not [ln for ln in new if "Traceback" in ln or ln.startswith((" ", "\t"))], new
+    bad = [ln for ln in new if "Error handling request" in ln]
+    assert len(bad) == len(malformed) and all(ln.startswith("memdeck serve: ") for ln in bad), new

@@ -70,8 +70,8 @@ async def test_a_notification_releases_the_styles_of_expired_toasts(hermes_home)
         # looks of the test on a busy machine (CI failed so, stop 18).
         app.notify("memory changed", timeout=60)
         await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 1)
-        toast = list(app.screen.query(Toast))[0]  # not query_one: its cache would keep the toast
-        await wait_for(pilot, lambda: bool(toast._styles_cache._cache))  # it has drawn its lines
+        toast = next(iter(app.screen.query(Toast)))  # not query_one: its cache would keep the toast
+        await wait_for(pilot, lambda: bool(toast._styles_cache._cache))  # noqa: F821 - called before the del; it has drawn its lines
         ref = weakref.ref(toast._styles_cache)
         del toast
         app.clear_notifications()  # what its expiry timer does: the rack removes the toast
@@ -92,7 +92,7 @@ async def test_a_refresh_releases_the_styles_of_replaced_widgets(hermes_home) ->
         old = Static("a key that will be replaced")
         box = Vertical(old, id="recomposed")
         await app.screen.mount(box)
-        await wait_for(pilot, lambda: bool(old._styles_cache._cache))  # it has drawn its lines
+        await wait_for(pilot, lambda: bool(old._styles_cache._cache))  # noqa: F821 - called before the del; it has drawn its lines
         ref = weakref.ref(old._styles_cache)
         del old
         await box.remove_children()

@@ -5,12 +5,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
+from .modal import Dialog
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(Dialog[bool]):
     """Ask before a destructive action. Dismisses with True (confirm) or False (cancel).
 
     ``body`` must already be safe (a :class:`rich.text.Text` from :func:`tui.safe_text.safe_text`);

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen
+from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
-from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
+from memdeck.core.home import TARGET_FILES
 
 from ..safe_text import safe_text
+from .modal import Dialog
 
 
 def scan_findings(text: str) -> list[Any]:
@@ -31,7 +32,7 @@ def scan_findings(text: str) -> list[Any]:
         return []
     try:
         return list(scan(text))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the threat preview is a courtesy; the core scans on write
         return []
 
 
@@ -58,7 +59,7 @@ def running_note(app: Any) -> str | None:
 
     try:
         return write_note(getattr(app, "snapshot", None), "memory")
-    except Exception:  # the note is a courtesy
+    except Exception:  # noqa: BLE001 - the note is a courtesy
         return None
 
 
@@ -75,7 +76,7 @@ def findings_text(text: str, findings: list[Any]) -> Text:
     return t
 
 
-class FormScreen(ModalScreen["dict[str, Any] | None"]):
+class FormScreen(Dialog["dict[str, Any] | None"]):
     """A modal form that checks itself on every change and saves only what passes.
 
     Subclasses compose a text area ``#{FORM}-text`` and buttons ``#{FORM}-save`` /
@@ -219,7 +220,7 @@ class EntryEditScreen(FormScreen):
         target = self._current_target()
         used, limit = self._usage_after(target, text)
         findings = scan_findings(self.compose_entry(text)) if text else []
-        name = "MEMORY.md" if target == "memory" else "USER.md"
+        name = TARGET_FILES.get(target, "USER.md")
         unchanged = not self.choose_target and text == self.original.strip() and not self.allow_unchanged
         problems: list[str] = []
         budget = Text()
@@ -303,10 +304,12 @@ class PinScreen(FormScreen):
                 yield Input(str(self.priority), id="pin-priority", type="integer", max_length=3, compact=True)
                 if self.show_scope:
                     yield Label("scope")
-                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False, id="pin-scope", compact=True)
+                    yield Select([("session", "session"), ("global", "global")], value="session", allow_blank=False,
+                                 id="pin-scope", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("probes")
-                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text", id="pin-probes", compact=True)
+                yield Input(", ".join(self.probes), placeholder="comma separated; empty = derived from the text",
+                            id="pin-probes", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("reminder")
                 yield Input(self.reminder, placeholder="empty = first sentence of the text", id="pin-reminder", compact=True)
@@ -357,7 +360,7 @@ class PinScreen(FormScreen):
 
                 t.append("\nprobes derived: ", "dim")
                 t.append_text(safe_text(", ".join(derive_probes(v["text"])) or "(none)", single_line=True))
-            except Exception:
+            except Exception:  # noqa: BLE001 - the probes preview is a courtesy; the core checks the pin
                 pass
         self.query_one("#pin-check", Static).update(t)
         try:
@@ -367,7 +370,7 @@ class PinScreen(FormScreen):
             reminder = v["reminder"] or auto_reminder(v["text"])
             self.query_one("#pin-budget", Static).update(
                 what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
-        except Exception:  # the preview is a courtesy; the core checks the pin
+        except Exception:  # noqa: BLE001 - the preview is a courtesy; the core checks the pin
             pass
         if findings:
             problems.append(f"the threat scan flags it ({', '.join(finding_ids(findings))})")
@@ -395,11 +398,11 @@ class PinScreen(FormScreen):
         text, probes, priority = key
         try:
             result: Any = self.what_if_fn(text, list(probes) or None, priority if 1 <= priority <= 100 else 50)
-        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is a line, never a crash
+        except Exception as exc:  # noqa: BLE001 - the what-if shows any failure as its result, never a crash
             result = exc
         self.post_message(WhatIfReady(key, result))
 
-    def on_what_if_ready(self, message: "WhatIfReady") -> None:
+    def on_what_if_ready(self, message: WhatIfReady) -> None:
         if message.key != self._what_if_key:
             return  # superseded by later typing
         self.what_if_result = message.result

@@ -14,12 +14,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ..keymap import PANELS, keys_table
 from ..safe_text import safe_text
-
+from .modal import Dialog
 
 #: The field's terms as the panels use them (DESIGN.md "Words we use"), for the help screen.
 TERMS: tuple[tuple[str, str], ...] = (
@@ -136,7 +135,7 @@ def demo_renderable(home: Path) -> Text:
     return t
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     """Lists every binding with its id, the terms, the settings file and its problems; in the
     demo, how to run the command line on the demo home. Any of escape, q or ? closes it."""
 

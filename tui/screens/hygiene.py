@@ -13,10 +13,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from ..views.hygiene import block_diff, finding_detail, finding_row
+from .modal import Dialog
 
 
 class HygieneReady(Message):
@@ -28,7 +28,7 @@ class HygieneReady(Message):
         self.error = error
 
 
-class HygieneScreen(ModalScreen[None]):
+class HygieneScreen(Dialog[None]):
     """Lists the findings; enter applies the selected proposal (asks first), 1/2 keeps a
     contradiction's side, e edits a merge's text first, escape closes."""
 
@@ -67,7 +67,7 @@ class HygieneScreen(ModalScreen[None]):
 
         app: Any = self.app
         try:
-            report = hygiene_report(app.home, app.config)
+            report = hygiene_report(app.home, app.config, now=app.clock())
         except Exception as exc:  # noqa: BLE001 - shown on the screen, never a crash
             self.post_message(HygieneReady(None, f"{type(exc).__name__}: {exc}"))
             return
@@ -166,7 +166,7 @@ class HygieneScreen(ModalScreen[None]):
                 return
 
             def op() -> Any:
-                return apply_finding(app.home, app.config, f.id, text=merged, keep=keep, actor="tui")
+                return apply_finding(app.home, app.config, f.id, text=merged, keep=keep, actor="tui", now=app.clock())
 
             app.run_write("hygiene", op, lambda r: f"hygiene {f.id}: {r.message}")
             self.dismiss(None)

@@ -9,10 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from ..safe_text import safe_text
+from .modal import Dialog
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "information": "bold"}
 
@@ -31,7 +31,7 @@ def log_renderable(entries: Sequence[tuple[float, str, str, str]]) -> Text:
     return t
 
 
-class NotificationsScreen(ModalScreen[None]):
+class NotificationsScreen(Dialog[None]):
     """Lists :attr:`memdeck.tui.app.MemdeckApp.notification_log`; escape, q or N closes it."""
 
     BINDINGS = [Binding("escape,q,N", "close", "Close", id="notifications.close")]

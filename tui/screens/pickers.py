@@ -9,12 +9,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from .modal import Dialog
 
-class PickerScreen(ModalScreen["str | None"]):
+
+class PickerScreen(Dialog["str | None"]):
     """Choose one of ``options`` (``(value, label)``; labels must already be safe Text).
 
     Enter picks, escape cancels. Dismisses with the chosen value or ``None``.

@@ -44,7 +44,7 @@ def usage_bar(snap: DeckSnapshot, target: str, width: int) -> Text:
     """``MEMORY.md  88%  1,952/2,200 chars · 21 entries  ████░░`` fitted to ``width`` columns
     (the numbers first: the bar shrinks, never the numbers), then a line for a file far over
     its limit and one for a file that does not round-trip."""
-    name = "MEMORY.md" if target == "memory" else "USER.md  "
+    name = TARGET_FILES.get(target, "USER.md").ljust(9)
     state = snap.memory.get(target)
     t = Text()
     t.append(f"{name} ", "bold")
@@ -57,7 +57,7 @@ def usage_bar(snap: DeckSnapshot, target: str, width: int) -> Text:
     # Hermes' own rounding of the percentage (the prompt block header shows it)
     label = f"{f'{state.pct}%':>4}  {used:,}/{limit:,} chars · {n} entries"
     bar_w = max(0, width - len(name) - 1 - len(label) - 2)
-    filled = min(bar_w, int(round(bar_w * min(pct, 100) / 100)))
+    filled = min(bar_w, round(bar_w * min(pct, 100) / 100))
     style = "red" if pct >= 90 else ("yellow" if pct >= 75 else "green")
     t.append(label, "bold red" if pct > 100 else "")
     if bar_w >= 4:
@@ -77,7 +77,8 @@ def usage_bar(snap: DeckSnapshot, target: str, width: int) -> Text:
         t.append_text(safe_text(off, single_line=True, style="cyan"))
     if state.drift:
         t.append("\n  ⚠ ", "bold yellow")
-        t.append_text(safe_text(f"does not round-trip: {state.drift} (Hermes refuses replace/remove until it is normalized)", single_line=True, style="yellow"))
+        t.append_text(safe_text(f"does not round-trip: {state.drift} (Hermes refuses replace/remove until it is normalized)",
+                                single_line=True, style="yellow"))
     return t
 
 

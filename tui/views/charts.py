@@ -9,6 +9,7 @@ Textual maps through the theme's ANSI palette (memdeck's light palette on the li
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ def dots(runs: Sequence[Sequence[tuple[float, float]]], dx: float, dy: float) ->
     for run in runs:
         if len(run) == 1:
             out.append(run[0])
-        for a, b in zip(run, run[1:]):
+        for a, b in itertools.pairwise(run):
             k = max(1, math.ceil(max(abs(b[0] - a[0]) / (dx or 1.0), abs(b[1] - a[1]) / (dy or 1.0))))
             out.extend((a[0] + (b[0] - a[0]) * i / k, a[1] + (b[1] - a[1]) * i / k) for i in range(k + 1))
     return out

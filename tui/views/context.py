@@ -284,7 +284,7 @@ def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0)
         pct = nc["percent_of_threshold"] or 0
         two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
                    "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
-        two.append(f" · {int(round(nc['threshold_percent'] * 100))}% of {nc['context_length']:,}", "dim")
+        two.append(f" · {round(nc['threshold_percent'] * 100)}% of {nc['context_length']:,}", "dim")
         two.append(" · Hermes' estimate, tool schemas not recorded", "dim")
     three = Text()
     tok, _c = _exact_for(rep, exact)

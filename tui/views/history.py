@@ -21,6 +21,7 @@ from rich.text import Text
 
 from memdeck.core.context.new_session import new_session_hint
 from memdeck.core.history.changes import Change
+from memdeck.core.home import TARGET_FILES
 from memdeck.core.history.diff import SHOWN_FIELDS, anchor_fields_of, probe_list
 
 from ..safe_text import safe_plain, safe_text
@@ -87,7 +88,7 @@ def who_short(c: Change) -> str:
 
 def _where(c: Change) -> str:
     if c.kind == "memory":
-        return "MEMORY.md" if c.target == "memory" else "USER.md"
+        return TARGET_FILES.get(c.target or "", "USER.md")
     return f"anchor {c.anchor_id or ''} ({c.where})".strip()
 
 

@@ -55,6 +55,8 @@ def finding_detail(f: Any, method: str, merged: str | None = None) -> Text:
         t.append_text(safe_text(e.text, single_line=True))
         t.append(f"\n   {_who(e)}\n", style="dim")
     ev = {k: v for k, v in f.evidence.items() if k not in ("pairs", "carried_by", "method", "note")}
+    for pair in f.evidence.get("pairs", ())[:2]:
+        ev.setdefault("pairs", []).append({k: pair.get(k) for k in ("similarity", "shared", "decided_by")})
     t.append("evidence: ", style="bold")
     t.append_text(safe_text(", ".join(f"{k}={v}" for k, v in ev.items()), single_line=True, max_chars=400))
     t.append("\n")

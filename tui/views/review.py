@@ -14,6 +14,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from memdeck.core.home import TARGET_FILES
+from memdeck.core.text import age_words
 from memdeck.core.memory.review import DEFAULT_PENDING_AGE_S, staged_by_words
 
 from ..safe_text import safe_text
@@ -90,20 +91,7 @@ def pending_text(p: PendingWrite) -> str:
 
 #: How each review state is shown (the ``state`` column).
 STATE_STYLES = {"clean": "green", "stale": "bold yellow", "refused": "bold red", "foreign": "cyan",
-                "malformed": "bold red"}
-
-
-def age_text(seconds: float | None) -> str:
-    """``"12 min"``, ``"5 h"``, ``"3 d"`` (``"?"`` when unknown)."""
-    if seconds is None:
-        return "?"
-    if seconds < 60:
-        return "now"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min"
-    if seconds < 48 * 3600:
-        return f"{int(seconds // 3600)} h"
-    return f"{int(seconds // 86400)} d"
+                "malformed": "bold red", "applying": "bold magenta"}
 
 
 def queue_item(snap: DeckSnapshot, pending_id: str) -> Any:
@@ -133,7 +121,7 @@ def review_rows(snap: DeckSnapshot, now: float, age_limit_s: float = DEFAULT_PEN
             Text(str(target or "?")),
             Text(action),
             Text(state, style=STATE_STYLES.get(state, "")),
-            Text(age_text(age), style="bold reverse yellow" if old else "dim", justify="right"),
+            Text(age_words(age), style="bold reverse yellow" if old else "dim", justify="right"),
             flag_text([f.pattern_id for f in fnd] + list(unplaced)),
             safe_text(text, single_line=True, max_chars=200),
         )
@@ -182,7 +170,7 @@ def review_detail(r: ReviewRow, snap: DeckSnapshot | None = None, now: float | N
         t.append(" · ", "dim")
         t.append_text(safe_text(staged_by_words(p, item.provider if item is not None else None), single_line=True))
         if p.created_at and now is not None:
-            t.append(f" · staged {age_text(now - p.created_at)} ago", "dim")
+            t.append(f" · staged {age_words(now - p.created_at)} ago", "dim")
         if p.summary:
             t.append("\n")
             t.append_text(safe_text(p.summary, style="italic"))

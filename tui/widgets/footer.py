@@ -15,7 +15,8 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterLabel
+
+from ..textual_private import FooterLabel
 
 
 class DeckFooter(Footer):

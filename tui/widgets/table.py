@@ -126,8 +126,7 @@ class DeckTable(DataTable):
         new value is as wide as the column, or narrower while the old one was not the widest
         (DataTable computes ``content_width`` as the widest cell or the label,
         ``_update_column_widths``)."""
-        from textual.widgets._data_table import ColumnKey, default_cell_formatter
-        from textual.widgets._data_table import measure as cell_measure
+        from ..textual_private import ColumnKey, cell_measure, default_cell_formatter
 
         column = self.columns.get(ColumnKey(column_key))
         if column is None or column.auto_width is False:
@@ -139,12 +138,12 @@ class DeckTable(DataTable):
             return cell_measure(console, default_cell_formatter(value, wrap=False, height=1), 1)
 
         new_width = measured(new)
-        return new_width == width or new_width < width and measured(old) < width
+        return new_width == width or (new_width < width and measured(old) < width)
 
     def _set_cell(self, row_key: str, column_key: str, value: Any) -> None:
         """``DataTable.update_cell`` without its repaint of every line (the caller refreshes
         the row's line): the value is stored and the update count moves on, as there."""
-        from textual.widgets._data_table import ColumnKey, RowKey
+        from ..textual_private import ColumnKey, RowKey
 
         self._data[RowKey(row_key)][ColumnKey(column_key)] = value
         self._update_count += 1
@@ -190,7 +189,7 @@ class DeckTable(DataTable):
         state = (base_style, cursor, hover, self.show_cursor, self._show_hover_cursor, self._pseudo_class_state)
         kept = self._kept_cells.get((row_index, column_index))
         if (kept is None or kept[0] is not value or kept[1] != width
-                or len(kept[2]) >= STATES_PER_CELL and state not in kept[2]):
+                or (len(kept[2]) >= STATES_PER_CELL and state not in kept[2])):
             kept = (value, width, {})  # a new value or width: the earlier drawings are dropped
             self._kept_cells[(row_index, column_index)] = kept
         lines = kept[2].get(state)
@@ -202,7 +201,7 @@ class DeckTable(DataTable):
     def _ensure_cursor_visible(self) -> None:
         try:
             self._scroll_cursor_into_view(animate=False)
-        except Exception:
+        except Exception:  # noqa: BLE001 - Textual's private scroll helper: a failure leaves the cursor where it is
             pass
 
     def select_key(self, key: str) -> bool:

@@ -18,13 +18,20 @@ from memdeck.core.memory.pending import approve as approve_pending
 from memdeck.core.memory.pending import list_pending
 from memdeck.core.memory.reader import read_memory
 from memdeck.core.memory.store import MemoryStore
-from memdeck.core.memory.threats import hermes_verdict, rules_for_version
+from memdeck.core.hermes_version import HermesVersion
+from memdeck.core.memory.threats import hermes_verdict
 from memdeck.core.memory.threats import scan as threat_scan
 from memdeck.core.sessions.recall import recall, search_messages
 from memdeck.core.sessions.statedb import StateDB
 
 __all__ = ["Anchor", "AnchorStore", "HermesHome", "MemoryStore", "Refused", "StateDB", "approve_pending",
-           "audit_session", "hermes_verdict", "list_pending", "load_config", "read_memory", "recall", "rules_for_version", "search_messages", "threat_scan"]
+           "audit_session", "hermes_verdict", "list_pending", "load_config", "read_memory", "recall", "rules_for_version",
+           "search_messages", "threat_scan"]
+
+
+def rules_for_version(version: str) -> str | None:
+    """The threat rule set memdeck applies to a home of Hermes ``version``."""
+    return HermesVersion.of(version).threat_rules
 
 
 def home(path: Path) -> Any:

@@ -141,7 +141,7 @@ def op_info(cmd: dict[str, Any]) -> dict[str, Any]:
 
         out["version"] = getattr(hermes_cli, "__version__", None)
         out["release_date"] = getattr(hermes_cli, "__release_date__", None)
-    except Exception as exc:  # pragma: no cover - depends on the venv
+    except Exception as exc:  # noqa: BLE001 - depends on the venv  # pragma: no cover
         out["version_error"] = repr(exc)
     try:
         import hermes_state
@@ -154,7 +154,7 @@ def op_info(cmd: dict[str, Any]) -> dict[str, Any]:
 
         out["sessiondb"] = {n: hasattr(SessionDB, n) for n in (
             "archive_and_compact", "replace_messages", "update_system_prompt", "search_messages")}
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the probe reports what failed in its answer
         out["state_error"] = repr(exc)
     try:
         from tools import memory_tool
@@ -162,13 +162,13 @@ def op_info(cmd: dict[str, Any]) -> dict[str, Any]:
         store_cls = memory_tool.MemoryStore
         out["memory_store"] = {n: hasattr(store_cls, n) for n in ("add", "replace", "remove", "patch", "apply_batch")}
         out["apply_memory_pending"] = hasattr(memory_tool, "apply_memory_pending")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the probe reports what failed in its answer
         out["memory_error"] = repr(exc)
     for mod in ("yaml", "ruamel.yaml"):
         try:
             m = __import__(mod, fromlist=["__version__"])
             out[mod] = getattr(m, "__version__", "present")
-        except Exception:
+        except Exception:  # noqa: BLE001 - a module that fails to import is reported absent
             out[mod] = None
     return out
 
@@ -463,7 +463,7 @@ def op_search(cmd: dict[str, Any]) -> dict[str, Any]:
 
         raw = session_search(query=cmd["query"], db=db, current_session_id=cmd.get("current_session_id"))
         out["tool"] = json.loads(raw)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the probe reports what failed in its answer
         out["tool_error"] = f"{type(exc).__name__}: {exc}"
     rows = db.search_messages(cmd["query"], limit=int(cmd.get("limit", 20)))
     out["rows"] = [{"id": r.get("id"), "session_id": r.get("session_id"), "snippet": r.get("snippet")} for r in rows]
@@ -546,6 +546,34 @@ def op_memory_setup(cmd: dict[str, Any]) -> dict[str, Any]:
     return {"memory_enabled": bool(getattr(agent, "_memory_enabled", False)),
             "user_profile_enabled": bool(getattr(agent, "_user_profile_enabled", False)),
             "providers": [n for n in names if n != "builtin"]}
+
+
+def op_conv_estimate(cmd: dict[str, Any]) -> dict[str, Any]:
+    """This Hermes' own size of a stored session as a resumed turn sees it: ``rough``
+    (``estimate_messages_tokens_rough`` of ``SessionDB.get_messages_as_conversation``), ``anchor``
+    (0.21.5+ ``agent/usage_anchor.py`` ``persisted_anchor_tokens``: the provider's reported usage plus
+    the rough size of what came after; None when this Hermes has none or it is stale) and the
+    message keys it loaded."""
+    from agent import model_metadata as mm
+
+    db = _sessiondb()
+    msgs = db.get_messages_as_conversation(cmd["sid"])
+    out: dict[str, Any] = {"rough": mm.estimate_messages_tokens_rough(msgs), "anchor": None,
+                           "keys": sorted({k for m in msgs for k in m})}
+    try:
+        from agent.usage_anchor import persisted_anchor_tokens
+    except ImportError:
+        return out
+    out["anchor"] = persisted_anchor_tokens(db, cmd["sid"], msgs)
+    return out
+
+
+def op_agent_budget(cmd: dict[str, Any]) -> dict[str, Any]:
+    """The compaction threshold this Hermes' own agent installs from the home's config.yaml
+    (``AIAgent.__init__`` builds its ``ContextCompressor``): ``{threshold_tokens, context_length}``."""
+    agent = _offline_agent(cmd.get("sid", "BUDGET"), "http://127.0.0.1:9/v1")
+    cc = agent.context_compressor
+    return {"threshold_tokens": int(cc.threshold_tokens), "context_length": int(cc.context_length)}
 
 
 def _offline_agent(sid: str, base_url: str, platform: str = "cli") -> Any:
@@ -743,7 +771,7 @@ def run(commands: list[dict[str, Any]]) -> list[Any]:
                 results.append(_jsonable(fn(cmd)))
         except ImportError as exc:
             results.append({"unsupported": f"{type(exc).__name__}: {exc}"})
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the driver answers every command; the error goes back to the test
             results.append({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-1500:]})
     return results
 

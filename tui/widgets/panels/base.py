@@ -105,7 +105,7 @@ def focus_now(widget: Any) -> None:
     """
     try:
         widget.screen.set_focus(widget)
-    except Exception:
+    except Exception:  # noqa: BLE001 - no screen yet: the deferred focus
         widget.focus()
 
 
@@ -143,7 +143,7 @@ class Panel(Vertical):
         key = self.drawn_from(snap)
         try:
             same = key is not None and self._drawn is not None and key == self._drawn
-        except Exception:  # a value that cannot be compared is drawn
+        except Exception:  # noqa: BLE001 - a value that cannot be compared is drawn
             same = False
         self._drawn = key
         return not same
@@ -161,7 +161,7 @@ class Panel(Vertical):
     def show_banner(self, text: str | None) -> None:
         try:
             self.query_one(Banner).set(text)
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed (start-up, shutdown): no banner to set
             pass
 
     def show_snapshot(self, snap: DeckSnapshot) -> None:
@@ -174,7 +174,7 @@ class Panel(Vertical):
     def primary(self) -> Any:
         try:
             return self.query_one(DeckTable)
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed: no table
             return None
 
     def focus_primary(self) -> None:
@@ -186,7 +186,7 @@ class Panel(Vertical):
     def _filter_box(self) -> Input | None:
         try:
             return self.query_one(f"#{self.id}-filter", Input)
-        except Exception:
+        except Exception:  # noqa: BLE001 - not composed: no filter box
             return None
 
     def open_filter(self) -> None:

@@ -1,0 +1,152 @@
+"""The constraint ledger (issue 34): rules from user turns in six languages with their scope,
+constraint lines from every summary layout, and the verdicts with their evidence, on labelled
+pairs and on a compacted session in state.db."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from memdeck.core.cli import main
+from memdeck.core.constraints.classify import classify
+from memdeck.core.constraints.ledger import counts, session_ledger
+from memdeck.core.constraints.markers import found, imperative_start
+from memdeck.core.constraints.rules import Rule, rules_in, scope_of
+from memdeck.core.constraints.summary import SummaryLine, constraint_lines, summary_lines
+from memdeck.core.home import HermesHome
+from memdeck.core.sessions import hermes_schema as HS
+from memdeck.core.sessions.statedb import StateDB
+
+CASES = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "constraints" / "pairs.yaml").read_text(encoding="utf-8"))["pairs"]
+
+
+def _verdict(case: dict, cosine=None) -> str:
+    rule = Rule(case["rule"], 1, scope_of(case["rule"]), tuple(found("binding", case["rule"])) or ("(imperative)",))
+    lines = []
+    if case.get("line"):
+        t = case["line"]
+        lines.append(SummaryLine(t, "Constraints & Preferences", bool(found("binding", t)) or imperative_start(t)))
+    items = [i for i in classify([rule], lines, cosine=cosine) if i.rule is not None]
+    return items[0].verdict if items else "dropped"
+
+
+def test_the_labelled_pairs_cover_six_languages_and_four_verdicts() -> None:
+    assert len(CASES) >= 60
+    assert {c["lang"] for c in CASES} == {"en", "de", "es", "fr", "zh", "ja"}
+    assert {c["label"] for c in CASES} == {"kept", "weakened", "lost", "promoted"}
+
+
+def test_keyword_verdicts_meet_precision_and_recall_per_class() -> None:
+    pred = [_verdict(c) for c in CASES]
+    for cls in ("lost", "weakened", "promoted"):
+        tp = sum(1 for c, p in zip(CASES, pred) if p == cls and c["label"] == cls)
+        fp = sum(1 for c, p in zip(CASES, pred) if p == cls and c["label"] != cls)
+        n = sum(1 for c in CASES if c["label"] == cls)
+        assert tp / max(1, tp + fp) >= 0.9, (cls, tp, fp)
+        assert tp / n >= 0.8, (cls, tp, n)
+
+
+@pytest.mark.parametrize(("text", "n", "scope"), [
+    ("Never force-push to main. Thanks!", 1, None),
+    ("Skip the linter just this once, please.", 1, "once"),
+    ("Use tabs until the migration is done.", 1, "until"),
+    ("Pushe niemals direkt auf main.", 1, None),
+    ("Por ahora, no ejecutes los tests.", 1, "once"),
+    ("Ne pousse jamais sur main. Merci.", 1, None),
+    ("这次先跳过 lint 检查。", 1, "once"),
+    ("必ず日本語で回答してください。", 1, None),
+    ("What time is it in Berlin?", 0, None),
+])
+def test_rules_are_found_with_their_scope_in_six_languages(text: str, n: int, scope: str | None) -> None:
+    rules = rules_in(text, 7)
+    assert len(rules) == n
+    if n:
+        assert rules[0].scope == scope and rules[0].turn_id == 7
+
+
+SUMMARY_0_22 = """[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary below.
+## Goal
+Ship the release.
+## Constraints & Preferences
+- NEVER run rm -rf on the home directory.
+- Commit messages in English.
+- Force-pushing to main was discussed.
+## Progress
+- Always keep the changelog current.
+- Tests pass on CI.
+
+--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---"""
+
+
+def test_summary_lines_read_the_constraints_section_and_binding_lines_elsewhere() -> None:
+    lines = summary_lines(SUMMARY_0_22)
+    assert [ln.text for ln in lines if ln.in_constraints] == [
+        "NEVER run rm -rf on the home directory.", "Commit messages in English.", "Force-pushing to main was discussed."]
+    assert [ln.text for ln in constraint_lines(SUMMARY_0_22) if not ln.in_constraints] == ["Always keep the changelog current."]
+    legacy = summary_lines("[CONTEXT SUMMARY]: The user said: never log API keys. We fixed the build.")
+    assert legacy and legacy[0].binding
+
+
+def _session(home: HermesHome, turns: list[str], summary: str) -> None:
+    conn = HS.create_state_db(home.state_db)
+    HS.add_session(conn, "s1", started_at=1_800_000_000.0)
+    for i, t in enumerate(turns):
+        HS.append_message(conn, "s1", "user", t, timestamp=1_800_000_000.0 + 2 * i)
+        HS.append_message(conn, "s1", "assistant", "ok", timestamp=1_800_000_001.0 + 2 * i)
+    HS.compact_in_place(conn, "s1", summary, keep_head=1, keep_tail=2, now=1_800_000_100.0)
+    HS.append_message(conn, "s1", "user", "next", timestamp=1_800_000_200.0)
+    conn.close()
+
+
+TURNS = ["Hi, let's work on the release.",
+         "Never run rm -rf on the home directory.",
+         "Never force-push to main.",
+         "Skip the linter just this once.",
+         "Never log API keys.",
+         "Let me know when it is done.",
+         "Thanks, continue.",
+         "And the docs?"]
+SUMMARY = """## Constraints & Preferences
+- NEVER run rm -rf on the home directory.
+- Force-pushing to main was discussed.
+- Skip the linter.
+- Always deploy on Tuesdays.
+## Progress
+- Release notes drafted."""
+
+
+def test_a_compaction_ledger_has_each_verdict_with_its_evidence(hermes_home: HermesHome) -> None:
+    _session(hermes_home, TURNS, SUMMARY)
+    with StateDB(hermes_home.state_db) as db:
+        ledger = session_ledger(db, hermes_home, None, "s1", semantic=False)
+    (comp,) = ledger["compactions"]
+    by = {(i["verdict"], i["rule"] or i["summary_line"]) for i in comp["items"]}
+    assert ("kept", "Never run rm -rf on the home directory.") in by
+    assert ("weakened", "Never force-push to main.") in by
+    assert ("promoted", "Skip the linter just this once.") in by
+    assert ("lost", "Never log API keys.") in by
+    assert ("orphan", "Always deploy on Tuesdays.") in by
+    weak = next(i for i in comp["items"] if i["verdict"] == "weakened")
+    assert weak["summary_line"] == "Force-pushing to main was discussed." and weak["evidence"]["prohibition_lost"]
+    assert weak["source_turn_id"] is not None and weak["method"] == "keyword"
+    assert counts(ledger)["promoted"] == 1
+
+
+def test_no_promotion_where_no_instruction_was_scoped(hermes_home: HermesHome) -> None:
+    _session(hermes_home, [t for t in TURNS if "once" not in t], SUMMARY.replace("- Skip the linter.\n", ""))
+    with StateDB(hermes_home.state_db) as db:
+        assert counts(session_ledger(db, hermes_home, None, "s1", semantic=False))["promoted"] == 0
+
+
+def test_the_cli_prints_the_ledger_as_json(hermes_home: HermesHome, capsys) -> None:
+    _session(hermes_home, TURNS, SUMMARY)
+    assert main(["--home", str(hermes_home.path), "constraints", "--session", "s1", "--keyword", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["session_id"] == "s1" and len(out["compactions"]) == 1
+    item = out["compactions"][0]["items"][0]
+    assert set(item) == {"verdict", "rule", "source_turn_id", "summary_line", "scope", "evidence", "method"}
+    assert main(["--home", str(hermes_home.path), "constraints", "--session", "s1", "--keyword"]) == 0
+    assert "LOST" in capsys.readouterr().out
