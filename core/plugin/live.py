@@ -31,6 +31,7 @@ from typing import Any
 
 from ..config import Config
 from ..context.frozen import compare
+from ..hermes_version import HermesVersion
 from ..home import HermesHome
 from ..live_memory.block import delta_block, notice_line
 from ..live_memory.budget import fit
@@ -164,7 +165,7 @@ class LiveMemory:
         prompt = stored_prompt(self.home.state_db, sid)
         if not prompt:  # not stored yet: the prompt being built holds the files as they are
             return LiveOutcome(checked=True, skipped="no stored prompt")
-        ps = provider_settings(cfg, self.home.path, self.rules.version)
+        ps = provider_settings(cfg, self.home.path, HermesVersion.of(self.rules.version, "running Hermes"))
         enabled = {"memory": ps.memory_enabled, "user": ps.user_profile_enabled}
         disk: dict[str, Sequence[str]] = {t: read_entries_as_hermes(self.home.memory_file(t)) for t in ("memory", "user")}
         rules = self.rules
