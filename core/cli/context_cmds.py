@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from ..context.prompts import PromptCache
-from ..context.report import ContextReport, build_report, disk_entries
+from ..context.report import ContextReport, build_report, disk_entries, verdict_for
 from ..context.tokens import TOKENIZERS
 from ..hermes_version import HermesVersion
 from ..sessions.records import PromptStamp
@@ -156,7 +156,13 @@ def _context(args: argparse.Namespace, ctx: CliContext) -> int:
                            version=_version(ctx), reminder_block=_reminder(ctx, db, stamp.session_id),
                            exact=args.exact)
     if args.json:
-        print_json(rep.to_dict())
+        from ..live_memory.view import delivery_view
+
+        out = rep.to_dict()
+        live = delivery_view(ctx.home, ctx.config, stamp.session_id, rep.diff.frozen.changes, verdict_for(_version(ctx)))
+        out["memory"]["delivery"] = live.pop("delivery")
+        out["memory"]["live_memory"] = live
+        print_json(out)
     else:
         _print_text(rep)
     return 0
@@ -165,7 +171,7 @@ def _context(args: argparse.Namespace, ctx: CliContext) -> int:
 def _none(args: argparse.Namespace, reason: str) -> int:
     if args.json:
         print_json({"session_id": None, "reason": reason, "frozen_at": None,
-                    "memory": {"in_prompt": False, "reason": reason, "differences": 0, "changes": []},
+                    "memory": {"in_prompt": False, "reason": reason, "differences": 0, "changes": [], "delivery": []},
                     "sections": [], "unattributed_chars": 0, "next_compaction": None, "next_compaction_reason": reason})
     else:
         print(reason)
@@ -193,11 +199,21 @@ def running_session_note(ctx: CliContext) -> str | None:
 
 
 def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
-    """``sessions --stale``: every open session with its number of differences (no entry texts)."""
+    """``sessions --stale``: every open session with its number of differences (no entry texts) and
+    ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33)."""
     from ..context.report import open_session_diffs, verdict_for
 
-    diffs = open_session_diffs(db, ctx.config, PromptCache(), disk_entries(ctx.home), verdict_for(_version(ctx)))
-    return [d.to_dict(changes=False) for d in diffs]
+    from ..live_memory.view import delivery_view
+
+    verdict = verdict_for(_version(ctx))
+    diffs = open_session_diffs(db, ctx.config, PromptCache(), disk_entries(ctx.home), verdict)
+    rows = []
+    for d in diffs:
+        row = d.to_dict(changes=False)
+        live = delivery_view(ctx.home, ctx.config, d.session_id, d.frozen.changes, verdict)
+        row["live_memory"] = {"mode": live["mode"], **live["counts"]}
+        rows.append(row)
+    return rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001

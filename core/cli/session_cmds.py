@@ -33,7 +33,9 @@ def _stale(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.limit is not None:
         rows = rows[:args.limit]
     if args.json:
-        print_json({"state_db": st.as_dict(), "sessions": rows})
+        from ..live_memory.settings import live_settings
+
+        print_json({"state_db": st.as_dict(), "live_memory": live_settings(ctx.config.raw).to_dict(), "sessions": rows})
         return 0
     if not st.ok:
         print(f"state.db: {st.state}: {st.message}", file=sys.stderr)

@@ -16,14 +16,49 @@ All read-only: memdeck never writes state.db.
 
 from __future__ import annotations
 
-from .frozen import FrozenBlock, FrozenMemory, MemoryChange, compare, diff_frozen, find_blocks
-from .new_session import new_session_hint, not_seen_until
-from .prompts import PromptCache
-from .report import ContextReport, SessionDiff, build_report, disk_entries, open_session_diffs, verdict_for
-from .sections import SECTION_NAMES, PromptLayout, split_prompt
-from .whatif import pin_what_if, what_if
+import importlib
+from typing import Any
 
-__all__ = ["ContextReport", "FrozenBlock", "FrozenMemory", "MemoryChange", "PromptCache", "PromptLayout",
-           "SECTION_NAMES", "SessionDiff", "build_report", "compare", "diff_frozen", "disk_entries", "find_blocks",
-           "new_session_hint", "not_seen_until", "open_session_diffs", "pin_what_if", "split_prompt", "verdict_for",
-           "what_if"]
+# Names are imported on first use (as ``core/history/__init__.py`` does): the plugin imports
+# ``core.context.frozen`` alone and must not pull the state.db reader and the report with it
+# (tests/core/test_plugin_install.py: the vendored core holds only what the plugin runs).
+_HOME_OF = {
+    "FrozenBlock": "frozen", "FrozenMemory": "frozen", "MemoryChange": "frozen", "compare": "frozen",
+    "diff_frozen": "frozen", "find_blocks": "frozen", "new_session_hint": "new_session",
+    "not_seen_until": "new_session", "PromptCache": "prompts", "ContextReport": "report", "SessionDiff": "report",
+    "build_report": "report", "disk_entries": "report", "open_session_diffs": "report", "verdict_for": "report",
+    "SECTION_NAMES": "sections", "PromptLayout": "sections", "split_prompt": "sections", "pin_what_if": "whatif",
+    "what_if": "whatif",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _HOME_OF.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "SECTION_NAMES",
+    "ContextReport",
+    "FrozenBlock",
+    "FrozenMemory",
+    "MemoryChange",
+    "PromptCache",
+    "PromptLayout",
+    "SessionDiff",
+    "build_report",
+    "compare",
+    "diff_frozen",
+    "disk_entries",
+    "find_blocks",
+    "new_session_hint",
+    "not_seen_until",
+    "pin_what_if",
+    "split_prompt",
+    "verdict_for",
+    "what_if",
+]

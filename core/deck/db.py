@@ -393,6 +393,27 @@ CREATE INDEX history_session_idx ON history(session_id, change_id) WHERE session
 CREATE INDEX history_until_idx ON history(until)
 """
 
+#: 10: live memory (issue 33, ``core/live_memory/record.py``): what each session was sent, one row per
+#: session and entry hash (``core/live_memory/changes.py`` ``entry_hash``). ``state`` ``delivered``
+#: (the block of turn ``turn`` carried it) or ``withheld`` (``reason``: over budget; it waits for a
+#: new session); ``mode`` the delivery mode then; ``turn_id`` Hermes' own turn id when it passes
+#: one; ``at`` epoch seconds.
+_LIVE_DELIVERY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS live_deliveries (
+    session_id TEXT NOT NULL,
+    entry_hash TEXT NOT NULL,
+    target TEXT NOT NULL,
+    change TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('delivered', 'withheld')),
+    mode TEXT NOT NULL,
+    reason TEXT,
+    turn INTEGER,
+    turn_id TEXT,
+    at REAL NOT NULL,
+    PRIMARY KEY (session_id, entry_hash)
+) WITHOUT ROWID
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -403,6 +424,7 @@ MIGRATIONS: tuple[str, ...] = (
     _ROTATION_CACHE_SCHEMA,  # 7: rotation_events (the state.db reader's final rotation events)
     _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
     _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
+    _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -13,7 +13,8 @@ One module serves both ways Hermes 0.19 loads plugins (``hermes_cli/plugins.py``
 Either way it must be listed in ``plugins.enabled``. If both are present the entry point wins
 (Hermes scans it last and keys both ``memdeck``).
 
-Registered: hooks ``on_session_start``, ``pre_llm_call``, ``on_session_end``; tool
+Registered: hooks ``on_session_start``, ``pre_llm_call`` (MemLock's reminder block, then live
+memory's block of :mod:`.live`), ``on_session_end``; tool
 ``guard_pin`` (toolset ``guard``, MemLock's schema); slash command ``/guard``. Every callback
 catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
 command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
@@ -28,14 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, load_config
-from .guard import Guard
-from .pin_tool import PIN_SCHEMA
 from ..home import HermesHome, resolve_home
+from .guard import Guard
+from .live import LiveMemory
+from .pin_tool import PIN_SCHEMA
 
 logger = logging.getLogger("memdeck.plugin")
 
 #: The live guard of this process (set by :func:`register`; tests and the bench read it).
 GUARD: Guard | None = None
+#: The live-memory part of this process (issue 33; set by :func:`register`).
+LIVE: LiveMemory | None = None
 
 
 def hermes_home() -> HermesHome:
@@ -87,19 +91,34 @@ def _safe_hook(name: str, fn: Any) -> Any:
     return hook
 
 
-def make_callbacks(guard: Guard) -> dict[str, Any]:
-    """The exception-proof callables :func:`register` hands to Hermes, by name."""
+def _part(name: str, fn: Any, kw: dict[str, Any]) -> str:
+    """One part of ``pre_llm_call``'s context: its text, ``""`` when it has none or failed (logged)."""
+    try:
+        res = fn(**kw)
+    except Exception as exc:
+        logger.warning("memdeck: %s failed (%s: %s); continuing without it", name, type(exc).__name__, exc,
+                       exc_info=logger.isEnabledFor(logging.DEBUG))
+        return ""
+    return str(res["context"]) if isinstance(res, dict) and res.get("context") else ""
+
+
+def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, Any]:
+    """The exception-proof callables :func:`register` hands to Hermes, by name. ``pre_llm_call``
+    returns MemLock's reminder block and live memory's block (issue 33) joined by a blank line, as
+    Hermes joins the contexts of several hooks (0.19 ``agent/turn_context.py``)."""
 
     def on_session_start(**kw: Any) -> None:
         guard.on_session_start(**kw)
-        return None
 
     def on_session_end(**kw: Any) -> None:
         guard.on_session_end(**kw)
-        return None
 
     def pre_llm_call(**kw: Any) -> Any:
-        return guard.pre_llm_call(**kw)
+        parts = [_part("pre_llm_call hook", guard.pre_llm_call, kw)]
+        if live is not None:
+            parts.append(_part("live memory pre_llm_call hook", live.pre_llm_call, kw))
+        text = "\n\n".join(p for p in parts if p)
+        return {"context": text} if text else None
 
     def guard_pin(args: Any = None, **kw: Any) -> str:
         try:
@@ -129,7 +148,7 @@ def register(ctx: Any) -> None:
     Never raises for runtime reasons: a failure to build the guard is logged and nothing is
     registered (Hermes would otherwise record the plugin as failed, which is also harmless).
     """
-    global GUARD
+    global GUARD, LIVE
     home = hermes_home()
     reloader = ConfigReloader(home)
     cfg = reloader()
@@ -138,7 +157,9 @@ def register(ctx: Any) -> None:
                        "and /guard. Remove 'memlock' from plugins.enabled (memdeck keeps its config and anchors).")
     guard = Guard(home, reloader, actor="plugin")
     GUARD = guard
-    cb = make_callbacks(guard)
+    live = LiveMemory(home, reloader)
+    LIVE = live
+    cb = make_callbacks(guard, live)
     for hook in ("on_session_start", "pre_llm_call", "on_session_end"):
         ctx.register_hook(hook, cb[hook])
     ctx.register_tool(

@@ -56,10 +56,10 @@ from ..anchors import rehydration as _rehydration
 from ..anchors import rules as _rules
 from ..anchors.model import Anchor, SessionAnchors
 from ..anchors.store import AnchorStore
-from ..sessions.compaction import find_summary, message_text, split_context
 from ..config import Config, MemlockConfig
 from ..errors import LockTimeout
 from ..home import HermesHome
+from ..sessions.compaction import find_summary, message_text, split_context
 from .alert_script import run_alert_script
 from .pin_tool import PinTool
 from .static_anchors import validate_static_anchors
@@ -252,8 +252,7 @@ class Guard(PinTool):
                 return False
 
             def mutate(s: SessionAnchors) -> None:
-                if s.turn_count < turn:
-                    s.turn_count = turn
+                s.turn_count = max(s.turn_count, turn)
 
             self._update(session_id, mutate)
             return True

@@ -112,12 +112,29 @@ def core_source_dir() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks (imports there never
+    run: a lazy package ``__init__`` lists its names there for type checkers only)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and (
+                (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+                or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def _relative_targets(path: Path, pkg_root: Path) -> set[Path]:
     """Module files named by the relative imports of ``path`` (inside ``pkg_root``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     here = path.parent
     out: set[Path] = set()
-    for node in ast.walk(tree):
+    for node in _runtime_nodes(tree):
         if not isinstance(node, ast.ImportFrom) or node.level == 0:
             continue
         base = here

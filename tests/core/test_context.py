@@ -449,3 +449,31 @@ def test_the_reminder_now_is_the_audits_reminder_block(tmp_path: Path) -> None:
         store = AnchorStore(h, cfg)
         block = reminder_now(db, store, sid, cfg)
         assert block and block == audit_session(db, store, sid, cfg).reminder_block
+
+
+def test_cli_context_json_says_what_live_memory_delivered(home: HermesHome) -> None:
+    """issue 33: ``memory.delivery`` per difference (waiting, then delivered at the turn the plugin
+    sent it; withheld with ``off``), and ``sessions --stale --json`` carries the mode and counts."""
+    from memdeck.core.plugin.entry import ConfigReloader
+    from memdeck.core.plugin.live import LiveMemory
+
+    with open(home.config_path, "a", encoding="utf-8") as fh:
+        fh.write("plugins:\n  enabled: [memdeck]\nmemdeck:\n  live_memory: delta\n")
+    before = json.loads(run_cli(home, "context", "--json").stdout)["memory"]
+    assert [(r["change"], r["entry"], r["state"]) for r in before["delivery"]] == [("replaced", "fact two", "waiting")]
+    assert before["live_memory"]["mode"] == "delta" and before["live_memory"]["counts"]["waiting"] == 1
+    live = LiveMemory(home, ConfigReloader(home))
+    ctx = live.pre_llm_call(session_id="S1", user_message="next", turn_id="turn-7",
+                            conversation_history=[{"role": "user", "content": "hello"}, {"role": "user", "content": "next"}])
+    assert ctx is not None and "  now: fact two" in ctx["context"]
+    after = json.loads(run_cli(home, "context", "--json").stdout)["memory"]["delivery"]
+    assert [(r["state"], r["turn"], r["turn_id"]) for r in after] == [("delivered", 2, "turn-7")]
+    assert isinstance(after[0]["at"], float)
+    stale = json.loads(run_cli(home, "sessions", "--stale", "--json").stdout)
+    assert stale["live_memory"] == {"mode": "delta", "max_chars": 1200}
+    assert stale["sessions"][0]["live_memory"] == {"mode": "delta", "delivered": 1, "waiting": 0, "withheld": 0}
+    (home.path / "memories" / "MEMORY.md").write_text("fact one\n§\nfact two\n§\nfact three", encoding="utf-8")
+    home.config_path.write_text(home.config_path.read_text(encoding="utf-8").replace("delta", "off"), encoding="utf-8")
+    off = json.loads(run_cli(home, "context", "--json").stdout)["memory"]["delivery"]
+    assert [(r["change"], r["state"]) for r in off] == [("replaced", "delivered"), ("added", "withheld")]
+    assert "live_memory: off" in off[1]["reason"]

@@ -15,6 +15,9 @@ from memdeck.core.deck import db as deckdb
 from memdeck.core.home import HermesHome
 
 
+#: the schema version of this memdeck (read before any test patches it)
+CURRENT = deckdb.SCHEMA_VERSION
+
 def _v5(home: HermesHome) -> sqlite3.Connection:
     """A memdeck.db at schema 5 (the real steps 1-5), holding memory and anchor rows in each table."""
     path = deckdb.db_path(home)
@@ -62,7 +65,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 9
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 10
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -135,7 +138,7 @@ def test_a_current_database_is_left_alone(hermes_home: HermesHome) -> None:
     c.close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
         assert _all(c, "SELECT journal_id, target, scope, session_id FROM journal") == [(jid, None, "session", "s1")]
     finally:
@@ -146,11 +149,11 @@ def test_a_newer_schema_version_is_still_refused(hermes_home: HermesHome) -> Non
     c = deckdb.connect(hermes_home)
     c.execute(f"PRAGMA user_version = {deckdb.SCHEMA_VERSION + 1}")
     c.close()
-    with pytest.raises(deckdb.DeckDBError, match="schema version 10"):
+    with pytest.raises(deckdb.DeckDBError, match=f"schema version {deckdb.SCHEMA_VERSION + 1}"):
         deckdb.connect(hermes_home)
     c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 10
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION + 1
     finally:
         c.close()
 
@@ -182,7 +185,7 @@ def test_migration_8_adds_the_semantic_caches_and_keeps_every_v7_row(hermes_home
     with monkeypatch.context() as m:  # an older memdeck refuses the newer file, and leaves it as it is
         m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:7])
         m.setattr(deckdb, "SCHEMA_VERSION", 7)
-        with pytest.raises(deckdb.DeckDBError, match=r"schema version (8|9); this memdeck understands 7"):
+        with pytest.raises(deckdb.DeckDBError, match=rf"schema version {CURRENT}; this memdeck understands 7"):
             deckdb.connect(hermes_home)
         assert deckdb.load_embeddings(hermes_home, ["k1"]) == {"k1": b"\x00" * 8}  # the reader's mode=ro open still works
 
@@ -233,7 +236,7 @@ def test_migration_9_keeps_every_history_row_and_id(hermes_home: HermesHome) -> 
     assert len(rows) > 200
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 9
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
         sql = c.execute("SELECT sql FROM sqlite_master WHERE name = 'history'").fetchone()[0]
         assert "AUTOINCREMENT" not in sql.upper()
@@ -274,7 +277,7 @@ def test_an_older_memdeck_refuses_a_v9_file(hermes_home: HermesHome, monkeypatch
     with monkeypatch.context() as m:
         m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:8])
         m.setattr(deckdb, "SCHEMA_VERSION", 8)
-        with pytest.raises(deckdb.DeckDBError, match="schema version 9; this memdeck understands 8"):
+        with pytest.raises(deckdb.DeckDBError, match=f"schema version {CURRENT}; this memdeck understands 8"):
             deckdb.connect(hermes_home)
 
 
@@ -289,5 +292,22 @@ def test_a_failed_migration_9_leaves_the_v8_database_as_it_was(hermes_home: Herm
         assert c.execute("PRAGMA user_version").fetchone()[0] == 8
         assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
         assert "AUTOINCREMENT" in c.execute("SELECT sql FROM sqlite_master WHERE name = 'history'").fetchone()[0]
+    finally:
+        c.close()
+
+
+def test_migration_10_adds_live_deliveries_and_keeps_a_v9_file(hermes_home: HermesHome, monkeypatch) -> None:
+    """issue 33: a v9 memdeck.db gains ``live_deliveries`` and keeps every history row."""
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:9])
+        m.setattr(deckdb, "SCHEMA_VERSION", 9)
+        rows = _v8_with_history(hermes_home, 10)
+        deckdb.connect(hermes_home).close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 10
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        cols = [r[1] for r in c.execute("PRAGMA table_info(live_deliveries)")]
+        assert cols == ["session_id", "entry_hash", "target", "change", "state", "mode", "reason", "turn", "turn_id", "at"]
     finally:
         c.close()

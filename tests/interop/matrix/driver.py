@@ -65,6 +65,9 @@ Ops (all optional fields have defaults):
   holographic's ``fact_store`` add); ``prefetch_timeout`` shortens the external provider's
   prefetch timeout (0.19+: 8 s). Returns, per turn, the content of the last user message of
   the request the model received (what went over the wire) and the final response.
+* ``live_turns`` {steps, platform, reply}: real turns of several sessions, with other processes
+  run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
+  message's JSON text as sent and the last user message (issue 33).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -594,6 +597,7 @@ class _ModelServer:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.requests: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []  # each request body, byte for byte
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -613,8 +617,10 @@ class _ModelServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 n = int(self.headers.get("Content-Length") or 0)
-                req = json.loads(self.rfile.read(n) or b"{}")
+                raw = self.rfile.read(n) or b"{}"
+                req = json.loads(raw)
                 server.requests.append(req)
+                server.raw.append(raw)
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
@@ -673,6 +679,65 @@ def op_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                           "requests": len(sent)})
         return {"providers": [p.name for p in mgr.providers] if mgr is not None else [], "calls": calls,
                 "turns": turns}
+    finally:
+        server.close()
+
+
+def _system_bytes(raw: bytes) -> str | None:
+    """The ``system`` message's content of a raw request body, as the JSON text it was sent in
+    (re-encoded from the parsed body would hide an escaping difference; this slices the bytes)."""
+    req = json.loads(raw)
+    msgs = req.get("messages") or []
+    if not msgs or msgs[0].get("role") != "system":
+        return None
+    # the body's own encoding of the content: locate it by re-encoding candidates Hermes' client uses
+    content = msgs[0].get("content")
+    for enc in (json.dumps(content), json.dumps(content, ensure_ascii=False),
+                json.dumps(content, separators=(",", ":")), json.dumps(content, ensure_ascii=False, separators=(",", ":"))):
+        if enc.encode() in raw:
+            return enc
+    return None
+
+
+def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Real turns of one or more sessions against a local model server, with other processes run
+    between them (issue 33: live memory). ``steps``: ``{"turn": text, "sid": id}`` runs
+    ``AIAgent.run_conversation`` of that session's agent (one agent per session, its history carried
+    as the CLI does); ``{"exec": argv, "input": text}`` runs another process and waits for it.
+    Per turn: ``bodies`` (every request body of the turn, byte for byte, as text), ``system`` (the
+    system message's JSON text as sent), ``user`` (the last user message's content), ``requests``."""
+    import subprocess
+
+    server = _ModelServer(cmd.get("reply", "Noted."))
+    agents: dict[str, Any] = {}
+    histories: dict[str, Any] = {}
+    out: list[dict[str, Any]] = []
+    try:
+        for step in cmd.get("steps") or ():
+            if "exec" in step:
+                proc = subprocess.run(step["exec"], input=step.get("input"), capture_output=True, text=True,
+                                      timeout=300)
+                out.append({"exec": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-2000:]})
+                continue
+            sid, text = step.get("sid", "S1"), step["turn"]
+            if sid not in agents:
+                agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+            before = len(server.raw)
+            res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
+            histories[sid] = res.get("messages")
+            # the turn's own requests: the agent's system prompt first (0.21.5+ also ask for a title,
+            # with a prompt of their own, quoting the turn's text)
+            own = getattr(agents[sid], "_cached_system_prompt", None)
+            raws = [r for r in server.raw[before:]
+                    if isinstance(_last_user_content(json.loads(r)), str)
+                    and _last_user_content(json.loads(r)).startswith(text)
+                    and ((json.loads(r).get("messages") or [{}])[0].get("content") == own or own is None)]
+            out.append({"sid": sid, "turn": text, "requests": len(raws),
+                        "bodies": [r.decode("utf-8") for r in raws],
+                        "system": [_system_bytes(r) for r in raws],
+                        "user": [_last_user_content(json.loads(r)) for r in raws],
+                        "final": res.get("final_response")})
+        return {"steps": out}
     finally:
         server.close()
 
