@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -30,10 +29,10 @@ from fake_encoder import FakeEncoder
 
 from memdeck.core.anchors.audit import build_windows, keyword_audit, semantic_audit
 from memdeck.core.anchors.lifecycle import audit_session
-from memdeck.core.overview.status import anchors_section
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.demo import build_big_home
+from memdeck.core.overview.status import anchors_section
 from memdeck.core.sessions.statedb import StateDB
 
 

@@ -138,6 +138,7 @@ def run(n: int, hermes: bool = False) -> dict:
         import tempfile
 
         import bighome
+
         from memdeck.core.home import HermesHome
 
         src = bighome.build(n, progress=True)

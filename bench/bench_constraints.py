@@ -16,9 +16,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 from memdeck.core.constraints.classify import classify  # noqa: E402
+from memdeck.core.constraints.markers import found, imperative_start  # noqa: E402
 from memdeck.core.constraints.rules import Rule, scope_of  # noqa: E402
 from memdeck.core.constraints.summary import SummaryLine  # noqa: E402
-from memdeck.core.constraints.markers import found, imperative_start  # noqa: E402
 
 
 def verdict(case: dict, cosine=None) -> str:

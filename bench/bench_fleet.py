@@ -137,10 +137,11 @@ def idle_cpu(argv: list[str], marker: bytes, seconds: float, env: dict[str, str]
 
 
 def bench_scrape(root: Path, rounds: int) -> dict[str, float]:
+    from prometheus_client.exposition import generate_latest
+
     from memdeck.core.fleet.exposition import registry_for
     from memdeck.core.fleet.homes import FleetSettings, fleet_homes
     from memdeck.core.fleet.rows import Fleet
-    from prometheus_client.exposition import generate_latest
 
     fleet = Fleet(fleet_homes(None, FleetSettings(), explicit=root))
     reg = registry_for(fleet)

@@ -24,6 +24,7 @@ p95). At the end the screen must show Hermes' final usage and the new live sessi
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import pty
@@ -34,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import termios
-import fcntl
 import threading
 import time
 from pathlib import Path
@@ -235,9 +235,8 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from memdeck.core.demo import DEMO_SEED, build_demo_home
-    from memdeck.core.sessions.statedb import StateDB
-
     from memdeck.core.home import HermesHome
+    from memdeck.core.sessions.statedb import StateDB
 
     work = Path(tempfile.mkdtemp(prefix="memdeck-soak-"))
     if args.home:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bighome_core
+
 from memdeck.core.deck import db as deckdb
 from memdeck.core.demo import demo_plan
 from memdeck.core.plugin import entry as plugin_entry

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memdeck.core.memory import store as memory_mod
 from memdeck.core.config import Config
 from memdeck.core.home import HermesHome
+from memdeck.core.memory import store as memory_mod
 from memdeck.core.memory.store import MemoryStore
 from memdeck.core.memory.threats import scan
 

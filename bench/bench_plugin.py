@@ -29,18 +29,17 @@ import tempfile
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_encoder import FakeEncoder
 
-from memdeck.core.plugin import entry as hermes_plugin
 from memdeck.core.anchors.model import Anchor
 from memdeck.core.anchors.store import AnchorStore
-from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19
 from memdeck.core.config import load_config
 from memdeck.core.home import HermesHome
+from memdeck.core.plugin import entry as hermes_plugin
+from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19
 
 SID = "bench_session"
 N_ANCHORS = 16

@@ -92,7 +92,7 @@ def part_encoder(quick: bool) -> dict:
     import numpy as np
     import torch
 
-    from memdeck.core.anchors.encoder import MiniLMEncoder, PINNED_SHA256, package_model_folder
+    from memdeck.core.anchors.encoder import PINNED_SHA256, MiniLMEncoder, package_model_folder
 
     folder = package_model_folder()
     t = time.perf_counter()

@@ -89,9 +89,9 @@ def _text(rnd: random.Random, k: int) -> str:
 def _hermes(home: Path):
     """Import Hermes' modules with HERMES_HOME pointing at ``home``."""
     os.environ["HERMES_HOME"] = str(home)
+    from agent.context_compressor import SUMMARY_PREFIX
     from hermes_state import SessionDB
     from tools.memory_tool import MemoryStore
-    from agent.context_compressor import SUMMARY_PREFIX
     return SessionDB, MemoryStore, SUMMARY_PREFIX
 
 
@@ -286,6 +286,7 @@ def _write_memlock(root: Path, sid: str, summaries: list[tuple[float, str]], now
                    anchors_sha256, dump_json, safe_sid) -> None:
     """memlock/<safe sid>.json in the demo's (MemLock 0.5) shape; reference memlock.md §1.2."""
     import hashlib
+
     import yaml
     cfg = yaml.safe_load((root / "config.yaml").read_text(encoding="utf-8"))
     anchors: dict[str, dict] = {}

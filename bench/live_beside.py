@@ -31,10 +31,10 @@ Every line carries the machine's load average (``/proc/loadavg``) at its start. 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
-import fcntl
 import re
 import shutil
 import signal

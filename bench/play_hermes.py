@@ -28,9 +28,9 @@ def main() -> int:
     ap.add_argument("--memory-every", type=float, default=20.0)
     args = ap.parse_args()
     home = Path(os.environ["HERMES_HOME"])
+    from agent.context_compressor import SUMMARY_PREFIX
     from hermes_state import SessionDB
     from tools.memory_tool import MemoryStore
-    from agent.context_compressor import SUMMARY_PREFIX
 
     ro = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     live = ro.execute("SELECT id FROM sessions WHERE ended_at IS NULL ORDER BY started_at DESC LIMIT 1").fetchone()[0]

@@ -6,7 +6,8 @@ One concept: the rules of the Hermes release that wrote a home, decided once fro
 threat scan, the provider reading, the token estimator and the compaction threshold. This module
 holds the only parser of that label (:meth:`HermesVersion.of`): a range takes its newer bound (the
 release whose files the home can hold), ``newer than X`` is X with every later patch (``newer than
-memdeck knows``: the newest release memdeck knows), None or a label without a number is unknown (read as 0.19, the release memdeck's reference describes).
+memdeck knows``: the newest release memdeck knows), None or a label without a number is unknown (read as
+0.19, the release memdeck's reference describes).
 
 What changes per release (each cited where it is reproduced):
 

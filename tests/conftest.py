@@ -11,7 +11,6 @@ import pytest
 from memdeck.core.home import HermesHome
 
 
-
 def _installed(module: str) -> bool:
     """True when ``module`` can be imported (a missing parent package counts as absent)."""
     try:

@@ -38,8 +38,19 @@ from .actions import DeckActions
 from .commands import DeckCommands
 from .head_start import HeadStart
 from .keymap import PANEL_IDS, PANELS, WRITE_ACTIONS, app_bindings, quit_anywhere_binding, screen_bindings
-from .messages import (BuildProgress, ExactCountsReady, HistoryFilled, HistoryFillProgress, RecallReady, RecallRequested,
-                       RowActionsRequested, SnapshotReady, SourcesChanged, WriteDone, WriteOutcome)
+from .messages import (
+    BuildProgress,
+    ExactCountsReady,
+    HistoryFilled,
+    HistoryFillProgress,
+    RecallReady,
+    RecallRequested,
+    RowActionsRequested,
+    SnapshotReady,
+    SourcesChanged,
+    WriteDone,
+    WriteOutcome,
+)
 from .safe_text import safe_plain, safe_text
 from .textual_mends import drop_empty_toast_holders, release_removed_widget_styles
 from .widgets.footer import DeckFooter
@@ -672,7 +683,6 @@ class MemdeckApp(DeckActions, App[None]):
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen
-
         from .settings import all_binding_ids
 
         self.push_screen(HelpScreen(settings=self.settings, demo_home=self.home.path if self.demo else None,

@@ -24,7 +24,6 @@ from memdeck.core.config import Config
 from memdeck.core.home import HermesHome
 from memdeck.core.sessions.read_ahead import MIN_ROWS as LONG_READ_ROWS
 
-
 #: The GIL switch interval while the head start runs beside Python and Textual starting up
 #: (seconds; CPython's default is 0.005). Every SQLite step releases the GIL, and taking it back
 #: from a busy thread waits up to one interval: at 1M rows the head start finished at 1.2 s with

@@ -61,8 +61,8 @@ from typing import Any
 
 from memdeck.core.config import ConfigTooLarge, check_expanded_size, load_yaml_document, read_config_text
 from memdeck.core.fleet.homes import FleetSettings, parse_fleet_settings
-from memdeck.core.overview.alerts import AlertSettings, parse_alert_settings
 from memdeck.core.home import PROFILE_NAME_RE
+from memdeck.core.overview.alerts import AlertSettings, parse_alert_settings
 
 KNOWN_KEYS = frozenset({"theme", "layout", "default_profile", "keymap", "fleet", "alerts"})
 

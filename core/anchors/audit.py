@@ -378,9 +378,7 @@ def audited_region(messages: Sequence[Any], system_prompt: str = "") -> list[Any
     Unlike MemLock, the merge-into-tail ``[PRIOR CONTEXT`` shape is recognised as a summary
     (its prior-context part, the last live turn, stays active).
     """
-    from ..sessions.compaction import find_summary, split_context
-
-    from ..sessions.compaction import MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER
+    from ..sessions.compaction import MERGED_PRIOR_CONTEXT_HEADER, MERGED_SUMMARY_DELIMITER, find_summary, split_context
 
     conv = [{"role": "system", "content": system_prompt}]
     conv += [m.as_dict() if hasattr(m, "as_dict") else m for m in messages]

@@ -29,14 +29,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import jsondata
+from ..config import Config, MemlockConfig, load_config
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal as _journal
-from ..config import Config, MemlockConfig, load_config
 from ..errors import Refused, UnreadableFile
-from ..fsio import (NOT_UTF8_NAME, DEFAULT_LOCK_TIMEOUT, atomic_write_bytes, atomic_write_text, file_lock, list_names,
-                    read_regular_bytes, read_text_strict)
-from .. import jsondata
+from ..fsio import (
+    DEFAULT_LOCK_TIMEOUT,
+    NOT_UTF8_NAME,
+    atomic_write_bytes,
+    atomic_write_text,
+    file_lock,
+    list_names,
+    read_regular_bytes,
+    read_text_strict,
+)
 from ..home import HermesHome, require_hermes_home
 from ..memlock_home import MemlockLocation, locate_memlock
 from .model import Anchor, PinsReport, SessionAnchors, SessionFileInfo, dump_json

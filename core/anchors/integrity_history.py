@@ -14,6 +14,7 @@ from typing import Any
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
 from .rules import anchor_id_of, field_of, memlock_cfg, probes_of
 
+
 def session_system_prompt(db: Any, session_id: str) -> str:
     """The session's system prompt through ``StateDB.system_prompt`` (the column, else the
     ``system_prompts`` row by ``system_prompt_hash`` on schema >= 23); '' when unavailable."""

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .audit import AnchorVerdict, audited_region, integrity_score, run_audit
-from .integrity_history import (detection_encoder, integrity_history, session_events, session_system_prompt,
-                                verdicts_after)
+from .integrity_history import detection_encoder, integrity_history, session_events, session_system_prompt, verdicts_after
 from .rehydration import plan_reminder
 from .rules import REMINDER_LINE_CHARS, REMINDER_MARKER, memlock_cfg, reminder_of, sorted_anchors
 

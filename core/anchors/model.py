@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..coerce import as_int
+from ..errors import Refused
 from . import audit as _audit
 from . import rules as _rules
-from ..errors import Refused
 
 #: Prior versions kept per anchor by ``update`` (MemLock >= 0.4 ``HISTORY_CAP``).
 HISTORY_CAP = 5

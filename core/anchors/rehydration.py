@@ -11,8 +11,17 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .rules import (REMINDER_LINE_CHARS, REMINDER_LINE_OVERHEAD, REMINDER_MARKER, anchor_id_of, field_of, memlock_cfg,
-                    reminder_of, sorted_anchors)
+from .rules import (
+    REMINDER_LINE_CHARS,
+    REMINDER_LINE_OVERHEAD,
+    REMINDER_MARKER,
+    anchor_id_of,
+    field_of,
+    memlock_cfg,
+    reminder_of,
+    sorted_anchors,
+)
+
 
 def rehydration_candidates(
     anchors: Iterable[Any], drifted_ids: Sequence[str], *, inject: str = "on-drift", safety_net: bool = False

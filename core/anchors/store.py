@@ -46,10 +46,21 @@ from ..deck import archive as _archive
 from ..deck import journal as _journal
 from ..errors import Refused
 from . import rules as _rules
-from .model import (HISTORY_CAP, MAX_ANCHOR_CHARS, Anchor, SessionAnchors, new_pin_id, scan_or_refuse, seeded_anchors,
-                    validate_priority, validate_probes, validate_scope)
 from .files import AnchorChange, record_text
+from .model import (
+    HISTORY_CAP,
+    MAX_ANCHOR_CHARS,
+    Anchor,
+    SessionAnchors,
+    new_pin_id,
+    scan_or_refuse,
+    seeded_anchors,
+    validate_priority,
+    validate_probes,
+    validate_scope,
+)
 from .reverting import AnchorUndo
+
 
 class AnchorStore(AnchorUndo):
     """Read and write MemLock's anchor files under ``<home>/memlock``.

@@ -15,26 +15,45 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib
 import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
-import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import MemdeckError, Refused
-from ..text import visible
 from ..home import HOME_MARKERS, HermesHome, UnknownUserHome, resolve_home
-from .common import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_HOME, EXIT_USAGE, CliContext, NoHome,
-                     UsageError, exit_codes_text, print_json)
+from ..text import visible
+from .common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO_HOME,
+    EXIT_USAGE,
+    CliContext,
+    NoHome,
+    UsageError,
+    exit_codes_text,
+    print_json,
+)
 
 if TYPE_CHECKING:  # imported by command_module() when their command runs (named here for the import graph)
-    from . import (anchor_cmds, completion_cmds, constraints_cmds, context_cmds, fleet_cmds,  # noqa: F401
-                   history_cmds, hygiene_cmds, memory_cmds, plugin_cmds, serve_cmds, session_cmds)
+    from . import (  # noqa: F401
+        anchor_cmds,
+        completion_cmds,
+        constraints_cmds,
+        context_cmds,
+        fleet_cmds,
+        history_cmds,
+        hygiene_cmds,
+        memory_cmds,
+        plugin_cmds,
+        serve_cmds,
+        session_cmds,
+    )
 
 #: The modules that register commands, in ``--help`` order (names under ``memdeck.core.cli``).
 COMMAND_MODULE_NAMES = ("memory_cmds", "hygiene_cmds", "session_cmds", "context_cmds", "constraints_cmds",

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from ..anchors.files import default_session_id
-from ..anchors.store import AnchorStore
 from ..anchors.lifecycle import SessionAudit, audit_session
+from ..anchors.store import AnchorStore
 from ..sessions.records import DBStatus
 from ..sessions.statedb import StateDB
 from ..text import visible as _visible

@@ -15,9 +15,8 @@ _STYLE = {"kept": "kept     ", "weakened": "WEAKENED ", "lost": "LOST     ", "pr
 
 def _constraints(args: argparse.Namespace, ctx: CliContext) -> int:
     from ..constraints.ledger import counts, session_ledger
-    from ..sessions.statedb import StateDB
-
     from ..errors import Refused
+    from ..sessions.statedb import StateDB
 
     if not ctx.home.state_db.exists():
         raise Refused("no state.db in this home: there are no compactions to read", code="no_statedb")

@@ -182,8 +182,8 @@ def running_session_note(ctx: CliContext) -> str | None:
     """After a memory write: the live session will not see it until a new session, and how to
     start one there (``core/context/new_session.py``); None without a live session whose prompt
     holds the memory. Never raises."""
-    from ..context.new_session import not_seen_until
     from ..context.frozen import find_blocks
+    from ..context.new_session import not_seen_until
 
     try:
         if not ctx.home.state_db.exists():
@@ -202,7 +202,6 @@ def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
     """``sessions --stale``: every open session with its number of differences (no entry texts) and
     ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33)."""
     from ..context.report import open_session_diffs, verdict_for
-
     from ..live_memory.view import delivery_view
 
     verdict = verdict_for(_version(ctx))

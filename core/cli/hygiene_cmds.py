@@ -10,8 +10,8 @@ import argparse
 import datetime as _dt
 from typing import Any
 
-from .memory_cmds import safe
 from .common import CliContext, print_json
+from .memory_cmds import safe
 
 
 def _when(ts: float | None) -> str:

@@ -13,28 +13,27 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import sys
 import re
+import sys
 import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from ..sessions.bounds import Cut
-from ..undo import undo as _undo_last
 from ..deck import journal as _journal
-from ..memory import pending as _pending
-from ..memory import review as _review
 from ..deck.archive import items as _archived_items
 from ..errors import Refused
 from ..home import TARGET_FILES, TARGETS
+from ..memory import pending as _pending
+from ..memory import review as _review
 from ..memory.reader import LISTED_ENTRIES, read_memory, scan_memory
 from ..memory.results import WriteResult
 from ..memory.store import MemoryStore
-from ..overview.status import build_status
 from ..memory.threats import INVISIBLE_CHARS
+from ..overview.status import build_status
+from ..sessions.bounds import Cut
 from ..text import age_words, hidden_pattern
+from ..undo import undo as _undo_last
 from .common import EXIT_FINDINGS, EXIT_OK, EXIT_PARTIAL, CliContext, UsageError, add_target_arg, print_json
-
 
 _INVISIBLE = "".join(sorted(INVISIBLE_CHARS))  # the extra characters safe() matches (a cache key)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import Config
-from ..provider_settings import configured_provider
 from ..fsio import read_regular_bytes
-from ..memory.prompt_block import read_entries_as_hermes
 from ..hermes_version import HermesVersion
+from ..memory.prompt_block import read_entries_as_hermes
 from ..memory.threats import hermes_verdict, scan_ids
+from ..provider_settings import configured_provider
 from ..sessions.compaction import match_summary
 from ..sessions.records import PromptStamp
 from .budget import Budget, budget
@@ -27,8 +27,8 @@ from .new_session import new_session_hint
 from .next_turn import NOT_RECORDED, NextTurn, next_turn
 from .prompts import ParsedPrompt, PromptCache
 from .sections import SECTION_NAMES, SECTION_TITLES, PromptLayout
-from .usage_anchor import anchored_tokens
 from .tokens import Calibration, ExactCounter, calibration, hermes_estimate, message_size
+from .usage_anchor import anchored_tokens
 
 Verdict = Callable[[str], Sequence[str]]
 

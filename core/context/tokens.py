@@ -39,7 +39,8 @@ ESTIMATORS = {"0.17": "chars4", "0.18": "chars4", "0.19": "chars4", "0.20": "cjk
 
 
 def hermes_estimate(text: str, line: str = "0.19") -> int:
-    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line`` (:attr:`memdeck.core.hermes_version.HermesVersion.line`), in tokens."""
+    """Hermes' ``estimate_tokens_rough(text)`` of Hermes line ``line``
+    (:attr:`memdeck.core.hermes_version.HermesVersion.line`), in tokens."""
     if not text:
         return 0
     kind = ESTIMATORS.get(line, "chars4")

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..home import HermesHome
 from . import db as deckdb
 from .journal import SCOPES
-from ..home import HermesHome
 
 STATES = ("archiving", "archived", "restoring", "restored")
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import db as deckdb
 from ..home import HermesHome
+from . import db as deckdb
 
 KINDS = ("memory", "anchor")
 #: Hermes' memory targets (``core/home.py`` ``TARGETS``), the only values of ``target``

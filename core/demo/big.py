@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import random
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
-from ..sessions import hermes_schema as hs
 from ..home import HermesHome
+from ..sessions import hermes_schema as hs
 from .build import build_demo_home
 from .plan import demo_plan
 from .story import DEMO_SEED

@@ -44,30 +44,55 @@ import os
 import shutil
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..sessions import hermes_schema as hs
+from ..anchors.audit import integrity_score, keyword_audit
 from ..anchors.files import safe_pin_stem, safe_sid
 from ..anchors.model import anchors_sha256, dump_json
-from ..anchors.audit import integrity_score, keyword_audit
 from ..anchors.rehydration import plan_reminder
-from ..sessions.compaction import find_summary, match_summary, split_context
 from ..config import MemlockConfig
 from ..errors import MemdeckError
-from ..home import HermesHome
-from ..memory.prompt_block import render_block
 from ..history.observation import observe
+from ..home import HermesHome
+from ..memory.context_fence import memory_context_fence
+from ..memory.prompt_block import render_block
+from ..sessions import hermes_schema as hs
+from ..sessions.compaction import find_summary, match_summary, split_context
 from .changes import REVIEW_CALL_OFFSET, memory_at, pending_record
 from .changes import replay as replay_changes
-from .plan import DemoPlan, live_schedule, demo_plan
-from .story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_SEED, DEMO_USER_LIMIT, DEPLOY_SESSION, FLAGGED_MEMORY_ENTRY,
-                    FLAGGED_MEMORY_FINDINGS, PUSH_BEFORE, RELEASE_DAY_SESSION, USER_REPLACE_TARGET, ANCHORS, AnchorSpec,
-                    C1_USER, C2_USER, ENTRY_SEP, MEMLOCK_SETTINGS, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A, PHASE_B,
-                    PHASE_C, PINS_AFTER, SUMMARY_1, SUMMARY_2, SYSTEM_PROMPT_HEAD, DEMO_PROVIDER, PROVIDER_RECALLS,
-                    tool_call)
-from ..memory.context_fence import memory_context_fence
+from .plan import DemoPlan, demo_plan, live_schedule
+from .story import (
+    ANCHORS,
+    C1_USER,
+    C2_USER,
+    DEMO_MARKER,
+    DEMO_MEMORY_LIMIT,
+    DEMO_PROVIDER,
+    DEMO_SEED,
+    DEMO_USER_LIMIT,
+    DEPLOY_SESSION,
+    ENTRY_SEP,
+    FLAGGED_MEMORY_ENTRY,
+    FLAGGED_MEMORY_FINDINGS,
+    MEMLOCK_SETTINGS,
+    MEMORY_CALL_AT,
+    MEMORY_FIXED,
+    PHASE_A,
+    PHASE_B,
+    PHASE_C,
+    PINS_AFTER,
+    PROVIDER_RECALLS,
+    PUSH_BEFORE,
+    RELEASE_DAY_SESSION,
+    SUMMARY_1,
+    SUMMARY_2,
+    SYSTEM_PROMPT_HEAD,
+    USER_REPLACE_TARGET,
+    AnchorSpec,
+    tool_call,
+)
 
 # ── small writers ──────────────────────────────────────────────────────────
 

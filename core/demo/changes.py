@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,17 @@ from ..memory.pending import approve
 from ..memory.store import MemoryStore
 from ..sessions.statedb import StateDB
 from .plan import DemoPlan, live_schedule
-from .story import (ARCHIVED_MEMORY_ENTRY, ARCHIVED_REASON, ENTRY_SEP, MEMORY_CALL_AT, MEMORY_FIXED, PHASE_A,
-                    PINS_AFTER, USER_FIXED, USER_NAME_BEFORE)
-from datetime import UTC
+from .story import (
+    ARCHIVED_MEMORY_ENTRY,
+    ARCHIVED_REASON,
+    ENTRY_SEP,
+    MEMORY_CALL_AT,
+    MEMORY_FIXED,
+    PHASE_A,
+    PINS_AFTER,
+    USER_FIXED,
+    USER_NAME_BEFORE,
+)
 
 
 @dataclass(frozen=True)

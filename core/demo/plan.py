@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
-from .story import (DEMO_MEMORY_LIMIT, DEMO_NOW, DEMO_SEED, DEMO_USER_LIMIT, MEMORY_USAGE_BAND, USER_USAGE_BAND,
-                    ANCHORS, ENTRY_SEP, MEMORY_CALL_AT, MEMORY_FIXED, MEMORY_POOL, PHASE_A, PHASE_B, PHASE_C,
-                    PINS_AFTER, STATIC_IDS, USER_FIXED, USER_POOL)
+from .story import (
+    ANCHORS,
+    DEMO_MEMORY_LIMIT,
+    DEMO_NOW,
+    DEMO_SEED,
+    DEMO_USER_LIMIT,
+    ENTRY_SEP,
+    MEMORY_CALL_AT,
+    MEMORY_FIXED,
+    MEMORY_POOL,
+    MEMORY_USAGE_BAND,
+    PHASE_A,
+    PHASE_B,
+    PHASE_C,
+    PINS_AFTER,
+    STATIC_IDS,
+    USER_FIXED,
+    USER_POOL,
+    USER_USAGE_BAND,
+)
 
 # ── the plan (pure, deterministic) ─────────────────────────────────────────
 

@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-
-
 #: The demo's fixed clock: 2026-07-23 16:40:00 UTC (epoch seconds). Snapshot tests use it.
 DEMO_NOW = 1784824800.0
 #: The default seed (``memdeck --demo --seed N`` picks another).

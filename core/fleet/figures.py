@@ -25,8 +25,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..hermes_version import HermesVersion
-from ..home import TARGETS
 from ..history.changes import HistorySummary
+from ..home import TARGETS
 from ..provider_settings import configured_provider
 from .stale_sessions import StaleSessions, stale_sessions_from_status
 

@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from ..config import load_config
-from ..home import HOME_MARKERS, HermesHome
 from ..history.changes import HistorySummary, history_summary
+from ..home import HOME_MARKERS, HermesHome
 from ..overview.reader import HomeReader
 from .figures import HomeFigures, figures_from_snapshot
 from .stale_sessions import count_stale_sessions, stale_sessions_from_view

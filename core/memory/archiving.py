@@ -17,8 +17,8 @@ from ..deck import db as deckdb
 from ..errors import Refused, UnreadableFile
 from ..fsio import read_text_strict
 from .entries import entry_id, find_entry, overflow_refusal, parse_entries, scan_or_refuse, serialize_entries, usage_chars
-from .results import PlannedWrite, WriteResult
 from .plumbing import StorePlumbing
+from .results import PlannedWrite, WriteResult
 
 
 class ArchiveOps(StorePlumbing):

@@ -18,10 +18,10 @@ from typing import Any
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..errors import Refused
-from .entries import entry_id, overflow_refusal, preview, scan_or_refuse, serialize_entries, usage_chars
-from .results import PlannedWrite, WriteResult
 from ..home import TARGETS
+from .entries import entry_id, overflow_refusal, preview, scan_or_refuse, serialize_entries, usage_chars
 from .plumbing import StorePlumbing
+from .results import PlannedWrite, WriteResult
 
 
 class ConsolidateOps(StorePlumbing):

@@ -48,11 +48,11 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from .. import jsondata
+from ..config import Config, load_config
 from ..deck import db as deckdb
 from ..deck import journal
-from ..config import Config, load_config
 from ..errors import Refused
-from .. import jsondata
 from ..fsio import NOT_UTF8_NAME, atomic_write_bytes, list_names, read_regular_bytes
 from ..home import TARGETS, HermesHome
 from . import approval, staged

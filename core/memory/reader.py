@@ -15,7 +15,7 @@ from ..config import Config, load_config
 from ..errors import UnreadableFile
 from ..fsio import read_text_strict
 from ..home import TARGETS, HermesHome
-from .entries import Entry, noncanonical_reason, entries_of, parse_entries, usage_chars, usage_pct
+from .entries import Entry, entries_of, noncanonical_reason, parse_entries, usage_chars, usage_pct
 from .threats import scan
 
 #: How many entries of one file a listing for a person shows (the dashboard's Capacity table,

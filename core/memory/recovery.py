@@ -42,9 +42,9 @@ idempotent: a kill during recovery is settled by the next recovery the same way.
 
 from __future__ import annotations
 
-import sqlite3
 import contextlib
 import os
+import sqlite3
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import Refused
 from .entries import entries_of, entry_id, hermes_match, overflow_refusal, scan_or_refuse, serialize_entries, usage_chars
-from .results import WriteResult
 from .plumbing import StorePlumbing
+from .results import WriteResult
 
 
 class ReplayOps(StorePlumbing):

@@ -21,10 +21,9 @@ from ..errors import Refused
 from ..home import TARGETS
 from . import approval
 from .effects import EntryEffect
-from .entries import (entries_of, entry_id, overflow_refusal, parse_entries, preview, scan_or_refuse, serialize_entries,
-                      usage_chars)
-from .results import PlannedWrite, WriteResult
+from .entries import entries_of, entry_id, overflow_refusal, parse_entries, preview, scan_or_refuse, serialize_entries, usage_chars
 from .plumbing import StorePlumbing
+from .results import PlannedWrite, WriteResult
 
 
 class RevertOps(StorePlumbing):

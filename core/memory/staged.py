@@ -20,8 +20,8 @@ other way round.
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import Refused
 from .threats import pattern_ids, scan, threat_message

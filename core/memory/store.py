@@ -32,9 +32,9 @@ holding a target lock), otherwise only those older than 60 s; a write's staged n
 
 from __future__ import annotations
 
-import sqlite3
 import os
 import secrets
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -42,21 +42,44 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, suppre
 from pathlib import Path
 from typing import Any
 
+from ..config import Config, load_config
 from ..deck import archive as _archive
 from ..deck import db as deckdb
 from ..deck import journal
-from ..config import Config, load_config
 from ..errors import LockTimeout, Refused, UnreadableFile
-from ..fsio import (DEFAULT_LOCK_TIMEOUT, INTENT_TEMP_PREFIX, StagedReplace, applied, atomic_write_bytes,
-                    atomic_write_text, cleanup_stale_temps, discard_staged, file_lock, list_names, read_regular_bytes,
-                    read_text_strict, stage_replace)
+from ..fsio import (
+    DEFAULT_LOCK_TIMEOUT,
+    INTENT_TEMP_PREFIX,
+    StagedReplace,
+    applied,
+    atomic_write_bytes,
+    atomic_write_text,
+    cleanup_stale_temps,
+    discard_staged,
+    file_lock,
+    list_names,
+    read_regular_bytes,
+    read_text_strict,
+    stage_replace,
+)
 from ..home import TARGETS, HermesHome, require_hermes_home
 from . import approval
 from .approval import RecordClaim
 from .archiving import ArchiveOps
 from .consolidating import ConsolidateOps
-from .entries import (ENTRY_DELIMITER, noncanonical_reason, entries_of, entry_id, find_entry, overflow_refusal, parse_entries,
-                      preview, scan_or_refuse, serialize_entries, usage_chars)
+from .entries import (
+    ENTRY_DELIMITER,
+    entries_of,
+    entry_id,
+    find_entry,
+    noncanonical_reason,
+    overflow_refusal,
+    parse_entries,
+    preview,
+    scan_or_refuse,
+    serialize_entries,
+    usage_chars,
+)
 from .reader import read_memory
 from .recovery import RecoveryOps, resolve_reject_intents
 from .replay import ReplayOps

@@ -17,8 +17,16 @@ from typing import Any
 from ..context.budget import budget
 from ..context.injected import InjectedView
 from ..context.prompts import PromptCache
-from ..context.report import (ContextReport, SessionDiff, build_report, disk_entries, provider_share, session_diff,
-                              session_injected, verdict_for)
+from ..context.report import (
+    ContextReport,
+    SessionDiff,
+    build_report,
+    disk_entries,
+    provider_share,
+    session_diff,
+    session_injected,
+    verdict_for,
+)
 from ..hermes_version import HermesVersion
 
 #: Open sessions compared (a gateway home keeps one per chat; the newest started first).

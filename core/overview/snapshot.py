@@ -23,22 +23,21 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..config import Config
-from ..hermes_version import HermesVersion
-from ..home import TARGETS, HermesHome
-from ..memlock_home import MemlockLocation, candidate_dirs
-from ..sessions.profile import HermesProfile
-
 from ..anchors.lifecycle import SessionAudit
 from ..anchors.model import SessionAnchors, SessionFileInfo
+from ..config import Config
 from ..deck.archive import ArchivedItem
+from ..hermes_version import HermesVersion
 from ..history.changes import Change
 from ..history.usage import UsageSeries
+from ..home import TARGETS, HermesHome
+from ..memlock_home import MemlockLocation, candidate_dirs
 from ..memory.pending import PendingWrite
 from ..memory.reader import MemoryFileState
 from ..memory.review import QueueItem
-from ..provider_settings import ProviderSettings
 from ..memory.threats import Finding
+from ..provider_settings import ProviderSettings
+from ..sessions.profile import HermesProfile
 from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
 from .agent_view import AgentView
 from .banners import describe_failure

@@ -69,22 +69,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..deck import archive
-from ..config import Config, load_config
-from ..hermes_version import HermesVersion
-from ..home import TARGETS, HermesHome
-from ..memlock_home import locate_memlock
-from ..memory.reader import read_memory
-from ..memory.pending import list_pending, replay_texts
+from ..anchors.files import default_session_id
 from ..anchors.integrity_history import drift_event
 from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
-from ..anchors.files import default_session_id
 from ..anchors.store import AnchorStore
+from ..config import Config, load_config
+from ..deck import archive
+from ..hermes_version import HermesVersion
 from ..history.changes import history_summary
+from ..home import TARGETS, HermesHome
+from ..memlock_home import locate_memlock
+from ..memory.pending import list_pending, replay_texts
+from ..memory.reader import read_memory
 from ..sessions.bounds import cut_mark, cuts_since
-from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.connection import sharing_readers
+from ..sessions.profile import detect_profile, session_store_note, threat_differences
 from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 

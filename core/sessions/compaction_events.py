@@ -26,6 +26,7 @@ from .connection import FRESH_STAMP_TOLERANCE, StateDBConnection
 from .read_ahead import read_ahead
 from .records import CompactionEvent, Message
 
+
 class CompactionEventReader(StateDBConnection):
     """The compaction-event queries of :class:`.statedb.StateDB` (on its connection)."""
 

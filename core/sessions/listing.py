@@ -11,13 +11,13 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..coerce import number_or_zero
 from .. import jsondata
+from ..coerce import number_or_zero
+from ..memory.context_fence import sanitize_context
 from .bounds import bounded, head_sql, text_parts
 from .compaction import decode_content
 from .compaction_events import CompactionEventReader
 from .records import Message, PromptStamp, SessionInfo, UserTurn
-from ..memory.context_fence import sanitize_context
 
 #: How much of a stored prompt's end (chars) the key of a schema <= 22 prompt covers (the memory
 #: blocks and the session line of Hermes 0.17-0.19 are in it: ``PromptStamp.prompt_key``).

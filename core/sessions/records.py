@@ -6,8 +6,8 @@ One concept: the shapes (frozen dataclasses; epoch seconds; ``as_dict`` gives th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: The newest schema version this reader was verified against (Hermes 0.22.2.post1

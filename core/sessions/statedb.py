@@ -35,6 +35,7 @@ from .compaction import match_summary
 from .listing import SessionReader
 from .records import CompactionEvent, Delta
 
+
 class StateDB(SessionReader):
     """A read-only view of one ``state.db``.
 

@@ -6,10 +6,10 @@ import dataclasses
 import json
 
 from memdeck.core.config import load_config
+from memdeck.core.demo import DEMO_NOW, build_demo_home
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.alerts import CAPACITY_ALERT_PCT, alerts_between
 from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
-from memdeck.core.demo import DEMO_NOW, build_demo_home
 
 
 def _snap(home: HermesHome, db, prev=None):

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from memdeck.core.undo import undo
-
 import hashlib
 import json
 
 import pytest
 
-from memdeck.core.deck import archive
-
-from memdeck.core.deck import db as deckdb
-
-from memdeck.core.deck import journal
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.cli import main as cli_main
 from memdeck.core.config import Config
+from memdeck.core.deck import archive, journal
+from memdeck.core.deck import db as deckdb
 from memdeck.core.errors import MemdeckError, Refused
 from memdeck.core.home import HermesHome
+from memdeck.core.undo import undo
 
 
 @pytest.fixture

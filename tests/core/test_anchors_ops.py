@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from memdeck.core.deck import archive
 from memdeck.core.anchors.model import HISTORY_CAP
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config, MemlockConfig
+from memdeck.core.deck import archive
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 

@@ -23,7 +23,6 @@ from memdeck.core.memory.review import approve_all_clean, review_queue
 from memdeck.core.memory.store import MemoryStore
 from memdeck.core.overview.snapshot import build_snapshot
 from memdeck.core.overview.status import build_status
-
 from tests.crashpoints import CRASH_STATUS, crash_points, deterministic, run_in_child
 
 CFG = Config()

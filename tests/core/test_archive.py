@@ -6,13 +6,12 @@ import os
 
 import pytest
 
-from memdeck.core.deck import archive
-
-from memdeck.core.deck import db as deckdb
-from memdeck.core.memory import store as memory_mod
 from memdeck.core.config import Config
+from memdeck.core.deck import archive
+from memdeck.core.deck import db as deckdb
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
+from memdeck.core.memory import store as memory_mod
 from memdeck.core.memory.entries import parse_entries
 from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import HOSTILE, write_raw

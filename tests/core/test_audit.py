@@ -15,8 +15,8 @@ import pytest
 from memdeck.core.anchors.audit import alert_message, build_windows, integrity_score, keyword_audit, run_audit, semantic_audit, should_alert
 from memdeck.core.anchors.rehydration import plan_reminder, rehydration_candidates, reminder_block, reminder_lines
 from memdeck.core.anchors.rules import REMINDER_MARKER, auto_reminder, derive_probes, flatten_ws
-from memdeck.core.sessions.compaction import find_summary, split_context
 from memdeck.core.config import MemlockConfig
+from memdeck.core.sessions.compaction import find_summary, split_context
 from tests.helpers.anchors import anchor, history
 
 M = REMINDER_MARKER

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from memdeck.core.sessions import hermes_schema as HS
-from memdeck.core.anchors.model import Anchor
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.audit import audited_region
 from memdeck.core.anchors.lifecycle import audit_session
+from memdeck.core.anchors.model import Anchor
 from memdeck.core.anchors.rules import REMINDER_MARKER
-from memdeck.core.overview.status import anchors_section as status_section
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.home import HermesHome
+from memdeck.core.overview.status import anchors_section as status_section
+from memdeck.core.sessions import hermes_schema as HS
 from memdeck.core.sessions.statedb import StateDB
 
 T0 = 1_800_000_000.0

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from memdeck.core.sessions import hermes_schema as HS
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rules import REMINDER_MARKER
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.cli import main
 from memdeck.core.home import HermesHome
+from memdeck.core.sessions import hermes_schema as HS
 
 T0 = 1_800_000_000.0
 

@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 import pytest
+
 from memdeck.core import cli
 from memdeck.core.cli.common import EXIT_USAGE
 from memdeck.core.demo import build_demo_home
-
 from tests.helpers.commands import PLACEHOLDERS, SAMPLES, command_paths, fill
 
 #: every global option of ``memdeck --help`` that takes effect on a run (not --help/--version)

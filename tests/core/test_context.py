@@ -19,10 +19,9 @@ from memdeck.core.context.next_turn import last_fence, next_turn
 from memdeck.core.context.prompts import PromptCache
 from memdeck.core.context.report import build_report, disk_entries, open_session_diffs, verdict_for
 from memdeck.core.context.sections import SECTION_NAMES, split_prompt
-from memdeck.core.hermes_version import HermesVersion
-from memdeck.core.context.tokens import (ExactCounter, calibration, hermes_estimate,
-                                         hermes_message_estimate)
+from memdeck.core.context.tokens import ExactCounter, calibration, hermes_estimate, hermes_message_estimate
 from memdeck.core.context.whatif import pin_what_if, what_if
+from memdeck.core.hermes_version import HermesVersion
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.prompt_block import render_block
 from memdeck.core.sessions import hermes_schema as hs

@@ -9,8 +9,8 @@ import signal
 import sqlite3
 import time
 
-from memdeck.core.deck import db as deckdb
 from memdeck.core.config import Config
+from memdeck.core.deck import db as deckdb
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.entries import parse_entries, serialize_entries
 from memdeck.core.memory.store import MemoryStore

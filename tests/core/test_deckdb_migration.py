@@ -14,7 +14,6 @@ from memdeck.core.deck import archive, journal
 from memdeck.core.deck import db as deckdb
 from memdeck.core.home import HermesHome
 
-
 #: the schema version of this memdeck (read before any test patches it)
 CURRENT = deckdb.SCHEMA_VERSION
 

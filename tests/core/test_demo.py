@@ -10,15 +10,23 @@ from pathlib import Path
 import pytest
 
 from memdeck.core import demo as demo_mod
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.audit import audited_region, keyword_audit
 from memdeck.core.anchors.lifecycle import audit_session
 from memdeck.core.anchors.rehydration import plan_reminder
-from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW, build_big_home, build_demo_home, demo_home_dir, demo_plan, fresh_demo_home
-from memdeck.core.demo.story import (DEMO_MARKER, DEMO_MEMORY_LIMIT, DEMO_USER_LIMIT, FLAGGED_MEMORY_ENTRY, MEMORY_USAGE_BAND, USER_USAGE_BAND, USER_REPLACE_TARGET)
+from memdeck.core.demo.story import (
+    DEMO_MARKER,
+    DEMO_MEMORY_LIMIT,
+    DEMO_USER_LIMIT,
+    FLAGGED_MEMORY_ENTRY,
+    MEMORY_USAGE_BAND,
+    USER_REPLACE_TARGET,
+    USER_USAGE_BAND,
+)
 from memdeck.core.errors import MemdeckError
+from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
 from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.demo import db_rows, demo_home, demo_home_template, file_bytes  # noqa: F401
 
@@ -405,7 +413,7 @@ def test_recall_answers_the_obvious_queries_from_past_sessions(demo_home_templat
 
 def test_history_holds_changes_by_every_kind_of_writer(demo_home_template) -> None:  # noqa: F811
     from memdeck.core.demo.changes import demo_changes
-    from memdeck.core.demo.story import ARCHIVED_MEMORY_ENTRY, MEMORY_FIXED, PUSH_BEFORE, USER_NAME_BEFORE, USER_FIXED
+    from memdeck.core.demo.story import ARCHIVED_MEMORY_ENTRY, MEMORY_FIXED, PUSH_BEFORE, USER_FIXED, USER_NAME_BEFORE
     from memdeck.core.history import list_changes
 
     plan = demo_plan(7, DEMO_NOW)

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from memdeck.core.fleet.figures import figures_from_status
 from memdeck.core.fleet.homes import FleetSettings, parse_home_spec
 from memdeck.core.fleet.last_seen import LastSeenStore

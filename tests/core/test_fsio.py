@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import threading
-import time
 import os
 import stat
+import threading
+import time
 from pathlib import Path
 
 import pytest

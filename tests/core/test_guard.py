@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rules import REMINDER_MARKER
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config
 from memdeck.core.errors import UnreadableFile
 from memdeck.core.plugin.guard import DASHBOARD_HINT, Guard

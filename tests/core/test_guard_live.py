@@ -9,10 +9,9 @@ import os
 import subprocess
 import sys
 
-
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rehydration import reminder_lines
 from memdeck.core.anchors.rules import REMINDER_MARKER
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.plugin.entry import register
 from tests.helpers.plugin import BRITISH, BULLETS, REPO, RecordingContext, history, read_session, seed, write_config

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from memdeck.core.cli.common import EXIT_NO_HOME
 from memdeck.core.home import UnknownUserHome, expand_home_path
-
 from tests.helpers.commands import PLACEHOLDERS, SAMPLES, command_paths, fill
 
 _NOBODY = "~memdeck-no-such-user-40x5/hermes"

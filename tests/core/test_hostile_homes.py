@@ -37,11 +37,24 @@ from typing import Any
 import pytest
 
 from memdeck.core.cli.common import EXIT_CODES, EXIT_FINDINGS, EXIT_NO_HOME, EXIT_PARTIAL
-from tests.helpers.commands import (NO_HOME_EXIT_0, READ_ONLY, READS_NO_HOME, SAMPLES, WRITES, command_paths, fill,
-                                    home_values)
-from tests.helpers.hostile import (HOMES, Hostile, Job, LockServer, Outcome, build_base, build_hostile, copy_home,
-                                   fingerprint, holding, memdeck_owned, remove_home, run_jobs, run_process,
-                                   unprivileged_prefix)
+from tests.helpers.commands import NO_HOME_EXIT_0, READ_ONLY, READS_NO_HOME, SAMPLES, WRITES, command_paths, fill, home_values
+from tests.helpers.hostile import (
+    HOMES,
+    Hostile,
+    Job,
+    LockServer,
+    Outcome,
+    build_base,
+    build_hostile,
+    copy_home,
+    fingerprint,
+    holding,
+    memdeck_owned,
+    remove_home,
+    run_jobs,
+    run_process,
+    unprivileged_prefix,
+)
 
 #: seconds after which a command is killed and reported as a hang (never reached by a passing run)
 HANG_GUARD = 120.0

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from memdeck.core.undo import undo
-
 import pytest
 
-from memdeck.core.deck import archive
-
-from memdeck.core.deck import journal
 from memdeck.core.config import Config
+from memdeck.core.deck import archive, journal
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
+from memdeck.core.undo import undo
 from tests.helpers.memory import write_raw
 
 

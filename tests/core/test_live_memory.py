@@ -7,6 +7,7 @@ import sqlite3
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+
 from memdeck.core.context.frozen import MemoryChange, compare
 from memdeck.core.deck import db as deckdb
 from memdeck.core.home import HermesHome

@@ -13,7 +13,15 @@ from memdeck.core.config import Config
 from memdeck.core.errors import LockTimeout, Refused
 from memdeck.core.fsio import file_lock
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.entries import (ENTRY_DELIMITER, noncanonical_reason, entry_id, find_entry, parse_entries, serialize_entries, usage_chars)
+from memdeck.core.memory.entries import (
+    ENTRY_DELIMITER,
+    entry_id,
+    find_entry,
+    noncanonical_reason,
+    parse_entries,
+    serialize_entries,
+    usage_chars,
+)
 from memdeck.core.memory.reader import read_memory
 from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import HOSTILE, write_raw

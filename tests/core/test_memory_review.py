@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from memdeck.core.undo import undo
-
 import functools
 import sqlite3
 
@@ -13,6 +11,7 @@ from memdeck.core.deck import db as deckdb
 from memdeck.core.errors import MemdeckError
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
+from memdeck.core.undo import undo
 
 
 def raw(home: HermesHome, target: str = "memory") -> bytes:

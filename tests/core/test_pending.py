@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from memdeck.core.deck import journal
 from memdeck.core.config import Config
+from memdeck.core.deck import journal
 from memdeck.core.errors import Refused
 from memdeck.core.home import HermesHome
-from memdeck.core.memory.store import MemoryStore
 from memdeck.core.memory.pending import approve, list_pending, reject
+from memdeck.core.memory.store import MemoryStore
 from tests.helpers.memory import HOSTILE
 
 

@@ -18,7 +18,6 @@ from memdeck.core.memory.prompt_block import (
     render_prompt_blocks,
 )
 
-
 # ----------------------------------------------------------------------------- memory block
 
 

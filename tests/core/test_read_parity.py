@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memdeck.core.config import load_config
 from memdeck.core.deck.db import DeckDB, db_path
 from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home, demo_plan
@@ -31,7 +32,6 @@ from memdeck.core.overview.snapshot import (
     take_stamps,
 )
 from memdeck.core.sessions import hermes_schema as hs
-
 from tests.helpers.hostile import HOMES, build_base, build_hostile
 
 #: fields that differ between two reads of the same sources by design (the clock), and fields of

@@ -23,8 +23,7 @@ from memdeck.core.config import Config
 from memdeck.core.deck import db as deckdb
 from memdeck.core.deck import journal
 from memdeck.core.errors import Refused
-from memdeck.core.fsio import (INTENT_TEMP_PREFIX, applied, cleanup_stale_temps, discard_staged, replace_outcome,
-                               stage_replace)
+from memdeck.core.fsio import INTENT_TEMP_PREFIX, applied, cleanup_stale_temps, discard_staged, replace_outcome, stage_replace
 from memdeck.core.home import HermesHome
 from memdeck.core.memory import pending
 from memdeck.core.memory.approval import APPLYING_SUFFIX, sweep
@@ -225,8 +224,8 @@ def test_an_approval_killed_before_its_write_is_staged_again(hermes_home: Hermes
 
 
 def test_a_move_killed_between_its_renames_ends_in_one_file(hermes_home: HermesHome) -> None:
-    from memdeck.core.fsio import applied as real_applied
     import memdeck.core.memory.store as store_mod
+    from memdeck.core.fsio import applied as real_applied
 
     s = MemoryStore(hermes_home, CFG)
     s.add("memory", "moved fact")

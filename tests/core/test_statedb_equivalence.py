@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memdeck.core.deck import db as deckdb
+from memdeck.core.demo import build_demo_home
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.compaction import LEGACY_SUMMARY_PREFIX, SUMMARY_LEAD
-from memdeck.core.demo import build_demo_home
 from memdeck.core.sessions.statedb import StateDB
 from tests.helpers.statedb import build_history, reference_compactions
 

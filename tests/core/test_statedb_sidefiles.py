@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.connection import sharing_readers
 from memdeck.core.sessions.statedb import StateDB

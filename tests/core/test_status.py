@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from memdeck.core.overview import status as status_mod
 from memdeck.core.config import Config, load_config
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.entries import entry_id
 from memdeck.core.memory.store import MemoryStore
+from memdeck.core.overview import status as status_mod
 from tests.helpers.memory import HOSTILE, write_raw
 
 

@@ -12,7 +12,6 @@ import sys
 from memdeck.core.home import HermesHome
 from memdeck.core.sessions.bounds import MAX_STORED_TEXT_CHARS
 from memdeck.core.sessions.statedb import StateDB
-
 from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401 - fixtures
 
 BIG = 50_000_000

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from memdeck.core.fleet.textfile import SharedDirRefused, write_textfile
 from memdeck.core.home import HermesHome
-
 from tests.helpers.demo import demo_home, demo_home_template  # noqa: F401 - fixtures
 
 ATTACKER_UID = 4242

@@ -13,14 +13,14 @@ from typing import Any
 
 from memdeck.core.anchors.model import Anchor, SessionAnchors
 from memdeck.core.anchors.store import AnchorStore
+from memdeck.core.config import Config, parse_config
+from memdeck.core.home import HermesHome
 from memdeck.core.sessions.compaction import (
     MERGED_PRIOR_CONTEXT_HEADER,
     MERGED_SUMMARY_DELIMITER,
     SUMMARY_END_MARKER,
     SUMMARY_PREFIX_0_19,
 )
-from memdeck.core.config import Config, parse_config
-from memdeck.core.home import HermesHome
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PY = sys.executable

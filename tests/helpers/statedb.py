@@ -7,9 +7,8 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from memdeck.core.sessions import hermes_schema as hs

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memdeck.core.anchors.model import Anchor
-from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.anchors.rules import REMINDER_MARKER
+from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.home import HermesHome
 from tests.conftest import requires_hermes
 

@@ -166,7 +166,8 @@ def hermes_approve(home: HermesHome) -> dict[str, Any] | None:
     """Hermes' ``/memory approve <id>``: ``get_pending``, ``apply_memory_pending``, discard on
     success (``hermes_cli/write_approval_commands.py``); None when Hermes finds no record."""
     from tools import write_approval as wa
-    from tools.memory_tool import MemoryStore as HermesStore, apply_memory_pending
+    from tools.memory_tool import MemoryStore as HermesStore
+    from tools.memory_tool import apply_memory_pending
 
     saved = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home.path)

@@ -25,8 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop.matrix import deck
-from tests.interop.matrix import run
+from tests.interop.matrix import deck, run
 from tests.interop.matrix.run import hermes_or_skip
 
 pytestmark = pytest.mark.interop

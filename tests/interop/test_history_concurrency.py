@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memdeck.core.config import Config
 from memdeck.core.deck import db as deckdb
 from memdeck.core.history.observation import observe
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore, recover_intents
-
 from tests.conftest import requires_hermes
 from tests.crashpoints import CRASH_STATUS, crash_points, run_in_child
 from tests.helpers.memory import run_hermes

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memdeck.core.home import HermesHome
 from memdeck.core.live_memory.block import SYSTEM_NOTE
 from memdeck.core.plugin.install import install_plugin
-
 from tests.interop.matrix import run
 from tests.interop.matrix.run import hermes_or_skip
 

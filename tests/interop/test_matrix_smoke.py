@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.interop.matrix import deck
+from tests.interop.matrix import deck, run
 from tests.interop.matrix.corpus import CORPUS, HERMES_DIFFS
-from tests.interop.matrix import run
 from tests.interop.matrix.run import version_tuple as _vt
 from tests.interop.matrix.venvs import SPECS, hermes_python
 

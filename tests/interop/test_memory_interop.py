@@ -15,9 +15,9 @@ import pytest
 from memdeck.core.config import Config
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.entries import parse_entries, serialize_entries
+from memdeck.core.memory.pending import approve, list_pending
 from memdeck.core.memory.reader import read_memory
 from memdeck.core.memory.store import MemoryStore
-from memdeck.core.memory.pending import approve, list_pending
 from tests.conftest import requires_hermes
 from tests.helpers.memory import hermes_json
 

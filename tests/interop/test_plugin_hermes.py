@@ -13,7 +13,7 @@ import pytest
 from memdeck.core.home import HermesHome
 from memdeck.core.plugin.install import install_plugin
 from tests.conftest import requires_hermes
-from tests.helpers.plugin import REPO, BRITISH, BULLETS, run_py, seed, write_config
+from tests.helpers.plugin import BRITISH, BULLETS, REPO, run_py, seed, write_config
 
 pytestmark = [requires_hermes, pytest.mark.interop]
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memdeck.core.memory.prompt_block import render_prompt_blocks
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.sessions.compaction import SUMMARY_PREFIX_0_19, match_summary
-from memdeck.core.memory.prompt_block import render_prompt_blocks
 from memdeck.core.sessions.recall import recall, sanitize_fts5_query, search_messages
 from memdeck.core.sessions.statedb import StateDB
 from tests.conftest import requires_hermes

@@ -14,6 +14,7 @@ numpy forward pass: the verdicts must still agree).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -21,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import io
 from pathlib import Path
 
 import pytest

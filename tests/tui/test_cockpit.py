@@ -8,9 +8,9 @@ import time
 import pytest
 
 from memdeck.tui.app import make_app
-from memdeck.tui.views.common import badge_counts
 from memdeck.tui.screens.help import HelpScreen
 from memdeck.tui.screens.notifications import NotificationsScreen
+from memdeck.tui.views.common import badge_counts
 from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio

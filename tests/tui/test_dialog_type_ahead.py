@@ -14,13 +14,13 @@ import importlib
 import inspect
 import pkgutil
 
-import memdeck.tui.screens as screens_pkg
 import pytest
-from memdeck.core.demo import DEMO_NOW
-from memdeck.tui.app import make_app
 from textual import events
 from textual.screen import ModalScreen
 
+import memdeck.tui.screens as screens_pkg
+from memdeck.core.demo import DEMO_NOW
+from memdeck.tui.app import make_app
 from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio

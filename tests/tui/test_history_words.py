@@ -9,10 +9,10 @@ import json
 
 import pytest
 
+from memdeck.core import history as core_history
 from memdeck.core.anchors.files import AnchorFiles
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import Config
-from memdeck.core import history as core_history
 from memdeck.core.history.changes import Change
 from memdeck.core.memory.store import MemoryStore
 from memdeck.tui.app import make_app

@@ -30,8 +30,17 @@ from typing import Any
 import pytest
 
 from memdeck.core.home import HermesHome
-from tests.helpers.hostile import (HOMES, Hostile, build_base, build_hostile, copy_home, drop_dac_override,
-                                   fingerprint, holding, memdeck_owned)
+from tests.helpers.hostile import (
+    HOMES,
+    Hostile,
+    build_base,
+    build_hostile,
+    copy_home,
+    drop_dac_override,
+    fingerprint,
+    holding,
+    memdeck_owned,
+)
 
 #: homes opened at once (each in its own forked child)
 PARALLEL = min(2, os.cpu_count() or 1)

@@ -9,13 +9,13 @@ from textual.widgets import Input, TextArea
 
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.demo import DEMO_NOW
-from tests.tui.conftest import settle, wait_for
 from memdeck.tui.app import make_app
 from memdeck.tui.keymap import PANELS, keys_table
 from memdeck.tui.screens.confirm import ConfirmScreen
 from memdeck.tui.screens.editors import AnchorEditScreen, PinScreen
 from memdeck.tui.screens.help import HelpScreen
 from memdeck.tui.screens.pickers import PickerScreen
+from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio
 

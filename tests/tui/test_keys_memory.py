@@ -7,14 +7,13 @@ import pytest
 from textual.widgets import TextArea
 
 from memdeck.core.demo import DEMO_NOW
-from tests.tui.conftest import settle, wait_for
+from memdeck.core.memory import store as memory
+from memdeck.core.memory.reader import read_memory
 from memdeck.tui.app import make_app
 from memdeck.tui.screens.confirm import ConfirmScreen
 from memdeck.tui.screens.editors import EntryEditScreen
 from memdeck.tui.screens.pickers import PickerScreen
-
-from memdeck.core.memory import store as memory
-from memdeck.core.memory.reader import read_memory
+from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memdeck.core.cli import build_parser
-from memdeck.tui.launch import main, run_dashboard
 from memdeck.core.demo import demo_home_dir
 from memdeck.core.demo.story import DEMO_MARKER
+from memdeck.tui.launch import main, run_dashboard
 
 
 class FakeApp:

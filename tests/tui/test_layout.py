@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memdeck.core.demo import DEMO_NOW
-from tests.tui.conftest import settle, wait_for
 from memdeck.tui.app import make_app
+from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio
 

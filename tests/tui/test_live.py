@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from memdeck.core.demo import DEMO_NOW
-from tests.conftest import requires_hermes
-from tests.tui.conftest import settle, wait_for
 from memdeck.tui.app import make_app
 from memdeck.tui.watcher import is_noise
+from tests.conftest import requires_hermes
+from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio
 

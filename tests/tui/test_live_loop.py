@@ -13,15 +13,15 @@ import time
 import pytest
 from textual.message import Message
 
-from memdeck.core.sessions import hermes_schema as hs
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
 from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
-from tests.tui.conftest import settle, wait_for
+from memdeck.core.sessions import hermes_schema as hs
 from memdeck.tui.app import make_app
 from memdeck.tui.messages import SourcesChanged
 from memdeck.tui.watcher import source_of
+from tests.tui.conftest import settle, wait_for
 
 pytestmark = pytest.mark.anyio
 

@@ -15,11 +15,11 @@ from textual.widgets._footer import FooterKey
 from memdeck.core.cli import build_parser
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.overview.alerts import oldest_pending_age
+from memdeck.core.text import age_words
 from memdeck.tui.app import make_app
 from memdeck.tui.keymap import PANEL_IDS, PANELS
 from memdeck.tui.views.context import differing_count
 from memdeck.tui.views.integrity import current_score
-from memdeck.core.text import age_words
 from memdeck.tui.widgets.footer import DeckFooter
 from tests.tui.conftest import settle, wait_for
 

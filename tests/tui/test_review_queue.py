@@ -12,9 +12,9 @@ import pytest
 import yaml
 from textual.widgets import TextArea
 
+from memdeck.core.deck import journal
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.demo.changes import pending_record
-from memdeck.core.deck import journal
 from memdeck.core.memory import pending
 from memdeck.core.memory.reader import read_memory
 from memdeck.core.overview.alerts import AlertSettings

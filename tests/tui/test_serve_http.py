@@ -20,7 +20,14 @@ import pytest
 from memdeck.core.home import HermesHome
 from memdeck.tui.serve import dashboard_argv
 from tests.helpers.serve import (
-    ROOT, TabClient, alive, cmdline, serve_argv, served, session_cookie, wait_until,
+    ROOT,
+    TabClient,
+    alive,
+    cmdline,
+    serve_argv,
+    served,
+    session_cookie,
+    wait_until,
 )
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ import pytest
 from textual.widgets import Input, TextArea
 
 from memdeck.core.demo import DEMO_NOW
-from tests.tui.conftest import settle
 from memdeck.tui.app import make_app
 from memdeck.tui.keymap import PANEL_IDS
+from tests.tui.conftest import settle
 
 
 def _still(app) -> None:

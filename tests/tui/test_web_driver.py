@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from textual import events, messages
 
 from memdeck.tui import web_driver as web_driver_module

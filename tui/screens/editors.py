@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from memdeck.core.home import TARGET_FILES
+from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
 
 from ..safe_text import safe_text
 from .modal import Dialog

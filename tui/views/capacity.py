@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from rich.console import RenderableType
 from rich.text import Text
 
-from memdeck.core.memory.reader import LISTED_ENTRIES
 from memdeck.core.home import TARGET_FILES, TARGETS
 from memdeck.core.memory.entries import entry_id
+from memdeck.core.memory.reader import LISTED_ENTRIES
 
 from ..safe_text import safe_text
 from .common import findings_for, findings_legend, flag_text, highlighted, titled_block

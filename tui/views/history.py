@@ -21,12 +21,11 @@ from rich.text import Text
 
 from memdeck.core.context.new_session import new_session_hint
 from memdeck.core.history.changes import Change
-from memdeck.core.home import TARGET_FILES
 from memdeck.core.history.diff import SHOWN_FIELDS, anchor_fields_of, probe_list
+from memdeck.core.home import TARGET_FILES
 
 from ..safe_text import safe_plain, safe_text
 from .common import ago
-
 from .context import unseen_by
 
 if TYPE_CHECKING:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from memdeck.core.home import TARGETS
 from memdeck.core.overview.alerts import oldest_pending_age
 from memdeck.core.text import age_words
-from rich.text import Text
 
 from ..safe_text import safe_text
 from .capacity import usage_bar
@@ -21,7 +22,6 @@ from .common import ago, badge_counts, short_clock
 from .context import differing_count, followed_diff
 from .history import change_text, op_words, where_short, who_short
 from .integrity import current_score
-
 
 if TYPE_CHECKING:
     from memdeck.core.overview.snapshot import DeckSnapshot

@@ -14,8 +14,8 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from memdeck.core.home import TARGET_FILES
-from memdeck.core.text import age_words
 from memdeck.core.memory.review import DEFAULT_PENDING_AGE_S, staged_by_words
+from memdeck.core.text import age_words
 
 from ..safe_text import safe_text
 from .capacity import entry_rows

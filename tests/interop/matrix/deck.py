@@ -13,12 +13,12 @@ from memdeck.core.anchors.model import Anchor
 from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.errors import Refused
+from memdeck.core.hermes_version import HermesVersion
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.pending import approve as approve_pending
 from memdeck.core.memory.pending import list_pending
 from memdeck.core.memory.reader import read_memory
 from memdeck.core.memory.store import MemoryStore
-from memdeck.core.hermes_version import HermesVersion
 from memdeck.core.memory.threats import hermes_verdict
 from memdeck.core.memory.threats import scan as threat_scan
 from memdeck.core.sessions.recall import recall, search_messages

@@ -500,8 +500,8 @@ def op_plugin_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     """Load plugins with this Hermes' plugin manager, then run ``pre_llm_call`` as Hermes does:
     a quiet turn, then a turn whose history holds a compaction summary built with this
     Hermes' own ``SUMMARY_PREFIX`` (and end marker), then the same history again."""
-    from hermes_cli import plugins
     from agent.context_compressor import SUMMARY_PREFIX
+    from hermes_cli import plugins
 
     end = getattr(sys.modules["agent.context_compressor"], "_SUMMARY_END_MARKER", "")
     mgr = plugins.get_plugin_manager()
