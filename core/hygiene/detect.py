@@ -15,7 +15,8 @@ was written; the change history (``core/history``) tells who wrote each entry an
 * **stale**: an entry naming an absolute path that is gone from this machine (its parent directory
   is here, the path is not); an entry no
   session mentioned (no ``session_search`` hit in any turn) for ``stale_days`` since it was
-  written; an entry the person archived that a writer put back since.
+  written; an entry the person archived that a writer put back since; an entry Hermes wrote
+  (a tool call, its background review) that says again what the person had replaced or removed.
 """
 
 from __future__ import annotations
@@ -49,17 +50,27 @@ def _gone(path: str) -> bool:
     return not os.path.lexists(full) and os.path.isdir(os.path.dirname(full))
 
 
-def _history(home: Any) -> dict[tuple[str, str], Any]:
-    """(target, text) -> the newest change that wrote that entry text (memdeck's history)."""
+#: the change history's actors that are the person (memdeck's CLI and dashboard, a hand edit)
+PERSON_ACTORS = frozenset({"cli", "tui", "external"})
+#: the actors that are Hermes itself (a tool call, an applied pending write of its review)
+HERMES_ACTORS = frozenset({"hermes", "pending"})
+
+
+def _changes(home: Any) -> list[Any]:
+    """memdeck's change history of memory entries, newest first ([] when there is none)."""
     from ..history.changes import list_changes
 
-    out: dict[tuple[str, str], Any] = {}
     try:
-        changes = list_changes(home, limit=5000)
+        return [c for c in list_changes(home, limit=5000) if c.kind == "memory" and c.target]
     except Exception:  # noqa: BLE001 - no history: who and when are unknown, and said so
-        return out
-    for c in changes:  # newest first
-        if c.kind == "memory" and c.after and c.target:
+        return []
+
+
+def _history(home: Any, changes: list[Any] | None = None) -> dict[tuple[str, str], Any]:
+    """(target, text) -> the newest change that wrote that entry text (memdeck's history)."""
+    out: dict[tuple[str, str], Any] = {}
+    for c in changes if changes is not None else _changes(home):  # newest first
+        if c.after:
             out.setdefault((c.target, c.after), c)
     return out
 
@@ -108,7 +119,8 @@ def hygiene_report(home: Any, config: Any = None, *, now: float | None = None, s
         if state.error:
             unknown.append(f"{target}: {state.error}")
         entries[target] = [e.text for e in state.entries]
-    hist = _history(home)
+    changes = _changes(home)
+    hist = _history(home, changes)
     if not hist:
         unknown.append("who wrote each entry and when: memdeck has no change history of this home yet")
     refs = [_ref(t, text, hist) for t in ("memory", "user") for text in entries[t]]
@@ -178,16 +190,30 @@ def hygiene_report(home: Any, config: Any = None, *, now: float | None = None, s
                                 Proposal("choose", pair)))
 
     # ── stale ──
-    stale = _stale(home, refs, ws, entries, now, stale_days, statedb, unknown)
+    stale = _stale(home, refs, ws, entries, now, stale_days, statedb, unknown, changes)
     findings.extend(stale)
     findings.sort(key=lambda f: (-f.chars_saved, f.kind, f.id))
     return HygieneReport(enc.method, tuple(findings), enc.reason if enc.method == LEXICAL else None, tuple(unknown))
 
 
 def _stale(home: Any, refs: list[EntryRef], ws: list[Words], entries: dict[str, list[str]], now: float,
-           stale_days: float, statedb: Any, unknown: list[str]) -> list[Finding]:
+           stale_days: float, statedb: Any, unknown: list[str], changes: list[Any] | None = None) -> list[Finding]:
     out: list[Finding] = []
     reasons: dict[int, dict[str, Any]] = {}
+    # an entry Hermes wrote (a tool call, its background review's write) saying again what the
+    # person had replaced or removed before: the person's newer word is not assumed wrong, but
+    # the entry is shown
+    by_person = [c for c in changes or () if c.actor in PERSON_ACTORS and c.before and c.op in ("replaced", "removed")]
+    for i, r in enumerate(refs):
+        if r.actor not in HERMES_ACTORS or r.written_at is None:
+            continue
+        for c in by_person:
+            if float(c.until) < r.written_at and c.target == r.target and (
+                    c.before == r.text or classify(c.before, r.text, wa=words(c.before), wb=ws[i]).kind == DUPLICATE):
+                reasons.setdefault(i, {})["replaced_by_person"] = {
+                    "change_id": c.change_id, "at": float(c.until), "by": c.actor, "op": c.op, "before": c.before,
+                    "after": c.after, "written_again_by": r.actor, "written_again_at": r.written_at}
+                break
     for i, r in enumerate(refs):
         named = [p.rstrip(".,;:") for p in _PATH.findall(r.text)]
         missing = [p for p in named if _gone(p)]

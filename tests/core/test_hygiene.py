@@ -218,3 +218,32 @@ def test_a_path_is_stale_only_when_its_place_is_here_and_it_is_gone(tmp_path: Pa
                             "Server config in /srv/other-machine-8c1f/app.toml"], ["User likes tea"])
     stale = [f for f in hygiene_report(home, semantic=False).findings if f.kind == "stale"]
     assert [f.evidence["missing_paths"] for f in stale] == [[f"{tmp_path}/code/gone"]]
+
+
+def test_an_entry_hermes_writes_again_after_the_person_replaced_it_is_stale(tmp_path: Path) -> None:
+    import time as _time
+
+    from memdeck.core.history.observation import observe
+    from memdeck.core.sessions import hermes_schema as HS
+    from memdeck.core.sessions.statedb import StateDB
+
+    home = _home(tmp_path, ["Deploy target is pi.local", "Never push on Fridays"], ["User likes tea"])
+    observe(home)  # memdeck's first look: the baseline
+    MemoryStore(home, actor="cli").replace("memory", "Deploy target is pi.local", "Deploy target is pi.lan")
+    observe(home)
+    now = _time.time()
+    conn = HS.create_state_db(home.state_db)  # Hermes' tool call that writes the old fact again
+    HS.add_session(conn, "s1", started_at=now - 5)
+    HS.append_message(conn, "s1", "assistant", "", timestamp=now, tool_calls=[
+        {"id": "call_1", "type": "function", "function": {"name": "memory", "arguments": json.dumps(
+            {"action": "add", "target": "memory", "content": "Deploy target is pi.local"})}}])
+    conn.close()
+    text = home.memory_file("memory").read_text(encoding="utf-8")
+    home.memory_file("memory").write_text(text + "\n§\nDeploy target is pi.local", encoding="utf-8")
+    with StateDB(home.state_db) as db:
+        observe(home, statedb=db)
+        report = hygiene_report(home, semantic=False, statedb=db)
+    stale = [f for f in report.findings if f.kind == "stale"]
+    assert len(stale) == 1 and stale[0].entries[0].text == "Deploy target is pi.local"
+    ev = stale[0].evidence["replaced_by_person"]
+    assert ev["by"] == "cli" and ev["after"] == "Deploy target is pi.lan" and ev["written_again_by"] == "hermes"
