@@ -36,6 +36,18 @@ _pause = asyncio.sleep  # the burst timer (tests count its uses)
 
 #: Source kinds a change can touch (what :class:`core.snapshot.SourceStamps` stamps).
 SOURCES = ("memory", "config", "pending", "memlock", "statedb")
+#: The kind of a write to memdeck.db (``<home>/memdeck/memdeck.db``, ``core/deck/db.py``): reported
+#: only to a caller that asks (``watch_home(..., deck=True)``, ``memdeck watch``'s ``delivered``
+#: events); the dashboard never wakes on memdeck's own files.
+DECK = "deck"
+_DECK_FILES = ("memdeck.db", "memdeck.db-wal")
+
+
+def deck_source_of(home: HermesHome, path: str | Path) -> str | None:
+    """:data:`DECK` for memdeck.db, its ``-wal`` or the ``memdeck/`` directory itself, else None."""
+    p = Path(path)
+    d = home.memdeck_dir
+    return DECK if p == d or (p.parent == d and p.name in _DECK_FILES) else None
 
 _NOISE = re.compile(
     r"""(
@@ -113,12 +125,15 @@ def source_of(home: HermesHome, path: str | Path, memlock_dirs: tuple[Path, ...]
     return kind if parts[-1].endswith(".json") else None
 
 
-async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
+async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = None, *,
+                     deck: bool = False) -> AsyncGenerator[frozenset[str], None]:
     """Yield the set of source kinds touched, once per burst of changes, for as long as awaited.
 
     Each yielded set holds what changed since the previous one (bursts that arrive while the
     consumer is busy are merged). Never yields an empty set. Cancel the task to stop.
-    ``on_ready`` is called once the watches are armed (a change after it is seen).
+    ``on_ready`` is called once the watches are armed (a change after it is seen). ``deck``: also
+    report a write to memdeck.db as :data:`DECK` (a reader of memdeck.db must not pass it from a
+    loop that writes memdeck.db on each wake-up).
     """
     if sys.platform.startswith("linux"):
         try:
@@ -126,14 +141,15 @@ async def watch_home(home: HermesHome, on_ready: Callable[[], None] | None = Non
         except ImportError:
             pass
         else:
-            async for kinds in _watch_inotify(home, on_ready):
+            async for kinds in _watch_inotify(home, on_ready, deck):
                 yield kinds
             return
-    async for kinds in _watch_polling(home, on_ready):
+    async for kinds in _watch_polling(home, on_ready, deck):
         yield kinds
 
 
-async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
+async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None = None,
+                         deck: bool = False) -> AsyncGenerator[frozenset[str], None]:
     from asyncinotify import Event, Inotify, Mask
 
     file_mask = Mask.CLOSE_WRITE | Mask.MOVED_TO | Mask.MOVED_FROM | Mask.CREATE | Mask.DELETE | Mask.MODIFY
@@ -142,6 +158,8 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
 
     def arm(ino: Inotify) -> None:
         dirs = [home.path / rel if rel else home.path for rel in ("", *WATCHED_DIRS)]
+        if deck:
+            dirs.append(home.memdeck_dir)
         for d in outside:  # MemLock 0.5's ~/.memlock/memlock: its parent too, to see it created
             dirs += [d.parent, d, d / "persist"]
         for d in dirs:
@@ -171,7 +189,9 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
                         rearm = True
                     if event.path is not None:
                         kind = source_of(home, event.path, outside)
-                        if kind == "statedb" and event.mask & Mask.CLOSE_WRITE:
+                        if kind is None and deck:
+                            kind = deck_source_of(home, event.path)
+                        if kind in ("statedb", DECK) and event.mask & Mask.CLOSE_WRITE:
                             # any connection, memdeck's read-only one included, opens -wal for
                             # writing and closes it: only a write (MODIFY), a create, delete or
                             # rename counts
@@ -196,13 +216,18 @@ async def _watch_inotify(home: HermesHome, on_ready: Callable[[], None] | None =
                 yield frozenset(kinds)
 
 
-async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None = None) -> AsyncGenerator[frozenset[str], None]:
+async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None = None,
+                         deck: bool = False) -> AsyncGenerator[frozenset[str], None]:
     from watchfiles import awatch
 
     outside = outside_memlock_dirs(home)
 
+    def kind_of(path: str) -> str | None:
+        kind = source_of(home, path, outside)
+        return deck_source_of(home, path) if kind is None and deck else kind
+
     def keep(_change: object, path: str) -> bool:
-        return source_of(home, path, outside) is not None
+        return kind_of(path) is not None
 
     while not home.path.is_dir():
         await asyncio.sleep(1.0)  # fallback only: nothing to watch until the home exists
@@ -211,6 +236,6 @@ async def _watch_polling(home: HermesHome, on_ready: Callable[[], None] | None =
     extra = [d.parent for d in outside if d.parent.is_dir()]
     async for changes in awatch(home.path, *extra, watch_filter=keep, debounce=DEBOUNCE_MS, step=STEP_MS,
                                 recursive=True, ignore_permission_denied=True):
-        kinds = frozenset(k for _c, p in changes if (k := source_of(home, p, outside)) is not None)
+        kinds = frozenset(k for _c, p in changes if (k := kind_of(p)) is not None)
         if kinds:
             yield kinds

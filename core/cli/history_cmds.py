@@ -20,7 +20,12 @@ one JSON object per line for each event:
 * ``{"event": "frozen", "session_id", "source", "differences", "frozen_at", "new_session", "changes"}``
   - an open session's frozen memory now differs from the files by more entries than before
   (it appeared, or grew): that running agent does not see them until a new session
-  (``core/context/``).
+  (``core/context/``);
+* ``{"event": "delivered", "session_id", "target", "change", "entry_hash", "mode", "turn", "turn_id",
+  "at"}`` - live memory delivered a memory change to a running session (a row the plugin recorded
+  in memdeck.db ``live_deliveries``, ``core/live_memory/record.py``; ``turn``: the session's user
+  turn number, ``turn_id``: Hermes' id or null, ``at``: epoch seconds). Rows already there when
+  ``watch`` starts are not events.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from ..hermes_version import HermesVersion
 from ..home import TARGETS
 from ..memory.pending import list_pending
 from ..memory.reader import read_memory
+from ..watcher import DECK
 from .common import CliContext, UsageError, print_json
 from .exec_hook import DEFAULT_RUN_TIMEOUT, ExecHook, json_line
 from .memory_cmds import _clock, _refused, safe
@@ -147,6 +153,7 @@ class _Watch:
         self._db: Any = None
         self._prompts: Any = None
         self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
+        self.delivered = {(d.session_id, d.key) for d in self._deliveries()}
         self.provider = self._provider_watch()
         now = time.time()
         # records already past the age when watch starts are a state, not an event (as every alert)
@@ -240,6 +247,22 @@ class _Watch:
                                    verdict_for(version))
         return [d.to_dict() for d in diffs if d.frozen.in_prompt]
 
+    def _deliveries(self) -> list[Any]:
+        from ..live_memory.record import load_recorded
+
+        return load_recorded(self.ctx.home, "delivered")
+
+    def delivered_events(self) -> list[dict[str, Any]]:
+        """``delivered`` events of the rows recorded since the last look (oldest first)."""
+        out: list[dict[str, Any]] = []
+        for d in self._deliveries():
+            if (d.session_id, d.key) not in self.delivered:
+                self.delivered.add((d.session_id, d.key))
+                out.append({"event": "delivered", "session_id": d.session_id, "target": d.target,
+                            "change": d.change, "entry_hash": d.key, "mode": d.mode, "turn": d.turn,
+                            "turn_id": d.turn_id, "at": d.at})
+        return out
+
     def _pcts(self) -> dict[str, int]:
         return {t: read_memory(self.ctx.home, self.ctx.config, t).pct for t in TARGETS}
 
@@ -311,6 +334,8 @@ class _Watch:
                     out.append({"event": "audit", "session_id": sid, "score": score,
                                 "alert_floor": self.ctx.config.memlock.alert_floor})
             self.low = low
+        if DECK in kinds:
+            out.extend(self.delivered_events())
         return out
 
 
@@ -348,7 +373,7 @@ async def _watch_loop(ctx: CliContext, hook: ExecHook | None, max_events: int | 
             if ready:
                 _print_line({"event": "ready"})
 
-        agen = watch_home(ctx.home, armed)
+        agen = watch_home(ctx.home, armed, deck=True)  # events() only reads memdeck.db on a DECK wake-up
         step: asyncio.Future[Any] | None = None
         try:
             while True:

@@ -71,6 +71,25 @@ def load_all(home: HermesHome | Path, session_ids: Iterable[str]) -> Mapping[str
     return {sid: load_deliveries(home, sid) for sid in session_ids}
 
 
+def load_recorded(home: HermesHome | Path, state: str | None = None) -> list[Delivery]:
+    """Every row of every session (only those of ``state``, one of :data:`STATES`, when given),
+    oldest ``at`` first; ``[]`` as :func:`load_deliveries` when memdeck.db cannot be read. Read-only;
+    never raises."""
+    conn, own = deckdb._read_only(home)
+    if conn is None:
+        return []
+    where, params = ("WHERE state = ?", (state,)) if state is not None else ("", ())
+    try:
+        rows = conn.execute(f"SELECT {_COLS} FROM live_deliveries {where} ORDER BY at, session_id, entry_hash",
+                            params).fetchall()
+        return [_row(r) for r in rows]
+    except sqlite3.Error:
+        return []
+    finally:
+        if own:
+            conn.close()
+
+
 def record(home: HermesHome | Path, rows: Iterable[Delivery], *, timeout: float = 0.5) -> bool:
     """Insert ``rows`` (an existing ``(session_id, entry_hash)`` row is kept: the first delivery
     wins) in one transaction, creating and migrating memdeck.db when needed; ``timeout``: seconds
@@ -98,4 +117,4 @@ def record(home: HermesHome | Path, rows: Iterable[Delivery], *, timeout: float 
             conn.close()
 
 
-__all__ = ["STATES", "Delivery", "load_all", "load_deliveries", "record"]
+__all__ = ["STATES", "Delivery", "load_all", "load_deliveries", "load_recorded", "record"]
