@@ -50,6 +50,11 @@ class AgentView:
             session (built with or without the report: the provider alerts watch it).
         provider_share: the provider fences the followed session still carries against its
             compaction threshold (:func:`memdeck.core.context.report.provider_share`), or None.
+        delivery: live memory's view of the followed session's differences (issue 33):
+            :func:`memdeck.core.live_memory.view.delivery_view` (``{"mode", "max_chars",
+            "plugin_enabled", "delivery": [one row per difference, in diff order], "counts"}``, the
+            rows ``memdeck context --json`` prints as ``memory.delivery``), or None without a
+            followed session whose frozen block carries memory.
     """
 
     diffs: tuple[SessionDiff, ...] = ()
@@ -65,6 +70,7 @@ class AgentView:
     followed: str | None = None
     injected: InjectedView | None = None
     provider_share: Mapping[str, Any] | None = None
+    delivery: Mapping[str, Any] | None = None
 
     @property
     def followed_diff(self) -> SessionDiff | None:
@@ -132,8 +138,15 @@ def build_agent_view(home: Any, config: Any, db: Any, *, session_id: str | None,
             share = report.provider_share()
         elif injected.provider is not None:
             share = provider_share(injected, budget(config, home.path, stamp.model, version))
+    followed = report.diff if report is not None else next(
+        (d for d in diffs if stamp is not None and d.session_id == stamp.session_id), None)
+    delivery = None
+    if followed is not None and followed.frozen.in_prompt:
+        from ..live_memory.view import delivery_view
+
+        delivery = delivery_view(home, config, followed.session_id, followed.frozen.changes, verdict)
     return AgentView(diffs, report, basis, cache, None, entries, memory_key, frozen_cache,
-                     stamp.session_id if stamp is not None else want, injected, share)
+                     stamp.session_id if stamp is not None else want, injected, share, delivery)
 
 
 __all__ = ["AgentView", "MAX_SESSIONS", "build_agent_view"]

@@ -104,3 +104,66 @@ async def test_archive_and_pin_dialogs_say_what_the_write_would_do(demo_home) ->
         assert "frozen memory block: unchanged" in pin and f"{config.memlock.max_reminder_chars}-char budget" in pin
         await pilot.press("escape")
         await settle(pilot, app)
+
+
+def _enable_plugin(home, mode: str | None = None) -> None:
+    """Put memdeck in plugins.enabled (and ``memdeck.live_memory: mode`` when given) in config.yaml."""
+    path = home.path / "config.yaml"
+    text = path.read_text(encoding="utf-8").replace("    - memlock\n", "    - memlock\n    - memdeck\n", 1)
+    if mode is not None:
+        text += f"\nmemdeck:\n  live_memory: {mode}\n"
+    path.write_text(text, encoding="utf-8")
+
+
+async def test_each_difference_says_whether_live_memory_delivered_it(demo_home) -> None:
+    """Issue 33: per difference of the followed session, the Context panel's detail says what
+    ``memdeck context --json`` ``memory.delivery`` says: delivered at turn N (time), waiting for the
+    next turn, or not delivered and why. The rows are written through the plugin's own record()."""
+    import time
+
+    from memdeck.core.live_memory.changes import entry_hash
+    from memdeck.core.live_memory.record import Delivery, record
+    from memdeck.tui.views.context import _clock
+
+    _enable_plugin(demo_home)
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        d = app.snapshot.agent_view.followed_diff
+        changes = list(d.frozen.changes)
+        assert len(changes) >= 2, "the demo's live session differs by two entries or more"
+        at = time.time()
+        first, second = changes[0], changes[1]
+        assert record(demo_home, [
+            Delivery(d.session_id, entry_hash(first), first.target, first.change, "delivered", "delta", None, 3,
+                     "t-3", at),
+            Delivery(d.session_id, entry_hash(second), second.target, second.change, "withheld", "delta",
+                     "over budget (memdeck.live_memory_max_chars: 200): waits for /new", 3, "t-3", at)])
+    # a new dashboard on the same home: what it shows is what memdeck.db holds
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        detail = app.query_one("#context-detail").content.plain
+        lines = [ln for ln in detail.splitlines() if ln.strip().startswith("live memory:")]
+        assert len(lines) == len(changes), detail
+        assert lines[0].strip() == f"live memory: delivered at turn 3 ({_clock(at).plain})"
+        assert lines[1].strip() == "live memory: not delivered: over budget (memdeck.live_memory_max_chars: 200): waits for /new"
+        assert all(ln.strip() == "live memory: waiting for the next turn" for ln in lines[2:])
+        rows = app.snapshot.agent_view.delivery["delivery"]
+        assert [r["state"] for r in rows][:2] == ["delivered", "withheld"]
+
+
+async def test_with_live_memory_off_every_difference_says_why_it_is_not_delivered(demo_home) -> None:
+    from memdeck.core.live_memory.delivery import OFF_REASON
+
+    _enable_plugin(demo_home, "off")
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        detail = app.query_one("#context-detail").content.plain
+        n = app.snapshot.agent_view.followed_diff.differences
+        assert detail.count(f"live memory: not delivered: {OFF_REASON}") == n >= 1, detail

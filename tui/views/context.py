@@ -300,12 +300,37 @@ def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0)
     return Text("\n").join(lines)
 
 
-def _diff_text(d: SessionDiff, target: str | None = None) -> Text:
+def delivery_words(row: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """A difference's live-memory state as the Context panel says it, and its style, from one
+    :func:`memdeck.core.live_memory.delivery.delivery_rows` row (``memdeck context --json``'s
+    ``memory.delivery[]``): ``delivered at turn N (HH:MM:SS)``, ``waiting for the next turn``,
+    ``not delivered: <reason>``. None without a row."""
+    if not row:
+        return None
+    state = row.get("state")
+    if state == "delivered":
+        turn = row.get("turn")
+        when = _clock(row.get("at")).plain
+        words = "delivered" + (f" at turn {turn}" if turn is not None else "") + (f" ({when})" if when else "")
+        if row.get("blocked"):
+            words += " as Hermes' [BLOCKED] placeholder"
+        return words, "green"
+    if state == "waiting":
+        return "waiting for the next turn", "cyan"
+    return f"not delivered: {row.get('reason') or 'withheld'}", "yellow"
+
+
+def _diff_text(d: SessionDiff, target: str | None = None, delivery: Mapping[str, Any] | None = None) -> Text:
+    """The differences of ``d`` (those of ``target`` when given); ``delivery``: live memory's view of
+    this session (:attr:`memdeck.core.overview.agent_view.AgentView.delivery`), whose rows follow
+    ``d.frozen.changes`` one for one: each difference then says whether it reached the session."""
     t = Text()
     f = d.frozen
     if not f.in_prompt:
         t.append_text(safe_text(f.reason or "no memory block", style="dim"))
         return t
+    rows = list((delivery or {}).get("delivery") or ())
+    by_change = dict(zip(map(id, f.changes), rows, strict=False)) if len(rows) == len(f.changes) else {}
     changes = [c for c in f.changes if target is None or c.target == target]
     if not changes:
         t.append("the session sees exactly what the file holds" if target else "the session sees exactly what the files hold",
@@ -321,6 +346,10 @@ def _diff_text(d: SessionDiff, target: str | None = None) -> Text:
         if c.after is not None:
             t.append("\n  + ", "green")
             t.append_text(safe_text(c.after, single_line=True, max_chars=400))
+        said = delivery_words(by_change.get(id(c)))
+        if said is not None:
+            t.append("\n  live memory: ", "dim")
+            t.append_text(safe_text(said[0], single_line=True, style=said[1]))
     for n in f.notes:
         t.append("\nnote: ", "dim")
         t.append_text(safe_text(n, style="dim"))
@@ -344,7 +373,7 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
     t = Text()
     if row.kind == "diff":
         t.append(f"frozen {ago(rep.diff.stamp.frozen_at, snap.taken_at)} against the files now\n", "bold")
-        t.append_text(_diff_text(rep.diff))
+        t.append_text(_diff_text(rep.diff, delivery=view.delivery))
         return t
     if row.kind == "session":
         d = row.obj
@@ -373,7 +402,7 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
                      "could not place", "dim")
         if row.name in ("memory", "user"):
             t.append("\n")
-            t.append_text(_diff_text(rep.diff, row.name))
+            t.append_text(_diff_text(rep.diff, row.name, view.delivery))
         t.append("\n\n")
         t.append_text(safe_text(text[:6000]) if text else Text("(empty)", style="dim"))
         if len(text) > 6000:
@@ -396,5 +425,5 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
     return t
 
 
-__all__ = ["ContextRow", "context_detail", "context_rows", "differing_count", "followed_diff", "frozen_badge",
-           "header", "injected_rows", "unseen_by", "write_note"]
+__all__ = ["ContextRow", "context_detail", "context_rows", "delivery_words", "differing_count", "followed_diff",
+           "frozen_badge", "header", "injected_rows", "unseen_by", "write_note"]
