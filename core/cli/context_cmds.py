@@ -179,11 +179,13 @@ def _none(args: argparse.Namespace, reason: str) -> int:
 
 
 def running_session_note(ctx: CliContext) -> str | None:
-    """After a memory write: the live session will not see it until a new session, and how to
-    start one there (``core/context/new_session.py``); None without a live session whose prompt
-    holds the memory. Never raises."""
+    """After a memory write: with live memory on (``memdeck.live_memory`` notice/delta and the
+    plugin enabled) the live session gets it on its next turn; else it will not see it until a new
+    session, and how to start one there (``core/context/new_session.py``). The sentence:
+    :func:`memdeck.core.live_memory.view.config_write_note`. None without a live session whose
+    prompt holds the memory. Never raises."""
     from ..context.frozen import find_blocks
-    from ..context.new_session import not_seen_until
+    from ..live_memory.view import config_write_note
 
     try:
         if not ctx.home.state_db.exists():
@@ -195,7 +197,7 @@ def running_session_note(ctx: CliContext) -> str | None:
         return None
     if stamp is None or not find_blocks(prompt):
         return None
-    return not_seen_until(stamp.source, stamp.session_id)
+    return config_write_note(ctx.config, stamp.source, stamp.session_id)
 
 
 def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:

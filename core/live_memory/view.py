@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import Config
 from ..context.frozen import MemoryChange
+from ..context.new_session import not_seen_until
 from ..home import HermesHome
 from ..memory.prompt_block import sanitize_entries_for_snapshot
 from .changes import live_changes
@@ -38,4 +39,27 @@ def delivery_view(home: HermesHome | Path, config: Config, session_id: str, chan
             "counts": delivery_counts(rows)}
 
 
-__all__ = ["PLUGIN_NAME", "delivery_view"]
+def live_on(mode: str | None, plugin_enabled: bool) -> bool:
+    """Whether a memory write reaches a running session on its next turn: live memory is
+    ``notice`` or ``delta`` and the memdeck plugin is in ``plugins.enabled`` (it is what delivers)."""
+    return mode in ("notice", "delta") and plugin_enabled
+
+
+def write_note_for(source: str | None, session_id: str, mode: str | None, plugin_enabled: bool) -> str:
+    """The sentence after a memory write for the running session ``session_id`` (``source``:
+    ``sessions.source``) whose frozen block carries memory: with live memory on (:func:`live_on`),
+    ``the running session X (cli) gets this on its next turn (live memory: delta)``; else
+    :func:`memdeck.core.context.new_session.not_seen_until` (``... will not see this until a new
+    session: type /new ...``)."""
+    if not live_on(mode, plugin_enabled):
+        return not_seen_until(source, session_id)
+    where = f" ({source})" if source else ""
+    return f"the running session {session_id}{where} gets this on its next turn (live memory: {mode})"
+
+
+def config_write_note(config: Config, source: str | None, session_id: str) -> str:
+    """:func:`write_note_for` under ``config`` (its ``memdeck.live_memory`` and ``plugins.enabled``)."""
+    return write_note_for(source, session_id, live_settings(config.raw).mode, PLUGIN_NAME in config.plugins_enabled)
+
+
+__all__ = ["PLUGIN_NAME", "config_write_note", "delivery_view", "live_on", "write_note_for"]

@@ -388,6 +388,29 @@ def test_cli_memory_write_says_the_running_session_will_not_see_it(home: HermesH
     assert "running session S1 (telegram) will not see this until a new session: send /new" in res.stderr
 
 
+@pytest.mark.parametrize("mode", ["notice", "delta"])
+def test_cli_memory_write_with_live_memory_on_says_the_next_turn_gets_it(home: HermesHome, mode: str) -> None:
+    """Issue 33: with live memory on (the plugin enabled, notice or delta) the running session gets
+    the write on its next turn; the old note said it would not see it until /new."""
+    with (home.path / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(f"plugins:\n  enabled: [memdeck]\nmemdeck:\n  live_memory: {mode}\n")
+    res = run_cli(home, "memory", "add", "--target", "memory", "fact three")
+    assert res.returncode == 0, res.stderr
+    assert f"note: the running session S1 (telegram) gets this on its next turn (live memory: {mode})" in res.stderr
+    assert "/new" not in res.stderr
+
+
+@pytest.mark.parametrize("config", ["plugins:\n  enabled: [memdeck]\nmemdeck:\n  live_memory: 'off'\n",
+                                    "memdeck:\n  live_memory: delta\n"], ids=["mode-off", "plugin-not-enabled"])
+def test_cli_memory_write_without_live_memory_still_says_new_session(home: HermesHome, config: str) -> None:
+    with (home.path / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(config)
+    res = run_cli(home, "memory", "add", "--target", "memory", "fact three")
+    assert res.returncode == 0, res.stderr
+    assert "running session S1 (telegram) will not see this until a new session: send /new" in res.stderr
+    assert "next turn" not in res.stderr
+
+
 def test_watch_reports_a_running_session_whose_frozen_memory_diverges(home: HermesHome) -> None:
     from memdeck.core.cli.common import CliContext
     from memdeck.core.cli.history_cmds import _Watch

@@ -167,3 +167,33 @@ async def test_with_live_memory_off_every_difference_says_why_it_is_not_delivere
         detail = app.query_one("#context-detail").content.plain
         n = app.snapshot.agent_view.followed_diff.differences
         assert detail.count(f"live memory: not delivered: {OFF_REASON}") == n >= 1, detail
+
+
+@pytest.mark.parametrize("mode", ["delta", "notice", "off"])
+async def test_the_write_dialogs_and_toast_say_when_the_running_session_gets_the_write(demo_home, mode: str) -> None:
+    """Issue 33: with live memory on, the archive and edit dialogs and the write's toast say the
+    running session gets it on its next turn; with it off, that it waits for a new session (/new)."""
+    _enable_plugin(demo_home, mode)
+    app = make_app(demo_home, watch=False)
+    async with app.run_test(size=(140, 42), notifications=True) as pilot:
+        await settle(pilot, app)
+        sid = app.snapshot.agent_view.followed_diff.session_id
+        live = f"the running session {sid} (cli) gets this on its next turn (live memory: {mode})"
+        later = f"the running session {sid} (cli) will not see this until a new session: type /new"
+        want, never = (later, "next turn") if mode == "off" else (live, "/new")
+        await pilot.press("4")
+        await settle(pilot, app)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        texts = " ".join(str(getattr(w, "content", "")) for w in app.screen.query("Static"))
+        assert want in " ".join(texts.split()) and never not in texts, texts
+        await pilot.press("n")
+        await settle(pilot, app)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen))
+        whatif = " ".join(app.screen.query_one("#editor-whatif").content.plain.split())
+        assert want in whatif and never not in whatif, whatif
+        await pilot.press("end", "!", "ctrl+s")
+        await settle(pilot, app)
+        notes = [n.message for n in app.notification_log if n.title == "edit"]
+        assert notes and want in " ".join(notes[-1].split()), notes

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from memdeck.core.context.new_session import new_session_hint, not_seen_until
+from memdeck.core.context.new_session import new_session_hint
+from memdeck.core.live_memory.view import write_note_for
 
 from ..safe_text import safe_text
 from .common import ago
@@ -54,14 +55,18 @@ def differing_count(snap: DeckSnapshot) -> int:
 
 
 def write_note(snap: Any, target: str | None) -> str | None:
-    """The line added to a memory write's toast: the running session will not see it until a
-    new session, and the command that starts one there (:func:`not_seen_until`). None when no
-    running session holds that store in its prompt."""
+    """The line added to a memory write's toast and its dialogs: with live memory on (the
+    followed session's :attr:`~memdeck.core.overview.agent_view.AgentView.delivery` says
+    ``notice``/``delta`` and the plugin enabled) the running session gets it on its next turn; else
+    it will not see it until a new session, and the command that starts one there
+    (:func:`memdeck.core.live_memory.view.write_note_for`). None when no running session holds
+    that store in its prompt."""
     view = getattr(snap, "agent_view", None)
     d = view.followed_diff if view is not None else None
     if d is None or target not in ("memory", "user") or not d.frozen.in_prompt:
         return None
-    return not_seen_until(d.stamp.source, d.stamp.session_id)
+    live = getattr(view, "delivery", None) or {}
+    return write_note_for(d.stamp.source, d.stamp.session_id, live.get("mode"), bool(live.get("plugin_enabled")))
 
 
 def unseen_by(snap: DeckSnapshot, change: Change) -> list[str]:
