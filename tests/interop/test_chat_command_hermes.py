@@ -174,3 +174,48 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(tmp_path: Path) -> 
     # `memdeck undo` reverts the chat's last action: the rejected record is staged again
     assert undo(h, load_config(h), actor="test")["id"] == stale
     assert [p.id for p in list_pending(h)] == [stale]
+
+
+# Hermes' own CLI (cli.py HermesCLI.process_command: "plugin-registered slash commands") typing
+# /memdeck at the prompt: the local user, no gateway in the process.
+CLI = r"""
+import contextlib, io, json, sys
+import hermes_cli.plugins as hp
+hp.PluginManager._scan_entry_points = lambda self: []
+from cli import HermesCLI
+cli = HermesCLI()
+out = []
+for line in json.loads(sys.argv[1]):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        cli.process_command(line)
+    out.append(buf.getvalue())
+print("RESULT" + json.dumps({"replies": out, "gateway_loaded": "gateway.run" in sys.modules}))
+"""
+
+
+def test_memdeck_at_hermes_cli_prompt_approves_as_the_local_user(tmp_path: Path) -> None:
+    py = hermes_or_skip("0.19.0")
+    home = tmp_path / "a" / "home"
+    (home / "memories").mkdir(parents=True)
+    staged, stale = stage_five(py, home)
+    install_plugin(HermesHome(home))
+    twin = tmp_path / "twin" / "home"
+    shutil.copytree(home, twin)
+    env = {**os.environ, "HERMES_HOME": str(home), "HOME": str(tmp_path / "user_home"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", CLI, json.dumps(["/memdeck approve --all-clean"])],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=str(tmp_path))
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, f"rc={proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    res = json.loads(line[len("RESULT"):])
+    assert not res["gateway_loaded"]
+    assert "approved 4 of 5 pending writes; skipped 1: 1 stale" in res["replies"][0]
+    h = HermesHome(home)
+    assert [p.id for p in list_pending(h)] == [stale]
+    rows = sorted((r for r in journal.entries(h, limit=50) if r.actor == "chat"), key=lambda r: r.journal_id)
+    assert [r.detail.get("origin") for r in rows] == [{"platform": "cli"}] * 4
+    order = [r.detail["pending_id"] for r in rows]
+    assert set(order) == set(staged) - {stale}
+    theirs = run.drive(py, twin, [{"op": "approve_all", "ids": order}])[0]["results"]
+    assert all(r["result"]["success"] for r in theirs), theirs
+    assert files(home) == files(twin)
