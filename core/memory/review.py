@@ -313,12 +313,12 @@ def reject_all_stale(home: HermesHome, config: Config | None = None, actor: str 
 
 
 def edit_and_approve(home: HermesHome, config: Config | None, pending_id: str, text: str, *, op: int | None = None,
-                     actor: str = "cli") -> Any:
+                     actor: str = "cli", origin: dict[str, Any] | None = None) -> Any:
     """Apply a pending write with the reviewer's ``text`` in place of the staged one (Hermes PR
     #44966): :func:`.pending.approve` with an :class:`.pending.Edit`; the journal and History keep
     the staged and the applied text. Raises what ``approve`` raises (the threat scan and the char
-    limit apply to the edited text)."""
-    return approve(home, config, pending_id, actor=actor, edited=Edit(text, op))
+    limit apply to the edited text). ``origin``: as :func:`.pending.approve`."""
+    return approve(home, config, pending_id, actor=actor, edited=Edit(text, op), origin=origin)
 
 
 __all__ = ["STOP_CODES", "BulkSummary", "DEFAULT_PENDING_AGE_S", "Outcome", "QueueItem", "approve_all_clean", "assess_record",

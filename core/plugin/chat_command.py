@@ -15,6 +15,10 @@ Sub-commands (:func:`run`, each answer plain text: no terminal escapes, no marku
   :func:`..memory.review.approve_all_clean` (a stale record is refused with its reason; a record
   that turns stale mid-bulk is refused; each approval one journaled write ``memdeck undo`` reverts).
 * ``reject ID`` / ``reject --stale``: :func:`..memory.pending.reject` / :func:`..memory.review.reject_all_stale`.
+* ``edit ID TEXT``: approve one with ``TEXT`` in place of the staged content
+  (:func:`..memory.review.edit_and_approve`: the threat scan and the char limit apply to ``TEXT``).
+* ``history [N]``: the last ``N`` (default 10, at most 50) memory changes of memdeck's journal,
+  with who made them (a chat's platform and sender).
 * ``memory [PAGE]``: usage of MEMORY.md and USER.md and their entries, numbered.
 * ``help``.
 
@@ -37,7 +41,7 @@ Authorisation (Hermes 0.19, found in its source):
   source).can_run(user_id, "memory")``: when ``allow_admin_from`` (``group_allow_admin_from`` in
   groups) is set for the scope, only those admins, or users whose ``user_allowed_commands`` list
   ``memory``, may run ``/memory``; when it is not set, every authorised sender may.
-* So ``approve`` and ``reject`` ask that same gateway method for ``memory``
+* So ``approve``, ``edit`` and ``reject`` ask that same gateway method for ``memory``
   (:func:`write_denial`); a denied sender gets Hermes' own refusal sentence and nothing is written.
   Read-only sub-commands follow the ordinary rule the gateway already applied to ``/memdeck``
   itself (the same lines 10769-10772 with ``canonical == "memdeck"``: plugin commands are
@@ -55,11 +59,12 @@ import time
 from typing import Any
 
 from ..config import Config, load_config
+from ..deck import journal
 from ..errors import Refused
 from ..home import TARGETS, HermesHome
 from ..memory.pending import approve, reject
 from ..memory.reader import read_memory
-from ..memory.review import QueueItem, approve_all_clean, reject_all_stale, review_queue
+from ..memory.review import QueueItem, approve_all_clean, edit_and_approve, reject_all_stale, review_queue
 from ..text import age_words, visible
 from .chat_origin import ChatOrigin, current
 
@@ -70,15 +75,17 @@ LIMITS = {"discord": 1900, "telegram": 4000, "slack": 3900, "whatsapp": 4000, "s
           "weixin": 1900, "matrix": 3900, "mattermost": 3900}
 DEFAULT_LIMIT = 1900
 #: sub-commands that write: Hermes' rule for ``/memory`` applies (module docstring)
-WRITES = frozenset({"approve", "reject"})
+WRITES = frozenset({"approve", "reject", "edit"})
 
 HELP = """\
 /memdeck - memdeck's review queue in this chat
 /memdeck pending [PAGE] - staged memory writes: id, action, state, text, threats
 /memdeck approve ID - apply one (a stale record is refused with Hermes' reason)
 /memdeck approve --all-clean - apply every clean record, each on its own
+/memdeck edit ID TEXT - apply one with TEXT in place of the staged text
 /memdeck reject ID - discard one (memdeck undo stages it again)
 /memdeck reject --stale - discard every stale record
+/memdeck history [N] - the last N memory changes and who made them
 /memdeck memory [PAGE] - usage of MEMORY.md and USER.md, entries numbered
 Each approval or rejection is one journaled write: `memdeck undo` on the host reverts it."""
 
@@ -114,12 +121,12 @@ def write_denial(origin: ChatOrigin | None) -> str | None:
     (module docstring: the rule of Hermes' ``/memory``)."""
     if origin is None:
         if _gateway_running():
-            return "memdeck: refused: the sender of this command is unknown, so approve/reject is not allowed here."
+            return "memdeck: refused: the sender of this command is unknown, so approve, edit and reject are not allowed here."
         return None
     gw, src = origin.gateway, getattr(origin.event, "source", None)
     check = getattr(gw, "_check_slash_access", None)
     if src is None or check is None:
-        return "memdeck: refused: this gateway does not say who may run /memory, so approve/reject is not allowed here."
+        return "memdeck: refused: this gateway does not say who may run /memory, so approve, edit and reject are not allowed here."
     denied = check(src, "memory")
     return f"memdeck: refused: {visible(str(denied))}" if denied else None
 
@@ -220,6 +227,47 @@ def cmd_approve(home: HermesHome, cfg: Config, args: list[str], origin: dict[str
         f" (journal #{jid}; memdeck undo reverts it)" if jid else "")
 
 
+def cmd_edit(home: HermesHome, cfg: Config, raw_args: str, origin: dict[str, Any]) -> str:
+    parts = raw_args.split(None, 2)
+    if len(parts) < 3 or not parts[2].strip():
+        return "usage: /memdeck edit ID TEXT"
+    pid, text = parts[1], parts[2].strip()
+    res = edit_and_approve(home, cfg, pid, text, actor="chat", origin=origin)
+    jid = getattr(res, "journal_id", None)
+    return f"edited and approved {pid}: {visible(str(getattr(res, 'message', '')))}" + (
+        f" (journal #{jid}; memdeck undo reverts it)" if jid else "")
+
+
+def _ago(seconds: float) -> str:
+    words = age_words(seconds)
+    return "just now" if words == "now" else f"{words} ago"
+
+
+def _who(row: journal.JournalRow) -> str:
+    o = row.detail.get("origin") if isinstance(row.detail, dict) else None
+    if isinstance(o, dict) and o.get("platform") not in (None, "cli"):
+        return f"{row.actor} ({o.get('platform')} user {o.get('user_id', '?')})"
+    return row.actor
+
+
+def cmd_history(home: HermesHome, args: list[str], limit: int) -> str:
+    try:
+        n = min(50, max(1, int(args[0]))) if args else 10
+    except ValueError:
+        raise Refused(f"not a number: {_clip(args[0], 40)}", code="invalid") from None
+    rows = journal.entries(home, limit=n, kind="memory")
+    if not rows:
+        return "No memory changes in memdeck's journal."
+    now = time.time()
+    blocks = []
+    for r in rows:
+        pid = r.detail.get("pending_id") if isinstance(r.detail, dict) else None
+        blocks.append(f"#{r.journal_id} {_ago(now - r.ts)} - {r.op} {r.target or ''}"
+                      + (f" {pid}" if pid else "") + f" - {_who(r)}" + (" (undone)" if r.undone_by else ""))
+    return paged(f"last {len(rows)} memory change{'s' if len(rows) != 1 else ''}, newest first", blocks, 1, limit,
+                 "history")
+
+
 def cmd_reject(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
     if args == ["--stale"]:
         return reject_all_stale(home, cfg, actor="chat", origin=origin).message()
@@ -238,7 +286,7 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
     limit = LIMITS.get(_platform(origin), DEFAULT_LIMIT)
     if sub in ("help", "-h", "--help"):
         return HELP
-    if sub not in ("pending", "memory", "approve", "reject"):
+    if sub not in ("pending", "memory", "approve", "reject", "edit", "history"):
         return f"memdeck: unknown sub-command {_clip(sub, 40)!r}. " + HELP
     if sub in WRITES:
         denied = write_denial(origin)
@@ -250,8 +298,12 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
             return cmd_pending(home, cfg, rest, limit)
         if sub == "memory":
             return cmd_memory(home, cfg, rest, limit)
+        if sub == "history":
+            return cmd_history(home, rest, limit)
         if sub == "approve":
             return cmd_approve(home, cfg, rest, origin_detail(origin))
+        if sub == "edit":
+            return cmd_edit(home, cfg, raw_args, origin_detail(origin))
         return cmd_reject(home, cfg, rest, origin_detail(origin))
     except Refused as exc:
         return f"memdeck: refused: {visible(exc.reason)}"

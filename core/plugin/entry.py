@@ -41,8 +41,8 @@ logger = logging.getLogger("memdeck.plugin")
 
 #: ``/memdeck``'s words for Hermes' command lists and Discord's picker (``args_hint``, Hermes 0.19
 #: ``PluginContext.register_command``); kept here so registering never imports :mod:`.chat_command`.
-MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, reject) and see memory"
-MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | memory | help"
+MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, memory"
+MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit ID TEXT | history | memory | help"
 
 #: The live guard of this process (set by :func:`register`; tests and the bench read it).
 GUARD: Guard | None = None

@@ -55,6 +55,7 @@ home = Path(os.environ["HERMES_HOME"])
 cfg = GatewayConfig(platforms={Platform.TELEGRAM: PlatformConfig(enabled=True, token="t",
     extra={"allow_admin_from": [sys.argv[2]], "user_allowed_commands": ["memdeck"]})})
 runner = GatewayRunner(cfg)
+hp.discover_plugins()   # what GatewayRunner.start() does before any message (gateway/run.py 7491)
 def snapshot():
     out = {}
     for d in ("memories", "pending"):
@@ -127,19 +128,23 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(tmp_path: Path) -> 
     h = HermesHome(home)
     queue = {i.id: i for i in review_queue(h, load_config(h))}
     assert queue[stale].state == "stale" and all(queue[i].state == "clean" for i in staged if i != stale)
-    first = staged[0]
+    first, edited = staged[0], staged[3]
+    theme = "Prefers a dark theme everywhere"
     out = gateway(home, [
         ("/memdeck pending", USER),                  # read-only: the ordinary rule lets the user
         (f"/memdeck approve {first}", USER),         # /memory is admin-only here: refused
         ("/memdeck approve --all-clean", USER),
         (f"/memdeck reject {stale}", USER),
+        (f"/memdeck edit {edited} {theme}", USER),
         (f"/memdeck approve {stale}", ADMIN),        # stale: refused with Hermes' reason
         (f"/memdeck approve {first}", ADMIN),
-        ("/memdeck approve --all-clean", ADMIN),     # the other three clean ones; the stale one skipped
+        (f"/memdeck edit {edited} {theme}", ADMIN),  # edit, then approve
+        ("/memdeck approve --all-clean", ADMIN),     # the other two clean ones; the stale one skipped
         (f"/memdeck reject {stale}", ADMIN),
         ("/memdeck memory", USER),
+        ("/memdeck history", USER),
     ])
-    assert out["source"] == "user" and out["args_hint"]
+    assert out["source"] == "user" and "approve ID|--all-clean" in out["args_hint"]
     m = out["messages"]
     pending = m[0]["reply"]
     assert pending.startswith("5 pending memory writes (4 clean, 1 stale)")
@@ -147,15 +152,20 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(tmp_path: Path) -> 
         assert pid in pending
     assert f"{stale} remove memory" in pending and queue[stale].reason and queue[stale].reason[:40] in pending
     assert "\x1b" not in pending and "[bold" not in pending and not m[0]["changed"]
-    for refused in m[1:4]:
+    for refused in m[1:5]:
         assert refused["reply"].startswith("memdeck: refused: ") and "/memory is admin-only here" in refused["reply"]
         assert not refused["changed"], refused
-    assert m[4]["reply"].startswith("memdeck: refused: ") and not m[4]["changed"]
-    assert m[5]["reply"].startswith(f"approved {first}") and m[5]["changed"]
-    assert m[6]["reply"].startswith("approved 3 of 4 pending writes; skipped 1: 1 stale"), m[6]["reply"]
-    assert m[7]["reply"].startswith(f"rejected {stale}") and not list_pending(h)
-    mem = m[8]["reply"]
-    assert mem.startswith("MEMORY.md: ") and "MEMORY.md 1. Indent with two spaces" in mem and "USER.md 1. Prefers dark mode" in mem
+    assert m[5]["reply"].startswith("memdeck: refused: No entry matched") and not m[5]["changed"]
+    assert m[6]["reply"].startswith(f"approved {first}") and m[6]["changed"]
+    assert m[7]["reply"].startswith(f"edited and approved {edited}") and m[7]["changed"]
+    assert m[8]["reply"].startswith("approved 2 of 3 pending writes; skipped 1: 1 stale"), m[8]["reply"]
+    assert m[9]["reply"].startswith(f"rejected {stale}") and not list_pending(h)
+    mem = m[10]["reply"]
+    assert mem.startswith("MEMORY.md: ") and "MEMORY.md 1. Indent with two spaces" in mem
+    assert f"USER.md 1. {theme}" in mem
+    history = m[11]["reply"].splitlines()
+    assert history[0] == "last 5 memory changes, newest first"  # the staging used Hermes' store, not memdeck's
+    assert all("chat (telegram user 111)" in ln for ln in history[1:]) and f"reject memory {stale}" in history[1]
 
     # each action one journaled write naming the platform, chat and sender
     rows = [r for r in journal.entries(h, limit=50) if r.actor == "chat"]
@@ -163,12 +173,17 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(tmp_path: Path) -> 
               "chat_type": "dm"}
     applied_order = [r.detail["pending_id"] for r in sorted(rows, key=lambda r: r.journal_id) if r.op != "reject"
                      and r.detail.get("pending_id")]
-    assert set(applied_order) == set(staged) - {stale} and applied_order[0] == first
+    assert set(applied_order) == set(staged) - {stale} and applied_order[:2] == [first, edited]
     assert all(r.detail.get("origin") == origin for r in rows) and len({r.detail.get("pending_id") for r in rows}) == 5
 
-    # the files equal what Hermes' own approval gives for the same records in the same order
-    theirs = run.drive(py, twin, [{"op": "approve_all", "ids": applied_order}])[0]["results"]
-    assert all(r["result"]["success"] for r in theirs), theirs
+    # the files equal what Hermes' own approval gives for the same records in the same order (the
+    # edited one: Hermes' own store adding the edited text, which is what its apply of an add does)
+    twin_cmds: list[dict[str, Any]] = []
+    for pid in applied_order:
+        twin_cmds.append({"op": "mem", "action": "add", "target": "user", "content": theme} if pid == edited
+                         else {"op": "approve", "id": pid})
+    theirs = run.drive(py, twin, [{"op": "config", "text": CONFIG.format(gate="false")}, *twin_cmds])
+    assert all(r.get("success") or (r.get("result") or {}).get("success") for r in theirs[1:]), theirs
     assert files(home) == files(twin)
 
     # `memdeck undo` reverts the chat's last action: the rejected record is staged again
