@@ -72,9 +72,13 @@ async def main():
         reply = await runner._handle_message(ev)
         out.append({"text": text, "user": user, "reply": reply, "changed": snapshot() != before})
     return out
+# the handler called in the gateway's process with no message behind it: no sender to check, so no write
+before = snapshot()
+direct = hp.get_plugin_command_handler("memdeck")("approve --all-clean")
+direct = {"reply": direct, "changed": snapshot() != before}
 res = asyncio.run(main())
 lp = hp.get_plugin_manager()._plugins["memdeck"]
-print("RESULT" + json.dumps({"messages": res, "source": lp.manifest.source,
+print("RESULT" + json.dumps({"messages": res, "direct": direct, "source": lp.manifest.source,
                              "args_hint": hp.get_plugin_commands()["memdeck"]["args_hint"]}))
 """
 
@@ -145,6 +149,8 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(tmp_path: Path) -> 
         ("/memdeck history", USER),
     ])
     assert out["source"] == "user" and "approve ID|--all-clean" in out["args_hint"]
+    assert out["direct"] == {"reply": "memdeck: refused: the sender of this command is unknown, so approve, edit and "
+                                      "reject are not allowed here.", "changed": False}
     m = out["messages"]
     pending = m[0]["reply"]
     assert pending.startswith("5 pending memory writes (4 clean, 1 stale)")
