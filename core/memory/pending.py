@@ -377,7 +377,8 @@ def _find(home: HermesHome, pending_id: str) -> PendingWrite:
 
 
 def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str = "cli", *,
-            strict: bool = False, edited: Edit | None = None, bulk: str | None = None) -> Any:
+            strict: bool = False, edited: Edit | None = None, bulk: str | None = None,
+            origin: dict[str, Any] | None = None) -> Any:
     """Apply a pending write through the core, then remove its record.
 
     Args:
@@ -388,6 +389,8 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             edit before approve): the record's payload with that op's ``content`` replaced is
             applied, and the journal keeps both texts (``staged_text``, ``applied_text``).
         bulk: the id of the bulk action this approval is part of (kept in the journal row).
+        origin: where the decision came from (a chat: ``{"platform", "chat_id", "user_id", ...}``),
+            kept as the journal row's ``detail["origin"]``.
 
     Returns the ``WriteResult`` of the replay.
 
@@ -448,6 +451,8 @@ def approve(home: HermesHome, config: Config | None, pending_id: str, actor: str
             store.journal_extra.update(edited.journal_fields(rec))
         if bulk is not None:
             store.journal_extra["bulk"] = bulk
+        if origin:
+            store.journal_extra["origin"] = dict(origin)
         p = payload
         target = str(p.get("target") or "memory")
 
@@ -531,10 +536,12 @@ def _claimed(rec: PendingWrite) -> Iterator[None]:
         os.close(fd)
 
 
-def reject(home: HermesHome, pending_id: str, actor: str = "cli", *, bulk: str | None = None) -> dict[str, Any]:
+def reject(home: HermesHome, pending_id: str, actor: str = "cli", *, bulk: str | None = None,
+           origin: dict[str, Any] | None = None) -> dict[str, Any]:
     """Discard a pending write (its record file is removed; the journal keeps a copy, so
     :func:`unreject` / ``memdeck undo`` can stage it again). ``bulk``: the id of the bulk action
-    it is part of (kept in the journal row).
+    it is part of (kept in the journal row); ``origin``: where the decision came from (kept as
+    ``detail["origin"]``, as :func:`approve`).
 
     Returns ``{"id", "action", "target", "journal_id"}``.
 
@@ -554,7 +561,8 @@ def reject(home: HermesHome, pending_id: str, actor: str = "cli", *, bulk: str |
         # by the next approve/reject (:func:`_recover_rejects`)
         jid = journal.record(home, actor=actor, op="reject", kind="memory", target=target, before=None, after=None,
                              detail={"pending_id": rec.id, "record": raw, "action": rec.action,
-                                     "record_file": rec.path.name, **({"bulk": bulk} if bulk else {})},
+                                     "record_file": rec.path.name, **({"bulk": bulk} if bulk else {}),
+                                     **({"origin": dict(origin)} if origin else {})},
                              state="intent")
         try:
             rec.path.unlink()

@@ -258,6 +258,7 @@ def _run_bulk(action: str, items: Iterable[QueueItem], act: Callable[[QueueItem,
 
 
 def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str = "cli", *,
+                      origin: dict[str, Any] | None = None,
                       provider: str | None = None, on_outcome: OutcomeHook | None = None) -> BulkSummary:
     """Approve every ``clean`` record, oldest first, each on its own (module docstring).
 
@@ -265,7 +266,8 @@ def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str
     record whose approval is refused now (it turned stale, or a refusal of the write path) is
     ``refused``, its record kept. Never raises for one record's refusal; a refusal of the file
     system (:data:`STOP_CODES`) stops the bulk (the rest ``skipped``, code ``stopped``).
-    ``on_outcome`` is called after each record.
+    ``on_outcome`` is called after each record; ``origin`` goes into each journal row
+    (:func:`.pending.approve`).
     """
     config = config or load_config(home)
 
@@ -274,7 +276,7 @@ def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str
         if item.state != "clean":
             return Outcome(rec.id, "skipped", item.reason, item.state, target=rec.target)
         try:
-            res = approve(home, config, rec.id, actor=actor, strict=True, bulk=bulk)
+            res = approve(home, config, rec.id, actor=actor, strict=True, bulk=bulk, origin=origin)
         except Refused as exc:
             return Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target)
         return Outcome(rec.id, "applied", getattr(res, "message", None), None, getattr(res, "journal_id", None),
@@ -284,6 +286,7 @@ def approve_all_clean(home: HermesHome, config: Config | None = None, actor: str
 
 
 def reject_all_stale(home: HermesHome, config: Config | None = None, actor: str = "cli", *,
+                     origin: dict[str, Any] | None = None,
                      provider: str | None = None, on_outcome: OutcomeHook | None = None) -> BulkSummary:
     """Reject every ``stale`` record, each journaled on its own and undoable (module docstring).
     A record is assessed again against the files just before it is rejected: one that is no
@@ -301,7 +304,7 @@ def reject_all_stale(home: HermesHome, config: Config | None = None, actor: str 
             return Outcome(rec.id, "skipped", "no longer stale: " + (now.reason or "it applies now"), now.state,
                            target=rec.target)
         try:
-            res = reject(home, rec.id, actor=actor, bulk=bulk)
+            res = reject(home, rec.id, actor=actor, bulk=bulk, origin=origin)
         except Refused as exc:
             return Outcome(rec.id, "refused", exc.reason, exc.code, target=rec.target)
         return Outcome(rec.id, "rejected", item.reason, "stale", res.get("journal_id"), rec.target)
@@ -310,12 +313,12 @@ def reject_all_stale(home: HermesHome, config: Config | None = None, actor: str 
 
 
 def edit_and_approve(home: HermesHome, config: Config | None, pending_id: str, text: str, *, op: int | None = None,
-                     actor: str = "cli") -> Any:
+                     actor: str = "cli", origin: dict[str, Any] | None = None) -> Any:
     """Apply a pending write with the reviewer's ``text`` in place of the staged one (Hermes PR
     #44966): :func:`.pending.approve` with an :class:`.pending.Edit`; the journal and History keep
     the staged and the applied text. Raises what ``approve`` raises (the threat scan and the char
-    limit apply to the edited text)."""
-    return approve(home, config, pending_id, actor=actor, edited=Edit(text, op))
+    limit apply to the edited text). ``origin``: as :func:`.pending.approve`."""
+    return approve(home, config, pending_id, actor=actor, edited=Edit(text, op), origin=origin)
 
 
 __all__ = ["STOP_CODES", "BulkSummary", "DEFAULT_PENDING_AGE_S", "Outcome", "QueueItem", "approve_all_clean", "assess_record",

@@ -15,7 +15,9 @@ Either way it must be listed in ``plugins.enabled``. If both are present the ent
 
 Registered: hooks ``on_session_start``, ``pre_llm_call`` (MemLock's reminder block, then live
 memory's block of :mod:`.live`), ``on_session_end``; tool
-``guard_pin`` (toolset ``guard``, MemLock's schema); slash command ``/guard``. Every callback
+``guard_pin`` (toolset ``guard``, MemLock's schema); slash commands ``/guard`` and ``/memdeck``
+(:mod:`.chat_command`, imported when the command first runs, so no turn loads the memory store),
+and ``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``). Every callback
 catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
 command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
 ``$HERMES_HOME/config.yaml``, re-read when the file changes.
@@ -30,11 +32,17 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..home import HermesHome, resolve_home
+from .chat_origin import remember
 from .guard import Guard
 from .live import LiveMemory
 from .pin_tool import PIN_SCHEMA
 
 logger = logging.getLogger("memdeck.plugin")
+
+#: ``/memdeck``'s words for Hermes' command lists and Discord's picker (``args_hint``, Hermes 0.19
+#: ``PluginContext.register_command``); kept here so registering never imports :mod:`.chat_command`.
+MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, memory"
+MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit ID TEXT | history | memory | help"
 
 #: The live guard of this process (set by :func:`register`; tests and the bench read it).
 GUARD: Guard | None = None
@@ -133,7 +141,18 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, An
             logger.warning("memdeck: /guard failed: %s", exc)
             return f"MemLock status unavailable ({type(exc).__name__}: {exc})"
 
+    def memdeck_cmd(raw_args: str = "", *_: Any, **__: Any) -> str:
+        try:
+            from .chat_command import handler  # lazy: the memory store only when /memdeck runs
+
+            return handler(guard.home, raw_args)
+        except Exception as exc:  # a slash command never raises into Hermes: said in its answer
+            logger.warning("memdeck: /memdeck failed: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
+            return f"memdeck: failed ({type(exc).__name__}: {exc})"
+
     return {
+        "pre_gateway_dispatch": _safe_hook("pre_gateway_dispatch", remember),
+        "memdeck": memdeck_cmd,
         "on_session_start": _safe_hook("on_session_start", on_session_start),
         "pre_llm_call": _safe_hook("pre_llm_call", pre_llm_call),
         "on_session_end": _safe_hook("on_session_end", on_session_end),
@@ -160,7 +179,7 @@ def register(ctx: Any) -> None:
     live = LiveMemory(home, reloader)
     LIVE = live
     cb = make_callbacks(guard, live)
-    for hook in ("on_session_start", "pre_llm_call", "on_session_end"):
+    for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch"):
         ctx.register_hook(hook, cb[hook])
     ctx.register_tool(
         name="guard_pin",
@@ -171,3 +190,8 @@ def register(ctx: Any) -> None:
     )
     ctx.register_command(name="guard", handler=cb["guard"],
                          description="MemLock status (memdeck): integrity score, anchors, drift log")
+    try:
+        ctx.register_command(name="memdeck", handler=cb["memdeck"], description=MEMDECK_DESCRIPTION,
+                             args_hint=MEMDECK_ARGS_HINT)
+    except TypeError:  # a Hermes before args_hint: the command without the picker's argument field
+        ctx.register_command(name="memdeck", handler=cb["memdeck"], description=MEMDECK_DESCRIPTION)

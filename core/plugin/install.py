@@ -78,6 +78,7 @@ provides_hooks:
   - on_session_start
   - pre_llm_call
   - on_session_end
+  - pre_gateway_dispatch
 """
 
 

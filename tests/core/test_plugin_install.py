@@ -41,8 +41,10 @@ def test_vendored_core_is_the_import_closure_without_cli():
     assert "anchors/audit.py" in files and "sessions/compaction.py" in files and "__init__.py" in files
     assert not any(f.startswith("cli/") for f in files)
     assert "plugin/install.py" not in files  # the installer is not needed at runtime
-    # only what the plugin runs: no memory store, no state.db reader, no snapshot
-    assert not {"memory/store.py", "sessions/statedb.py", "overview/status.py", "overview/snapshot.py"} & set(files)
+    # only what the plugin runs: no state.db reader, no snapshot; the memory store only for /memdeck
+    # (issue 35: plugin/chat_command.py, imported when the command runs)
+    assert "plugin/chat_command.py" in files and "memory/store.py" in files
+    assert not {"sessions/statedb.py", "overview/status.py", "overview/snapshot.py"} & set(files)
     pf = plugin_files()
     assert set(pf) == {"plugin.yaml", "__init__.py"} | {f"_core/{f}" for f in files}
     assert b"from ._core.plugin.entry import register" in pf["__init__.py"]
@@ -141,10 +143,10 @@ def test_cli_install_status_uninstall(hermes_home, capsys):
 def test_register_wires_hooks_tool_command(hermes_home):
     ctx = RecordingContext()
     register(ctx)
-    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end"}
+    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch"}
     assert ctx.tools["guard_pin"]["toolset"] == "guard"
     assert ctx.tools["guard_pin"]["schema"]["name"] == "guard_pin"
-    assert "guard" in ctx.commands
+    assert "guard" in ctx.commands and "memdeck" in ctx.commands
 
 
 def test_hook_exceptions_never_propagate(hermes_home, caplog):

@@ -60,6 +60,12 @@ out["bad_priority"] = registry.dispatch("guard_pin", {"text": "x y z", "priority
 out["bad_probes"] = registry.dispatch("guard_pin", {"text": "Use tabs", "probes": "tabs"}, session_id=SID)
 out["schema_props"] = sorted(registry.get_schema("guard_pin")["parameters"]["properties"])
 out["toolset"] = registry.get_toolset_for_tool("guard_pin")
+# issue 35: the hooks never load the memory store; /memdeck does, when it runs
+out["store_after_hooks"] = sorted(m for m in sys.modules if m.endswith((".memory.store", ".memory.review", ".memory.reader")))
+pm.invoke_hook("pre_gateway_dispatch", event=None, gateway=None, session_store=None)
+out["store_after_hooks"] += sorted(m for m in sys.modules if m.endswith((".memory.store", ".memory.review", ".memory.reader")))
+out["memdeck_help"] = pm._plugin_commands["memdeck"]["handler"]("help")
+out["store_after_command"] = sorted(m for m in sys.modules if m.endswith((".memory.store", ".memory.review", ".memory.reader")))
 out["guard"] = pm._plugin_commands["guard"]["handler"]("")
 pm.invoke_hook("on_session_end", session_id=SID, completed=True, interrupted=False, model="m", platform="cli")
 print("RESULT" + json.dumps(out))
@@ -95,8 +101,10 @@ def prepare(tmp_path: Path, *, install: bool) -> HermesHome:
 
 def check_behaviour(out: dict, home: HermesHome) -> None:
     assert out["enabled"] is True and out["error"] is None
-    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_llm_call"]
-    assert out["tools"] == ["guard_pin"] and out["commands"] == ["guard"] and out["toolset"] == "guard"
+    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_gateway_dispatch", "pre_llm_call"]
+    assert out["store_after_hooks"] == [] and out["store_after_command"] != []
+    assert out["memdeck_help"].startswith("/memdeck - memdeck's review queue")
+    assert out["tools"] == ["guard_pin"] and out["commands"] == ["guard", "memdeck"] and out["toolset"] == "guard"
     assert out["quiet"] == []
     # drifted (bullets) re-injected in MemLock's exact format; alive (British) not
     assert out["compacted"] == [{"context": "[Standing instructions — still active]\n"
