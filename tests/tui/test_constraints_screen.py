@@ -127,3 +127,22 @@ def test_the_key_is_the_drift_logs_and_the_palette_lists_it_there() -> None:
     assert any(row.action == "constraints" and row.where == "Drift log" for row in keys_table())
     assert "constraints" in {a for _t, _h, a in palette_entries(panel="drift")}
     assert "constraints" not in {a for _t, _h, a in palette_entries(panel="capacity")}
+
+
+async def test_m_asks_for_the_semantic_method_only_then(hermes_home: HermesHome) -> None:
+    """Keyword by default; ``m`` recomputes by meaning when the semantic extra is installed, and
+    says it is not otherwise (the ledger stays keyword)."""
+    from memdeck.core.anchors.encoder import package_model_folder
+
+    _session(hermes_home, TURNS, SUMMARY)
+    app = make_app(hermes_home, watch=False, session_id="s1")
+    async with app.run_test(size=(140, 45), notifications=True) as pilot:
+        screen = await _open(pilot, app)
+        first = screen.ledger
+        assert first["method"] == "keyword"
+        await pilot.press("m")
+        await wait_for(pilot, lambda: screen.ledger is not first, rounds=2400, describe=lambda: str(screen.ledger))
+        want = "semantic" if package_model_folder() is not None else "keyword"
+        assert screen.ledger["method"] == want
+        assert want in screen.query_one("#constraints-title").content.plain
+        assert {i["method"] for i in screen.comp["items"]} == {want}
