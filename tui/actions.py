@@ -143,13 +143,17 @@ WHAT_IF_BUDGET_S = 3.0
 
 
 @toast_on_error
-def action_pin(self: MemdeckApp) -> None:
-    """Pin the selected entry as an anchor, or new text, in the shown session (modal)."""
+def action_pin(self: MemdeckApp, text: str | None = None, session_id: str | None = None) -> None:
+    """Pin the selected entry as an anchor, or new text, in the shown session (modal). ``text``
+    and ``session_id`` pre-fill the dialog and choose the session instead (the Constraints
+    screen's repair of a lost or weakened rule: the user's own words); the what-if replay runs
+    while the dialog is shown, before anything is written."""
     from .screens.editors import PinScreen
 
-    sel = self.selection()
-    text = sel.text if sel is not None and sel.kind == "entry" else ""
-    sid = getattr(self.snapshot, "session_id", None) or self.session_id
+    if text is None:
+        sel = self.selection()
+        text = sel.text if sel is not None and sel.kind == "entry" else ""
+    sid = session_id or getattr(self.snapshot, "session_id", None) or self.session_id
     if not sid:
         self.notify("no session to pin into: no live session and no MemLock session file (press s)",
                     severity="warning", markup=False)

@@ -666,6 +666,23 @@ class MemdeckApp(DeckActions, App[None]):
 
         self.push_screen(HygieneScreen())
 
+    def action_constraints(self) -> None:
+        """``L`` in the Drift log: the constraint ledger of the selected audit's compaction (else
+        the newest) of the shown session."""
+        from .screens.constraints import ConstraintsScreen
+        from .views.drift import event_compaction
+
+        sid = getattr(self.snapshot, "session_id", None) or self.session_id
+        if not sid:
+            self.notify("no session to read: no live session (press s to pick one)", severity="warning", markup=False)
+            return
+        compaction = None
+        sel = self.selection() if self.current_panel_id == "drift" else None
+        if sel is not None and sel.kind == "event" and self.snapshot is not None:
+            comp = event_compaction(self.snapshot, sel.obj)
+            compaction = comp.index if comp is not None else None
+        self.push_screen(ConstraintsScreen(sid, compaction))
+
     def action_notifications(self) -> None:
         from .screens.notifications import NotificationsScreen
 

@@ -78,6 +78,9 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("H", "hygiene", "Hygiene", "memdeck.hygiene",
      "memory hygiene: duplicates, contradictions, stale and wasteful entries with their evidence, ranked by chars per turn; "
      "apply a proposal (asks first; z undoes it)", "anywhere"),
+    ("L", "constraints", "Ledger", "memdeck.constraints",
+     "the constraint ledger of the selected compaction (else the newest): what it did to every rule the user gave "
+     "(kept, weakened, lost, promoted, orphan) with the evidence; p pins a lost or weakened rule", "Drift log"),
     ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)",
      "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
@@ -145,7 +148,7 @@ SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
 
 #: Keys bound on one panel (action -> panel id): in its footer only while it is shown; the action
 #: itself is the app's (the palette runs it from anywhere).
-PANEL_ACTIONS = {"toggle_usage_chart": "capacity"}
+PANEL_ACTIONS = {"toggle_usage_chart": "capacity", "constraints": "drift"}
 
 
 def panel_bindings(pid: str) -> list[Binding]:

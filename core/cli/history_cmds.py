@@ -26,6 +26,10 @@ one JSON object per line for each event:
   in memdeck.db ``live_deliveries``, ``core/live_memory/record.py``; ``turn``: the session's user
   turn number, ``turn_id``: Hermes' id or null, ``at``: epoch seconds). Rows already there when
   ``watch`` starts are not events.
+* ``{"event": "constraint_lost" | "constraint_weakened" | "constraint_promoted", "session_id",
+  "compaction_id", "at", "count", "items": [{"rule", "summary_line", "source_turn_id", "scope"}]}``
+  - a new compaction of the live session lost, weakened or promoted rules the user gave (one
+  event per verdict present; the keyword ledger, ``core/constraints``).
 """
 
 from __future__ import annotations
@@ -155,6 +159,7 @@ class _Watch:
         self.frozen = {d["session_id"]: d["differences"] for d in self._frozen()}
         self.delivered = {(d.session_id, d.key) for d in self._deliveries()}
         self.provider = self._provider_watch()
+        self.compactions = self._live_compactions()
         now = time.time()
         # records already past the age when watch starts are a state, not an event (as every alert)
         self.aged = {i.id for i in self._queue() if (i.age(now) or 0) >= self.settings.pending_age_s}
@@ -182,6 +187,40 @@ class _Watch:
         inj = session_injected(self._db, self.ctx.config, live.id, version)
         share = provider_share(inj, budget(self.ctx.config, self.ctx.home.path, getattr(live, "model", None), version))
         return ProviderWatch(live.id, name, inj.quiet_turns(), share)
+
+    def _live_compactions(self) -> set[tuple[str, int]]:
+        """``{(session id, compaction index)}`` of the live session's compactions in state.db
+        (empty without a readable state.db or a live session)."""
+        if not self._frozen_db():
+            return set()
+        live = self._db.live_session()
+        if live is None:
+            return set()
+        return {(e.session_id, int(e.index)) for e in self._db.compactions(live.id)}
+
+    def constraint_events(self) -> list[dict[str, Any]]:
+        """``constraint_lost`` / ``constraint_weakened`` / ``constraint_promoted`` events of the live
+        session's compactions since the last look (the keyword ledger: milliseconds)."""
+        from ..constraints.ledger import session_ledger
+
+        now = self._live_compactions()
+        new = sorted(now - self.compactions, key=lambda k: k[1])
+        self.compactions |= now
+        out: list[dict[str, Any]] = []
+        for sid, index in new:
+            try:
+                ledger = session_ledger(self._db, self.ctx.home, self.ctx.config, sid, compaction=index, semantic=False)
+            except Exception:  # noqa: BLE001 - an unreadable compaction is no event; the next look tries the next one
+                continue
+            for comp in ledger["compactions"]:
+                for verdict in ("lost", "weakened", "promoted"):
+                    items = [i for i in comp["items"] if i["verdict"] == verdict]
+                    if items:
+                        out.append({"event": f"constraint_{verdict}", "session_id": sid,
+                                    "compaction_id": comp["compaction_id"], "at": comp["at"], "count": len(items),
+                                    "items": [{k: i[k] for k in ("rule", "summary_line", "source_turn_id", "scope")}
+                                              for i in items]})
+        return out
 
     def _frozen_db(self) -> bool:
         """Open (once) and check the home's state.db; False when there is none or it is unreadable."""
@@ -325,6 +364,8 @@ class _Watch:
             for a in provider_changes(self.provider, now_w, self.settings):
                 out.append({"event": a.kind, "message": a.message, **a.data})
             self.provider = now_w
+        if "statedb" in kinds:
+            out.extend(self.constraint_events())
         if "pending" in kinds:
             out.extend(self.age_events())
         if "memlock" in kinds:

@@ -150,3 +150,41 @@ def test_the_cli_prints_the_ledger_as_json(hermes_home: HermesHome, capsys) -> N
     assert set(item) == {"verdict", "rule", "source_turn_id", "summary_line", "scope", "evidence", "method"}
     assert main(["--home", str(hermes_home.path), "constraints", "--session", "s1", "--keyword"]) == 0
     assert "LOST" in capsys.readouterr().out
+
+
+def test_watch_reports_each_new_compaction_of_the_live_session_once(hermes_home: HermesHome) -> None:
+    """issue 34: ``watch`` prints constraint_lost / _weakened / _promoted for a compaction of the live
+    session that happens while it runs (one event per verdict present), never again, and none for the
+    compactions that were already there when it started."""
+    from memdeck.core.cli.common import CliContext
+    from memdeck.core.cli.history_cmds import _Watch
+    from memdeck.core.config import load_config
+
+    conn = HS.create_state_db(hermes_home.state_db)
+    HS.add_session(conn, "s1", started_at=1_800_000_000.0)
+    for i, t in enumerate(TURNS):
+        HS.append_message(conn, "s1", "user", t, timestamp=1_800_000_000.0 + 2 * i)
+        HS.append_message(conn, "s1", "assistant", "ok", timestamp=1_800_000_001.0 + 2 * i)
+    conn.close()
+    w = _Watch(CliContext(home=hermes_home, config=load_config(hermes_home)))
+    try:
+        assert w.constraint_events() == []  # no compaction yet
+        conn = HS.connect(hermes_home.state_db)
+        HS.compact_in_place(conn, "s1", SUMMARY, keep_head=1, keep_tail=2, now=1_800_000_100.0)
+        HS.append_message(conn, "s1", "user", "next", timestamp=1_800_000_200.0)
+        conn.close()
+        events = [e for e in w.events(frozenset({"statedb"})) if e["event"].startswith("constraint_")]
+        by = {e["event"]: e for e in events}
+        assert set(by) == {"constraint_lost", "constraint_weakened", "constraint_promoted"}
+        assert by["constraint_lost"]["items"][0]["rule"] == "Never log API keys."
+        assert by["constraint_weakened"]["items"][0]["summary_line"] == "Force-pushing to main was discussed."
+        assert by["constraint_promoted"]["items"][0]["scope"] == "once"
+        assert all(e["session_id"] == "s1" and e["compaction_id"] == 1 and e["count"] == 1 for e in events)
+        assert not [e for e in w.events(frozenset({"statedb"})) if e["event"].startswith("constraint_")]  # once
+    finally:
+        w.close()
+    w2 = _Watch(CliContext(home=hermes_home, config=load_config(hermes_home)))
+    try:  # a compaction older than the watch is a state, not an event
+        assert w2.constraint_events() == []
+    finally:
+        w2.close()

@@ -48,6 +48,7 @@ OPENERS: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "PinScreen": [((), "p")],
     "AnchorEditScreen": [(("2",), "e")],
     "HygieneScreen": [((), "H")],
+    "ConstraintsScreen": [(("3",), "L")],
 }
 
 #: bases never opened themselves (each subclass is)
@@ -63,6 +64,7 @@ CLOSERS: dict[str, list[tuple[str, ...]]] = {
     "PinScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
     "AnchorEditScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
     "HygieneScreen": [("escape", "escape"), ("H", "H")],
+    "ConstraintsScreen": [("escape", "escape"), ("L", "L")],
 }
 
 

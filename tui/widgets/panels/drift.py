@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ...keymap import panel_bindings
 from ...views import drift
 from ...views.drift import DriftRow
 from .base import Selection, TableDetailPanel
@@ -18,6 +19,7 @@ class DriftPanel(TableDetailPanel):
     """Every audit (MemLock drift log), newest first; the selected one explained below."""
 
     DEPENDS = ("session_id", "drift_log", "compactions", "audit")
+    BINDINGS = panel_bindings("drift")  # L: the constraint ledger of the selected compaction
     RELATIVE_TIMES = True  # "audit at ... (12 min ago)"
 
     NAME = SOURCE = "drift"
