@@ -38,6 +38,11 @@ from .words import Words, words
 STALE_DAYS = 90
 #: the smaller entry's share of words the longer one must carry for it to be wasteful
 WASTEFUL_CONTAINMENT = 1.0
+#: entries compared pair by pair at most (Hermes' char limits hold 20-60; a hand-made or hostile
+#: file with thousands would cost millions of pairs): past it, pairs are not compared, and said so
+MAX_COMPARED = 300
+#: contradiction candidates reported at most (many entries on one subject with other values)
+MAX_CONTRADICTIONS = 100
 #: absolute or home-relative paths in an entry (not URLs: ``s3://x/y``, ``https://x/y``)
 _PATH = re.compile(r"(?<![\w.:/~-])(~?/[\w.+-]+(?:/[\w.+-]+)+/?)")
 
@@ -140,12 +145,20 @@ def hygiene_report(home: Any, config: Any = None, *, now: float | None = None, s
     dup_evidence: dict[tuple[int, int], dict[str, Any]] = {}
     wasteful: dict[int, tuple[int, dict[str, Any]]] = {}
     contradictions: list[tuple[int, int, dict[str, Any]]] = []
-    for i in range(len(refs)):
-        for j in range(i + 1, len(refs)):
+    compared = len(refs) if len(refs) <= MAX_COMPARED else 0
+    if not compared and refs:
+        unknown.append(f"duplicates, contradictions and wasteful entries: {len(refs)} entries are more than the "
+                       f"{MAX_COMPARED} memdeck compares pair by pair (Hermes' char limits hold far fewer)")
+    for i in range(compared):
+        for j in range(i + 1, compared):
             c = None if cos is None else float(cos[i, j])
             v = classify(refs[i].text, refs[j].text, c, wa=ws[i], wb=ws[j])
             if v.kind == CONTRADICTION:
-                contradictions.append((i, j, v.evidence))
+                if len(contradictions) < MAX_CONTRADICTIONS:
+                    contradictions.append((i, j, v.evidence))
+                elif len(contradictions) == MAX_CONTRADICTIONS:
+                    unknown.append(f"contradictions: only the first {MAX_CONTRADICTIONS} candidates are listed")
+                    contradictions.append((-1, -1, {}))
                 continue
             small, big = (i, j) if len(refs[i].text) <= len(refs[j].text) else (j, i)
             bag_s, bag_b = ws[small].bag, ws[big].bag
@@ -180,6 +193,8 @@ def hygiene_report(home: Any, config: Any = None, *, now: float | None = None, s
                                 {**ev, "chars_per_turn": len(ref.text) + len(ENTRY_DELIMITER)},
                                 _saved(entries, (ref,)), Proposal("archive", (ref,))))
     for i, j, ev in contradictions:
+        if i < 0:
+            continue
         pair = (refs[i], refs[j])
         findings.append(Finding(finding_id("contradiction", pair), "contradiction", pair,
                                 {**ev, "method": enc.method,

@@ -247,3 +247,16 @@ def test_an_entry_hermes_writes_again_after_the_person_replaced_it_is_stale(tmp_
     assert len(stale) == 1 and stale[0].entries[0].text == "Deploy target is pi.local"
     ev = stale[0].evidence["replaced_by_person"]
     assert ev["by"] == "cli" and ev["after"] == "Deploy target is pi.lan" and ev["written_again_by"] == "hermes"
+
+
+def test_thousands_of_entries_are_not_compared_pair_by_pair_and_it_is_said(tmp_path: Path) -> None:
+    home = _home(tmp_path, [f"entry number {i}" for i in range(4000)], ["User likes tea"])
+    report = hygiene_report(home, semantic=False)
+    assert [f for f in report.findings if f.kind in ("duplicate", "contradiction", "wasteful")] == []
+    assert any("4001 entries are more than the 300" in u for u in report.unknown)
+
+
+def test_contradiction_candidates_are_bounded(tmp_path: Path) -> None:
+    home = _home(tmp_path, [f"entry number {i}" for i in range(30)], ["User likes tea"])
+    report = hygiene_report(home, semantic=False)
+    assert report.counts()["contradiction"] == 100 and any("first 100" in u for u in report.unknown)
