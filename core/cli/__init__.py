@@ -67,7 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "archive": ("memory_cmds", "move an entry into memdeck's archive (restore puts it back)"),
     "restore": ("memory_cmds", "put an archived entry back (budget and threat checks apply)"),
     "undo": ("memory_cmds", "undo the last change recorded in the journal (if the file still holds it)"),
-    "pending": ("memory_cmds", "review Hermes' staged memory writes (write approval)"),
+    "pending": ("memory_cmds", "review Hermes' staged memory writes (write approval); without an ACTION: list them"),
     "scan": ("memory_cmds", "threat-scan every entry on disk and every pending write; show where the Hermes "
                             "that loads the home would judge differently (exit 3 when anything is flagged, 0 when "
                             "clean)"),

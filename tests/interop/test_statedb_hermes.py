@@ -88,7 +88,7 @@ def test_active_region_equals_hermes_reload(hermes_db) -> None:
     path, _ = hermes_db
     db = StateDB(path)
     for sid in ("A", "B", "D"):
-        theirs = _hermes_json(path, "print(json.dumps([{'role': m['role'], 'content': m['content']}} "
+        theirs = _hermes_json(path, "print(json.dumps([{'role': m['role'], 'content': m['content']} "
                                     f"for m in db.get_messages_as_conversation({sid!r})]))")
         assert [m.as_dict() for m in db.active_region(sid)] == theirs, sid
 
