@@ -224,11 +224,14 @@ def pending_section(home: HermesHome, config: Config | None = None, provider: st
     return out
 
 
-def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
+def hermes_section(home: HermesHome, memory: dict[str, Any], *, differences: bool = True) -> dict[str, Any]:
     """The home's :class:`~memdeck.core.sessions.profile.HermesProfile` as a dict, plus
     ``threat_differences``: every entry and pending write whose memdeck verdict differs from
-    the verdict of the Hermes that loads it (empty when that Hermes is unknown)."""
+    the verdict of the Hermes that loads it (empty when that Hermes is unknown; left out with
+    ``differences=False``)."""
     profile = detect_profile(home)
+    if not differences:
+        return profile.to_dict()
     texts: list[tuple[str, str]] = []
     for t in TARGETS:
         texts += [(t, str(e.get("text") or "")) for e in (memory.get(t) or {}).get("entries", [])]
@@ -253,8 +256,11 @@ def stale_sessions_section(home: HermesHome, config: Config, version: HermesVers
         return {"count": None, "note": f"{type(exc).__name__}: {exc}"}
 
 
-def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
-    """Build the status dict described in the module docstring. Never raises on bad data."""
+def build_status(home: HermesHome, config: Config | None = None, *, fleet_row: bool = False) -> dict[str, Any]:
+    """Build the status dict described in the module docstring. Never raises on bad data.
+    ``fleet_row=True``: only what a fleet row takes (``core/fleet/figures.py``,
+    ``last_seen.status_view``): no ``hygiene`` section and ``hermes`` without
+    ``threat_differences`` (together 40 % of ``fleet --json`` on 20 homes: issue 38 #6)."""
     config = config or load_config(home)
     mark = cut_mark()
     try:
@@ -287,7 +293,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
     with sharing_readers():  # one state.db reader for every section: the history is read once
         try:
-            out["hermes"] = hermes_section(home, out["memory"])
+            out["hermes"] = hermes_section(home, out["memory"], differences=not fleet_row)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["profile"] = f"{type(exc).__name__}: {exc}"
         _merge_sections(home, config, out, errors)
@@ -304,7 +310,8 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
     try:
-        out["hygiene"] = hygiene_section(home, config)
+        if not fleet_row:
+            out["hygiene"] = hygiene_section(home, config)
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["hygiene"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
