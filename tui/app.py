@@ -1240,11 +1240,14 @@ class MemdeckApp(DeckActions, App[None]):
 
         previous = self.snapshot
         self.snapshot = snap
-        if previous is not None and previous.home == snap.home:
-            for alert in alerts_between(previous, snap, self.alert_settings):
-                self._toast_alert(alert)
+        alerts = list(alerts_between(previous, snap, self.alert_settings)) if (
+            previous is not None and previous.home == snap.home) else []
         self._arm_age_timer(snap)
-        self._toast_changes(getattr(snap, "new_changes", ()))
+        changes = getattr(snap, "new_changes", ())
+        if alerts or changes:
+            # after the frame that shows the new figures: a toast mounts a widget, a layout pass
+            # of the whole screen, which the external write -> screen time waited for (issue 38 #2)
+            self.call_after_refresh(self._toast_snapshot, alerts, changes)
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
@@ -1353,6 +1356,11 @@ class MemdeckApp(DeckActions, App[None]):
             except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             set_tab_label(tab, label)
+
+    def _toast_snapshot(self, alerts: list[Any], changes: Any) -> None:
+        for alert in alerts:
+            self._toast_alert(alert)
+        self._toast_changes(changes)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

@@ -248,3 +248,31 @@ async def test_an_external_memory_write_that_shortens_the_widest_entry_takes_no_
 
 def _user_rows(app) -> int:
     return len(app.snapshot.memory["user"].entries)
+
+
+async def test_a_memory_changed_toast_comes_after_the_frame_that_shows_the_new_figures(demo_home, monkeypatch) -> None:
+    """Another writer replaces an entry: the refresh that shows it mounts no toast (a toast is a
+    new widget, a layout pass of the whole screen that the new figures waited for: issue 38 #2);
+    the "memory changed" toast comes once that frame is drawn."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        memory = demo_home.memory_file("memory")
+        text = memory.read_text(encoding="utf-8")
+        first = text.split("\n§\n")[0]
+        tmp = memory.with_name(".mem_toast.tmp")
+        tmp.write_text(text.replace(first, first + " (edited by Hermes)", 1), encoding="utf-8")
+        tmp.replace(memory)
+        at_apply: list[int] = []
+        real = app.apply_snapshot
+
+        def apply(snap):
+            real(snap)
+            at_apply.append(len(app.notification_log))
+
+        monkeypatch.setattr(app, "apply_snapshot", apply)
+        before = len(app.notification_log)
+        await _refresh_once(pilot, app)
+        assert at_apply == [before]  # nothing toasted while the new figures are put on screen
+        await wait_for(pilot, lambda: len(app.notification_log) > before)
+        assert any(n.title == "memory changed" for n in app.notification_log)
