@@ -18,7 +18,13 @@ Sub-commands (:func:`run`, each answer plain text: no terminal escapes, no marku
 * ``edit ID TEXT``: approve one with ``TEXT`` in place of the staged content
   (:func:`..memory.review.edit_and_approve`: the threat scan and the char limit apply to ``TEXT``).
 * ``history [N]``: the last ``N`` (default 10, at most 50) memory changes of memdeck's journal,
-  with who made them (a chat's platform and sender).
+  with who made them (a chat's platform and sender) and the change id ``revert`` takes.
+* ``revert CHANGE_ID``: reverse one change of the history (every writer's; the ids of
+  ``memdeck history`` and of ``history`` here) through :func:`..history.revert`, the core of
+  ``memdeck revert``: locked, checked, one journaled write that ``memdeck undo`` reverts.
+* ``stale``: the open sessions whose frozen memory differs from the files
+  (:func:`..live_memory.stale.stale_rows`, the rows of ``memdeck sessions --stale``), with what
+  live memory delivered and the platform's command for a new session.
 * ``memory [PAGE]``: usage of MEMORY.md and USER.md and their entries, numbered.
 * ``help``.
 
@@ -41,7 +47,7 @@ Authorisation (Hermes 0.19, found in its source):
   source).can_run(user_id, "memory")``: when ``allow_admin_from`` (``group_allow_admin_from`` in
   groups) is set for the scope, only those admins, or users whose ``user_allowed_commands`` list
   ``memory``, may run ``/memory``; when it is not set, every authorised sender may.
-* So ``approve``, ``edit`` and ``reject`` ask that same gateway method for ``memory``
+* So ``approve``, ``edit``, ``reject`` and ``revert`` ask that same gateway method for ``memory``
   (:func:`write_denial`); a denied sender gets Hermes' own refusal sentence and nothing is written.
   Read-only sub-commands follow the ordinary rule the gateway already applied to ``/memdeck``
   itself (the same lines 10769-10772 with ``canonical == "memdeck"``: plugin commands are
@@ -75,7 +81,9 @@ LIMITS = {"discord": 1900, "telegram": 4000, "slack": 3900, "whatsapp": 4000, "s
           "weixin": 1900, "matrix": 3900, "mattermost": 3900}
 DEFAULT_LIMIT = 1900
 #: sub-commands that write: Hermes' rule for ``/memory`` applies (module docstring)
-WRITES = frozenset({"approve", "reject", "edit"})
+WRITES = frozenset({"approve", "reject", "edit", "revert"})
+#: every sub-command (``help`` aside)
+SUBCOMMANDS = ("pending", "memory", "approve", "reject", "edit", "history", "revert", "stale")
 
 HELP = """\
 /memdeck - memdeck's review queue in this chat
@@ -85,9 +93,11 @@ HELP = """\
 /memdeck edit ID TEXT - apply one with TEXT in place of the staged text
 /memdeck reject ID - discard one (memdeck undo stages it again)
 /memdeck reject --stale - discard every stale record
-/memdeck history [N] - the last N memory changes and who made them
+/memdeck history [N] - the last N memory changes, who made them, their change ids
+/memdeck revert CHANGE_ID - reverse one change of the history
 /memdeck memory [PAGE] - usage of MEMORY.md and USER.md, entries numbered
-Each approval or rejection is one journaled write: `memdeck undo` on the host reverts it."""
+/memdeck stale [PAGE] - running sessions whose frozen memory differs from the files
+Each approval, rejection or revert is one journaled write: `memdeck undo` on the host reverts it."""
 
 
 def _platform(origin: ChatOrigin | None) -> str:
@@ -256,16 +266,89 @@ def cmd_history(home: HermesHome, args: list[str], limit: int) -> str:
     except ValueError:
         raise Refused(f"not a number: {_clip(args[0], 40)}", code="invalid") from None
     rows = journal.entries(home, limit=n, kind="memory")
+    changes = _change_ids(home, rows)  # brings the history up to date, even with nothing to show yet
     if not rows:
         return "No memory changes in memdeck's journal."
     now = time.time()
     blocks = []
     for r in rows:
         pid = r.detail.get("pending_id") if isinstance(r.detail, dict) else None
+        cids = changes.get(r.journal_id)
         blocks.append(f"#{r.journal_id} {_ago(now - r.ts)} - {r.op} {r.target or ''}"
-                      + (f" {pid}" if pid else "") + f" - {_who(r)}" + (" (undone)" if r.undone_by else ""))
+                      + (f" {pid}" if pid else "") + f" - {_who(r)}" + (" (undone)" if r.undone_by else "")
+                      + (f" - change {', '.join(map(str, cids))}" if cids else ""))
     return paged(f"last {len(rows)} memory change{'s' if len(rows) != 1 else ''}, newest first", blocks, 1, limit,
                  "history")
+
+
+def _change_ids(home: HermesHome, rows: list[journal.JournalRow]) -> dict[int, list[int]]:
+    """journal id -> the ids of the history's changes it made (``history.attribution.journal_id``),
+    the ids ``revert`` takes; the history is brought up to date first. ``{}`` when it cannot be read."""
+    from .. import history as _history
+
+    try:
+        _history.observe(home)
+        found: dict[int, list[int]] = {}
+        wanted = {r.journal_id for r in rows}
+        for c in _history.list_changes(home, limit=max(200, 4 * len(rows))):
+            jid = c.attribution.get("journal_id") if isinstance(c.attribution, dict) else None
+            if isinstance(jid, int) and jid in wanted:
+                found.setdefault(jid, []).insert(0, c.change_id)
+        return found
+    except Exception as exc:  # noqa: BLE001 - the history is an extra: the journal's lines stand without it
+        logger.warning("memdeck: /memdeck history: the change history is unreadable (%s)", exc)
+        return {}
+
+
+def cmd_revert(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
+    """``revert CHANGE_ID``: :func:`..history.revert` (the core of ``memdeck revert``) with the chat
+    origin on its journal row."""
+    from .. import history as _history
+
+    if len(args) != 1 or not args[0].lstrip("#").isdigit():
+        return "usage: /memdeck revert CHANGE_ID (the change ids of /memdeck history)"
+    res = _history.revert(home, cfg, int(args[0].lstrip("#")), actor="chat", origin=origin)
+    jid = res.get("journal_id")
+    return visible(str(res.get("message", ""))) + (f" (journal #{jid}; memdeck undo reverts it)" if jid else "")
+
+
+def cmd_stale(home: HermesHome, cfg: Config, args: list[str], limit: int) -> str:
+    """``stale [PAGE]``: the open sessions whose frozen memory differs from the files
+    (:func:`..live_memory.stale.stale_rows`, as ``memdeck sessions --stale``)."""
+    from ..live_memory.stale import stale_rows
+    from ..sessions.statedb import StateDB
+
+    page = _page_arg(args)
+    if not home.state_db.exists():
+        return "No state.db in this home: no sessions to compare."
+    with StateDB(home.state_db) as db:
+        st = db.status()
+        if not st.ok:
+            return f"state.db: {visible(str(st.state))}: {visible(str(st.message))}"
+        rows = stale_rows(home, cfg, db)
+    stale = [r for r in rows if r.get("in_prompt") and r.get("differences")]
+    if not stale:
+        return f"No running session sees old memory ({len(rows)} open session{'s' if len(rows) != 1 else ''} checked)."
+    now = time.time()
+    blocks = []
+    for r in stale:
+        n = int(r["differences"])
+        live = r.get("live_memory") or {}
+        frozen = r.get("frozen_at")
+        when = f"frozen {_ago(now - float(frozen))}" if frozen else "frozen ?"
+        line = (f"{_clip(str(r.get('session_id')), 40)} ({_clip(str(r.get('source') or '?'), 20)}) - "
+                f"{n} difference{'s' if n != 1 else ''} - {when}")
+        mode = live.get("mode")
+        if mode and mode != "off":
+            line += (f"\n  live memory ({mode}): {live.get('delivered', 0)} delivered, {live.get('waiting', 0)} waiting, "
+                     f"{live.get('withheld', 0)} withheld")
+        hint = r.get("new_session")
+        if hint:
+            line += f"\n  new session: {_clip(str(hint), 120)}"
+        blocks.append(line)
+    head = (f"{len(stale)} of {len(rows)} open session{'s' if len(rows) != 1 else ''} "
+            f"see{'s' if len(stale) == 1 else ''} memory that differs from MEMORY.md/USER.md")
+    return paged(head, blocks, page, limit, "stale")
 
 
 def cmd_reject(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
@@ -286,7 +369,7 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
     limit = LIMITS.get(_platform(origin), DEFAULT_LIMIT)
     if sub in ("help", "-h", "--help"):
         return HELP
-    if sub not in ("pending", "memory", "approve", "reject", "edit", "history"):
+    if sub not in SUBCOMMANDS:
         return f"memdeck: unknown sub-command {_clip(sub, 40)!r}. " + HELP
     if sub in WRITES:
         denied = write_denial(origin)
@@ -304,6 +387,10 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
             return cmd_approve(home, cfg, rest, origin_detail(origin))
         if sub == "edit":
             return cmd_edit(home, cfg, raw_args, origin_detail(origin))
+        if sub == "revert":
+            return cmd_revert(home, cfg, rest, origin_detail(origin))
+        if sub == "stale":
+            return cmd_stale(home, cfg, rest, limit)
         return cmd_reject(home, cfg, rest, origin_detail(origin))
     except Refused as exc:
         return f"memdeck: refused: {visible(exc.reason)}"

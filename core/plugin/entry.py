@@ -44,8 +44,10 @@ logger = logging.getLogger("memdeck.plugin")
 
 #: ``/memdeck``'s words for Hermes' command lists and Discord's picker (``args_hint``, Hermes 0.19
 #: ``PluginContext.register_command``); kept here so registering never imports :mod:`.chat_command`.
-MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, memory"
-MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit ID TEXT | history | memory | help"
+MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, revert, stale"
+#: Discord shows ``"Arguments: " + hint`` cut at 100 chars (0.19 ``plugins/platforms/discord/adapter.py``
+#: ``_build_auto_slash_command``): at most 89 chars here.
+MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit | revert | history | stale"
 
 #: The live guard of this process (set by :func:`register`; tests and the bench read it).
 GUARD: Guard | None = None

@@ -41,10 +41,12 @@ def test_vendored_core_is_the_import_closure_without_cli():
     assert "anchors/audit.py" in files and "sessions/compaction.py" in files and "__init__.py" in files
     assert not any(f.startswith("cli/") for f in files)
     assert "plugin/install.py" not in files  # the installer is not needed at runtime
-    # only what the plugin runs: no state.db reader, no snapshot; the memory store only for /memdeck
-    # (issue 35: plugin/chat_command.py, imported when the command runs)
-    assert "plugin/chat_command.py" in files and "memory/store.py" in files
-    assert not {"sessions/statedb.py", "overview/status.py", "overview/snapshot.py"} & set(files)
+    # only what the plugin runs: no snapshot; the memory store and the state.db reader only for /memdeck
+    # (issue 35: plugin/chat_command.py, imported when the command runs; `/memdeck stale` reads
+    # state.db's prompts as `memdeck sessions --stale` does)
+    assert "plugin/chat_command.py" in files and "memory/store.py" in files and "live_memory/stale.py" in files
+    assert not {"overview/status.py", "overview/snapshot.py"} & set(files)
+    assert not any(f.startswith("overview/") for f in files)
     pf = plugin_files()
     assert set(pf) == {"plugin.yaml", "__init__.py"} | {f"_core/{f}" for f in files}
     assert b"from ._core.plugin.entry import register" in pf["__init__.py"]
