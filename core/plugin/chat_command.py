@@ -138,7 +138,13 @@ def write_denial(origin: ChatOrigin | None) -> str | None:
     if src is None or check is None:
         return "memdeck: refused: this gateway does not say who may run /memory, so approve, edit and reject are not allowed here."
     denied = check(src, "memory")
-    return f"memdeck: refused: {visible(str(denied))}" if denied else None
+    if not denied:
+        return None
+    text = visible(str(denied))
+    if " " not in text.strip():  # a catalog key Hermes could not translate (0.22.2's iot wheel ships no locales/)
+        return (f"memdeck: refused: Hermes does not let this sender run /memory here ({text}), so approve, edit, "
+                "reject and revert are not allowed.")
+    return f"memdeck: refused: {text}"
 
 
 def _age(seconds: float | None) -> str:
@@ -284,13 +290,16 @@ def cmd_history(home: HermesHome, args: list[str], limit: int) -> str:
 def _change_ids(home: HermesHome, rows: list[journal.JournalRow]) -> dict[int, list[int]]:
     """journal id -> the ids of the history's changes it made (``history.attribution.journal_id``),
     the ids ``revert`` takes; the history is brought up to date first. ``{}`` when it cannot be read."""
-    from .. import history as _history
+    # the submodules by name, not the package's lazy re-exports: the directory plugin vendors only
+    # the modules an import statement names (core/plugin/install.py vendored_files)
+    from ..history.changes import list_changes
+    from ..history.observation import observe
 
     try:
-        _history.observe(home)
+        observe(home)
         found: dict[int, list[int]] = {}
         wanted = {r.journal_id for r in rows}
-        for c in _history.list_changes(home, limit=max(200, 4 * len(rows))):
+        for c in list_changes(home, limit=max(200, 4 * len(rows))):
             jid = c.attribution.get("journal_id") if isinstance(c.attribution, dict) else None
             if isinstance(jid, int) and jid in wanted:
                 found.setdefault(jid, []).insert(0, c.change_id)
@@ -303,11 +312,11 @@ def _change_ids(home: HermesHome, rows: list[journal.JournalRow]) -> dict[int, l
 def cmd_revert(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
     """``revert CHANGE_ID``: :func:`..history.revert` (the core of ``memdeck revert``) with the chat
     origin on its journal row."""
-    from .. import history as _history
+    from ..history.reverting import revert
 
     if len(args) != 1 or not args[0].lstrip("#").isdigit():
         return "usage: /memdeck revert CHANGE_ID (the change ids of /memdeck history)"
-    res = _history.revert(home, cfg, int(args[0].lstrip("#")), actor="chat", origin=origin)
+    res = revert(home, cfg, int(args[0].lstrip("#")), actor="chat", origin=origin)
     jid = res.get("journal_id")
     return visible(str(res.get("message", ""))) + (f" (journal #{jid}; memdeck undo reverts it)" if jid else "")
 
