@@ -36,7 +36,7 @@ Answers longer than the platform's message limit (:data:`LIMITS`; Hermes 0.19's 
 Discord 2,000, Telegram 4,096, ...; 2,000 when unknown) are cut between records and end with
 ``... N more: /memdeck pending 2``.
 
-Authorisation (Hermes 0.19, found in its source):
+Authorisation (Hermes 0.19 and 0.22.2, found in their source; README "Who may decide"):
 
 * Hermes' own ``/memory approve`` / ``reject`` (``gateway/slash_commands.py`` line
   3006, ``_handle_memory_command``) has no check of its own: what gates it is (1) the sender's
@@ -52,6 +52,15 @@ Authorisation (Hermes 0.19, found in its source):
   Read-only sub-commands follow the ordinary rule the gateway already applied to ``/memdeck``
   itself (the same lines 10769-10772 with ``canonical == "memdeck"``: plugin commands are
   ``is_gateway_known_command``).
+* Hermes 0.22.2 (the iot build, read in its source): the same two steps, moved
+  (``gateway/run_inbound.py``: ``_is_user_authorized_for_source`` after the ``pre_gateway_dispatch``
+  hook; ``gateway/run_busy.py`` ``_check_slash_access`` through ``slash_access.policy_for_runner_source``),
+  with ``/help`` and ``/whoami`` always open to users under gating, a blank ``chat_type`` taking the
+  gated scope, and under ``multiplex_profiles`` the policy of the profile whose bot got the message
+  (failing closed for a served profile whose config is not loaded). Its plugin command handler runs
+  in the gateway's pool with the message's context copied (``_run_in_executor_with_context``), so
+  :mod:`.chat_origin` sees the sender as on 0.19. Its refusal text is ``t("gateway.unauthorized.admin_only")``,
+  which the iot wheel (no ``locales/``) leaves as the bare key: :func:`write_denial` then says it in words.
 * The handler learns the sender from :mod:`.chat_origin` (the ``pre_gateway_dispatch`` hook). In
   a process that runs Hermes' gateway but without that sender (nothing to check against), writes
   are refused; the terminal (Hermes' CLI, no gateway) is the local user and may write.

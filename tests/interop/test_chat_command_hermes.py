@@ -215,6 +215,9 @@ def test_memdeck_in_a_telegram_chat_through_the_real_gateway(version: str, tmp_p
             fh.write(f"## Hermes {version}\n")
             for msg in (m[0], m[1], m[6], m[8]):
                 fh.write(f"> {msg['text']}   (user {msg['user']})\n{msg['reply']}\n\n")
+            fh.write(f"## more {version}\n")
+            for msg in (m[7], m[9], m[11], rev[0], rev[1]):
+                fh.write(f"> {msg['text']}   (user {msg['user']})\n{msg['reply']}\n\n")
 
     # each action one journaled write naming the platform, chat and sender
     rows = [r for r in journal.entries(h, limit=50) if r.actor == "chat"]
