@@ -69,14 +69,15 @@ Authorisation (Hermes 0.19 and 0.22.2, found in their source; README "Who may de
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 import time
 from typing import Any
 
 from ..config import Config, load_config
 from ..deck import journal
-from ..errors import Refused
-from ..home import TARGETS, HermesHome
+from ..errors import MemdeckError, Refused
+from ..home import TARGETS, HermesHome, require_hermes_home
 from ..memory.pending import approve, reject
 from ..memory.reader import read_memory
 from ..memory.review import QueueItem, approve_all_clean, edit_and_approve, reject_all_stale, review_queue
@@ -379,8 +380,9 @@ def cmd_reject(home: HermesHome, cfg: Config, args: list[str], origin: dict[str,
 
 
 def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
-    """Answer one ``/memdeck`` command (module docstring). Never raises for bad input or a
-    refusal: both are the answer's one line."""
+    """Answer one ``/memdeck`` command (module docstring). Never raises for bad input, a refusal or
+    a home memdeck cannot read or write (memdeck.db of a newer memdeck, a full disk, a lock held too
+    long): each is the answer's one line (``memdeck: refused: ...`` / ``memdeck: error: ...``, as the CLI)."""
     args = (raw_args or "").split()
     sub = args[0].lower() if args else "help"
     rest = args[1:]
@@ -395,6 +397,8 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
             return denied
     cfg = load_config(home)
     try:
+        if sub in WRITES:
+            require_hermes_home(home)  # as the CLI: nothing is created where there is no Hermes home
         if sub == "pending":
             return cmd_pending(home, cfg, rest, limit)
         if sub == "memory":
@@ -412,6 +416,8 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
         return cmd_reject(home, cfg, rest, origin_detail(origin))
     except Refused as exc:
         return f"memdeck: refused: {visible(exc.reason)}"
+    except (MemdeckError, sqlite3.Error, OSError) as exc:  # as the CLI: a reason, never a traceback
+        return f"memdeck: error: {_clip(str(exc) or type(exc).__name__, 600)}"
 
 
 def handler(home: HermesHome, raw_args: str = "") -> str:

@@ -48,6 +48,7 @@ from typing import Any
 from .. import jsondata
 from ..config import Config
 from ..deck import db as deckdb
+from ..fsio import list_names
 from ..home import HermesHome
 from ..live_memory.settings import LiveSettings, live_settings
 
@@ -76,7 +77,11 @@ def staged_id(result: Any) -> str | None:
             return None
     if isinstance(result, dict) and result.get("staged") is True:
         pid = result.get("pending_id")
-        if isinstance(pid, str) and pid and len(pid) <= 64 and "/" not in pid:
+        if isinstance(pid, str) and pid and len(pid) <= 64 and "/" not in pid and pid.isprintable():
+            try:
+                pid.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: no record is named so
+                return None
             return pid
     return None
 
@@ -179,8 +184,8 @@ class ChatNotices:
         if self._records[0] == stamp:
             return self._records[1]
         out: dict[str, float] = {}
-        try:
-            names = [n for n in os.listdir(d) if n.endswith(".json") and not n.startswith(".")]
+        try:  # names that are not UTF-8 are never read (fsio.list_names: neither Hermes nor memdeck writes them)
+            names = list_names(d, ".json")[0]
         except OSError:
             return {}
         for name in names:
