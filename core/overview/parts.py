@@ -538,6 +538,12 @@ class Evaluator:
         self._values: dict[str, Any] = _defaults()
         self._last: DeckSnapshot | None = None
 
+    def failed(self, name: str) -> bool:
+        """True when part ``name`` gave a banner in its last read, or has no value read (not
+        asked for, or not read for want of state.db)."""
+        kept = self._kept.get(name)
+        return kept is None or bool(kept.banners)
+
     def _key(self, part: Part, ctx: Context) -> tuple[Any, ...]:
         out: list[Any] = []
         for name in part.inputs:
