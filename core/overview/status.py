@@ -71,6 +71,7 @@ becomes ``{"error": "..."}``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -133,10 +134,15 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
             reader.close()
 
 
-def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | None = None) -> dict[str, Any]:
+def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | None = None,
+              extras: bool = True) -> dict[str, Any]:
     """The status dict of ``reader``'s last snapshot, read with at least :data:`STATUS_FIELDS`
     (module docstring). ``cuts_from``: a :func:`core.sessions.bounds.cut_mark` taken before the
-    read (``cut_reads`` lists the cuts since; None: since this call). Never raises on bad data."""
+    read (``cut_reads`` lists the cuts since; None: since this call). ``extras=False`` leaves out
+    the reads of what no part holds and no :class:`core.fleet.figures.HomeFigures` figure shows
+    (``hygiene``, ``detection``, every session's ``drift_log``, the global pins' rows): the fleet's
+    and the metrics' local reads. Never raises on bad data. Thread-safe for distinct readers
+    (a command's one state.db reader per path, :func:`sharing_readers`, is the caller's)."""
     snap = reader.snapshot
     assert snap is not None, "status_of needs a read snapshot"
     mark = cut_mark() if cuts_from is None else cuts_from
@@ -170,27 +176,26 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
         out["memlock_location"] = loc.to_dict()
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
-    with sharing_readers():
+    try:
+        out["hermes"] = _hermes(reader, snap)
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["profile"] = f"{type(exc).__name__}: {exc}"
+    for key, fn in (("statedb", _sessions), ("audit", functools.partial(_anchors, extras=extras))):
         try:
-            out["hermes"] = _hermes(reader, snap)
+            part = fn(reader, snap)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-            errors["profile"] = f"{type(exc).__name__}: {exc}"
-        for key, fn in (("statedb", _sessions), ("audit", _anchors)):
-            try:
-                part = fn(reader, snap)
-            except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-                errors[key] = f"{type(exc).__name__}: {exc}"
-                continue
-            for k, value in part.items():
-                out.setdefault(k, value)
-        for key, section in _REGISTERED.items():
-            if key in out:
-                continue
-            try:
-                out[key] = section(home, config)
-            except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-                out[key] = {"error": f"{type(exc).__name__}: {exc}"}
-        out["stale_sessions"] = _stale_sessions(reader, snap, version)
+            errors[key] = f"{type(exc).__name__}: {exc}"
+            continue
+        for k, value in part.items():
+            out.setdefault(k, value)
+    for key, section in _REGISTERED.items() if extras else ():
+        if key in out:
+            continue
+        try:
+            out[key] = section(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["stale_sessions"] = _stale_sessions(reader, snap, version)
     out["pending"] = _pending(reader, snap, provider, now)
     try:
         out["provider"] = (snap.provider if snap.provider is not None and not reader.failed("provider")
@@ -198,7 +203,8 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
     try:
-        out["hygiene"] = hygiene_section(home, config)
+        if extras:
+            out["hygiene"] = hygiene_section(home, config)
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["hygiene"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
@@ -313,7 +319,7 @@ def stale_sessions_section(home: HermesHome, config: Config, version: HermesVers
         return {"count": None, "note": f"{type(exc).__name__}: {exc}"}
 
 
-def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 100) -> dict[str, Any]:
+def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 100, extras: bool = True) -> dict[str, Any]:
     """The ``anchors``, ``integrity``, ``drift_log``, ``anchors_warnings`` and ``detection`` keys.
 
     * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` of the
@@ -331,7 +337,8 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
       when it is not the configured one, why (docs/STATUS_JSON.md).
 
     A part that failed or was not read (no state.db: MemLock's own flags) is read again here.
-    Never raises.
+    ``extras=False``: without ``detection``, the drift log of the sessions not shown and the
+    global pins' rows (:func:`status_of`). Never raises.
     """
     from ..anchors.store import AnchorStore
     from .snapshot import _pick_session
@@ -343,7 +350,8 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
     try:
         from ..anchors.encoder import semantic_encoder
 
-        out["detection"] = semantic_encoder(config, home)[1].to_dict()
+        if extras:
+            out["detection"] = semantic_encoder(config, home)[1].to_dict()
     except Exception as exc:  # noqa: BLE001 - status never raises
         warnings.append(f"detection: {type(exc).__name__}: {exc}")
     try:
@@ -353,7 +361,7 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
         infos = snap.anchor_sessions if not reader.failed("anchor_sessions") else tuple(store.list_sessions())
         log: list[dict[str, Any]] = []
         shown = snap.session_anchors if not reader.failed("session_anchors") else None
-        for info in infos:
+        for info in infos if extras else ():
             if info.error:
                 warnings.append(f"{info.path.name}: {info.error}")
                 continue
@@ -368,13 +376,15 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
                                 "casualties": e["casualties"]})
         log.sort(key=lambda e: e["time"])
         out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
-        report = store.load_pins_report()  # the global pins' rows: not a part yet
-        warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-        warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
+        report = store.load_pins_report() if extras else None  # the global pins' rows: not a part yet
+        pins = list(report.pins) if report is not None else []
+        if report is not None:
+            warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
+            warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
         db_ok = _db_ok(snap)
         sid = _pick_session(None, snap.live_session if db_ok else None, infos)
         if sid is None:
-            out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
+            out["anchors"] = [_pin_row(p) for p in pins if p.get("scope") == "global"]
             return out
         sa = snap.audit
         if sa is None or reader.failed("audit") or snap.session_id != sid:
@@ -387,7 +397,7 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
                            "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
                            "session_id": sid, "state": r.state} for r in sa.anchors]
         held = {r.anchor.id for r in sa.anchors}
-        out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
+        out["anchors"] += [_pin_row(p) for p in pins if p.get("scope") == "global" and str(p["id"]) not in held]
         # without a readable state.db there is no conversation to audit: the score is unknown (None),
         # as the dashboard shows it, not the 0 of an empty region
         out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
