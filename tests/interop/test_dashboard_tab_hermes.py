@@ -60,7 +60,7 @@ def _installed(home: HermesHome) -> HermesHome:
     return home
 
 
-def test_the_api_refuses_requests_without_the_dashboards_token(demo_home: HermesHome, tmp_path: Path) -> None:
+def test_the_api_refuses_requests_without_the_dashboards_token(demo_home: HermesHome, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     home = _installed(demo_home)
     pid = next(i.record.id for i in review_queue(home) if i.state == "clean")
     before = {t: (home.memories_dir / t).read_bytes() for t in FILES}
@@ -95,7 +95,7 @@ def test_the_api_refuses_requests_without_the_dashboards_token(demo_home: Hermes
 
 
 @pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
-def test_the_tab_lists_the_queue_and_approving_lands_hermes_bytes(demo_home: HermesHome, tmp_path: Path) -> None:
+def test_the_tab_lists_the_queue_and_approving_lands_hermes_bytes(demo_home: HermesHome, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     home = _installed(demo_home)
     queue = review_queue(home)
     pid = next(i.record.id for i in queue if i.state == "clean")
@@ -129,7 +129,7 @@ def test_the_tab_lists_the_queue_and_approving_lands_hermes_bytes(demo_home: Her
     assert (actor, detail.get("pending_id"), detail.get("origin")) == ("dashboard", pid, {"platform": "hermes-dashboard"}), (op, detail)
 
 
-def test_uninstall_removes_the_tab(demo_home: HermesHome, tmp_path: Path) -> None:
+def test_uninstall_removes_the_tab(demo_home: HermesHome, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     home = _installed(demo_home)
     uninstall_plugin(home)
     assert not (home.plugins_dir / "memdeck").exists()
