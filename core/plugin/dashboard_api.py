@@ -35,6 +35,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..errors import Refused
 from ..history.changes import list_changes
+from ..history.diff import anchor_field_lines
 from ..history.observation import observe
 from ..history.reverting import revert as _revert
 from ..home import TARGETS, HermesHome
@@ -125,13 +126,20 @@ def stale_sessions(home: HermesHome, config: Config) -> dict[str, Any]:
 
 
 def recent_changes(home: HermesHome, limit: int = CHANGES_SHOWN) -> list[dict[str, Any]]:
-    """The last ``limit`` recorded changes, newest first (``memdeck history --json`` rows), after
-    recording what changed on disk since the last look (``observe``: memdeck.db only)."""
+    """The last ``limit`` recorded changes, newest first (``memdeck history --json`` rows, and an
+    anchor change's fields in words as ``memdeck history`` prints them: ``lines``), after recording
+    what changed on disk since the last look (``observe``: memdeck.db only)."""
     try:
         observe(home)
     except Exception:  # noqa: BLE001 - the tab still lists what is recorded; the next look observes again
         pass
-    return [c.to_dict() for c in list_changes(home, limit=limit)]
+    out = []
+    for c in list_changes(home, limit=limit):
+        row = c.to_dict()
+        if c.kind == "anchor":
+            row["lines"] = anchor_field_lines(c.before, c.after)
+        out.append(row)
+    return out
 
 
 def tab_state(home: HermesHome, now: float | None = None) -> dict[str, Any]:

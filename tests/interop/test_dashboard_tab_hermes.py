@@ -137,3 +137,32 @@ def test_uninstall_removes_the_tab(demo_home: HermesHome, tmp_path: Path) -> Non
         status, plugins = d.request("GET", "/api/dashboard/plugins")
         assert status == 200 and "memdeck" not in [p["name"] for p in plugins]
         assert d.request("GET", "/api/plugins/memdeck/state", token=d.token)[0] == 404
+
+
+def test_edit_then_revert_through_the_api(demo_home: HermesHome, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+    """Edit before approve, then revert that change, through Hermes' server with its token: each one
+    journaled write of the core, the journal naming the dashboard."""
+    home = _installed(demo_home)
+    item = next(i for i in review_queue(home) if i.state == "clean" and i.record.action == "replace")
+    old = item.record.payload["old_text"]
+    text = "Prefers short answers; code first."
+    user_md = home.memories_dir / "USER.md"
+    with hermes_dashboard(home.path, tmp_path) as d:
+        status, body = d.request("POST", f"/api/plugins/memdeck/pending/{item.record.id}/edit", token=d.token,
+                                 body=json.dumps({"text": text}).encode())
+        assert status == 200 and body["journal_id"], body
+        entries = user_md.read_text(encoding="utf-8").split("\n§\n")
+        assert text in entries and old not in entries
+        status, state = d.request("GET", "/api/plugins/memdeck/state", token=d.token)
+        change = next(c for c in state["changes"] if c["after"] == text)
+        assert change["before"] == old and change["reverted_by"] is None
+        status, body = d.request("POST", f"/api/plugins/memdeck/changes/{change['id']}/revert", token=d.token)
+        assert status == 200 and body["journal_id"], body
+        entries = user_md.read_text(encoding="utf-8").split("\n§\n")
+        assert old in entries and text not in entries
+        # a second revert of the same change is the core's refusal, with its reason
+        status, body = d.request("POST", f"/api/plugins/memdeck/changes/{change['id']}/revert", token=d.token)
+        assert status == 409 and "already reverted" in body["detail"]["refused"], body
+    rows = _journal(home)
+    assert [(a, op) for a, op, _ in rows[-2:]] == [("dashboard", rows[-2][1]), ("dashboard", "revert")]
+    assert rows[-2][2]["origin"] == {"platform": "hermes-dashboard"} and rows[-2][2]["pending_id"] == item.record.id

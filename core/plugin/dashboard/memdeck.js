@@ -35,6 +35,8 @@
   function when(ts) { return ts ? new Date(ts * 1000).toLocaleString() : "-"; }
   function line(t, n) { t = String(t === null || t === undefined ? "" : t).replace(/\s+/g, " "); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
 
+  function Id(props) { return h("span", {style: {fontFamily: "monospace", opacity: 0.85}}, props.children); }
+
   function Section(props) {
     return h(Card, {className: "mb-4", "data-section": props.id},
       h(CardHeader, null, h(CardTitle, null, props.title)), h(CardContent, null, props.children));
@@ -61,7 +63,7 @@
       h(Button, {size: "sm", disabled: busy, "data-action": "edit", onClick: function () { editing[1](!editing[0]); }}, editing[0] ? "Cancel edit" : "Edit"));
     return h("li", {"data-pending-id": p.id, className: "py-2 border-b border-current/10"},
       h("div", {className: "flex flex-wrap gap-2 items-center text-sm"},
-        h("code", null, p.id), h(Badge, null, p.state), h("span", null, (p.action || "?") + " " + p.target),
+        h(Id, null, p.id), h(Badge, null, p.state), h("span", null, (p.action || "?") + " " + p.target),
         h("span", {className: "opacity-70"}, age(p.age_s) + (p.age_s !== null && p.age_s >= 60 ? " old" : "")),
         p.threats && p.threats.length ? h(Badge, null, "threats: " + p.threats.join(", ")) : null),
       h("div", {className: "text-sm mt-1", style: {whiteSpace: "pre-wrap"}}, p.text || p.summary || ""),
@@ -108,18 +110,19 @@
         stale.state_db && stale.state_db.state !== "ok" ? h("p", {className: "text-sm"}, "state.db: " + stale.state_db.state) : null,
         stale.sessions.length ? h("ul", null, stale.sessions.map(function (r) {
           return h("li", {key: r.session_id, "data-session-id": r.session_id, className: "text-sm"},
-            h("code", null, r.session_id), " " + (r.source || "") + " · frozen " + when(r.frozen_at) + " · " + r.differences +
+            h(Id, null, r.session_id), " " + (r.source || "") + " · frozen " + when(r.frozen_at) + " · " + r.differences +
             " difference" + (r.differences === 1 ? "" : "s") + (r.new_session ? " · " + r.new_session : ""));
         })) : h("p", {className: "text-sm"}, "Every open session sees the memory on disk.")),
       h(Section, {id: "changes", title: "Last changes"},
         s.changes.length ? h("ul", null, s.changes.map(function (c) {
           return h("li", {key: c.id, "data-change-id": c.id, className: "py-1 text-sm border-b border-current/10"},
-            h("div", {className: "flex gap-2 items-center"}, h("code", null, "#" + c.id), h("span", null, c.op + " " + (c.target || c.session_id || c.scope || "")),
+            h("div", {className: "flex gap-2 items-center"}, h(Id, null, "#" + c.id), h("span", null, c.op + " " + (c.target || c.session_id || c.scope || "")),
               h("span", {className: "opacity-70"}, c.actor + " · " + when(c.until)),
               c.reverted_by ? h(Badge, null, "reverted (journal #" + c.reverted_by + ")") : (ro ? null :
                 h(Button, {size: "sm", disabled: busy[0], "data-action": "revert", onClick: function () { act("/changes/" + c.id + "/revert"); }}, "Revert"))),
-            c.before !== null && c.before !== undefined ? h("div", {className: "opacity-80"}, "− " + line(c.before, 160)) : null,
-            c.after !== null && c.after !== undefined ? h("div", null, "+ " + line(c.after, 160)) : null);
+            c.lines ? c.lines.map(function (l, i) { return h("div", {key: i, className: "opacity-80"}, line(l, 160)); }) : null,
+            !c.lines && c.before !== null && c.before !== undefined ? h("div", {className: "opacity-80"}, "− " + line(c.before, 160)) : null,
+            !c.lines && c.after !== null && c.after !== undefined ? h("div", null, "+ " + line(c.after, 160)) : null);
         })) : h("p", {className: "text-sm"}, "No changes recorded yet.")));
   }
 
