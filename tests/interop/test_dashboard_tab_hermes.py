@@ -122,6 +122,13 @@ def test_the_tab_lists_the_queue_and_approving_lands_hermes_bytes(demo_home: Her
         page.locator(f"[data-pending-id='{pid}'] [data-action='approve']").click()
         page.locator("[data-message='ok']").wait_for(timeout=60_000)
         page.locator(f"[data-pending-id='{pid}']").wait_for(state="detached", timeout=60_000)
+        # read-only: the tab says so and offers no write
+        with open(home.config_path, "a", encoding="utf-8") as fh:
+            fh.write("memdeck:\n  dashboard_read_only: true\n")
+        page.get_by_role("button", name="Refresh").click()
+        page.locator("[data-read-only]").wait_for(timeout=60_000)
+        assert page.locator("[data-pending-id]").count() == len(queue) - 1
+        assert page.locator("[data-action]").count() == 0
         assert errors == []
     assert {t: (home.memories_dir / t).read_bytes() for t in FILES} == expected
     assert not (home.path / "pending" / "memory" / f"{pid}.json").exists()
