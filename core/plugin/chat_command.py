@@ -23,7 +23,8 @@ Sub-commands (:func:`run`, each answer plain text: no terminal escapes, no marku
   ``memdeck history`` and of ``history`` here) through :func:`..history.revert`, the core of
   ``memdeck revert``: locked, checked, one journaled write that ``memdeck undo`` reverts.
 * ``stale``: the open sessions whose frozen memory differs from the files
-  (:func:`..live_memory.stale.stale_rows`, the rows of ``memdeck sessions --stale``), with what
+  (:func:`.dashboard_api.stale_session_rows`, the rows of ``memdeck sessions --stale`` and of the
+  dashboard's Memory tab), with what
   live memory delivered and the platform's command for a new session.
 * ``memory [PAGE]``: usage of MEMORY.md and USER.md and their entries, numbered.
 * ``help``.
@@ -333,9 +334,9 @@ def cmd_revert(home: HermesHome, cfg: Config, args: list[str], origin: dict[str,
 
 def cmd_stale(home: HermesHome, cfg: Config, args: list[str], limit: int) -> str:
     """``stale [PAGE]``: the open sessions whose frozen memory differs from the files
-    (:func:`..live_memory.stale.stale_rows`, as ``memdeck sessions --stale``)."""
-    from ..live_memory.stale import stale_rows
+    (:func:`.dashboard_api.stale_session_rows`, as ``memdeck sessions --stale``)."""
     from ..sessions.statedb import StateDB
+    from .dashboard_api import stale_session_rows
 
     page = _page_arg(args)
     if not home.state_db.exists():
@@ -344,7 +345,7 @@ def cmd_stale(home: HermesHome, cfg: Config, args: list[str], limit: int) -> str
         st = db.status()
         if not st.ok:
             return f"state.db: {visible(str(st.state))}: {visible(str(st.message))}"
-        rows = stale_rows(home, cfg, db)
+        rows = stale_session_rows(home, cfg, db)
     stale = [r for r in rows if r.get("in_prompt") and r.get("differences")]
     if not stale:
         return f"No running session sees old memory ({len(rows)} open session{'s' if len(rows) != 1 else ''} checked)."
