@@ -88,3 +88,20 @@ def test_settings_read_beside_live_memory() -> None:
     assert d.chat_notices is True and d.pending_age_hours == 24.0
     bad = live_settings({"memdeck": {"chat_notices": "maybe", "alerts": {"pending_age_hours": -1}}})
     assert bad.chat_notices is True and bad.pending_age_hours == 24.0 and len(bad.warnings) == 2
+
+
+def test_the_chat_is_the_gateway_session_key_when_hermes_sets_one(monkeypatch) -> None:
+    """In a gateway turn Hermes binds ``HERMES_SESSION_KEY`` (``gateway/session_context.py``
+    ``get_session_env``); the chat outlives ``/new``. Read only when that module is loaded."""
+    import sys
+    import types
+
+    from memdeck.core.plugin.chat_notice import chat_key
+
+    assert chat_key("S1") == "session:S1" or "gateway.session_context" in sys.modules
+    mod = types.ModuleType("gateway.session_context")
+    mod.get_session_env = lambda name, default="": "agent:main:telegram:dm:42" if name == "HERMES_SESSION_KEY" else default  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gateway.session_context", mod)
+    assert chat_key("S1") == "agent:main:telegram:dm:42"
+    mod.get_session_env = lambda name, default="": ""  # type: ignore[attr-defined]
+    assert chat_key("S2") == "session:S2"
