@@ -723,15 +723,17 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
             if sid not in agents:
                 agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
             before = len(server.raw)
+            had = getattr(agents[sid], "_cached_system_prompt", None)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
             histories[sid] = res.get("messages")
-            # the turn's own requests: the agent's system prompt first (0.21.5+ also ask for a title,
-            # with a prompt of their own, quoting the turn's text)
+            # the turn's own requests: the agent's system prompt first, the one it had before the turn
+            # or after it (a rebuild changes it during the turn; 0.21.5+ also ask for a title, with a
+            # prompt of their own, quoting the turn's text)
             own = getattr(agents[sid], "_cached_system_prompt", None)
             raws = [r for r in server.raw[before:]
                     if isinstance(_last_user_content(json.loads(r)), str)
                     and _last_user_content(json.loads(r)).startswith(text)
-                    and ((json.loads(r).get("messages") or [{}])[0].get("content") == own or own is None)]
+                    and ((json.loads(r).get("messages") or [{}])[0].get("content") in (own, had) or own is None)]
             out.append({"sid": sid, "turn": text, "requests": len(raws),
                         "bodies": [r.decode("utf-8") for r in raws],
                         "system": [_system_bytes(r) for r in raws],
