@@ -25,7 +25,7 @@ from tests.interop.test_live_memory_hermes import MEMORY, USER, mem_exec, new_ho
 
 pytestmark = pytest.mark.interop
 
-VERSIONS = ["0.19.0", "0.22.2.post1"]
+VERSIONS = ["0.19.0", "0.21.5.post2", "0.22.2.post1"]
 LATE = "Rebuild rule: the release train leaves every second Tuesday."
 RULE = "use the scratch database for this migration"
 
@@ -106,3 +106,41 @@ def test_correction_is_sent_once_and_undo_before_delivery_sends_nothing(version:
                for t in by.values() if t["sid"] == sid)  # the system prompt never changed
     states = {r.text: (r.state, r.turn) for r in list_requests(HermesHome(home), "A")}
     assert states == {line: ("delivered", 3), correction_line(undone): ("cancelled", None)}
+
+
+LATE_ONE = "Compaction rule one: deploy previews expire after 72 hours."
+LATE_TWO = "Compaction rule two: the changelog is written in past tense."
+SUMMARY = "The user and the assistant exchanged greetings over several short turns; no task is open."
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_compaction_rebuilds_the_prompt_and_live_memory_never_resends(version: str, tmp_path: Path) -> None:
+    """Issue 33: after a compaction by the version's own compressor (the summariser's reply served by
+    the loopback server), the rebuilt prompt holds the entries, and no later turn carries them again
+    as a live-memory delta: neither the one delivered before the compaction nor the one added just
+    before it."""
+    py = hermes_or_skip(version)
+    home = new_home(tmp_path, "delta")
+    seed(py, home)
+    filler = " ".join(f"Step {n}: read the build log, note each warning and the module it names." for n in range(40))
+    steps: list[dict[str, Any]] = [{"turn": f"a {i}. {filler}", "sid": "A"} for i in range(1, 9)]
+    steps += [mem_exec(py, home, [{"op": "mem", "action": "add", "target": "memory", "content": LATE_ONE}]),
+              {"turn": "a delivered", "sid": "A"},
+              mem_exec(py, home, [{"op": "mem", "action": "add", "target": "memory", "content": LATE_TWO}]),
+              {"compress": "A", "summary": SUMMARY},
+              {"turn": "a after one", "sid": "A"}, {"turn": "a after two", "sid": "A"}]
+    res = run.drive(py, home, [{"op": "live_turns", "steps": steps}], timeout=900)[0]["steps"]
+    for step, r in zip(steps, res):
+        if "exec" in step:
+            assert r["exec"] == 0, (step, r)
+    by = {r["turn"]: r for r in res if "turn" in r}
+    [comp] = [r for r in res if "compressed" in r]
+    assert comp["summariser_requests"] >= 1 and comp["messages"] < comp["messages_before"], comp  # it compacted
+    assert LATE_ONE in comp["system"] and LATE_TWO in comp["system"]
+    assert LATE_ONE in by["a delivered"]["user"][0] and LATE_TWO not in by["a delivered"]["user"][0]
+    for k in ("a after one", "a after two"):
+        assert by[k]["user"][0] == k, (version, k, by[k]["user"][0])  # nothing re-sent, nothing new
+        assert json.loads(by[k]["system"][0]) == comp["system"]  # the rebuilt prompt, byte for byte
+        assert by[k]["requests"] == 1
+    stored = run.drive(py, home, [{"op": "get_session", "sid": comp["session_id"]}])[0]
+    assert LATE_TWO in json.dumps(stored, ensure_ascii=False)  # Hermes stored the rebuilt prompt (what memdeck reads)

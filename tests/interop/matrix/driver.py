@@ -67,7 +67,10 @@ Ops (all optional fields have defaults):
   the request the model received (what went over the wire) and the final response.
 * ``live_turns`` {steps, platform, reply}: real turns of several sessions, with other processes
   run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
-  message's JSON text as sent and the last user message (issue 33).
+  message's JSON text as sent and the last user message (issue 33). A ``{"compress": sid, "summary":
+  text}`` step forces this Hermes' own compressor (``AIAgent._compress_context(..., force=True)``) on
+  that session's history, the summariser answered ``summary``; the session carries on with the
+  compressed history (and the id the compressor gave it).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -598,6 +601,7 @@ class _ModelServer:
 
         self.requests: list[dict[str, Any]] = []
         self.raw: list[bytes] = []  # each request body, byte for byte
+        self.reply = reply  # what every request is answered (a step may change it)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -624,13 +628,13 @@ class _ModelServer:
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": server.reply},
                                              "finish_reason": "stop"}], "usage": usage})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": reply},
+                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": server.reply},
                                         "finish_reason": None}, {}),
                                       ({"index": 0, "delta": {}, "finish_reason": "stop"}, {"usage": usage})):
                     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
@@ -718,6 +722,20 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                 proc = subprocess.run(step["exec"], input=step.get("input"), capture_output=True, text=True,
                                       timeout=300)
                 out.append({"exec": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-2000:]})
+                continue
+            if "compress" in step:  # this Hermes' own compressor, forced, the summariser's reply scripted
+                agent = agents[step["compress"]]
+                keep, server.reply = server.reply, step.get("summary", "Summary of the earlier turns.")
+                before = len(server.raw)
+                histories_before = list(histories[step["compress"]])
+                try:
+                    msgs, prompt = agent._compress_context(list(histories_before), None, force=True)
+                finally:
+                    server.reply = keep
+                histories[step["compress"]] = msgs
+                out.append({"compressed": step["compress"], "session_id": agent.session_id, "system": prompt,
+                            "messages_before": len(histories_before), "messages": len(msgs),
+                            "summariser_requests": len(server.raw) - before})
                 continue
             sid, text = step.get("sid", "S1"), step["turn"]
             if sid not in agents:
