@@ -570,6 +570,9 @@ def describe_change(rows: list[Any]) -> str:
             what = f"reject of pending write {d['pending_id']} (undo stages it again)"
         elif d.get("pending_id"):
             what += f" (approved pending write {d['pending_id']})"
+    elif last.kind == "request":
+        what = (f"{last.op} request #{d.get('request_id', '?')} for session {last.session_id} "
+                "(cancelled if not yet delivered)")
     else:
         what = f"{last.op} ({last.kind} {last.where})"
     what += f" · journal #{last.journal_id}"
@@ -716,6 +719,40 @@ def action_pick_profile(self: MemdeckApp) -> None:
     self.push_screen(PickerScreen("Switch profile", options, selected=str(self.home.path)), done)
 
 
+@toast_on_error
+def action_rebuild(self: MemdeckApp) -> None:
+    """``b`` in the Context panel: rebuild the selected open session's system prompt (else the
+    followed session's) through Hermes at its next turn; the dialog states the cost first
+    (:class:`tui.screens.requests.RebuildScreen`). Queued in memdeck.db, journaled: z undoes it
+    until the plugin delivers it."""
+    from memdeck.core.requests.queue import queue_rebuild
+
+    from .screens.requests import RebuildScreen
+
+    sel = self.selection()
+    sid = getattr(sel, "session_id", None) if sel is not None and sel.kind == "context" else None
+    if not sid:
+        view = getattr(self.snapshot, "agent_view", None)
+        sid = getattr(view, "followed", None)
+    if not sid:
+        self.notify("no open session to rebuild (select one in Context, or press s)", severity="warning",
+                    markup=False, timeout=4)
+        return
+
+    def done(cost: Any) -> None:
+        if cost is None:
+            return
+
+        def op() -> Any:
+            return queue_rebuild(self.home, cost.session_id, actor="tui", prompt_tokens=cost.prompt_tokens)
+
+        self.run_write("rebuild", op, lambda r: safe_plain(
+            f"rebuild of {cost.session_id} queued (request #{r.request_id}): at its next turn Hermes rebuilds the "
+            f"prompt, ~{cost.prompt_tokens:,} tokens written to the provider's cache once", single_line=True))
+
+    self.push_screen(RebuildScreen(str(sid)), done)
+
+
 class DeckActions:
     """The dashboard's write and picker actions, as a mixin of :class:`tui.app.MemdeckApp`
     (Textual finds ``action_<name>`` on the app): each opens a dialog or runs one core write
@@ -734,6 +771,7 @@ class DeckActions:
     action_reject_stale = action_reject_stale
     action_undo = action_undo
     action_revert = action_revert
+    action_rebuild = action_rebuild
     action_filter = action_filter
     action_pick_session = action_pick_session
     action_pick_profile = action_pick_profile

@@ -431,6 +431,31 @@ CREATE TABLE IF NOT EXISTS chat_notices (
 ) WITHOUT ROWID
 """
 
+#: requests to the running agent (issues 33 #2, 34 #3; ``core/requests/queue.py``): one row per request,
+#: ``kind`` ``rebuild`` (the plugin asks Hermes to rebuild that session's system prompt) or
+#: ``correction`` (a one-time line appended to that session's next user turn, ``text``); ``state``
+#: ``queued`` -> ``delivered`` (``turn``, ``turn_id``, ``at``) | ``cancelled`` (an undo before delivery) |
+#: ``failed`` (``reason``); ``journal_id`` the journal row that queued it. The partial index is what the
+#: plugin reads on every turn.
+_AGENT_REQUEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_requests (
+    request_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('rebuild', 'correction')),
+    text TEXT,
+    detail TEXT NOT NULL DEFAULT '{}',
+    state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'cancelled', 'failed')),
+    actor TEXT NOT NULL,
+    queued_at REAL NOT NULL,
+    journal_id INTEGER,
+    turn INTEGER,
+    turn_id TEXT,
+    at REAL,
+    reason TEXT
+);
+CREATE INDEX IF NOT EXISTS agent_requests_queued ON agent_requests(session_id) WHERE state = 'queued';
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -443,6 +468,7 @@ MIGRATIONS: tuple[str, ...] = (
     _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
     _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
     _CHAT_NOTICE_SCHEMA,  # chat_notices (which pending write each chat was told about, core/plugin/chat_notice.py)
+    _AGENT_REQUEST_SCHEMA,  # agent_requests (rebuild / correction requests to a running session, core/requests/)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

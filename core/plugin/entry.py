@@ -14,7 +14,8 @@ Either way it must be listed in ``plugins.enabled``. If both are present the ent
 (Hermes scans it last and keys both ``memdeck``).
 
 Registered: hooks ``on_session_start``, ``pre_llm_call`` (MemLock's reminder block, then live
-memory's block of :mod:`.live`), ``on_session_end``; tool
+memory's block of :mod:`.live`, then the request queue of :mod:`.agent_requests`: a correction's
+line, a rebuild of the session's prompt), ``on_session_end``; tool
 ``guard_pin`` (toolset ``guard``, MemLock's schema); slash commands ``/guard`` and ``/memdeck``
 (:mod:`.chat_command`, imported when the command first runs, so no turn loads the memory store),
 ``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``), and
@@ -35,6 +36,7 @@ from typing import Any
 from ..config import Config, load_config
 from ..home import HermesHome, resolve_home
 from .chat_notice import ChatNotices
+from .agent_requests import AgentRequests
 from .chat_origin import remember
 from .guard import Guard
 from .live import LiveMemory
@@ -55,6 +57,8 @@ GUARD: Guard | None = None
 LIVE: LiveMemory | None = None
 #: The chat notice of this process (issue 35; set by :func:`register`).
 NOTICES: ChatNotices | None = None
+#: The request queue's consumer of this process (rebuild, correction; set by :func:`register`).
+REQUESTS: AgentRequests | None = None
 
 
 def hermes_home() -> HermesHome:
@@ -117,10 +121,12 @@ def _part(name: str, fn: Any, kw: dict[str, Any]) -> str:
     return str(res["context"]) if isinstance(res, dict) and res.get("context") else ""
 
 
-def make_callbacks(guard: Guard, live: LiveMemory | None = None, notices: ChatNotices | None = None) -> dict[str, Any]:
+def make_callbacks(guard: Guard, live: LiveMemory | None = None, notices: ChatNotices | None = None,
+                   requests: AgentRequests | None = None) -> dict[str, Any]:
     """The exception-proof callables :func:`register` hands to Hermes, by name. ``pre_llm_call``
-    returns MemLock's reminder block and live memory's block (issue 33) joined by a blank line, as
-    Hermes joins the contexts of several hooks (0.19 ``agent/turn_context.py``)."""
+    returns MemLock's reminder block, live memory's block (issue 33) and the queued corrections
+    (issue 34 #3; a queued rebuild is acted on there too, :mod:`.agent_requests`) joined by a blank
+    line, as Hermes joins the contexts of several hooks (0.19 ``agent/turn_context.py``)."""
 
     def on_session_start(**kw: Any) -> None:
         guard.on_session_start(**kw)
@@ -132,6 +138,8 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None, notices: ChatNo
         parts = [_part("pre_llm_call hook", guard.pre_llm_call, kw)]
         if live is not None:
             parts.append(_part("live memory pre_llm_call hook", live.pre_llm_call, kw))
+        if requests is not None:
+            parts.append(_part("request queue pre_llm_call hook", requests.pre_llm_call, kw))
         text = "\n\n".join(p for p in parts if p)
         return {"context": text} if text else None
 
@@ -183,7 +191,7 @@ def register(ctx: Any) -> None:
     Never raises for runtime reasons: a failure to build the guard is logged and nothing is
     registered (Hermes would otherwise record the plugin as failed, which is also harmless).
     """
-    global GUARD, LIVE, NOTICES
+    global GUARD, LIVE, NOTICES, REQUESTS
     home = hermes_home()
     reloader = ConfigReloader(home)
     cfg = reloader()
@@ -196,7 +204,9 @@ def register(ctx: Any) -> None:
     LIVE = live
     notices = ChatNotices(home, reloader)
     NOTICES = notices
-    cb = make_callbacks(guard, live, notices)
+    requests = AgentRequests(home)
+    REQUESTS = requests
+    cb = make_callbacks(guard, live, notices, requests)
     for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "post_tool_call",
                  "transform_llm_output"):
         ctx.register_hook(hook, cb[hook])

@@ -48,7 +48,10 @@ SAMPLES: dict[str, list[list[str]]] = {
     "journal": [["journal"], ["journal", "--json"]],
     "hygiene list": [["hygiene", "list", "--lexical"], ["hygiene", "list", "--json", "--lexical"]],
     "hygiene apply": [["hygiene", "apply", "{hygiene_finding}", "--lexical", "--json"]],
-    "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
+    "sessions list": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"],
+                      ["sessions", "list", "--limit", "3", "--json"]],
+    # a rebuild request for the anchors' session (refused when it has ended or is not in state.db)
+    "sessions rebuild": [["sessions", "rebuild", "{session}", "--json"]],
     "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
     "constraints": [["constraints", "--keyword"], ["constraints", "--keyword", "--json"]],
@@ -82,7 +85,7 @@ SAMPLES: dict[str, list[list[str]]] = {
 #: The commands that never change a file of the home (memdeck.db aside: every command records
 #: the change history there). Anything not listed is a writer.
 READ_ONLY: frozenset[str] = frozenset({
-    "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
+    "status", "memory list", "pending list", "scan", "journal", "sessions list", "recall", "anchors", "audit", "preview",
     "plugin status", "history", "watch", "context", "hygiene list", "constraints",
     # the dashboard's server (its own sessions write through the dashboard's stores), a script on
     # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
@@ -122,6 +125,7 @@ WRITES: dict[str, tuple[str, ...]] = {
     "plugin uninstall": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
     "revert": ("memories/*", "memlock/*"),
     "hygiene apply": ("memories/*",),
+    "sessions rebuild": (),  # a request queued in memdeck.db; the plugin acts on it inside Hermes
 }
 
 
@@ -166,6 +170,8 @@ def command_of(argv: list[str]) -> str:
         head = " ".join(argv[:n])
         if head in paths:
             return head
+        if f"{head} list" in paths:  # `sessions --json`: the group's default action
+            return f"{head} list"
     raise KeyError(f"no command for {argv!r}")
 
 

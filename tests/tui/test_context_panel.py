@@ -197,3 +197,32 @@ async def test_the_write_dialogs_and_toast_say_when_the_running_session_gets_the
         await settle(pilot, app)
         notes = [n.message for n in app.notification_log if n.title == "edit"]
         assert notes and want in " ".join(notes[-1].split()), notes
+
+
+async def test_b_states_the_rebuild_cost_first_then_queues_it(demo_home) -> None:
+    """Issue 33 #2: the dialog shows the prompt's tokens before y can queue; the request is journaled."""
+    from memdeck.core.deck import journal
+    from memdeck.core.requests.queue import list_requests
+    from memdeck.core.requests.rebuild import rebuild_cost
+    from memdeck.tui.screens.requests import RebuildScreen
+
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        sid = app.snapshot.agent_view.followed
+        assert sid
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, RebuildScreen) and app.screen.cost is not None,
+                       describe=lambda: str(app.screen))
+        cost = rebuild_cost(demo_home, sid)
+        body = app.screen.query_one("#rebuild-body").content.plain
+        assert body.startswith(cost.sentence()) and f"{cost.prompt_tokens:,} tokens" in body
+        assert list_requests(demo_home) == []  # nothing before y
+        await pilot.press("y")
+        await wait_for(pilot, lambda: list_requests(demo_home) != [])
+        [req] = list_requests(demo_home)
+        assert (req.session_id, req.kind, req.state, req.actor) == (sid, "rebuild", "queued", "tui")
+        assert req.detail["prompt_tokens"] == cost.prompt_tokens
+        assert journal.entries(demo_home, kind="request")[0].op == "rebuild"

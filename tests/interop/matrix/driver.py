@@ -69,7 +69,10 @@ Ops (all optional fields have defaults):
   run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
   message's JSON text as sent, the last user message (issue 33) and the final reply. ``tool_turns``
   maps a turn's text to a tool call ``{name, arguments}`` the model makes first in that turn (the
-  tool's result goes back to the model, which then answers ``reply``; issue 35's notice).
+  tool's result goes back to the model, which then answers ``reply``; issue 35's notice). A
+  ``{"compress": sid, "summary": text}`` step forces this Hermes' own compressor
+  (``AIAgent._compress_context(..., force=True)``) on that session's history, the summariser answered
+  ``summary``; the session carries on with the compressed history (and the id the compressor gave it).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -601,6 +604,7 @@ class _ModelServer:
         tool_turns = dict(tool_turns or {})
         self.requests: list[dict[str, Any]] = []
         self.raw: list[bytes] = []  # each request body, byte for byte
+        self.reply = reply  # what every request is answered (a step may change it)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -652,13 +656,13 @@ class _ModelServer:
                     return
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": server.reply},
                                              "finish_reason": "stop"}], "usage": usage})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": reply},
+                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": server.reply},
                                         "finish_reason": None}, {}),
                                       ({"index": 0, "delta": {}, "finish_reason": "stop"}, {"usage": usage})):
                     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
@@ -747,19 +751,35 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                                       timeout=300)
                 out.append({"exec": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-2000:]})
                 continue
+            if "compress" in step:  # this Hermes' own compressor, forced, the summariser's reply scripted
+                agent = agents[step["compress"]]
+                keep, server.reply = server.reply, step.get("summary", "Summary of the earlier turns.")
+                before = len(server.raw)
+                histories_before = list(histories[step["compress"]])
+                try:
+                    msgs, prompt = agent._compress_context(list(histories_before), None, force=True)
+                finally:
+                    server.reply = keep
+                histories[step["compress"]] = msgs
+                out.append({"compressed": step["compress"], "session_id": agent.session_id, "system": prompt,
+                            "messages_before": len(histories_before), "messages": len(msgs),
+                            "summariser_requests": len(server.raw) - before})
+                continue
             sid, text = step.get("sid", "S1"), step["turn"]
             if sid not in agents:
                 agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
             before = len(server.raw)
+            had = getattr(agents[sid], "_cached_system_prompt", None)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
             histories[sid] = res.get("messages")
-            # the turn's own requests: the agent's system prompt first (0.21.5+ also ask for a title,
-            # with a prompt of their own, quoting the turn's text)
+            # the turn's own requests: the agent's system prompt first, the one it had before the turn
+            # or after it (a rebuild changes it during the turn; 0.21.5+ also ask for a title, with a
+            # prompt of their own, quoting the turn's text)
             own = getattr(agents[sid], "_cached_system_prompt", None)
             raws = [r for r in server.raw[before:]
                     if isinstance(_last_user_content(json.loads(r)), str)
                     and _last_user_content(json.loads(r)).startswith(text)
-                    and ((json.loads(r).get("messages") or [{}])[0].get("content") == own or own is None)]
+                    and ((json.loads(r).get("messages") or [{}])[0].get("content") in (own, had) or own is None)]
             out.append({"sid": sid, "turn": text, "requests": len(raws),
                         "bodies": [r.decode("utf-8") for r in raws],
                         "system": [_system_bytes(r) for r in raws],
