@@ -35,8 +35,8 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..home import HermesHome, resolve_home
-from .chat_notice import ChatNotices
 from .agent_requests import AgentRequests
+from .chat_notice import ChatNotices
 from .chat_origin import remember
 from .guard import Guard
 from .live import LiveMemory
