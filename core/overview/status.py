@@ -189,6 +189,9 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
     for key, fn in (("statedb", _sessions), ("audit", functools.partial(_anchors, extras=extras))):
         try:
             part = fn(reader, snap)
+        except _PartFailed as failed:
+            errors[key] = str(failed)
+            continue
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors[key] = f"{type(exc).__name__}: {exc}"
             continue
@@ -257,14 +260,20 @@ def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: 
     return out
 
 
+class _PartFailed(Exception):
+    """A part failed: its section is ``section_errors[key]``, worded ``str(self)`` (the part's own failure)."""
+
+
 def _db_ok(snap: DeckSnapshot) -> bool:
     return snap.db_status is not None and snap.db_status.ok
 
 
 def _sessions(reader: HomeReader, snap: DeckSnapshot) -> dict[str, Any]:
     """``sessions`` (newest first, at most :data:`SESSIONS_LISTED`) and ``state_db``."""
-    if snap.db_status is None or reader.failed("sessions"):  # no held state.db: what it is, and why
+    if snap.db_status is None:  # no held state.db (the parts that need one were not read): what it is, and why
         return statedb_status_section(snap.home, snap.config, limit=SESSIONS_LISTED)
+    if snap.db_status.ok and reader.failed("sessions"):
+        raise _PartFailed(_failure(reader, "sessions"))
     items = snap.sessions[:SESSIONS_LISTED] if snap.db_status.ok else ()
     return {
         "sessions": [
@@ -283,6 +292,10 @@ def _stale_sessions(reader: HomeReader, snap: DeckSnapshot, version: HermesVersi
     view = snap.agent_view
     if _db_ok(snap) and view is not None and not view.error and snap.stale_sessions is not None:
         return {"count": snap.stale_sessions, "note": None}
+    if snap.db_status is not None and not snap.db_status.ok:
+        return {"count": None, "note": f"state.db: {snap.db_status.state}"}
+    if snap.db_status is not None and reader.failure("agent_view"):
+        return {"count": None, "note": reader.failure("agent_view")}
     return stale_sessions_section(snap.home, snap.config, version)
 
 
