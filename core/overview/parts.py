@@ -428,11 +428,16 @@ def read_provider(ctx: Context) -> Mapping[str, Any]:
 
 
 def read_review(ctx: Context) -> Mapping[str, Any]:
-    """``review``: what approving each pending write would do now."""
-    from .snapshot import _review
+    """``review``: what approving each pending write would do now (judged with the provider part's
+    ``memory.provider``, or the config's when that part failed)."""
+    from ..memory.review import queue_of
+    from ..provider_settings import configured_provider
 
+    # the provider part failed: the queue is still judged with memory.provider as this Hermes reads it
+    provider = ctx["provider"]
+    name = provider.name if provider is not None else configured_provider(ctx.config, _version(ctx))
     return {"review": ctx.banner(("review",), "review queue",
-                                 lambda: _review(ctx["pending"], ctx["memory"], ctx["provider"]), ())}
+                                 lambda: tuple(queue_of(ctx["pending"], ctx["memory"], name)), ())}
 
 
 def read_agent_view(ctx: Context) -> Mapping[str, Any]:

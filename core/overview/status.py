@@ -63,9 +63,9 @@ the fleet's and the metrics' reader too) with the fields of :data:`STATUS_FIELDS
 global pins' rows, the detection and the hygiene counts are parts too, the last four read only
 when asked for). Where a part failed (a banner on the dashboard) its section error is the
 failure the part kept (:meth:`core.overview.reader.HomeReader.failure`: ``Type: message``), not
-a second read. What is still read here: a home without a held state.db (``sessions``,
-``state_db``, ``stale_sessions`` and the audit with MemLock's own flags: the parts that need
-state.db are not read then) and the review queue when ``memory.provider`` reads otherwise.
+a second read. What is still read here: config.yaml's session store (``session_store``) and a
+home without a held state.db (``sessions``, ``state_db``, ``stale_sessions`` and the audit with
+MemLock's own flags: the parts that need state.db are not read then).
 
 Another top-level section is added with :func:`register_section` (a section that raises
 becomes ``{"error": "..."}``).
@@ -205,7 +205,11 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
     out["stale_sessions"] = _stale_sessions(reader, snap, version)
-    out["pending"] = _pending(reader, snap, provider, now)
+    try:
+        out["pending"] = _pending(reader, snap, now)
+    except _PartFailed as failed:  # the key is then absent, as every failed section's
+        del out["pending"]
+        errors["pending"] = str(failed)
     if snap.provider is not None and not reader.failed("provider"):
         out["provider"] = snap.provider.to_dict()
     else:
@@ -225,6 +229,10 @@ def _failure(reader: HomeReader, part: str) -> str:
     return reader.failure(part) or f"{part}: not read"
 
 
+class _PartFailed(Exception):
+    """A part failed: its section is ``section_errors[key]``, worded ``str(self)`` (the part's own failure)."""
+
+
 def _memory(reader: HomeReader, snap: DeckSnapshot, errors: dict[str, str]) -> dict[str, Any]:
     """``{"memory": {...}, "user": {...}}``: the memory part's files (``MemoryFileState.to_dict``);
     a file whose read raised is absent and its failure is ``section_errors["memory"]``."""
@@ -240,17 +248,15 @@ def _memory(reader: HomeReader, snap: DeckSnapshot, errors: dict[str, str]) -> d
     return out
 
 
-def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: float) -> list[dict[str, Any]]:
+def _pending(reader: HomeReader, snap: DeckSnapshot, now: float) -> list[dict[str, Any]]:
     """The pending writes as status rows from the review part: who staged each and what approving
-    it would do now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``)."""
-    items: Any = snap.review
-    same = snap.provider.name if snap.provider is not None else None
-    if reader.failed("pending") or reader.failed("review") or same != provider:
-        from ..memory.review import review_queue
-
-        items = review_queue(snap.home, snap.config, provider)
+    it would do now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``). Raises
+    :class:`_PartFailed` when the pending or review part failed."""
+    for part in ("pending", "review"):
+        if reader.failed(part):
+            raise _PartFailed(_failure(reader, part))
     out = []
-    for item in items:
+    for item in snap.review:
         p = item.record
         age = item.age(now)
         out.append({"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
@@ -258,10 +264,6 @@ def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: 
                     "subsystem": p.subsystem, "staged_by": p.staged_by, "state": item.state, "reason": item.reason,
                     "age_s": round(age, 1) if age is not None else None})
     return out
-
-
-class _PartFailed(Exception):
-    """A part failed: its section is ``section_errors[key]``, worded ``str(self)`` (the part's own failure)."""
 
 
 def _db_ok(snap: DeckSnapshot) -> bool:

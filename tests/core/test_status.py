@@ -148,3 +148,25 @@ def test_status_only_sections_are_parts_read_when_asked(hermes_home: HermesHome,
     monkeypatch.setattr(detect, "hygiene_report", broken)
     st = status_mod.build_status(hermes_home)
     assert "hygiene" not in st and st["section_errors"]["hygiene"] == "OSError: hygiene cannot read"
+
+
+def test_a_failed_provider_part_is_its_error_and_the_queue_still_judged(hermes_home: HermesHome, monkeypatch) -> None:
+    """The provider settings fail: ``section_errors["provider"]`` is the part's failure, read once,
+    and the pending writes are still listed (the review part judged them with memory.provider)."""
+    from memdeck.core import provider_settings
+
+    calls: list[object] = []
+
+    def broken(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        raise ValueError("plugins/ unreadable")
+
+    monkeypatch.setattr(provider_settings, "provider_settings", broken)
+    d = hermes_home.pending_dir
+    d.mkdir(parents=True)
+    (d / "abcd0001.json").write_text(json.dumps({"id": "abcd0001", "origin": "foreground", "created_at": 1,
+                                                "payload": {"action": "add", "target": "user", "content": "x"}}))
+    st = status_mod.build_status(hermes_home)
+    assert st["section_errors"]["provider"] == "ValueError: plugins/ unreadable" and "provider" not in st
+    assert [p["id"] for p in st["pending"]] == ["abcd0001"] and st["pending"][0]["state"] == "clean"
+    assert len(calls) == 1
