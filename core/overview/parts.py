@@ -96,6 +96,7 @@ class Context:
         self._store: Any = None
         self._banners: list[tuple[tuple[str, ...], str]] = []
         self._warnings: list[tuple[str, str]] = []
+        self._failures: list[str] = []
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -119,8 +120,10 @@ class Context:
             return default
 
     def fail(self, panels: tuple[str, ...], source: str, exc: BaseException) -> None:
-        """Record a banner ``"source: why"`` on ``panels``."""
+        """Record a banner ``"source: why"`` on ``panels``, and the failure's whole text
+        ``"Type: message"`` (:meth:`Evaluator.failure`: what ``status --json`` words it with)."""
         self._banners.append((panels, f"{source}: {describe_failure(exc)}"))
+        self._failures.append(f"{type(exc).__name__}: {exc}")
 
     def warn(self, kind: str, text: str) -> None:
         """A non-fatal note of ``kind`` (``memlock``, ``history``): a line of ``warnings`` and a
@@ -147,6 +150,9 @@ class Part:
             read again whatever the key (the ``unfinished`` input).
         fresh: its values count only in the read that made them (``new_changes``): kept, they
             are the defaults.
+        asked: read only when a caller's ``want`` names one of its fields (or a part that takes
+            it), never by a read of every part (``want=None``: the dashboard's): what only
+            ``status --json`` shows.
     """
 
     name: str
@@ -157,6 +163,7 @@ class Part:
     needs_statedb: bool = False
     unfinished: Callable[[Mapping[str, Any]], bool] | None = None
     fresh: bool = False
+    asked: bool = False
 
 
 # --------------------------------------------------------------------------- the readers
@@ -421,11 +428,16 @@ def read_provider(ctx: Context) -> Mapping[str, Any]:
 
 
 def read_review(ctx: Context) -> Mapping[str, Any]:
-    """``review``: what approving each pending write would do now."""
-    from .snapshot import _review
+    """``review``: what approving each pending write would do now (judged with the provider part's
+    ``memory.provider``, or the config's when that part failed)."""
+    from ..memory.review import queue_of
+    from ..provider_settings import configured_provider
 
+    # the provider part failed: the queue is still judged with memory.provider as this Hermes reads it
+    provider = ctx["provider"]
+    name = provider.name if provider is not None else configured_provider(ctx.config, _version(ctx))
     return {"review": ctx.banner(("review",), "review queue",
-                                 lambda: _review(ctx["pending"], ctx["memory"], ctx["provider"]), ())}
+                                 lambda: tuple(queue_of(ctx["pending"], ctx["memory"], name)), ())}
 
 
 def read_agent_view(ctx: Context) -> Mapping[str, Any]:
@@ -490,6 +502,91 @@ PARTS: tuple[Part, ...] = (
     Part("stale_sessions", ("stale_sessions",), ("agent_view",), count_stale_sessions),
 )
 
+# --------------------------------------------------------------------------- status's parts
+# What ``status --json`` shows and no panel reads (issue 32: status as the parts serialised).
+# A block of its own, appended to the table, so other rows merge around it.
+
+
+def read_change_summary(ctx: Context) -> Mapping[str, Any]:
+    """``change_summary``: the change history in figures (:func:`core.history.changes.history_summary`:
+    ``status``'s ``changes``). memdeck.db is not a stamped source: read on every read. Its failure
+    is no banner of its own (the history part shows memdeck.db's)."""
+    from ..history.changes import history_summary
+
+    return {"change_summary": ctx.banner((), "change summary", lambda: history_summary(ctx.home), None)}
+
+
+def read_drift_logs(ctx: Context) -> Mapping[str, Any]:
+    """``drift_logs`` (``{time, session_id, score, casualties}`` of every readable MemLock session
+    file's drift log, oldest first) and ``drift_log_warnings`` (``"file: why"`` per session file
+    that could not be read). The shown session's anchors are the session_anchors part's."""
+    from ..anchors.integrity_history import drift_event
+    from .snapshot import _frozen
+
+    shown = ctx["session_anchors"]
+    rows: list[Mapping[str, Any]] = []
+    warnings: list[str] = []
+    for info in ctx["anchor_sessions"]:
+        if info.error:
+            warnings.append(f"{info.path.name}: {info.error}")
+            continue
+        try:
+            s = shown if shown is not None and shown.session_id == info.session_id else ctx.store.load_session(info.session_id)
+        except Exception as exc:  # noqa: BLE001 - one unreadable file is a line, not a failure
+            warnings.append(f"{info.path.name}: {exc}")
+            continue
+        for e in map(drift_event, s.drift_log):
+            if e is not None:
+                rows.append(_frozen({"time": e["time"], "session_id": s.session_id, "score": e["score"],
+                                     "casualties": e["casualties"]}))
+    rows.sort(key=lambda e: e["time"])
+    return {"drift_logs": tuple(rows), "drift_log_warnings": tuple(warnings)}
+
+
+def read_global_pins(ctx: Context) -> Mapping[str, Any]:
+    """``global_pins`` (``{id, text, reminder, priority, probes}`` of each global pin of
+    ``memlock/persist/`` MemLock loads) and ``global_pin_warnings`` (the pins it would not load)."""
+    from ..anchors.rules import priority_of, probes_of
+    from .snapshot import _frozen
+
+    report = ctx.banner((ANC,), "memlock persist", lambda: ctx.store.load_pins_report(), None)
+    if report is None:
+        return {"global_pins": (), "global_pin_warnings": ()}
+    pins = tuple(_frozen({"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
+                          "priority": priority_of(p), "probes": probes_of(p)})
+                 for p in report.pins if p.get("scope") == "global")
+    notes = [f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined]
+    notes += [f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items())]
+    return {"global_pins": pins, "global_pin_warnings": tuple(notes)}
+
+
+def read_detection(ctx: Context) -> Mapping[str, Any]:
+    """``detection``: which detection memdeck's audit would run (:func:`core.anchors.encoder.semantic_encoder`'s
+    :class:`~core.anchors.encoder.DetectionStatus`; the model's files are not stamped: every read)."""
+    from ..anchors.encoder import semantic_encoder
+
+    return {"detection": ctx.banner((INT,), "detection", lambda: semantic_encoder(ctx.config, ctx.home)[1], None)}
+
+
+def read_hygiene(ctx: Context) -> Mapping[str, Any]:
+    """``hygiene``: the lexical hygiene report (:func:`core.hygiene.detect.hygiene_report`; its
+    stale findings depend on the clock: every read)."""
+    from ..hygiene.detect import hygiene_report
+
+    return {"hygiene": ctx.banner((CAP,), "hygiene", lambda: hygiene_report(ctx.home, ctx.config, semantic=False), None)}
+
+
+PARTS += (
+    Part("change_summary", ("change_summary",), ("each read",), read_change_summary),
+    Part("drift_logs", ("drift_logs", "drift_log_warnings"), ("stamp.memlock", "config", "anchor_sessions", "session_anchors"),
+         read_drift_logs, asked=True),
+    Part("global_pins", ("global_pins", "global_pin_warnings"), ("stamp.memlock", "config"), read_global_pins, (ANC,),
+         asked=True),
+    Part("detection", ("detection",), ("each read",), read_detection, (INT,), asked=True),
+    Part("hygiene", ("hygiene",), ("each read",), read_hygiene, (CAP,), asked=True),
+)
+
+
 #: the parts of a launch's first paint (no state.db, no memdeck.db): memory in milliseconds
 FIRST_PAINT = ("memory", "pending", "prompt_blocks", "findings", "provider", "review")
 
@@ -531,6 +628,7 @@ class _Kept:
     values: Mapping[str, Any]
     banners: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
 
 class Evaluator:
@@ -548,6 +646,12 @@ class Evaluator:
         asked for, or not read for want of state.db)."""
         kept = self._kept.get(name)
         return kept is None or bool(kept.banners)
+
+    def failure(self, name: str) -> str | None:
+        """The first failure of part ``name``'s last read as ``"Type: message"`` (the whole
+        message, not the banner's first line), or None when it did not fail or was not read."""
+        kept = self._kept.get(name)
+        return kept.failures[0] if kept is not None and kept.failures else None
 
     def _key(self, part: Part, ctx: Context) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -591,9 +695,9 @@ class Evaluator:
                     if part.fresh:  # kept, a fresh part says nothing new
                         kept = _Kept(key, {f: _DEFAULTS[f] for f in part.fills})
                 else:
-                    ctx._banners, ctx._warnings = [], []
+                    ctx._banners, ctx._warnings, ctx._failures = [], [], []
                     got = dict(part.read(ctx))
-                    kept = _Kept(key, got, ctx._banners, ctx._warnings)
+                    kept = _Kept(key, got, ctx._banners, ctx._warnings, ctx._failures)
                     self._kept[part.name] = kept
             values.update(kept.values)
             for panels, msg in kept.banners:
@@ -672,9 +776,10 @@ class Evaluator:
 
 
 def _closure(want: Collection[str] | None) -> frozenset[str]:
-    """The names of the parts that fill ``want`` (None: all) and of every part they take inputs from."""
+    """The names of the parts that fill ``want`` (None: all but the :attr:`Part.asked` ones) and
+    of every part they take inputs from."""
     if want is None:
-        return frozenset(p.name for p in PARTS)
+        return frozenset(p.name for p in PARTS if not p.asked)
     todo = [FILLED_BY[f].name for f in want]
     out: set[str] = set()
     by_name = {p.name: p for p in PARTS}
@@ -690,19 +795,20 @@ def _closure(want: Collection[str] | None) -> frozenset[str]:
 def figure() -> str:
     """The data flow as text, drawn from :data:`PARTS` (docs/ARCHITECTURE.md's first figure;
     ``python -m memdeck.core.overview.parts`` prints it): watcher -> stamps -> parts -> snapshot
-    -> views, one line per part with its inputs, the panels of its banner and whether it needs
-    state.db."""
+    -> views, one line per part with its inputs, the panels of its banner, whether it needs
+    state.db and whether it is read always or only when a caller asks (:attr:`Part.asked`)."""
     rows = [
         "watcher  core/watcher.py: memories/, pending/memory/, memlock/, state.db, config.yaml",
         "   │  stamps  core/overview/snapshot.py take_stamps: memory · pending · memlock · statedb · config",
         "   ▼",
         "parts    core/overview/parts.py PARTS, read by core/overview/reader.py HomeReader",
     ]
-    table = [("part", "inputs", "banner on", "state.db")] + [
-        (p.name, ", ".join(p.inputs), ", ".join(p.panels) or "-", "yes" if p.needs_statedb else "-") for p in PARTS]
-    widths = [max(len(r[i]) for r in table) + 2 for i in range(3)]
+    table = [("part", "inputs", "banner on", "state.db", "read")] + [
+        (p.name, ", ".join(p.inputs), ", ".join(p.panels) or "-", "yes" if p.needs_statedb else "-",
+         "asked" if p.asked else "always") for p in PARTS]
+    widths = [max(len(r[i]) for r in table) + 2 for i in range(4)]
     for r in table:
-        rows.append(("   " + "".join(c.ljust(w) for c, w in zip(r, widths)) + r[3]).rstrip())
+        rows.append(("   " + "".join(c.ljust(w) for c, w in zip(r, widths)) + r[4]).rstrip())
     rows += [
         "   ▼",
         "snapshot core/overview/snapshot.py DeckSnapshot (one frozen value; errors -> banners)",

@@ -137,9 +137,16 @@ class HomeReader:
 
     def failed(self, part: str) -> bool:
         """True when the part named ``part`` (:data:`core.overview.parts.PARTS`) gave a banner in
-        the last read, or holds no value read (not asked for, or not read for want of state.db):
-        a caller that must word the failure or needs the value asks its source again."""
+        the last read, or holds no value read (not asked for, or not read for want of state.db);
+        :meth:`failure` words it."""
         return bool(self._parts().failed(part))
+
+    def failure(self, part: str) -> str | None:
+        """Why the part named ``part`` failed in the last read, as ``"Type: message"`` (the whole
+        message; the banner keeps its first line), or None when it did not fail or was not read:
+        what ``status --json`` words a section error with, without asking the source again."""
+        failure: str | None = self._parts().failure(part)
+        return failure
 
     def _parts(self) -> Any:
         if self._engine is None:

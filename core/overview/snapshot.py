@@ -23,7 +23,7 @@ from ..anchors.model import SessionAnchors, SessionFileInfo
 from ..config import Config
 from ..deck.archive import ArchivedItem
 from ..hermes_version import HermesVersion
-from ..history.changes import Change
+from ..history.changes import Change, HistorySummary
 from ..history.usage import UsageSeries
 from ..home import TARGETS, HermesHome
 from ..memlock_home import MemlockLocation, candidate_dirs
@@ -37,6 +37,8 @@ from ..sessions.records import CompactionEvent, DBStatus, SessionInfo
 from .agent_view import AgentView
 
 if TYPE_CHECKING:
+    from ..anchors.encoder import DetectionStatus
+    from ..hygiene.findings import HygieneReport
     from ..sessions.statedb import StateDB
 
 T = TypeVar("T")
@@ -192,6 +194,15 @@ class DeckSnapshot:
             staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
             clean, stale with Hermes' words, refused, foreign).
         stale_sessions: how many open sessions' frozen memory differs from the files (None: unknown).
+        change_summary: the change history in figures (:class:`core.history.changes.HistorySummary`;
+            None before memdeck.db could be read).
+        drift_logs, drift_log_warnings: every readable MemLock session file's drift log
+            (``{time, session_id, score, casualties}``, oldest first) and a line per file not read.
+        global_pins, global_pin_warnings: the global pins MemLock loads (``{id, text, reminder,
+            priority, probes}``) and the ones it would not (quarantined, skipped).
+        detection: which detection memdeck's audit runs (:class:`core.anchors.encoder.DetectionStatus`).
+        hygiene: the lexical hygiene report (:class:`core.hygiene.findings.HygieneReport`).
+        The last five are read only when asked for (``status --json``: :attr:`core.overview.parts.Part.asked`).
     """
 
     taken_at: float
@@ -233,6 +244,13 @@ class DeckSnapshot:
     provider: ProviderSettings | None = None
     review: tuple[QueueItem, ...] = ()
     stale_sessions: int | None = None
+    change_summary: HistorySummary | None = None
+    drift_logs: tuple[Mapping[str, Any], ...] = ()
+    drift_log_warnings: tuple[str, ...] = ()
+    global_pins: tuple[Mapping[str, Any], ...] = ()
+    global_pin_warnings: tuple[str, ...] = ()
+    detection: DetectionStatus | None = None
+    hygiene: HygieneReport | None = None
 
     @property
     def archive_count(self) -> int:

@@ -58,12 +58,14 @@ Shape (keys are only ever added, never renamed or removed)::
 
 Every key is a serialisation of the home's one read model: the parts of
 :mod:`core.overview.parts`, read by a :class:`core.overview.reader.HomeReader` (the dashboard's,
-the fleet's and the metrics' reader too) with the fields of :data:`STATUS_FIELDS`. ``status`` adds
-what no part holds yet, each a read of its own: the change history's summary (``changes``), every
-MemLock session file's drift log (``drift_log``), the global pins' rows, the semantic detection
-when no audit ran (``detection``) and the hygiene counts (``hygiene``). Where a part failed (a
-banner on the dashboard) or was not read (no state.db), its source is asked again, so a section's
-error reads ``Type: message`` and an audit without state.db gives MemLock's own flags, as before.
+the fleet's and the metrics' reader too) with the fields of :data:`STATUS_FIELDS` and
+:data:`STATUS_EXTRAS` (the change history's summary, every MemLock session file's drift log, the
+global pins' rows, the detection and the hygiene counts are parts too, the last four read only
+when asked for). Where a part failed (a banner on the dashboard) its section error is the
+failure the part kept (:meth:`core.overview.reader.HomeReader.failure`: ``Type: message``), not
+a second read. What is still read here: config.yaml's session store (``session_store``) and a
+home without a held state.db (``sessions``, ``state_db``, ``stale_sessions`` and the audit with
+MemLock's own flags: the parts that need state.db are not read then).
 
 Another top-level section is added with :func:`register_section` (a section that raises
 becomes ``{"error": "..."}``).
@@ -76,13 +78,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..anchors.integrity_history import drift_event
-from ..anchors.rules import priority_of, probes_of
 from ..config import Config, load_config
 from ..hermes_version import HermesVersion
-from ..history.changes import history_summary
 from ..home import TARGETS, HermesHome
-from ..memlock_home import locate_memlock
+from ..provider_settings import configured_provider
 from ..sessions.bounds import cut_mark, cuts_since
 from ..sessions.connection import sharing_readers
 from ..sessions.profile import session_store_note
@@ -90,6 +89,7 @@ from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 
 if TYPE_CHECKING:
+    from ..hygiene.findings import HygieneReport
     from .reader import HomeReader
     from .snapshot import DeckSnapshot
 
@@ -102,7 +102,11 @@ _REGISTERED: dict[str, SectionFn] = {}
 #: which writes memdeck.db, nor the usage chart, the prompt blocks or the threat findings).
 STATUS_FIELDS = ("memory", "pending", "review", "archived", "db_status", "sessions", "live_session",
                  "memlock_location", "anchor_sessions", "session_id", "session_anchors", "audit",
-                 "hermes_profile", "threat_differences", "provider", "agent_view", "stale_sessions")
+                 "hermes_profile", "threat_differences", "provider", "agent_view", "stale_sessions",
+                 "change_summary")
+#: The fields of the sections no :class:`core.fleet.figures.HomeFigures` figure shows (``extras``
+#: of :func:`status_of`): parts read only when asked for (:attr:`core.overview.parts.Part.asked`).
+STATUS_EXTRAS = ("drift_logs", "global_pins", "detection", "hygiene")
 
 #: How many sessions ``sessions`` lists (newest first).
 SESSIONS_LISTED = 50
@@ -128,7 +132,8 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     with sharing_readers():  # one state.db reader for every read asked again: the history is read once
         reader = HomeReader(home, config)
         try:
-            reader.read(want=STATUS_FIELDS, context_report=False, history_budget_s=STATUS_SEMANTIC_BUDGET_S)
+            reader.read(want=(*STATUS_FIELDS, *STATUS_EXTRAS), context_report=False,
+                        history_budget_s=STATUS_SEMANTIC_BUDGET_S)
             return status_of(reader, cuts_from=mark)
         finally:
             reader.close()
@@ -137,12 +142,14 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
 def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | None = None,
               extras: bool = True) -> dict[str, Any]:
     """The status dict of ``reader``'s last snapshot, read with at least :data:`STATUS_FIELDS`
-    (module docstring). ``cuts_from``: a :func:`core.sessions.bounds.cut_mark` taken before the
-    read (``cut_reads`` lists the cuts since; None: since this call). ``extras=False`` leaves out
-    the reads of what no part holds and no :class:`core.fleet.figures.HomeFigures` figure shows
-    (``hygiene``, ``detection``, every session's ``drift_log``, the global pins' rows): the fleet's
-    and the metrics' local reads. Never raises on bad data. Thread-safe for distinct readers
-    (a command's one state.db reader per path, :func:`sharing_readers`, is the caller's)."""
+    (and :data:`STATUS_EXTRAS` for ``extras``; module docstring). ``cuts_from``: a
+    :func:`core.sessions.bounds.cut_mark` taken before the read (``cut_reads`` lists the cuts
+    since; None: since this call). ``extras=False`` leaves out what no
+    :class:`core.fleet.figures.HomeFigures` figure shows (``hygiene``, ``detection``, every
+    session's ``drift_log``, the global pins' rows): the fleet's and the metrics' local reads.
+    A part that failed is a section error worded with its failure (:meth:`HomeReader.failure`).
+    Never raises on bad data. Thread-safe for distinct readers (a command's one state.db reader
+    per path, :func:`sharing_readers`, is the caller's)."""
     snap = reader.snapshot
     assert snap is not None, "status_of needs a read snapshot"
     mark = cut_mark() if cuts_from is None else cuts_from
@@ -150,39 +157,41 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
     now = time.time() if now is None else now
     profile = snap.hermes_profile
     version = profile.hermes if profile is not None else HermesVersion()
-    from ..provider_settings import configured_provider
-
     provider = configured_provider(config, version)  # the one reading (dashboard, fleet, metrics too)
+    errors: dict[str, str] = {}
     out: dict[str, Any] = {
         "home": str(home.path),
         "profile": home.profile,
-        "memory": _memory(snap),
+        "memory": _memory(reader, snap, errors),
         "pending": [],
         "archived": sum(1 for a in snap.archived if a.kind == "memory"),
         "config_warnings": list(config.warnings),
         "memory_provider": provider or "",
         "alert_floor": int(config.memlock.alert_floor),
     }
-    errors: dict[str, str] = {}
-    try:
-        out["changes"] = history_summary(home).to_dict()  # not a part yet: read here
-    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
-        errors["changes"] = f"{type(exc).__name__}: {exc}"
+    if snap.change_summary is not None:
+        out["changes"] = snap.change_summary.to_dict()
+    else:
+        errors["changes"] = _failure(reader, "change_summary")
     note = session_store_note(config, home)
     if note:
         out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
-    try:
-        loc = snap.memlock_location if snap.memlock_location is not None else locate_memlock(home)
-        out["memlock_location"] = loc.to_dict()
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
-    try:
-        out["hermes"] = _hermes(reader, snap)
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["profile"] = f"{type(exc).__name__}: {exc}"
+    if snap.memlock_location is not None:
+        out["memlock_location"] = snap.memlock_location.to_dict()
+    else:
+        errors["memlock_location"] = _failure(reader, "memlock_location")
+    if snap.hermes_profile is None or reader.failed("hermes_profile"):
+        errors["profile"] = _failure(reader, "hermes_profile")
+    elif reader.failed("threat_differences"):
+        errors["profile"] = _failure(reader, "threat_differences")
+    else:
+        out["hermes"] = {**snap.hermes_profile.to_dict(), "threat_differences": [dict(d) for d in snap.threat_differences]}
     for key, fn in (("statedb", _sessions), ("audit", functools.partial(_anchors, extras=extras))):
         try:
             part = fn(reader, snap)
+        except _PartFailed as failed:
+            errors[key] = str(failed)
+            continue
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors[key] = f"{type(exc).__name__}: {exc}"
             continue
@@ -196,52 +205,58 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
     out["stale_sessions"] = _stale_sessions(reader, snap, version)
-    out["pending"] = _pending(reader, snap, provider, now)
     try:
-        out["provider"] = (snap.provider if snap.provider is not None and not reader.failed("provider")
-                           else _provider_settings(home, config, version)).to_dict()
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["provider"] = f"{type(exc).__name__}: {exc}"
-    try:
-        if extras:
-            out["hygiene"] = hygiene_section(home, config)
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["hygiene"] = f"{type(exc).__name__}: {exc}"
+        out["pending"] = _pending(reader, snap, now)
+    except _PartFailed as failed:  # the key is then absent, as every failed section's
+        del out["pending"]
+        errors["pending"] = str(failed)
+    if snap.provider is not None and not reader.failed("provider"):
+        out["provider"] = snap.provider.to_dict()
+    else:
+        errors["provider"] = _failure(reader, "provider")
+    if extras:
+        if snap.hygiene is not None:
+            out["hygiene"] = _hygiene(snap.hygiene)
+        else:
+            errors["hygiene"] = _failure(reader, "hygiene")
     out["section_errors"] = errors
     out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
 
 
-def _provider_settings(home: HermesHome, config: Config, version: HermesVersion) -> Any:
-    from ..provider_settings import provider_settings
+def _failure(reader: HomeReader, part: str) -> str:
+    """Why part ``part`` has no value: its failure as ``"Type: message"`` (:meth:`HomeReader.failure`)."""
+    return reader.failure(part) or f"{part}: not read"
 
-    return provider_settings(config, home, version)
+
+class _PartFailed(Exception):
+    """A part failed: its section is ``section_errors[key]``, worded ``str(self)`` (the part's own failure)."""
 
 
-def _memory(snap: DeckSnapshot) -> dict[str, Any]:
-    """``{"memory": {...}, "user": {...}}``: the memory part's files (``MemoryFileState.to_dict``)."""
-    from ..memory.reader import read_memory
-
+def _memory(reader: HomeReader, snap: DeckSnapshot, errors: dict[str, str]) -> dict[str, Any]:
+    """``{"memory": {...}, "user": {...}}``: the memory part's files (``MemoryFileState.to_dict``);
+    a file whose read raised is absent and its failure is ``section_errors["memory"]``."""
     out: dict[str, Any] = {}
     for t in TARGETS:
         st = snap.memory.get(t)
-        d = (st if st is not None else read_memory(snap.home, snap.config, t)).to_dict()
+        if st is None:
+            errors.setdefault("memory", _failure(reader, "memory"))
+            continue
+        d = st.to_dict()
         d.pop("target", None)
         out[t] = d
     return out
 
 
-def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: float) -> list[dict[str, Any]]:
+def _pending(reader: HomeReader, snap: DeckSnapshot, now: float) -> list[dict[str, Any]]:
     """The pending writes as status rows from the review part: who staged each and what approving
-    it would do now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``)."""
-    items: Any = snap.review
-    same = snap.provider.name if snap.provider is not None else None
-    if reader.failed("pending") or reader.failed("review") or same != provider:
-        from ..memory.review import review_queue
-
-        items = review_queue(snap.home, snap.config, provider)
+    it would do now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``). Raises
+    :class:`_PartFailed` when the pending or review part failed."""
+    for part in ("pending", "review"):
+        if reader.failed(part):
+            raise _PartFailed(_failure(reader, part))
     out = []
-    for item in items:
+    for item in snap.review:
         p = item.record
         age = item.age(now)
         out.append({"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
@@ -251,38 +266,16 @@ def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: 
     return out
 
 
-def _hermes(reader: HomeReader, snap: DeckSnapshot) -> dict[str, Any]:
-    """The home's :class:`~memdeck.core.sessions.profile.HermesProfile` as a dict, plus
-    ``threat_differences``: every entry and pending write whose memdeck verdict differs from
-    the verdict of the Hermes that loads it (empty when that Hermes is unknown)."""
-    profile = snap.hermes_profile
-    if profile is None or reader.failed("hermes_profile"):
-        from ..sessions.profile import detect_profile
-
-        profile = detect_profile(snap.home)  # the part failed: asked again, for its words
-    if reader.failed("threat_differences") or profile is not snap.hermes_profile:
-        from ..memory.pending import list_pending, replay_texts
-        from ..sessions.profile import threat_differences
-
-        texts: list[tuple[str, str]] = []
-        for t, st in snap.memory.items():
-            texts += [(t, e.text) for e in st.entries]
-        for rec in list_pending(snap.home):
-            texts += [(f"pending {rec.id}", c) for c in replay_texts(rec.payload)]
-        differences = threat_differences(profile, texts)
-    else:
-        differences = [dict(d) for d in snap.threat_differences]
-    return {**profile.to_dict(), "threat_differences": differences}
-
-
 def _db_ok(snap: DeckSnapshot) -> bool:
     return snap.db_status is not None and snap.db_status.ok
 
 
 def _sessions(reader: HomeReader, snap: DeckSnapshot) -> dict[str, Any]:
     """``sessions`` (newest first, at most :data:`SESSIONS_LISTED`) and ``state_db``."""
-    if snap.db_status is None or reader.failed("sessions"):  # no held state.db: what it is, and why
+    if snap.db_status is None:  # no held state.db (the parts that need one were not read): what it is, and why
         return statedb_status_section(snap.home, snap.config, limit=SESSIONS_LISTED)
+    if snap.db_status.ok and reader.failed("sessions"):
+        raise _PartFailed(_failure(reader, "sessions"))
     items = snap.sessions[:SESSIONS_LISTED] if snap.db_status.ok else ()
     return {
         "sessions": [
@@ -301,6 +294,10 @@ def _stale_sessions(reader: HomeReader, snap: DeckSnapshot, version: HermesVersi
     view = snap.agent_view
     if _db_ok(snap) and view is not None and not view.error and snap.stale_sessions is not None:
         return {"count": snap.stale_sessions, "note": None}
+    if snap.db_status is not None and not snap.db_status.ok:
+        return {"count": None, "note": f"state.db: {snap.db_status.state}"}
+    if snap.db_status is not None and reader.failure("agent_view"):
+        return {"count": None, "note": reader.failure("agent_view")}
     return stale_sessions_section(snap.home, snap.config, version)
 
 
@@ -330,84 +327,88 @@ def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 1
       first; ``pending`` counts compactions of a first semantic history not audited yet:
       :data:`STATUS_SEMANTIC_BUDGET_S` seconds are spent per call, newest first);
     * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
-      file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
+      file (the drift_logs part), oldest first, the newest ``drift_log_limit`` entries;
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins; a part that failed:
+      ``"anchors: Type: message"``, and the keys after it are left empty, as MemLock stops there);
     * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
       (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
       when it is not the configured one, why (docs/STATUS_JSON.md).
 
-    A part that failed or was not read (no state.db: MemLock's own flags) is read again here.
-    ``extras=False``: without ``detection``, the drift log of the sessions not shown and the
-    global pins' rows (:func:`status_of`). Never raises.
+    The one read here: the audit of a home without a held state.db (the audit part needs one),
+    with MemLock's own flags. ``extras=False``: without ``detection``, the drift log of the
+    sessions and the global pins' rows (:func:`status_of`). Never raises.
     """
-    from ..anchors.store import AnchorStore
     from .snapshot import _pick_session
 
-    home, config = snap.home, snap.config
     warnings: list[str] = []
     out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
                            "drift_log": [], "anchors_warnings": warnings, "detection": None}
-    try:
-        from ..anchors.encoder import semantic_encoder
-
-        if extras:
-            out["detection"] = semantic_encoder(config, home)[1].to_dict()
-    except Exception as exc:  # noqa: BLE001 - status never raises
-        warnings.append(f"detection: {type(exc).__name__}: {exc}")
-    try:
-        store = AnchorStore(home, config, actor="status", location=snap.memlock_location)
-        if store.location.warning:
-            warnings.append(store.location.warning)
-        infos = snap.anchor_sessions if not reader.failed("anchor_sessions") else tuple(store.list_sessions())
-        log: list[dict[str, Any]] = []
-        shown = snap.session_anchors if not reader.failed("session_anchors") else None
-        for info in infos if extras else ():
-            if info.error:
-                warnings.append(f"{info.path.name}: {info.error}")
-                continue
-            try:
-                s = shown if shown is not None and shown.session_id == info.session_id else store.load_session(info.session_id)
-            except Exception as exc:  # noqa: BLE001 - status never raises
-                warnings.append(f"{info.path.name}: {exc}")
-                continue
-            for e in map(drift_event, s.drift_log):
-                if e is not None:
-                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
-                                "casualties": e["casualties"]})
-        log.sort(key=lambda e: e["time"])
-        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
-        report = store.load_pins_report() if extras else None  # the global pins' rows: not a part yet
-        pins = list(report.pins) if report is not None else []
-        if report is not None:
-            warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-            warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
-        db_ok = _db_ok(snap)
-        sid = _pick_session(None, snap.live_session if db_ok else None, infos)
-        if sid is None:
-            out["anchors"] = [_pin_row(p) for p in pins if p.get("scope") == "global"]
+    if extras:
+        if snap.detection is not None:
+            out["detection"] = snap.detection.to_dict()
+        else:
+            warnings.append(f"detection: {_failure(reader, 'detection')}")
+    if snap.memlock_location is not None and snap.memlock_location.warning:
+        warnings.append(snap.memlock_location.warning)
+    if reader.failed("anchor_sessions"):
+        warnings.append(f"anchors: {_failure(reader, 'anchor_sessions')}")
+        return out
+    infos = snap.anchor_sessions
+    if extras:
+        warnings.extend(snap.drift_log_warnings)
+        log = snap.drift_logs[-drift_log_limit:] if drift_log_limit else snap.drift_logs
+        out["drift_log"] = [dict(e) for e in log]
+        if reader.failed("global_pins"):
+            warnings.append(f"anchors: {_failure(reader, 'global_pins')}")
             return out
-        sa = snap.audit
-        if sa is None or reader.failed("audit") or snap.session_id != sid:
-            from ..anchors.lifecycle import audit_session
-
-            with StateDB.shared(home.state_db) as db:  # no held state.db: MemLock's own flags
-                db_ok = db.status().ok
-                sa = audit_session(db, store, sid, config, budget_s=STATUS_SEMANTIC_BUDGET_S)
-        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
-                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
-                           "session_id": sid, "state": r.state} for r in sa.anchors]
-        held = {r.anchor.id for r in sa.anchors}
-        out["anchors"] += [_pin_row(p) for p in pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        # without a readable state.db there is no conversation to audit: the score is unknown (None),
-        # as the dashboard shows it, not the 0 of an empty region
-        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
-                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
-                                        for h in sa.history], "pending": sa.pending}
-        if sa.detection is not None:
-            out["detection"] = sa.detection.to_dict()
-    except Exception as exc:  # noqa: BLE001 - status never raises
-        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
+        warnings.extend(snap.global_pin_warnings)
+    pins = snap.global_pins if extras else ()
+    db_ok = _db_ok(snap)
+    sid = _pick_session(None, snap.live_session if db_ok else None, infos)
+    if sid is None:
+        out["anchors"] = [_pin_row(p) for p in pins]
+        return out
+    sa = snap.audit
+    if snap.session_id == sid and reader.failed("audit") and reader.failure("audit"):
+        warnings.append(f"anchors: {reader.failure('audit')}")
+        return out
+    if snap.session_id == sid and snap.session_anchors is None and reader.failed("session_anchors"):
+        warnings.append(f"anchors: {_failure(reader, 'session_anchors')}")  # the session's file: no audit
+        return out
+    if sa is None or reader.failed("audit") or snap.session_id != sid:
+        try:
+            db_ok, sa = _audit_without_statedb(snap, sid)
+        except Exception as exc:  # noqa: BLE001 - status never raises
+            warnings.append(f"anchors: {type(exc).__name__}: {exc}")
+            return out
+    out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
+                       "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
+                       "session_id": sid, "state": r.state} for r in sa.anchors]
+    held = {r.anchor.id for r in sa.anchors}
+    out["anchors"] += [_pin_row(p) for p in pins if str(p["id"]) not in held]
+    # without a readable state.db there is no conversation to audit: the score is unknown (None),
+    # as the dashboard shows it, not the 0 of an empty region
+    out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
+                        "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
+                                    for h in sa.history], "pending": sa.pending}
+    if sa.detection is not None:
+        out["detection"] = sa.detection.to_dict()
     return out
+
+
+def _audit_without_statedb(snap: DeckSnapshot, sid: str) -> tuple[bool, Any]:
+    """``(state.db ok, audit)`` of session ``sid`` where the audit part was not read (no held
+    state.db, or another session shown): MemLock's own flags, as MemLock audits without one."""
+    from ..anchors.lifecycle import audit_session
+    from ..anchors.store import AnchorStore
+
+    store = AnchorStore(snap.home, snap.config, actor="status", location=snap.memlock_location)
+    with StateDB.shared(snap.home.state_db) as db:
+        return db.status().ok, audit_session(db, store, sid, snap.config, budget_s=STATUS_SEMANTIC_BUDGET_S)
+
+
+#: What :func:`anchors_section` reads: the audit and what :func:`_anchors` shows beside it.
+ANCHORS_FIELDS = ("audit", "memlock_location", "drift_logs", "global_pins", "detection")
 
 
 def anchors_section(home: HermesHome | Any, config: Config | None = None) -> dict[str, Any]:
@@ -420,7 +421,7 @@ def anchors_section(home: HermesHome | Any, config: Config | None = None) -> dic
     with sharing_readers():
         reader = HomeReader(home, config)
         try:
-            reader.read(want=("audit",), context_report=False, history_budget_s=STATUS_SEMANTIC_BUDGET_S)
+            reader.read(want=ANCHORS_FIELDS, context_report=False, history_budget_s=STATUS_SEMANTIC_BUDGET_S)
             assert reader.snapshot is not None
             return _anchors(reader, reader.snapshot)
         finally:
@@ -428,16 +429,14 @@ def anchors_section(home: HermesHome | Any, config: Config | None = None) -> dic
 
 
 def _pin_row(p: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
-            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}
+    """A global pin of the global_pins part as an ``anchors`` row."""
+    return {"id": p["id"], "text": p["text"], "reminder": p["reminder"], "priority": p["priority"],
+            "probes": list(p["probes"]), "scope": "global", "session_id": None, "state": "pinned"}
 
 
-def hygiene_section(home: HermesHome, config: Config) -> dict[str, Any]:
+def _hygiene(report: HygieneReport) -> dict[str, Any]:
     """``{"method": "lexical", "counts": {duplicate, contradiction, stale, wasteful}, "chars_saved"}``:
-    the hygiene findings (``core/hygiene``) by the lexical method, which costs milliseconds
-    (``memdeck hygiene`` adds meaning with the semantic extra and may find more). Not a part yet."""
-    from ..hygiene.detect import hygiene_report
-
-    report = hygiene_report(home, config, semantic=False)
+    the hygiene part's findings (``core/hygiene``) by the lexical method, which costs milliseconds
+    (``memdeck hygiene`` adds meaning with the semantic extra and may find more)."""
     return {"method": report.method, "counts": report.counts(),
             "chars_saved": sum(f.chars_saved for f in report.findings if f.kind != "contradiction")}
