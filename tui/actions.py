@@ -69,9 +69,9 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
     detail: list[str] = []
     chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
     if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
-        from memdeck.core.memory.entries import usage_pct
+        from memdeck.core.text import percent_text
 
-        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
+        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({percent_text(chars, limit)})")
     return WriteOutcome(True, text, "", detail)
 
 

@@ -8,6 +8,7 @@ from textual.widgets import TextArea
 
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.memory import store as memory
+from memdeck.core.memory.entries import usage_chars
 from memdeck.core.memory.reader import read_memory
 from memdeck.tui.app import make_app
 from memdeck.tui.screens.confirm import ConfirmScreen
@@ -209,6 +210,17 @@ async def test_a_refused_save_says_why_and_the_percent_matches_the_bar(demo_home
         await pilot.pause()
         budget = app.screen.query_one("#editor-budget").content.plain
         assert f"{state.chars:,}/{limit:,} ({state.pct}%)" in budget, budget
+        # over the limit: the budget line and the what-if say the same percent, past 100 (issue 39
+        # #12: the budget said 102% while the what-if said 100%)
+        area.text = "x" * (limit - state.chars + 40)
+        await pilot.pause()
+        budget = app.screen.query_one("#editor-budget").content.plain
+        whatif = app.screen.query_one("#editor-whatif").content.plain
+        after = usage_chars([*before, area.text])
+        shown = f"{after * 100 // limit}%"
+        assert after > limit and shown != "100%"
+        assert f"{after:,}/{limit:,} ({shown})" in budget, budget
+        assert f"-> {shown} of the limit" in whatif, whatif
         await pilot.press("escape")
         await settle(pilot, app)
         assert _texts(app, "memory") == before
