@@ -89,6 +89,16 @@ class DeckScreen(Screen):
             app.resume_after_modal()
 
 
+def screenshot_dir() -> Path:
+    """Where the palette's Screenshot saves: ``screenshots/`` in memdeck's user data directory,
+    ``platformdirs.user_data_path("memdeck")`` (``$XDG_DATA_HOME/memdeck/screenshots``, by default
+    ``~/.local/share/memdeck/screenshots`` on Linux; ``~/Library/Application Support/memdeck/...``
+    on macOS; ``%LOCALAPPDATA%\\memdeck\\...`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_data_path("memdeck", appauthor=False) / "screenshots"
+
+
 def set_tab_label(tab: Any, label: Text) -> bool:
     """Set a tab's label; True when it took a layout pass. A label as wide as the shown one (a
     badge ``3`` becoming ``4``) is drawn in place: ``Tab.label`` lays out the whole screen and
@@ -760,22 +770,22 @@ class MemdeckApp(DeckActions, App[None]):
             if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
                 yield command
         if not self.is_web:
-            yield SystemCommand("Screenshot", "save an SVG picture of the screen (in Downloads, else the "
-                                "current directory)", lambda: self.call_after_refresh(self.action_save_screenshot))
+            yield SystemCommand("Screenshot", f"save an SVG picture of the screen in {screenshot_dir()}",
+                                lambda: self.call_after_refresh(self.action_save_screenshot))
 
     def action_save_screenshot(self) -> None:
-        """Save the screen as SVG in the user's Downloads directory (platformdirs), or the current
-        directory when there is none, and say where in a toast (or why not)."""
-        from platformdirs import user_downloads_path
-
+        """Save the screen as SVG in memdeck's screenshot folder under the user's data directory
+        (:func:`screenshot_dir`, made when missing; never the current directory, issue 39 #12),
+        and say where in a toast (or why not)."""
+        folder = screenshot_dir()
         try:
-            downloads = user_downloads_path()
-            folder = downloads if downloads.is_dir() else Path.cwd()
+            folder.mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(path=str(folder))
         except OSError as exc:
-            self.notify(f"the screenshot was not saved: {exc}", title="Screenshot", severity="error", markup=False)
+            self.notify(f"the screenshot was not saved in {folder}: {exc}", title="Screenshot", severity="error",
+                        markup=False)
             return
-        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=6)
+        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=8)
 
     # ── read-only ───────────────────────────────────────────────────────
 
