@@ -261,6 +261,7 @@ class MemdeckApp(DeckActions, App[None]):
         #: snapshot still queued in front of it is not painted.
         self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
+        self._hygiene_shown: dict[str, int] = {}  # the hygiene counts the Capacity tab's tooltip says
         self._last_error_toast: dict[str, str] = {}
         #: the person's settings file as read at start (None: not read, ``user_settings=False``);
         #: the help screen shows its path, its problems and the binding ids a keymap takes
@@ -1327,12 +1328,19 @@ class MemdeckApp(DeckActions, App[None]):
         self.update_status_line()
 
     def _update_badges(self, snap: Any) -> None:
-        """Counts on the tabs: drifted anchors, flagged entries and pending writes."""
+        """Counts on the tabs: drifted anchors, pending writes and flagged entries, memory hygiene
+        findings (Capacity), frozen-memory differences (Context); each tab's tooltip says what
+        its count is."""
         from .views.common import badge_counts
 
         counts = badge_counts(snap)
         if counts == self._badges_shown:
+            hygiene = dict(getattr(snap, "hygiene", None) or {})
+            if hygiene != self._hygiene_shown and counts.get("capacity"):  # the same count of other kinds
+                self._label_tabs(counts, {k: v for k, v in counts.items() if k != "capacity"})
+            self._hygiene_shown = hygiene
             return  # a tab label set is a layout pass of the whole screen: only when a count changed
+        self._hygiene_shown = dict(getattr(snap, "hygiene", None) or {})
         self._label_tabs(counts, self._badges_shown)
         self._badges_shown = dict(counts)
 
@@ -1344,6 +1352,7 @@ class MemdeckApp(DeckActions, App[None]):
         """Set the tab labels: ``4 Capacity 3`` (``4 Cap 3`` on a narrow terminal); only the tabs
         whose count changed, unless ``shown`` is None (all)."""
         from .keymap import SHORT_TITLES
+        from .views.common import badge_tooltip
 
         narrow = bool(self.size.width) and self.size.width < self.NARROW_TABS_BELOW
         self._tabs_narrow = narrow
@@ -1363,6 +1372,7 @@ class MemdeckApp(DeckActions, App[None]):
             except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             set_tab_label(tab, label)
+            tab.tooltip = badge_tooltip(pid, n, self.snapshot)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

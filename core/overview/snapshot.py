@@ -198,6 +198,9 @@ class DeckSnapshot:
             staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
             clean, stale with Hermes' words, refused, foreign).
         stale_sessions: how many open sessions' frozen memory differs from the files (None: unknown).
+        hygiene: memory hygiene counts from the entries' text alone (lexical; duplicate,
+            contradiction, wasteful: :func:`core.hygiene.detect.pair_counts`), the Capacity tab's
+            badge; empty before it is read.
     """
 
     taken_at: float
@@ -239,6 +242,7 @@ class DeckSnapshot:
     provider: ProviderSettings | None = None
     review: tuple[QueueItem, ...] = ()
     stale_sessions: int | None = None
+    hygiene: Mapping[str, int] = field(default_factory=_frozen)
 
     @property
     def archive_count(self) -> int:
