@@ -148,17 +148,24 @@ def badge_tooltip(pid: str, n: int, snap: DeckSnapshot | None = None) -> str | N
     without a count."""
     if not n:
         return None
+
+    def count(k: int, one: str, many: str) -> str:
+        return f"{k} {one if k == 1 else many}"
+
     if pid == "capacity":
         h = dict(getattr(snap, "hygiene", None) or {}) if snap is not None else {}
-        parts = ", ".join(f"{h[k]} {word}" for k, word in (("duplicate", "duplicate group(s)"),
-                          ("contradiction", "contradiction candidate(s)"), ("wasteful", "wasteful entry(ies)")) if h.get(k))
-        return (f"{n} memory hygiene finding(s){': ' + parts if parts else ''}, from the entries' text alone; "
-                "H shows them with their evidence and proposals (stale entries are not counted here: they "
-                "depend on this machine's paths and sessions)")
+        parts = ", ".join(count(h[k], one, many) for k, one, many in (
+            ("duplicate", "duplicate group", "duplicate groups"),
+            ("contradiction", "contradiction candidate", "contradiction candidates"),
+            ("wasteful", "wasteful entry", "wasteful entries")) if h.get(k))
+        return (f"{count(n, 'memory hygiene finding', 'memory hygiene findings')}{': ' + parts if parts else ''}, "
+                "from the entries' text alone; H shows them with their evidence and proposals (stale entries are "
+                "not counted here: they depend on this machine's paths and sessions)")
     if pid == "context":
-        return f"{n} difference(s) between the followed session's frozen memory and the files now"
+        return (f"{count(n, 'difference', 'differences')} between the followed session's frozen memory and the "
+                "files now")
     if pid == "review":
-        return f"{n} pending write(s) and flagged entries (threat findings) to review"
+        return f"{count(n, 'pending write or flagged entry', 'pending writes and flagged entries')} to review"
     if pid == "anchors":
-        return f"{n} drifted anchor(s) in the shown session"
+        return f"{count(n, 'drifted anchor', 'drifted anchors')} in the shown session"
     return None
