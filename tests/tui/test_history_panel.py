@@ -89,6 +89,16 @@ async def test_the_who_column_is_drawn_whole_after_the_filter_changes(demo_home,
         for _ in range(3):
             await pilot.pause()
         assert {r.cells[2].plain for r in panel.rows} == shown
+        # the filter "memdeck" finds memdeck's changes, not "external" ones whose explanation says "not memdeck"
+        await pilot.press(*"emdeck")
+        await wait_for(pilot, lambda: panel.filter_text == "memdeck")
+        await settle(pilot, app)
+        assert any(r.cells[2].plain == "memdeck tui" for r in panel.rows)
+        others = [r.cells[2].plain for r in panel.rows if not r.cells[2].plain.startswith("memdeck")
+                  and "memdeck" not in r.text.lower()]
+        assert not others, others
+        await pilot.press("escape")
+        await settle(pilot, app)
         drawn = [table.render_line(1 + i).text for i in range(min(len(panel.rows), table.size.height - 1))]
         cut = [(r.cells[2].plain, line) for r, line in zip(panel.rows, drawn) if f" {r.cells[2].plain} " not in line]
         assert not cut, cut
