@@ -69,9 +69,9 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
     detail: list[str] = []
     chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
     if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
-        from memdeck.core.memory.entries import usage_pct
+        from memdeck.core.text import percent_text
 
-        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
+        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({percent_text(chars, limit)})")
     return WriteOutcome(True, text, "", detail)
 
 
@@ -257,9 +257,18 @@ def action_restore(self: MemdeckApp) -> None:
     from .screens.pickers import PickerScreen
 
     snap = self.snapshot
-    records = list(getattr(snap, "archived", ()) or ())
-    if not records:
+    archived = list(getattr(snap, "archived", ()) or ())
+    if not archived:
         self.notify("the archive is empty: nothing to restore", markup=False, timeout=3)
+        return
+    # an archived entry already back in its file (History reverted the archive, or a writer added
+    # the same text again) is not offered: restoring it would only mark the row (issue 39 #12)
+    back = {str(_rget(r, "archive_id", "id")): where for r in archived if (where := _already_back(snap, r))}
+    records = [r for r in archived if str(_rget(r, "archive_id", "id")) not in back]
+    if not records:
+        said = "; ".join(f"#{rid} is already back in {where}" for rid, where in back.items())
+        self.notify(f"nothing to restore: {said} (History reverted its archive, or a writer added it again)",
+                    markup=False, timeout=5)
         return
     options = []
     for rec in records:
@@ -287,6 +296,20 @@ def action_restore(self: MemdeckApp) -> None:
                                                     f"from archive #{rid}")
 
     self.push_screen(PickerScreen("Restore from the archive", options, selected=preselect), done)
+
+
+def _already_back(snap: Any, rec: Any) -> str | None:
+    """The file name when ``rec`` (an archived memory entry) is already in its file again, with
+    the same text; else None (an anchor, an unreadable file, a text not there)."""
+    if str(_rget(rec, "kind") or "memory") != "memory":
+        return None
+    target = _rget(rec, "target")
+    state = (getattr(snap, "memory", None) or {}).get(target) if target else None
+    entries = getattr(state, "entries", None) if state is not None else None
+    if not entries or getattr(state, "error", None):
+        return None
+    text = str(_rget(rec, "text") or "")
+    return _target_name(target) if any(getattr(e, "text", e) == text for e in entries) else None
 
 
 def _rget(rec: Any, *names: str) -> Any:

@@ -89,6 +89,16 @@ class DeckScreen(Screen):
             app.resume_after_modal()
 
 
+def screenshot_dir() -> Path:
+    """Where the palette's Screenshot saves: ``screenshots/`` in memdeck's user data directory,
+    ``platformdirs.user_data_path("memdeck")`` (``$XDG_DATA_HOME/memdeck/screenshots``, by default
+    ``~/.local/share/memdeck/screenshots`` on Linux; ``~/Library/Application Support/memdeck/...``
+    on macOS; ``%LOCALAPPDATA%\\memdeck\\...`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_data_path("memdeck", appauthor=False) / "screenshots"
+
+
 def set_tab_label(tab: Any, label: Text) -> bool:
     """Set a tab's label; True when it took a layout pass. A label as wide as the shown one (a
     badge ``3`` becoming ``4``) is drawn in place: ``Tab.label`` lays out the whole screen and
@@ -251,6 +261,7 @@ class MemdeckApp(DeckActions, App[None]):
         #: snapshot still queued in front of it is not painted.
         self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
+        self._hygiene_shown: dict[str, int] = {}  # the hygiene counts the Capacity tab's tooltip says
         self._last_error_toast: dict[str, str] = {}
         #: the person's settings file as read at start (None: not read, ``user_settings=False``);
         #: the help screen shows its path, its problems and the binding ids a keymap takes
@@ -760,22 +771,22 @@ class MemdeckApp(DeckActions, App[None]):
             if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
                 yield command
         if not self.is_web:
-            yield SystemCommand("Screenshot", "save an SVG picture of the screen (in Downloads, else the "
-                                "current directory)", lambda: self.call_after_refresh(self.action_save_screenshot))
+            yield SystemCommand("Screenshot", f"save an SVG picture of the screen in {screenshot_dir()}",
+                                lambda: self.call_after_refresh(self.action_save_screenshot))
 
     def action_save_screenshot(self) -> None:
-        """Save the screen as SVG in the user's Downloads directory (platformdirs), or the current
-        directory when there is none, and say where in a toast (or why not)."""
-        from platformdirs import user_downloads_path
-
+        """Save the screen as SVG in memdeck's screenshot folder under the user's data directory
+        (:func:`screenshot_dir`, made when missing; never the current directory, issue 39 #12),
+        and say where in a toast (or why not)."""
+        folder = screenshot_dir()
         try:
-            downloads = user_downloads_path()
-            folder = downloads if downloads.is_dir() else Path.cwd()
+            folder.mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(path=str(folder))
         except OSError as exc:
-            self.notify(f"the screenshot was not saved: {exc}", title="Screenshot", severity="error", markup=False)
+            self.notify(f"the screenshot was not saved in {folder}: {exc}", title="Screenshot", severity="error",
+                        markup=False)
             return
-        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=6)
+        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=8)
 
     # ── read-only ───────────────────────────────────────────────────────
 
@@ -1317,12 +1328,19 @@ class MemdeckApp(DeckActions, App[None]):
         self.update_status_line()
 
     def _update_badges(self, snap: Any) -> None:
-        """Counts on the tabs: drifted anchors, flagged entries and pending writes."""
+        """Counts on the tabs: drifted anchors, pending writes and flagged entries, memory hygiene
+        findings (Capacity), frozen-memory differences (Context); each tab's tooltip says what
+        its count is."""
         from .views.common import badge_counts
 
         counts = badge_counts(snap)
         if counts == self._badges_shown:
+            hygiene = dict(getattr(snap, "hygiene_counts", None) or {})
+            if hygiene != self._hygiene_shown and counts.get("capacity"):  # the same count of other kinds
+                self._label_tabs(counts, {k: v for k, v in counts.items() if k != "capacity"})
+            self._hygiene_shown = hygiene
             return  # a tab label set is a layout pass of the whole screen: only when a count changed
+        self._hygiene_shown = dict(getattr(snap, "hygiene_counts", None) or {})
         self._label_tabs(counts, self._badges_shown)
         self._badges_shown = dict(counts)
 
@@ -1334,6 +1352,7 @@ class MemdeckApp(DeckActions, App[None]):
         """Set the tab labels: ``4 Capacity 3`` (``4 Cap 3`` on a narrow terminal); only the tabs
         whose count changed, unless ``shown`` is None (all)."""
         from .keymap import SHORT_TITLES
+        from .views.common import badge_tooltip
 
         narrow = bool(self.size.width) and self.size.width < self.NARROW_TABS_BELOW
         self._tabs_narrow = narrow
@@ -1353,6 +1372,7 @@ class MemdeckApp(DeckActions, App[None]):
             except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             set_tab_label(tab, label)
+            tab.tooltip = badge_tooltip(pid, n, self.snapshot)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

@@ -18,6 +18,7 @@ from ..context.tokens import TOKENIZERS
 from ..hermes_version import HermesVersion
 from ..sessions.records import PromptStamp
 from ..sessions.statedb import StateDB
+from ..text import percent_text
 from ..text import visible as _visible
 from .common import CliContext, print_json
 
@@ -91,8 +92,9 @@ def _print_text(rep: ContextReport) -> None:
     _print_injected(rep)
     nc = d["next_compaction"]
     if nc:
+        share_text = percent_text(nc["estimated_tokens"], nc["threshold_tokens"])
         print(f"next compaction: ~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens "
-              f"({nc['percent_of_threshold']}%; context {nc['context_length']:,} from {nc['context_length_source']}; "
+              f"({share_text}; context {nc['context_length']:,} from {nc['context_length_source']}; "
               "tool schemas not counted)")
     else:
         print(f"next compaction: unknown: {d['next_compaction_reason']}")
@@ -132,8 +134,8 @@ def _print_injected(rep: Any) -> None:
         print(f"  ({len(inj.turns) - 20} older turns: memdeck context --json)")
     share = rep.provider_share()
     if share is not None and inj.provider:
-        print(f"  the provider's fences in context: ~{share['tokens']:,} tokens, {share['percent']}% of the "
-              f"{share['threshold_tokens']:,} at which Hermes compacts")
+        print(f"  the provider's fences in context: ~{share['tokens']:,} tokens, "
+              f"{percent_text(share['tokens'], share['threshold_tokens'])} of the {share['threshold_tokens']:,} at which Hermes compacts")
 
 
 def _context(args: argparse.Namespace, ctx: CliContext) -> int:

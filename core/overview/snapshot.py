@@ -203,6 +203,9 @@ class DeckSnapshot:
         detection: which detection memdeck's audit runs (:class:`core.anchors.encoder.DetectionStatus`).
         hygiene: the lexical hygiene report (:class:`core.hygiene.findings.HygieneReport`).
         The last five are read only when asked for (``status --json``: :attr:`core.overview.parts.Part.asked`).
+        hygiene_counts: memory hygiene counts from the entries' text alone (lexical; duplicate,
+            contradiction, wasteful: :func:`core.hygiene.detect.pair_counts`), the Capacity tab's
+            badge; empty before it is read.
     """
 
     taken_at: float
@@ -251,6 +254,7 @@ class DeckSnapshot:
     global_pin_warnings: tuple[str, ...] = ()
     detection: DetectionStatus | None = None
     hygiene: HygieneReport | None = None
+    hygiene_counts: Mapping[str, int] = field(default_factory=_frozen)
 
     @property
     def archive_count(self) -> int:

@@ -98,3 +98,19 @@ def test_watch_says_a_record_memdeck_staged_again(tmp_path) -> None:
         assert [(e["id"], e["staged_again"]) for e in events] == [(rec.id, True)]
     finally:
         w.close()
+
+
+def test_the_provider_budget_alert_says_the_percent_it_decided_on() -> None:
+    """Issue 39 #12 (one percent rule): 1,999 of 10,000 tokens is 19%, under a 20% budget (the
+    share's rounded 20.0 used to fire it while its text said 19%); 2,000 is 20% and says so."""
+    from memdeck.core.overview.alerts import AlertSettings, ProviderWatch, provider_changes
+
+    def watch(tokens: int) -> ProviderWatch:
+        return ProviderWatch("s1", "holographic", 0, {"tokens": tokens, "threshold_tokens": 10_000,
+                                                      "percent": round(100 * tokens / 10_000, 1)})
+
+    settings = AlertSettings()
+    assert settings.provider_budget_pct == 20
+    assert not [a for a in provider_changes(watch(100), watch(1_999), settings) if a.kind == "provider_budget"]
+    fired = [a for a in provider_changes(watch(100), watch(2_000), settings) if a.kind == "provider_budget"]
+    assert len(fired) == 1 and "20% of the 10,000" in fired[0].message and fired[0].title.endswith("over 20% of the budget")

@@ -45,7 +45,10 @@ async def test_the_panel_shows_the_frozen_memory_the_sections_and_the_next_turn(
         assert "exact: o200k_base" in head  # the worker counted the prompt with the shipped vocabulary
         status = app.query_one("#statusline").content.plain
         assert differ in status and "frozen" in status
-        assert app._badges_shown.get("context") == n and app._badges_shown.get("capacity") == n
+        assert app._badges_shown.get("context") == n
+        # Capacity's badge is not Context's again (issue 39 #12): it counts hygiene findings, none here
+        assert "capacity" not in app._badges_shown and not sum(app.snapshot.hygiene_counts.values())
+        assert "frozen memory" in str(app.query_one("#panels").get_tab("context").tooltip)
         # navigable by section: the USER block row shows its text
         row = next(r for r in panel.rows if r.name == "user")
         app.query_one("#context-table").select_key(row.key)

@@ -18,7 +18,8 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from memdeck.core.home import TARGET_FILES
-from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
+from memdeck.core.memory.entries import archive_candidates, usage_chars
+from memdeck.core.text import percent_text
 
 from ..safe_text import safe_text
 from .modal import Dialog
@@ -226,9 +227,8 @@ class EntryEditScreen(FormScreen):
         budget = Text()
         budget.append(f"{len(text):,} chars · {name} after save: ")
         over = used > limit
-        # the percent as Hermes (and the Capacity bar) shows it: truncated; past 100 when over
-        pct = usage_pct(used, limit) if not over else used * 100 // max(1, limit)
-        budget.append(f"{used:,}/{limit:,} ({pct}%)", "bold red" if over else "green")
+        # memdeck's one percent (Hermes' truncation, as the Capacity bar and the what-if below): past 100 when over
+        budget.append(f"{used:,}/{limit:,} ({percent_text(used, limit)})", "bold red" if over else "green")
         if over:
             budget.append(f"  ✗ {used - limit:,} chars over the limit", "bold red")
             others = [e for e in self._entries(target) if e != self.original or self.choose_target]

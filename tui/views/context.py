@@ -16,6 +16,7 @@ from rich.text import Text
 
 from memdeck.core.context.new_session import new_session_hint
 from memdeck.core.live_memory.view import write_note_for
+from memdeck.core.text import percent, percent_text
 
 from ..safe_text import safe_text
 from .common import ago
@@ -235,8 +236,9 @@ def _injected_detail(snap: DeckSnapshot, row: ContextRow) -> Text:
             t.append(f"\nthe last {q} user turn{'s' if q != 1 else ''} carried nothing from {inj.provider}", "bold yellow")
         share = view.provider_share if view is not None else None
         if share is not None and inj.provider:
-            t.append(f"\nits fences in context: ~{share['tokens']:,} tokens, {share['percent']:g} % of the "
-                     f"{share['threshold_tokens']:,} at which Hermes compacts", "dim")
+            t.append(f"\nits fences in context: ~{share['tokens']:,} tokens, "
+                     f"{percent_text(share['tokens'], share['threshold_tokens'])} of the {share['threshold_tokens']:,} "
+                     "at which Hermes compacts", "dim")
         return t
     if row.kind == "injected_turn":
         turn = row.obj
@@ -287,8 +289,8 @@ def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0)
     if nc is None:
         two.append_text(safe_text(f"unknown ({why})", single_line=True, style="dim"))
     else:
-        pct = nc["percent_of_threshold"] or 0
-        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
+        pct = percent(nc["estimated_tokens"], nc["threshold_tokens"] or 0)
+        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct}%)",
                    "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
         two.append(f" · {round(nc['threshold_percent'] * 100)}% of {nc['context_length']:,}", "dim")
         two.append(" · Hermes' estimate, tool schemas not recorded", "dim")
