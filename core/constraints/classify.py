@@ -77,6 +77,24 @@ def _binding_line(line: SummaryLine) -> bool:
     return line.binding or (line.in_constraints and not found("narrative", line.text))
 
 
+def _judge(r: Rule, ln: SummaryLine, _ev: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The verdict one matching line gives a rule, and the evidence words that decided it."""
+    binding = _binding_line(ln)
+    if r.scope == "once" and binding and not found("once", ln.text):
+        return "promoted", {"scope_words": found("once", r.text)}
+    lost_neg = _negative(r.text) and not _negative(ln.text)
+    narrative = found("narrative", ln.text)
+    if binding and not lost_neg and not (narrative and not ln.binding):
+        return "kept", {"binding_words": found("binding", ln.text) or (["(constraints section)"] if ln.in_constraints
+                                                                        else [])}
+    ev: dict[str, Any] = {"binding_lost": list(r.markers)}
+    if lost_neg:
+        ev["prohibition_lost"] = found("negative", r.text)
+    if narrative:
+        ev["narrative"] = narrative
+    return "weakened", ev
+
+
 def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Sequence[tuple[str, str]] = (),
              cosine: Any = None) -> list[Item]:
     """The ledger of one compaction.
@@ -94,7 +112,8 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
     lw = [_subject(ln.text) for ln in lines]
     for r in rules:
         rw = _subject(r.text)
-        best, best_i, best_ev = 0.0, None, {}  # type: tuple[float, int | None, dict[str, Any]]
+        best, best_i = 0.0, None  # type: tuple[float, int | None]
+        candidates: list[tuple[float, int, dict[str, Any]]] = []
         for i, ln in enumerate(lines):
             _j, _c, shared = overlap(rw.bag, lw[i].bag)
             share = len(shared) / max(1, len(rw.bag))
@@ -106,29 +125,24 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
                 if c >= MATCH_COSINE and share < MATCH_CONTAINMENT:
                     score = max(score, MATCH_CONTAINMENT + (c - MATCH_COSINE))
             if score > best:
-                best, best_i, best_ev = score, i, ev
-        if best_i is not None and best >= MATCH_CONTAINMENT:
-            ln = lines[best_i]
-            used.add(best_i)
-            ev = dict(best_ev)
+                best, best_i = score, i
+            if score >= MATCH_CONTAINMENT:
+                candidates.append((score, i, ev))
+        if candidates:
+            # Several lines may say the rule (0.22 quotes every compacted user message verbatim besides
+            # the model's own sections): a line that states a one-operation rule as standing promotes
+            # it whatever else the summary says; else one line with the binding force keeps it; else
+            # the closest line weakened it.
+            judged = [(_judge(r, lines[i], ev), score, i, ev) for score, i, ev in candidates]
+            for want in ("promoted", "kept", "weakened"):
+                pick = [j for j in judged if j[0][0] == want]
+                if pick:
+                    (verdict, extra), _score, i, ev = max(pick, key=lambda j: j[1])
+                    break
+            used.add(i)
+            ev = dict(ev, **extra)
             ev["decided_by"] = "similarity" if "similarity" in ev and float(ev["share"]) < MATCH_CONTAINMENT else "words"
-            binding = _binding_line(ln)
-            if r.scope == "once" and binding:
-                ev["scope_words"] = found("once", r.text)
-                items.append(Item("promoted", r.text, r.turn_id, ln.text, r.scope, ev, method))
-                continue
-            lost_neg = _negative(r.text) and not _negative(ln.text)
-            narrative = found("narrative", ln.text)
-            if binding and not lost_neg and not (narrative and not ln.binding):
-                ev["binding_words"] = found("binding", ln.text) or (["(constraints section)"] if ln.in_constraints else [])
-                items.append(Item("kept", r.text, r.turn_id, ln.text, r.scope, ev, method))
-            else:
-                ev["binding_lost"] = list(r.markers)
-                if lost_neg:
-                    ev["prohibition_lost"] = found("negative", r.text)
-                if narrative:
-                    ev["narrative"] = narrative
-                items.append(Item("weakened", r.text, r.turn_id, ln.text, r.scope, ev, method))
+            items.append(Item(verdict, r.text, r.turn_id, lines[i].text, r.scope, ev, method))
             continue
         if r.scope == "once":
             continue  # a one-operation instruction the summary drops was rightly dropped

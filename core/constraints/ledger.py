@@ -47,6 +47,17 @@ def _carried(home: Any, config: Any, session_id: str) -> list[tuple[str, str]]:
     return out
 
 
+def _region_texts(db: Any, ev: Any, next_start: int | None) -> set[str]:
+    """The stripped texts of the user rows the model still reads after a compaction: the region it
+    inserted (head, summary, tail; a rotation's are the child's rows) and the turns after it, up to
+    the next compaction's region (``next_start``). Hermes 0.22's merge-into-tail region is read this
+    way whole, where its tail rows copy rows it left ``compacted = 0``."""
+    if ev.region_first_id is None:
+        return set()
+    sid = ev.child_session_id if ev.mode == "rotation" and ev.child_session_id else ev.session_id
+    return {(m.text or "").strip() for m in db.user_rows(sid, ev.region_first_id, next_start)}
+
+
 def session_ledger(db: Any, home: Any, config: Any, session_id: str, *, compaction: int | None = None,
                    semantic: bool = True) -> dict[str, Any]:
     """``{"session_id", "method", "compactions": [{"compaction_id", "at", "mode", "items": [...]}]}``
@@ -62,12 +73,16 @@ def session_ledger(db: Any, home: Any, config: Any, session_id: str, *, compacti
     carried = _carried(home, config, session_id)
     out: list[dict[str, Any]] = []
     start = 0
-    for ev in events:
+    for n, ev in enumerate(events):
         end = ev.region_first_id if ev.mode == "in_place" and ev.region_first_id is not None else None
         if compaction is None or ev.index == compaction:
             summary = db.message(ev.summary_message_id) if ev.summary_message_id is not None else None
             turns = [m for m in db.user_rows(session_id, start, end) if m.id != ev.summary_message_id]
-            rules = [r for m in turns for r in rules_in(m.text, m.id)]
+            # a turn Hermes copied into the new region (the protected head, the verbatim tail) was not
+            # compacted: the model still reads it word for word
+            nxt = events[n + 1] if n + 1 < len(events) else None
+            region = _region_texts(db, ev, nxt.region_first_id if nxt is not None and nxt.mode == "in_place" else None)
+            rules = [r for m in turns if (m.text or "").strip() not in region for r in rules_in(m.text, m.id)]
             lines = summary_lines(summary.text if summary is not None else "")
             items: Sequence[Item] = classify(rules, lines, carried=carried, cosine=cosine)
             out.append({"compaction_id": ev.index, "at": float(ev.time), "mode": ev.mode,
