@@ -146,21 +146,32 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
             continue
         if r.scope == "once":
             continue  # a one-operation instruction the summary drops was rightly dropped
-        carrier = None
-        for where, text in carried:
-            _j, _c, shared = overlap(rw.bag, words(text).bag)
-            if rw.bag and len(shared) / len(rw.bag) >= MATCH_CONTAINMENT:
-                carrier = {"carried_by": where, "text": text, "shared": sorted(shared)}
-                break
-        if carrier is not None:
-            items.append(Item("kept", r.text, r.turn_id, None, r.scope, carrier, method))
-        else:
-            items.append(Item("lost", r.text, r.turn_id, None, r.scope,
-                              {"best_share": round(best, 3), "nearest_line": lines[best_i].text if best_i is not None
-                               else None}, method))
+        items.append(Item("lost", r.text, r.turn_id, None, r.scope,
+                          {"best_share": round(best, 3), "nearest_line": lines[best_i].text if best_i is not None
+                           else None}, method))
     for i, ln in enumerate(lines):
         if i in used or not (ln.binding and ln.in_constraints):
             continue
         items.append(Item("orphan", None, None, ln.text, None,
                           {"section": ln.section, "binding_words": found("binding", ln.text)}, method))
-    return items
+    return apply_carried(items, carried) if carried else items
+
+
+def apply_carried(items: Sequence[Item], carried: Sequence[tuple[str, str]]) -> list[Item]:
+    """``items`` with each **lost** rule that an anchor or a MEMORY/USER entry carries (the share of
+    the rule's content words it holds, :data:`MATCH_CONTAINMENT`) made **kept**, its evidence the
+    carrier (``carried_by``: ``anchor`` | ``memory`` | ``user``). Cheap: checked when a kept ledger is
+    read, so a memory change never computes a ledger again."""
+    out: list[Item] = []
+    bags = [(where, text, words(text).bag) for where, text in carried]
+    for it in items:
+        if it.verdict == "lost" and it.rule is not None and bags:
+            rw = _subject(it.rule)
+            for where, text, bag in bags:
+                _j, _c, shared = overlap(rw.bag, bag)
+                if rw.bag and len(shared) / len(rw.bag) >= MATCH_CONTAINMENT:
+                    it = Item("kept", it.rule, it.source_turn_id, None, it.scope,
+                              {"carried_by": where, "text": text, "shared": sorted(shared)}, it.method)
+                    break
+        out.append(it)
+    return out

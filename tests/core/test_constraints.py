@@ -5,6 +5,7 @@ pairs and on a compacted session in state.db."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,84 @@ def test_watch_reports_each_new_compaction_of_the_live_session_once(hermes_home:
         assert w2.constraint_events() == []
     finally:
         w2.close()
+
+
+def _compactions(home: HermesHome, n: int) -> None:
+    """A session compacted ``n`` times in place, each compaction's turns holding a rule it loses."""
+    conn = HS.create_state_db(home.state_db)
+    HS.add_session(conn, "s1", started_at=1_800_000_000.0)
+    t = 1_800_000_000.0
+    for k in range(n):
+        for text in (f"Step {k}.", f"Never delete archive{k}.", "ok", "go on"):
+            HS.append_message(conn, "s1", "user", text, timestamp=t)
+            HS.append_message(conn, "s1", "assistant", "ok", timestamp=t + 0.5)
+            t += 1
+        HS.compact_in_place(conn, "s1", f"## Constraints & Preferences\n- Work on step {k}.", keep_head=1,
+                            keep_tail=2, now=t)
+        t += 1
+    HS.append_message(conn, "s1", "user", "next", timestamp=t)
+    conn.close()
+
+
+def test_each_compactions_ledger_is_computed_once_and_kept_in_memdeck_db(hermes_home: HermesHome, monkeypatch) -> None:
+    from memdeck.core.constraints import ledger as L
+    from memdeck.core.deck import db as deckdb
+
+    _compactions(hermes_home, 3)
+    deckdb.connect(hermes_home).close()
+    calls: list[int] = []
+    real = L._compute
+    monkeypatch.setattr(L, "_compute", lambda db, ev, *a: calls.append(ev.index) or real(db, ev, *a))
+    with StateDB(hermes_home.state_db) as db:
+        assert L.pending_ledgers(db, hermes_home, "s1") == 3
+        first = session_ledger(db, hermes_home, None, "s1", semantic=False)
+        assert sorted(calls) == [1, 2, 3] and first["pending"] == 0
+        assert L.pending_ledgers(db, hermes_home, "s1") == 0
+        L.clear_process_cache()  # another process: memdeck.db has them
+        again = session_ledger(db, hermes_home, None, "s1", semantic=False)
+    assert sorted(calls) == [1, 2, 3] and again == first
+    assert [c["compaction_id"] for c in first["compactions"]] == [1, 2, 3]
+    assert {(i["verdict"], i["rule"]) for c in first["compactions"] for i in c["items"] if i["rule"]} >= {
+        ("lost", "Never delete archive0."), ("lost", "Never delete archive1.")}
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        rows = c.execute("SELECT compaction_id, method, rule_version, counts FROM constraint_ledgers ORDER BY 1").fetchall()
+    finally:
+        c.close()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(k, "keyword", L.RULE_VERSION) for k in (1, 2, 3)]
+    assert json.loads(rows[0][3])["lost"] >= 1
+
+
+def test_a_memory_entry_keeps_a_lost_rule_without_computing_the_ledger_again(hermes_home: HermesHome,
+                                                                            monkeypatch) -> None:
+    from memdeck.core.constraints import ledger as L
+
+    _compactions(hermes_home, 1)
+    with StateDB(hermes_home.state_db) as db:
+        before = session_ledger(db, hermes_home, None, "s1", semantic=False)
+        monkeypatch.setattr(L, "_compute", lambda *a: pytest.fail("computed again"))
+        (hermes_home.path / "memories" / "MEMORY.md").write_text("Never delete archive0 (user rule).", encoding="utf-8")
+        after = session_ledger(db, hermes_home, None, "s1", semantic=False)
+    lost = next(i for i in before["compactions"][0]["items"] if i["rule"] == "Never delete archive0.")
+    kept = next(i for i in after["compactions"][0]["items"] if i["rule"] == "Never delete archive0.")
+    assert lost["verdict"] == "lost" and kept["verdict"] == "kept" and kept["evidence"]["carried_by"] == "memory"
+
+
+def test_a_bounded_ledger_computes_the_newest_first_and_fill_finishes_it(hermes_home: HermesHome) -> None:
+    from memdeck.core.constraints.ledger import fill_ledgers, pending_ledgers
+    from memdeck.core.deck import db as deckdb
+
+    _compactions(hermes_home, 4)
+    deckdb.connect(hermes_home).close()
+    with StateDB(hermes_home.state_db) as db:
+        part = session_ledger(db, hermes_home, None, "s1", semantic=False, budget_s=0.0)
+        assert part["pending"] == 3 and [c["compaction_id"] for c in part["compactions"]] == [4]
+        seen: list[tuple[int, int]] = []
+        left = fill_ledgers(db, hermes_home, "s1", budget_s=0.0, progress=lambda d, t: seen.append((d, t)))
+        assert left == 2 and seen == [(1, 3)]
+        while left:
+            nxt = fill_ledgers(db, hermes_home, "s1", budget_s=0.0)
+            assert nxt < left
+            left = nxt
+        assert pending_ledgers(db, hermes_home, "s1") == 0
+        assert session_ledger(db, hermes_home, None, "s1", semantic=False, budget_s=0.0)["pending"] == 0

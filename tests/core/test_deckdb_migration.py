@@ -64,7 +64,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 10
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == len(deckdb.MIGRATIONS)
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -304,9 +304,35 @@ def test_migration_10_adds_live_deliveries_and_keeps_a_v9_file(hermes_home: Herm
         deckdb.connect(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 10
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
         cols = [r[1] for r in c.execute("PRAGMA table_info(live_deliveries)")]
         assert cols == ["session_id", "entry_hash", "target", "change", "state", "mode", "reason", "turn", "turn_id", "at"]
+    finally:
+        c.close()
+
+
+def test_the_constraint_ledger_migration_adds_its_table_and_keeps_an_older_file(hermes_home: HermesHome,
+                                                                                monkeypatch) -> None:
+    """issue 34: a memdeck.db one step before ``constraint_ledgers`` gains the table (at whatever
+    number it lands among the migrations) and keeps every history row."""
+    step = deckdb.MIGRATIONS.index(deckdb._CONSTRAINT_LEDGER_SCHEMA)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:step])
+        m.setattr(deckdb, "SCHEMA_VERSION", step)
+        rows = _v8_with_history(hermes_home, 10)
+        deckdb.connect(hermes_home).close()
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == step
+        assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'constraint_ledgers'").fetchone() is None
+    finally:
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        cols = [r[1] for r in c.execute("PRAGMA table_info(constraint_ledgers)")]
+        assert cols == ["key", "session_id", "compaction_id", "method", "rule_version", "entry", "counts", "computed_at"]
     finally:
         c.close()
