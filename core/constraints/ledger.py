@@ -235,3 +235,27 @@ def counts(ledger: dict[str, Any]) -> dict[str, int]:
 def clear_process_cache() -> None:
     """Forget the ledgers kept in this process (tests; a home switched)."""
     _MEMO.clear()
+
+
+#: the verdicts that tell a person a compaction changed a rule (the toast's and watch's)
+CHANGED = ("lost", "weakened", "promoted")
+
+
+def ledger_counts(db: Any, home: Any, config: Any, session_id: str, *, budget_s: float | None) -> dict[str, Any]:
+    """The counts the dashboard and ``status --json`` show for one session's keyword ledger:
+    ``{"session_id", "method", "compactions" (int), "pending" (compactions not computed yet within
+    ``budget_s``), "counts": {verdict: n} over the computed ones, "newest": {"compaction_id", "at",
+    "counts", "changed": [{"verdict", "rule", "summary_line", "source_turn_id", "scope"}]} | null}``
+    (``newest``: the session's newest compaction: a bounded read computes it first, always)."""
+    led = session_ledger(db, home, config, session_id, semantic=False, budget_s=budget_s)
+    comps = led["compactions"]
+    newest = None
+    total = len(comps) + int(led["pending"])
+    if comps:
+        last = comps[-1]
+        newest = {"compaction_id": last["compaction_id"], "at": last["at"],
+                  "counts": counts({"compactions": [last]}),
+                  "changed": [{k: i[k] for k in ("verdict", "rule", "summary_line", "source_turn_id", "scope")}
+                              for i in last["items"] if i["verdict"] in CHANGED]}
+    return {"session_id": session_id, "method": led["method"], "compactions": total, "pending": int(led["pending"]),
+            "counts": counts(led), "newest": newest}

@@ -50,6 +50,11 @@ Shape (keys are only ever added, never renamed or removed)::
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
+      "constraints": {"session_id", "method": "keyword", "compactions": int, "pending": int,
+                      "counts": {"kept", "weakened", "lost", "promoted", "orphan": int},
+                      "newest": {"compaction_id", "at", "counts", "changed": [{"verdict", "rule",
+                                 "summary_line", "source_turn_id", "scope"}]} | null} | null,
+                                         # the live session's constraint ledger (core/constraints)
       "cut_reads": [{"what": str, "chars": int, "kept": int, "dropped": int}],
                                          # stored texts read only in part (a system prompt or an
                                          # api_content over core/sessions/bounds.py's 1,000,000 chars)
@@ -294,6 +299,10 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         hermes = out.get("hermes") or {}
         version = HermesVersion.of(hermes.get("version"), hermes.get("version_source") or "")
         out["stale_sessions"] = stale_sessions_section(home, config, version)
+        try:
+            out["constraints"] = constraints_section(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors["constraints"] = f"{type(exc).__name__}: {exc}"
     provider = configured_provider(config, version)  # the one reading (dashboard, fleet, metrics too)
     out["pending"] = pending_section(home, config, provider)
     out["memory_provider"] = provider or ""
@@ -310,6 +319,34 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     out["section_errors"] = errors
     out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
+
+
+#: Seconds ``status`` may spend computing constraint ledgers not kept yet (newest first); the rest
+#: are counted in ``pending`` and a later call continues (each is computed once, kept in memdeck.db).
+STATUS_LEDGER_BUDGET_S = 5.0
+
+
+def constraints_section(home: HermesHome, config: Config, *, budget_s: float | None = STATUS_LEDGER_BUDGET_S
+                        ) -> dict[str, Any] | None:
+    """``{"session_id", "method": "keyword", "compactions", "pending", "counts": {kept, weakened, lost,
+    promoted, orphan}, "newest": {"compaction_id", "at", "counts", "changed": [...]} | null}``: the
+    keyword constraint ledger (``core/constraints``) of the live session (else the newest), or None
+    without a readable state.db or a session (:func:`core.constraints.ledger.ledger_counts`)."""
+    from ..constraints.ledger import ledger_counts
+
+    if not home.state_db.exists():
+        return None
+    with StateDB(home.state_db) as db:
+        if not db.status().ok:
+            return None
+        live = db.live_session()
+        sid = live.id if live is not None else None
+        if sid is None:
+            newest = db.sessions(limit=1)
+            sid = newest[0].id if newest else None
+        if sid is None:
+            return None
+        return ledger_counts(db, home, config, sid, budget_s=budget_s)
 
 
 def hygiene_section(home: HermesHome, config: Config) -> dict[str, Any]:

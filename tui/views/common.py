@@ -124,7 +124,8 @@ def findings_legend(findings: Sequence[Finding], unplaced: Sequence[str] = ()) -
 def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     """Counts shown on the tabs: ``anchors`` drifted anchors of the shown session, ``review``
     pending writes plus flagged entries (threat findings), ``capacity`` and ``context`` the entries
-    the followed session's frozen memory differs from the files by. Panels without a count are absent."""
+    the followed session's frozen memory differs from the files by, ``drift`` the rules its
+    compactions lost, weakened or promoted (the constraint ledger). Panels without a count are absent."""
 
     drifted = sum(1 for r in snap.audit.anchors if r.state == "drifted") if snap.audit is not None else 0
     flagged = 0
@@ -135,5 +136,8 @@ def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     view = getattr(snap, "agent_view", None)
     fd = view.followed_diff if view is not None else None
     differ = fd.differences if fd is not None and fd.frozen.in_prompt else 0
-    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": differ, "context": differ}
+    from .constraints import changed_count
+
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": differ, "context": differ,
+           "drift": changed_count(snap)}
     return {k: v for k, v in out.items() if v}
