@@ -166,7 +166,8 @@ def _entries(db: Any, home: Any, session_id: str, spans: Sequence[tuple[Any, int
 
 
 def session_ledger(db: Any, home: Any, config: Any, session_id: str, *, compaction: int | None = None,
-                   semantic: bool = True, budget_s: float | None = None) -> dict[str, Any]:
+                   semantic: bool = True, budget_s: float | None = None,
+                   carried: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
     """``{"session_id", "method", "pending", "compactions": [{"compaction_id", "at", "mode",
     "summary_found", "items": [...]}]}`` (the shape of ``memdeck constraints --json``): one entry per
     compaction of the session, oldest first (``compaction``: only that 1-based index).
@@ -176,13 +177,15 @@ def session_ledger(db: Any, home: Any, config: Any, session_id: str, *, compacti
     rotation, the parent's user rows from its last region on; in both, less the turns Hermes copied
     into the new region. Each entry is computed once (kept in memdeck.db when it exists);
     ``budget_s`` bounds the seconds spent computing (newest first): the compactions left are not
-    listed and counted in ``pending``.
+    listed and counted in ``pending``. ``carried``: the ``(where, text)`` that keep a rule besides
+    the summary (default: the session's anchors and MEMORY/USER read now).
     """
     events = [e for e in db.compactions(session_id) if e.session_id == session_id]
     spans = [sp for sp in _spans(events) if compaction is None or sp[0].index == compaction]
     cosine, method = _cosine(home, semantic)
     entries, _done = _entries(db, home, session_id, spans, cosine, method, budget_s)
-    carried = _carried(home, config, session_id)
+    if carried is None:
+        carried = _carried(home, config, session_id)
     out: list[dict[str, Any]] = []
     for entry in entries:
         if entry is None:
@@ -241,13 +244,14 @@ def clear_process_cache() -> None:
 CHANGED = ("lost", "weakened", "promoted")
 
 
-def ledger_counts(db: Any, home: Any, config: Any, session_id: str, *, budget_s: float | None) -> dict[str, Any]:
+def ledger_counts(db: Any, home: Any, config: Any, session_id: str, *, budget_s: float | None,
+                  carried: Sequence[tuple[str, str]] | None = None) -> dict[str, Any]:
     """The counts the dashboard and ``status --json`` show for one session's keyword ledger:
     ``{"session_id", "method", "compactions" (int), "pending" (compactions not computed yet within
     ``budget_s``), "counts": {verdict: n} over the computed ones, "newest": {"compaction_id", "at",
     "counts", "changed": [{"verdict", "rule", "summary_line", "source_turn_id", "scope"}]} | null}``
     (``newest``: the session's newest compaction: a bounded read computes it first, always)."""
-    led = session_ledger(db, home, config, session_id, semantic=False, budget_s=budget_s)
+    led = session_ledger(db, home, config, session_id, semantic=False, budget_s=budget_s, carried=carried)
     comps = led["compactions"]
     newest = None
     total = len(comps) + int(led["pending"])

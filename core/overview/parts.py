@@ -363,8 +363,13 @@ def read_constraints(ctx: Context) -> Mapping[str, Any]:
     if db is None or not shown:
         return {"constraints": None}
     budget = LEDGER_BUDGET_S if ctx.ledger_budget_s is None else ctx.ledger_budget_s
+    # what else keeps a rule, as this read already read it (the memory files are read once a read)
+    carried = [(t, e.text) for t, st in ctx["memory"].items() for e in st.entries]
+    anchors = ctx["session_anchors"]
+    if anchors is not None:
+        carried += [("anchor", a.text) for a in anchors.sorted_anchors()]
     value = ctx.banner(("drift",), "constraint ledger",
-                       lambda: ledger_counts(db, ctx.home, ctx.config, shown, budget_s=budget), None)
+                       lambda: ledger_counts(db, ctx.home, ctx.config, shown, budget_s=budget, carried=carried), None)
     return {"constraints": _frozen(value) if value is not None else None}
 
 
@@ -498,7 +503,8 @@ PARTS: tuple[Part, ...] = (
     Part("_audit_points", ("_audit_points",), ("audit",), audit_points),
     Part("drift_log", ("drift_log", "integrity_history"), ("_audit_points", "session_anchors"), read_drift),
     Part("compactions", ("compactions",), ("session_id", "_db_rows"), read_compactions, (DRI, INT), needs_statedb=True),
-    Part("constraints", ("constraints",), ("session_id", "_db_rows", "memory", "_anchors_key", "config", "unfinished"),
+    Part("constraints", ("constraints",), ("session_id", "_db_rows", "memory", "session_anchors", "config",
+                                          "unfinished"),
          read_constraints, (DRI,), needs_statedb=True, unfinished=constraints_unfinished),
     Part("prompt_blocks", ("prompt_blocks",), ("stamp.memory", "config"), read_prompt_blocks, (CAP,)),
     Part("reminder_block", ("reminder_block",), ("audit",), reminder),

@@ -270,3 +270,15 @@ def test_a_bounded_ledger_computes_the_newest_first_and_fill_finishes_it(hermes_
             left = nxt
         assert pending_ledgers(db, hermes_home, "s1") == 0
         assert session_ledger(db, hermes_home, None, "s1", semantic=False, budget_s=0.0)["pending"] == 0
+
+
+def test_status_json_counts_the_live_sessions_ledger(hermes_home: HermesHome, capsys) -> None:
+    _session(hermes_home, TURNS, SUMMARY)
+    assert main(["--home", str(hermes_home.path), "status", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["constraints"]
+    assert c["session_id"] == "s1" and c["method"] == "keyword" and c["compactions"] == 1 and c["pending"] == 0
+    assert c["counts"] == {"kept": 1, "weakened": 1, "lost": 1, "promoted": 1, "orphan": 1}
+    assert c["newest"]["compaction_id"] == 1
+    assert sorted(i["verdict"] for i in c["newest"]["changed"]) == ["lost", "promoted", "weakened"]
+    assert {i["rule"] for i in c["newest"]["changed"]} == {"Never force-push to main.", "Skip the linter just this once.",
+                                                          "Never log API keys."}
