@@ -57,7 +57,7 @@ async def test_the_live_sessions_new_compaction_that_lost_rules_is_toasted_once(
         await wait_for(pilot, lambda: _titles(app), rounds=200, describe=lambda: "no toast")
         await settle(pilot, app)
         assert _titles(app) == ["compaction #3 changed rules"]
-        msg = [n.message for n in app.notification_log if n.title == "compaction #3 changed rules"][0]
+        msg = next(n.message for n in app.notification_log if n.title == "compaction #3 changed rules")
         assert "1 lost" in msg and "1 promoted" in msg and "Never run migrations on Fridays." in msg
 
 
