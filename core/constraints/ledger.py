@@ -24,7 +24,7 @@ from .summary import summary_lines
 
 #: the version of the rule (markers, rule finding, summary parsing, classifier): a stored ledger of
 #: another version is computed again. Bump it with any change that can change a verdict.
-RULE_VERSION = 2
+RULE_VERSION = 3
 
 #: ledgers computed or loaded in this process, by key (a refresh without memdeck.db computes none twice)
 _MEMO: OrderedDict[str, dict[str, Any]] = OrderedDict()

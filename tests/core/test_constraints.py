@@ -60,6 +60,8 @@ def test_keyword_verdicts_meet_precision_and_recall_per_class() -> None:
     ("这次先跳过 lint 检查。", 1, "once"),
     ("必ず日本語で回答してください。", 1, None),
     ("What time is it in Berlin?", 0, None),
+    ("Where should we start? Never force-push.", 1, None),  # a question binds nothing (the demo's turn)
+    ("这个应该怎么做？", 0, None),
 ])
 def test_rules_are_found_with_their_scope_in_six_languages(text: str, n: int, scope: str | None) -> None:
     rules = rules_in(text, 7)
