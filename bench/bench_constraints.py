@@ -7,6 +7,11 @@ set separately:
   for it (its figures are the honest estimate).
 
     python bench/bench_constraints.py [--keyword] [--set tuned|held-out]
+    python bench/bench_constraints.py --home HOME [--session SID] [--semantic N]
+
+``--home``: the cost of the ledger on a real home (e.g. ``python bench/bighome.py 200000``): each
+compaction of the live session computed from state.db (keyword; the newest ``N`` semantic too, 5 by
+default), in ms (median, p95, max), the whole first ledger, and a read of the kept ledger.
 """
 
 from __future__ import annotations
@@ -55,7 +60,62 @@ def report(name: str, cases: list[dict], cosine, method: str) -> None:
             print(f"  miss ({c['lang']}): {c['label']} -> {p}: {c['rule']!r} / {c.get('line')!r}")
 
 
+def timing(home_path: str, session: str | None, semantic_n: int) -> int:
+    import statistics
+
+    from memdeck.core.constraints import ledger as L
+    from memdeck.core.home import HermesHome
+    from memdeck.core.sessions.statedb import StateDB
+
+    home = HermesHome(Path(home_path))
+    with StateDB(home.state_db) as db:
+        t0 = time.perf_counter()
+        sid = session or (db.live_session().id if db.live_session() is not None else db.sessions(limit=1)[0].id)
+        events = [e for e in db.compactions(sid) if e.session_id == sid]
+        t_events = time.perf_counter() - t0
+        spans = L._spans(events)
+        rows = db.message_count()
+        print(f"home {home_path}: {rows:,} rows in state.db; session {sid}: {len(spans)} compactions "
+              f"(events read in {t_events * 1000:.0f} ms)")
+
+        def run(cosine, method, which):
+            ms, items = [], 0
+            for ev, s, e in which:
+                t = time.perf_counter()
+                entry = L._compute(db, ev, s, e, cosine, method)
+                ms.append((time.perf_counter() - t) * 1000)
+                items += len(entry["items"])
+            ms.sort()
+            p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+            print(f"| {method} | {len(ms)} | {statistics.median(ms):.1f} | {p95:.1f} | {ms[-1]:.1f} | {sum(ms) / 1000:.2f} s "
+                  f"| {items} |")
+
+        print("| method | compactions | median ms | p95 ms | max ms | total | items |")
+        print("|---|---|---|---|---|---|---|")
+        run(None, "keyword", spans)
+        if semantic_n:
+            cosine, method = L._cosine(None, True)
+            if method == "semantic":
+                run(cosine, "semantic", spans[-semantic_n:])
+            else:
+                print("(semantic: the semantic extra or its model is not available)")
+        L.clear_process_cache()
+        t = time.perf_counter()
+        first = L.session_ledger(db, None, None, sid, semantic=False)
+        t_first = time.perf_counter() - t
+        t = time.perf_counter()
+        L.session_ledger(db, None, None, sid, semantic=False)
+        t_kept = time.perf_counter() - t
+        print(f"first full keyword ledger (session_ledger): {t_first:.2f} s; read again (every ledger kept): "
+              f"{t_kept * 1000:.0f} ms; counts {L.counts(first)}")
+    return 0
+
+
 def main() -> int:
+    if "--home" in sys.argv:
+        a = sys.argv
+        return timing(a[a.index("--home") + 1], a[a.index("--session") + 1] if "--session" in a else None,
+                      int(a[a.index("--semantic") + 1]) if "--semantic" in a else 5)
     names = list(SETS)
     if "--set" in sys.argv:
         names = [sys.argv[sys.argv.index("--set") + 1]]

@@ -31,19 +31,42 @@ _MEMO: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _MEMO_MAX = 4096
 
 
+class _Cosine:
+    """MiniLM cosine between two texts, each text encoded once: :meth:`prime` encodes a
+    compaction's rules and lines in one batch (one forward pass, not one per pair)."""
+
+    def __init__(self, enc: Any) -> None:
+        self.enc = enc
+        self.vecs: dict[str, Any] = {}
+
+    def prime(self, texts: Sequence[str]) -> None:
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vecs]
+        if not todo:
+            return
+        vecs = np.asarray(self.enc.model.encode(todo), dtype=float)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        for t, v in zip(todo, vecs / norms):
+            self.vecs[t] = v
+        if len(self.vecs) > 20_000:  # a bound on a long fill's memory
+            self.vecs = {t: self.vecs[t] for t in todo}
+
+    def __call__(self, a: str, b: str) -> float:
+        self.prime([a, b])
+        return float(self.vecs[a] @ self.vecs[b])
+
+
 def _cosine(home: Any, semantic: bool) -> tuple[Any, str]:
     if not semantic:
         return None, "keyword"
-    from ..hygiene.similarity import SEMANTIC, cosine_matrix, hygiene_encoder
+    from ..hygiene.similarity import SEMANTIC, hygiene_encoder
 
     enc = hygiene_encoder(home)
     if enc.method != SEMANTIC:
         return None, "keyword"
-
-    def cosine(a: str, b: str) -> float:
-        return float(cosine_matrix(enc, [a, b])[0, 1])
-
-    return cosine, "semantic"
+    return _Cosine(enc), "semantic"
 
 
 def _carried(home: Any, config: Any, session_id: str) -> list[tuple[str, str]]:
@@ -109,6 +132,8 @@ def _compute(db: Any, ev: Any, start: int, end: int | None, cosine: Any, method:
              and (m.text or "").strip() not in region]
     rules = [r for m in turns for r in rules_in(m.text, m.id)]
     lines = summary_lines(summary.text if summary is not None else "")
+    if cosine is not None and rules and lines and hasattr(cosine, "prime"):
+        cosine.prime([r.text for r in rules] + [ln.text for ln in lines])
     items: Sequence[Item] = classify(rules, lines, cosine=cosine)
     return {"compaction_id": ev.index, "at": float(ev.time), "mode": ev.mode, "summary_found": summary is not None,
             "items": [i.to_dict() for i in items], "method": method}
