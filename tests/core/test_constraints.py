@@ -40,6 +40,17 @@ def test_the_labelled_pairs_cover_six_languages_and_four_verdicts() -> None:
     assert {c["label"] for c in CASES} == {"kept", "weakened", "lost", "promoted"}
 
 
+def test_the_held_out_batch_is_a_separate_set_of_at_least_30_pairs_in_six_languages() -> None:
+    """The held-out pairs (never used to tune the rule: bench/bench_constraints.py reports them
+    apart); this checks their shape only, not a score."""
+    held = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "constraints" / "heldout.yaml")
+                          .read_text(encoding="utf-8"))["pairs"]
+    assert len(held) >= 30
+    assert {c["lang"] for c in held} == {"en", "de", "es", "fr", "zh", "ja"}
+    assert {c["label"] for c in held} == {"kept", "weakened", "lost", "promoted"}
+    assert not {(c["rule"], c.get("line")) for c in held} & {(c["rule"], c.get("line")) for c in CASES}
+
+
 def test_keyword_verdicts_meet_precision_and_recall_per_class() -> None:
     pred = [_verdict(c) for c in CASES]
     for cls in ("lost", "weakened", "promoted"):
