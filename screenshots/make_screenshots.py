@@ -59,6 +59,7 @@ class Shot:
     stage_queue: bool = False  # stage two stale records and a provider's record, select a stale one
     layout: str = "panels"  # "overview": the one-screen layout (o, --layout overview); ``panel`` unused
     hygiene: bool = False  # a paraphrase of an entry added by hand, the Hygiene screen on its duplicate
+    ledger: bool = False  # one more compaction of the live session (a rule of each kind), its constraint ledger
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -81,8 +82,40 @@ SHOTS: tuple[Shot, ...] = (
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
     Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it second to last
-    Shot("hygiene", "capacity", size=(130, 44), hygiene=True),  # it adds an entry: keep it last
+    Shot("hygiene", "capacity", size=(130, 44), hygiene=True),  # it adds an entry
+    Shot("ledger", "drift", size=(120, 40), ledger=True),  # it compacts the live session once more: keep it last
 )
+
+#: the turns and the summary of the ledger picture's compaction: a rule of each kind (issue 34)
+LEDGER_TURNS = ("Let's get the 0.4 release of linkhop out today.", "Never run rm -rf on the home directory.",
+                "Never force-push to main.", "Skip the linter just this once, we're in a hurry.",
+                "Always use UTC timestamps in logs.", "Bump the version and tag it.", "Thanks, go on.", "And the docs?")
+LEDGER_SUMMARY = """## Goal
+Ship linkhop 0.4.
+
+## Constraints & Preferences
+- NEVER run rm -rf on the home directory.
+- Force-pushing to main was discussed.
+- Skip the linter.
+- Always deploy on Tuesdays.
+
+## Progress
+- Version bumped and tagged."""
+
+
+def _compact_live_session(home, session_id: str, now: float) -> None:
+    """One more in-place compaction of the live session whose turns hold a rule of each kind."""
+    from memdeck.core.sessions import hermes_schema as HS
+
+    conn = HS.connect(home.state_db)
+    try:
+        t = now - 100.0
+        for i, text in enumerate(LEDGER_TURNS):
+            HS.append_message(conn, session_id, "user", text, timestamp=t + 2 * i)
+            HS.append_message(conn, session_id, "assistant", "Done.", timestamp=t + 2 * i + 1)
+        HS.compact_in_place(conn, session_id, LEDGER_SUMMARY, keep_head=1, keep_tail=2, now=now - 60.0)
+    finally:
+        conn.close()
 
 #: what the hygiene picture adds to MEMORY.md by hand: the first demo entry said again
 HYGIENE_PARAPHRASE = ("linkhop is the FastAPI URL shortener in ~/code/linkhop; make test runs its suite and make lint "
@@ -217,6 +250,25 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
             kinds = [f.kind for f in app.screen.report.findings]
             if "duplicate" in kinds:
                 app.screen.query_one("#hygiene-table").move_cursor(row=kinds.index("duplicate"))
+            await pilot.pause()
+        if shot.ledger:
+            from memdeck.tui.screens.constraints import ConstraintsScreen
+
+            _compact_live_session(home, app.snapshot.session_id, now)
+            app.request_refresh()
+            await _settle(pilot, app)
+            screen = ConstraintsScreen(app.snapshot.session_id)
+            app.push_screen(screen)
+            for _ in range(4000):
+                await pilot.pause(0.01)
+                if screen.is_mounted and screen.ledger is not None:
+                    break
+            else:
+                raise RuntimeError("the ledger did not come")
+            verdicts = [it["verdict"] for it in screen.comp["items"]] if screen.comp else []
+            if not {"kept", "weakened", "lost", "promoted", "orphan"} <= set(verdicts):
+                raise RuntimeError(f"the ledger picture needs a rule of each kind, got {verdicts}")
+            screen.query_one("#constraints-table").move_cursor(row=verdicts.index("promoted"))
             await pilot.pause()
         if shot.external_replace:
             _replace_first_entry(home.memory_file("memory"))

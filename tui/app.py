@@ -43,6 +43,8 @@ from .messages import (
     ExactCountsReady,
     HistoryFilled,
     HistoryFillProgress,
+    LedgerFilled,
+    LedgerFillProgress,
     RecallReady,
     RecallRequested,
     RowActionsRequested,
@@ -253,6 +255,10 @@ class MemdeckApp(DeckActions, App[None]):
         self.history_filling: str | None = None
         self.history_remaining: int | None = None
         self._history_stalled: tuple[str, int] | None = None
+        #: the same for the constraint ledger's worker (a session's first full ledger, issue 34)
+        self.ledger_filling: str | None = None
+        self.ledger_remaining: int | None = None
+        self._ledger_stalled: tuple[str, int] | None = None
         #: Set once the memory-only first paint is on screen. A long history read (one that reports
         #: progress) waits for it at its first report, so holding the GIL it does not delay that
         #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
@@ -889,6 +895,8 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(words, style)
         if self.history_filling is not None and self.history_remaining:
             t.append(f" · semantic history: {self.history_remaining} compactions to audit…", "bold cyan")
+        if self.ledger_filling is not None and self.ledger_remaining:
+            t.append(f" · constraint ledger: {self.ledger_remaining} compactions to read…", "bold cyan")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -1000,10 +1008,11 @@ class MemdeckApp(DeckActions, App[None]):
 
     @property
     def idle(self) -> bool:
-        """True when no refresh runs and none can start now, no semantic history is being filled,
-        and every panel is mounted (tests settle on this)."""
+        """True when no refresh runs and none can start now, no semantic history and no constraint
+        ledger is being filled, and every panel is mounted (tests settle on this)."""
         return (not self._refreshing and not (self._dirty and not self._refresh_blocked())
-                and self.history_filling is None and len(self._panels_ready) == len(PANEL_IDS))
+                and self.history_filling is None and self.ledger_filling is None
+                and len(self._panels_ready) == len(PANEL_IDS))
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
@@ -1087,8 +1096,10 @@ class MemdeckApp(DeckActions, App[None]):
                 reader.snapshot = first
             self.refresh_runs += 1
             # while the history worker fills a semantic history, a refresh audits none of it
+            # (and while the ledger worker fills a first ledger, a refresh computes only the newest)
             snap = reader.read(self.session_id, context_report=self.context_shown,
-                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S)
+                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
+                               ledger_budget_s=0.0 if self.ledger_filling is not None else None)
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
         except BaseException as exc:  # noqa: BLE001 - the reader never raises; belt and braces
@@ -1168,6 +1179,7 @@ class MemdeckApp(DeckActions, App[None]):
             self.apply_snapshot(snap)
         if not isinstance(snap, BaseException):
             self._fill_history_of(snap)
+            self._fill_ledger_of(snap)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
 
@@ -1244,6 +1256,76 @@ class MemdeckApp(DeckActions, App[None]):
         self.update_status_line()
         self.request_refresh()  # one refresh takes what was filled (its audit finds every verdict kept)
 
+    # ── a first full constraint ledger, filled by a worker of its own (as the semantic history) ──
+
+    #: seconds of ledgers per step of the ledger worker (it reports progress after each)
+    LEDGER_STEP_S = 0.5
+
+    def _fill_ledger_of(self, snap: Any) -> None:
+        """Start the ledger worker when ``snap``'s constraint ledger left compactions not computed
+        (a refresh computes the newest for ``LEDGER_BUDGET_S``, then only the newest while the worker
+        runs): it fills them on its own clock and asks for one refresh when done."""
+        c = getattr(snap, "constraints", None)
+        sid = c.get("session_id") if c else None
+        pending = int(c.get("pending") or 0) if c else 0
+        if not pending or not sid or self.ledger_filling == sid or self._ledger_stalled == (sid, pending):
+            return
+        self.ledger_filling, self.ledger_remaining = sid, pending
+        self._ledger_worker(sid)
+        self.update_status_line()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="ledger")
+    def _ledger_worker(self, session_id: str) -> None:
+        from memdeck.core.constraints.ledger import fill_ledgers
+        from memdeck.core.overview.snapshot import open_statedb
+
+        remaining, error = -1, None
+        db = deck = None
+        try:
+            db = open_statedb(self.home)
+            if db is None:
+                raise RuntimeError("state.db is gone")
+            deck = DeckDB(self.home)
+            last = None
+
+            def progress(done: int, total: int) -> None:
+                if self._worker_cancelled():
+                    raise RuntimeError("the dashboard is closing")  # what was computed is kept
+
+            with deck.bound():
+                while not self._worker_cancelled():
+                    remaining = fill_ledgers(db, self.home, session_id, budget_s=self.LEDGER_STEP_S, progress=progress)
+                    self.post_message(LedgerFillProgress(session_id, remaining))
+                    if remaining == 0 or (last is not None and remaining >= last):
+                        break  # done, or no progress: stop, never spin
+                    last = remaining
+        except Exception as exc:  # noqa: BLE001 - the ledger never breaks the dashboard; the toast says why
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            for conn in (db, deck):
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
+                        pass
+        if not self._worker_cancelled():
+            self.post_message(LedgerFilled(session_id, remaining, error))
+
+    def on_ledger_fill_progress(self, message: LedgerFillProgress) -> None:
+        if message.session_id == self.ledger_filling:
+            self.ledger_remaining = message.remaining
+            self.update_status_line()
+
+    def on_ledger_filled(self, message: LedgerFilled) -> None:
+        if message.session_id != self.ledger_filling:
+            return
+        self.ledger_filling, self.ledger_remaining = None, None
+        self._ledger_stalled = None if message.remaining == 0 else (message.session_id, message.remaining)
+        if message.error:
+            self.notify(f"constraint ledger stopped: {message.error}", severity="warning", markup=False)
+        self.update_status_line()
+        self.request_refresh()  # one refresh takes what was filled (every ledger found kept)
+
     def apply_snapshot(self, snap: Any) -> None:
         """Show ``snap`` in every panel at once (one repaint); toast what changed that a person
         should know (:func:`memdeck.core.overview.alerts.alerts_between`); update the badges."""
@@ -1254,6 +1336,12 @@ class MemdeckApp(DeckActions, App[None]):
         if previous is not None and previous.home == snap.home:
             for alert in alerts_between(previous, snap, self.alert_settings):
                 self._toast_alert(alert)
+            from .views.constraints import newest_toast
+
+            told = newest_toast(previous, snap)
+            if told is not None:
+                self.notify(safe_plain(told[1]), title=safe_plain(told[0], single_line=True), severity="warning",
+                            markup=False, timeout=8)
         self._arm_age_timer(snap)
         self._toast_changes(getattr(snap, "new_changes", ()))
         if previous is not None and previous.data_version != snap.data_version:

@@ -456,6 +456,26 @@ CREATE TABLE IF NOT EXISTS agent_requests (
 CREATE INDEX IF NOT EXISTS agent_requests_queued ON agent_requests(session_id) WHERE state = 'queued';
 """
 
+#: the constraint ledger (issue 34, ``core/constraints/ledger.py``): one compaction's ledger, computed
+#: once. ``key`` is the sha256 of what determines it (the compaction's identity: session, mode, summary
+#: row and hash, the compacted rows' id range and the region's; the method; the rule version), so a
+#: new rule version or the other method computes again and an unchanged compaction never does.
+#: ``items`` is the ledger's JSON before the anchors' and MEMORY/USER's check (applied when read: a
+#: memory change never recomputes a ledger); ``counts`` its verdicts per kind (JSON).
+_CONSTRAINT_LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS constraint_ledgers (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    compaction_id INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    rule_version INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    counts TEXT NOT NULL,
+    computed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS constraint_ledgers_session_idx ON constraint_ledgers(session_id)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -469,6 +489,7 @@ MIGRATIONS: tuple[str, ...] = (
     _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
     _CHAT_NOTICE_SCHEMA,  # chat_notices (which pending write each chat was told about, core/plugin/chat_notice.py)
     _AGENT_REQUEST_SCHEMA,  # agent_requests (rebuild / correction requests to a running session, core/requests/)
+    _CONSTRAINT_LEDGER_SCHEMA,  # constraint_ledgers (one compaction's constraint ledger, core/constraints/ledger.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -814,6 +835,42 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
     return _write_if_exists(home, lambda conn: conn.executemany(
         "INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
         " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows))
+
+
+def load_constraint_ledgers(home: HermesHome | Path, keys: Sequence[str]) -> dict[str, str]:
+    """``{key: entry JSON}`` for the stored ledgers among ``keys`` (``constraint_ledgers``); ``{}``
+    when memdeck.db does not exist, predates the table or cannot be read. Read-only. Never raises."""
+    if not keys:
+        return {}
+    conn, own = _read_only(home)
+    if conn is None:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        ks = list(keys)
+        for i in range(0, len(ks), 500):
+            part = ks[i:i + 500]
+            for k, v in conn.execute(
+                    f"SELECT key, entry FROM constraint_ledgers WHERE key IN ({','.join('?' * len(part))})", part):
+                out[str(k)] = str(v)
+    except sqlite3.Error:
+        return out
+    finally:
+        if own:
+            conn.close()
+    return out
+
+
+def store_constraint_ledgers(home: HermesHome | Path,
+                             rows: Sequence[tuple[str, str, int, str, int, str, str, float]]) -> bool:
+    """Keep ``(key, session_id, compaction_id, method, rule_version, entry JSON, counts JSON, epoch s)``
+    rows (an existing key is kept). Only into an existing memdeck.db; True when written; never
+    raises (a locked or read-only store is skipped)."""
+    if not rows:
+        return False
+    return _write_if_exists(home, lambda conn: conn.executemany(
+        "INSERT OR IGNORE INTO constraint_ledgers (key, session_id, compaction_id, method, rule_version, entry,"
+        " counts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows))
 
 
 def _write_if_exists(home: HermesHome | Path, write: Callable[[sqlite3.Connection], object]) -> bool:

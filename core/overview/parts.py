@@ -81,15 +81,18 @@ class Context:
         session: the session asked for (None: follow the live one). report: the Context report
         is asked for. stamps: the read's :class:`core.overview.snapshot.SourceStamps`.
         history_budget_s: seconds the audit may spend on a first semantic history (None: the default).
+        ledger_budget_s: seconds the constraint ledger may spend on compactions not kept yet (None:
+            the default).
         now: epoch seconds of the read. values: field -> value filled so far this read.
         last: field -> value of the previous read (a part that continues its own work).
     """
 
     def __init__(self, home: HermesHome, config: Config, db: StateDB | None, *, session: str | None,
                  report: bool, stamps: SourceStamps, now: float, last: Mapping[str, Any],
-                 history_budget_s: float | None = None) -> None:
+                 history_budget_s: float | None = None, ledger_budget_s: float | None = None) -> None:
         self.home, self.config, self.db = home, config, db
         self.history_budget_s = history_budget_s
+        self.ledger_budget_s = ledger_budget_s
         self.session, self.report, self.stamps, self.now = session, report, stamps, now
         self.values: dict[str, Any] = {}
         self.last = last
@@ -360,6 +363,34 @@ def read_compactions(ctx: Context) -> Mapping[str, Any]:
     return {"compactions": ctx.banner(("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())}
 
 
+def read_constraints(ctx: Context) -> Mapping[str, Any]:
+    """``constraints``: the shown session's keyword constraint ledger counts
+    (:func:`core.constraints.ledger.ledger_counts`), spending at most ``ctx.ledger_budget_s``
+    (default ``LEDGER_BUDGET_S``) on compactions whose ledger is not kept yet (newest first; the
+    dashboard's ledger worker fills the rest)."""
+    from ..constraints.ledger import ledger_counts
+    from .snapshot import LEDGER_BUDGET_S, _frozen
+
+    db, shown = ctx.db, ctx["session_id"]
+    if db is None or not shown:
+        return {"constraints": None}
+    budget = LEDGER_BUDGET_S if ctx.ledger_budget_s is None else ctx.ledger_budget_s
+    # what else keeps a rule, as this read already read it (the memory files are read once a read)
+    carried = [(t, e.text) for t, st in ctx["memory"].items() for e in st.entries]
+    anchors = ctx["session_anchors"]
+    if anchors is not None:
+        carried += [("anchor", a.text) for a in anchors.sorted_anchors()]
+    value = ctx.banner(("drift",), "constraint ledger",
+                       lambda: ledger_counts(db, ctx.home, ctx.config, shown, budget_s=budget, carried=carried), None)
+    return {"constraints": _frozen(value) if value is not None else None}
+
+
+def constraints_unfinished(values: Mapping[str, Any]) -> bool:
+    """True while the shown session's ledger has compactions not computed yet."""
+    c = values.get("constraints")
+    return bool(c is not None and c.get("pending"))
+
+
 def read_prompt_blocks(ctx: Context) -> Mapping[str, Any]:
     """``prompt_blocks``: the frozen memory blocks the next session's system prompt will carry."""
     from ..memory.prompt_block import render_prompt_blocks
@@ -500,6 +531,9 @@ PARTS: tuple[Part, ...] = (
     Part("_audit_points", ("_audit_points",), ("audit",), audit_points),
     Part("drift_log", ("drift_log", "integrity_history"), ("_audit_points", "session_anchors"), read_drift),
     Part("compactions", ("compactions",), ("session_id", "_db_rows"), read_compactions, (DRI, INT), needs_statedb=True),
+    Part("constraints", ("constraints",), ("session_id", "_db_rows", "memory", "session_anchors", "config",
+                                          "unfinished"),
+         read_constraints, (DRI,), needs_statedb=True, unfinished=constraints_unfinished),
     Part("prompt_blocks", ("prompt_blocks",), ("stamp.memory", "config"), read_prompt_blocks, (CAP,)),
     Part("reminder_block", ("reminder_block",), ("audit",), reminder),
     Part("findings", ("findings",), ("memory", "pending"), read_findings, (REV,)),
@@ -746,7 +780,7 @@ class Evaluator:
 
     def read(self, home: HermesHome, config: Config, db: StateDB | None, *, previous: DeckSnapshot | None,
              session_id: str | None, want: Collection[str] | None, context_report: bool, now: float,
-             history_budget_s: float | None = None) -> DeckSnapshot:
+             history_budget_s: float | None = None, ledger_budget_s: float | None = None) -> DeckSnapshot:
         """Read ``home`` now (see :meth:`core.overview.reader.HomeReader.read`). Never raises.
 
         When no source changed since ``previous`` (this evaluator's own last snapshot), the same
@@ -771,7 +805,7 @@ class Evaluator:
             self._kept = {n: k for n, k in self._kept.items() if first and n in FIRST_PAINT}
         names = _closure(want)
         ctx = Context(home, config, db, session=session_id, report=context_report, stamps=stamps, now=now,
-                      last=self._values, history_budget_s=history_budget_s)
+                      last=self._values, history_budget_s=history_budget_s, ledger_budget_s=ledger_budget_s)
         errors, warned = self._run(ctx, names)
         v = ctx.values
         history_w, memlock_w = warned.get("history", []), warned.get("memlock", [])

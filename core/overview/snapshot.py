@@ -49,6 +49,11 @@ T = TypeVar("T")
 #: loop of refreshes. Keyword audits are not bounded.
 SEMANTIC_BUDGET_S = 2.0
 
+#: Seconds one refresh may spend computing constraint ledgers not kept yet (keyword, newest first);
+#: the rest are ``pending`` and the dashboard's ledger worker fills them
+#: (:func:`core.constraints.ledger.fill_ledgers`), never a loop of refreshes.
+LEDGER_BUDGET_S = 0.3
+
 #: Panels that can carry an error banner (the dashboard's panel ids).
 PANELS = ("integrity", "anchors", "drift", "capacity", "recall", "review", "history", "context")
 #: How many of the newest changes the History panel shows.
@@ -152,6 +157,8 @@ class DeckSnapshot:
             (``{time, score, casualties, source, [event_index, mode, computed_score]}``: state.db
             compaction events merged with MemLock's drift log), else MemLock's ``drift_log``.
         compactions: the shown session's :class:`core.sessions.records.CompactionEvent` values, oldest first.
+        constraints: the shown session's keyword constraint ledger counts
+            (:func:`core.constraints.ledger.ledger_counts`, frozen), or None.
         prompt_blocks: the frozen system-prompt memory blocks the next session will get.
         reminder_block: the reminder block MemLock would inject next (``""`` when none).
         findings: text -> :func:`core.threats.scan` findings, for every entry and pending
@@ -226,6 +233,7 @@ class DeckSnapshot:
     integrity_history: tuple[tuple[float, int], ...] = ()
     drift_log: tuple[Mapping[str, Any], ...] = ()
     compactions: tuple[CompactionEvent, ...] = ()
+    constraints: Mapping[str, Any] | None = None
     prompt_blocks: str = ""
     reminder_block: str = ""
     findings: Mapping[str, tuple[Finding, ...]] = field(default_factory=_frozen)

@@ -50,6 +50,11 @@ Shape (keys are only ever added, never renamed or removed)::
                                          # session store other than SQLite (state.db is then not where
                                          # the sessions are: "sessions are in PostgreSQL: not read")
       "section_errors": {module: "why"},  # a section that failed; its keys are then absent
+      "constraints": {"session_id", "method": "keyword", "compactions": int, "pending": int,
+                      "counts": {"kept", "weakened", "lost", "promoted", "orphan": int},
+                      "newest": {"compaction_id", "at", "counts", "changed": [{"verdict", "rule",
+                                 "summary_line", "source_turn_id", "scope"}]} | null} | null,
+                                         # the shown session's constraint ledger (core/constraints)
       "cut_reads": [{"what": str, "chars": int, "kept": int, "dropped": int}],
                                          # stored texts read only in part (a system prompt or an
                                          # api_content over core/sessions/bounds.py's 1,000,000 chars)
@@ -103,7 +108,7 @@ _REGISTERED: dict[str, SectionFn] = {}
 STATUS_FIELDS = ("memory", "pending", "review", "archived", "db_status", "sessions", "live_session",
                  "memlock_location", "anchor_sessions", "session_id", "session_anchors", "audit",
                  "hermes_profile", "threat_differences", "provider", "agent_view", "stale_sessions",
-                 "change_summary")
+                 "change_summary", "constraints")
 #: The fields of the sections no :class:`core.fleet.figures.HomeFigures` figure shows (``extras``
 #: of :func:`status_of`): parts read only when asked for (:attr:`core.overview.parts.Part.asked`).
 STATUS_EXTRAS = ("drift_logs", "global_pins", "detection", "hygiene")
@@ -121,6 +126,11 @@ def register_section(key: str, fn: SectionFn) -> None:
 #: the points left carry ``pending: true`` and a later call continues (each window is embedded once).
 STATUS_SEMANTIC_BUDGET_S = 10.0
 
+#: Seconds ``status`` may spend computing constraint ledgers not kept yet (newest first); the rest
+#: are counted in ``constraints.pending`` and a later call continues (each is computed once and kept
+#: in memdeck.db).
+STATUS_LEDGER_BUDGET_S = 5.0
+
 
 
 def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
@@ -133,7 +143,7 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
         reader = HomeReader(home, config)
         try:
             reader.read(want=(*STATUS_FIELDS, *STATUS_EXTRAS), context_report=False,
-                        history_budget_s=STATUS_SEMANTIC_BUDGET_S)
+                        history_budget_s=STATUS_SEMANTIC_BUDGET_S, ledger_budget_s=STATUS_LEDGER_BUDGET_S)
             return status_of(reader, cuts_from=mark)
         finally:
             reader.close()
@@ -205,6 +215,7 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             out[key] = {"error": f"{type(exc).__name__}: {exc}"}
     out["stale_sessions"] = _stale_sessions(reader, snap, version)
+    out["constraints"] = _constraints(snap)
     try:
         out["pending"] = _pending(reader, snap, now)
     except _PartFailed as failed:  # the key is then absent, as every failed section's
@@ -227,6 +238,14 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
 def _failure(reader: HomeReader, part: str) -> str:
     """Why part ``part`` has no value: its failure as ``"Type: message"`` (:meth:`HomeReader.failure`)."""
     return reader.failure(part) or f"{part}: not read"
+
+
+def _constraints(snap: DeckSnapshot) -> dict[str, Any] | None:
+    """``constraints``: the constraint ledger part's counts of the shown session
+    (:func:`core.constraints.ledger.ledger_counts`: ``{session_id, method, compactions, pending,
+    counts, newest}``), or None without a readable state.db or a session."""
+    c = snap.constraints
+    return dict(c) if c is not None and _db_ok(snap) else None
 
 
 class _PartFailed(Exception):

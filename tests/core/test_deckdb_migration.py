@@ -332,3 +332,29 @@ def test_the_chat_notice_migration_adds_chat_notices_and_keeps_live_deliveries(h
                                                                                "session_id", "at"]
     finally:
         c.close()
+
+
+def test_the_constraint_ledger_migration_adds_its_table_and_keeps_an_older_file(hermes_home: HermesHome,
+                                                                                monkeypatch) -> None:
+    """issue 34: a memdeck.db one step before ``constraint_ledgers`` gains the table (at whatever
+    number it lands among the migrations) and keeps every history row."""
+    step = deckdb.MIGRATIONS.index(deckdb._CONSTRAINT_LEDGER_SCHEMA)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:step])
+        m.setattr(deckdb, "SCHEMA_VERSION", step)
+        rows = _v8_with_history(hermes_home, 10)
+        deckdb.connect(hermes_home).close()
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == step
+        assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'constraint_ledgers'").fetchone() is None
+    finally:
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        cols = [r[1] for r in c.execute("PRAGMA table_info(constraint_ledgers)")]
+        assert cols == ["key", "session_id", "compaction_id", "method", "rule_version", "entry", "counts", "computed_at"]
+    finally:
+        c.close()

@@ -126,7 +126,8 @@ def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     pending writes plus flagged entries (threat findings), ``capacity`` memory hygiene findings
     from the entries' text alone (duplicate groups, contradiction candidates, wasteful entries:
     :attr:`DeckSnapshot.hygiene_counts`; stale entries are not counted, they depend on this machine),
-    ``context`` the entries the followed session's frozen memory differs from the files by.
+    ``context`` the entries the followed session's frozen memory differs from the files by, ``drift``
+    the rules its compactions lost, weakened or promoted (the constraint ledger).
     Panels without a count are absent (:func:`badge_tooltip` says what each count is)."""
 
     drifted = sum(1 for r in snap.audit.anchors if r.state == "drifted") if snap.audit is not None else 0
@@ -139,7 +140,10 @@ def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     fd = view.followed_diff if view is not None else None
     differ = fd.differences if fd is not None and fd.frozen.in_prompt else 0
     hygiene = sum((getattr(snap, "hygiene_counts", None) or {}).values())
-    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": hygiene, "context": differ}
+    from .constraints import changed_count
+
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": hygiene, "context": differ,
+           "drift": changed_count(snap)}
     return {k: v for k, v in out.items() if v}
 
 
@@ -168,4 +172,7 @@ def badge_tooltip(pid: str, n: int, snap: DeckSnapshot | None = None) -> str | N
         return f"{count(n, 'pending write or flagged entry', 'pending writes and flagged entries')} to review"
     if pid == "anchors":
         return f"{count(n, 'drifted anchor', 'drifted anchors')} in the shown session"
+    if pid == "drift":
+        return (f"{count(n, 'rule', 'rules')} the shown session's compactions lost, weakened or promoted "
+                "(the constraint ledger; L shows it)")
     return None

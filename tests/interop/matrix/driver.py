@@ -37,10 +37,10 @@ Ops (all optional fields have defaults):
 * ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
   system prompt this Hermes' own builder makes (``AIAgent._build_system_prompt``), stored with
   ``update_system_prompt`` as on a session's first turn.
-* ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
+* ``compact`` {sid, head, tail, summary, child, legacy}: in-place ``archive_and_compact`` when this
   Hermes has it (reporting how many rows it archived), else rotation (end the session with
   ``compression`` and continue in ``child``), the summary row built with this Hermes' own
-  ``SUMMARY_PREFIX``.
+  ``SUMMARY_PREFIX`` (``legacy``: its ``LEGACY_SUMMARY_PREFIX`` form, as an older Hermes wrote it).
 * ``prune`` {sid, min_chars, protect_last_n}: the proactive tool-result prune
   (``ContextCompressor.prune_tool_results_only``, 0.20+; on by default in 0.23), committed
   through ``archive_and_compact`` with no summary row; reports how many rows it archived.
@@ -73,6 +73,9 @@ Ops (all optional fields have defaults):
   ``{"compress": sid, "summary": text}`` step forces this Hermes' own compressor
   (``AIAgent._compress_context(..., force=True)``) on that session's history, the summariser answered
   ``summary``; the session carries on with the compressed history (and the id the compressor gave it).
+* ``compress_turns`` {sid, turns, summary, after, in_place, reply}: real turns, then the agent's own
+  compaction (``AIAgent._compress_context(..., force=True)``, as ``/compress``) with the
+  summariser's reply scripted, then more turns (issue 34: the constraint ledger's fixtures).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -368,11 +371,16 @@ def op_end(cmd: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-def _summary_row(live: list[dict[str, Any]], head: int, text: str) -> dict[str, Any]:
+def _summary_row(live: list[dict[str, Any]], head: int, text: str, legacy: bool = False) -> dict[str, Any]:
+    """The summary row this Hermes inserts; ``legacy``: the ``[CONTEXT SUMMARY]:`` form older Hermes
+    wrote (``LEGACY_SUMMARY_PREFIX``, which this Hermes still recognises), no end marker."""
     from agent.context_compressor import SUMMARY_PREFIX
 
     end = getattr(sys.modules["agent.context_compressor"], "_SUMMARY_END_MARKER", "")
     role = "assistant" if head and live[head - 1].get("role") == "user" else "user"
+    if legacy:
+        prefix = getattr(sys.modules["agent.context_compressor"], "LEGACY_SUMMARY_PREFIX", "[CONTEXT SUMMARY]:")
+        return {"role": role, "content": prefix + " " + text}
     content = SUMMARY_PREFIX + "\n" + text + ("\n\n" + end if end else "")
     return {"role": role, "content": content}
 
@@ -381,7 +389,7 @@ def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
     db = _sessiondb()
     sid, head, tail = cmd["sid"], int(cmd.get("head", 1)), int(cmd.get("tail", 1))
     live = [{k: v for k, v in m.items() if k != "timestamp"} for m in db.get_messages_as_conversation(sid)]
-    new = live[:head] + [_summary_row(live, head, cmd.get("summary", "summary"))] + live[len(live) - tail:]
+    new = live[:head] + [_summary_row(live, head, cmd.get("summary", "summary"), bool(cmd.get("legacy")))] + live[len(live) - tail:]
     if hasattr(db, "archive_and_compact") and not cmd.get("rotate"):
         params = inspect.signature(db.archive_and_compact).parameters
         kwargs = {"tail_count": tail} if "tail_count" in params else {}
@@ -597,7 +605,7 @@ class _ModelServer:
     """An OpenAI-compatible chat-completions server on a loopback port (stdlib only): every POST
     is kept (``requests``) and answered with ``reply`` (streamed when the request asks)."""
 
-    def __init__(self, reply: str, tool_turns: dict[str, Any] | None = None) -> None:
+    def __init__(self, reply: str, tool_turns: dict[str, Any] | None = None, answer: Any = None) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -628,6 +636,7 @@ class _ModelServer:
                 req = json.loads(raw)
                 server.requests.append(req)
                 server.raw.append(raw)
+                text = (answer(req) if answer is not None else None) or server.reply
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
                 msgs = req.get("messages") or [{}]
                 last = msgs[-1] if isinstance(msgs[-1], dict) else {}
@@ -656,13 +665,13 @@ class _ModelServer:
                     return
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": server.reply},
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                              "finish_reason": "stop"}], "usage": usage})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": server.reply},
+                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": text},
                                         "finish_reason": None}, {}),
                                       ({"index": 0, "delta": {}, "finish_reason": "stop"}, {"usage": usage})):
                     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
@@ -786,6 +795,57 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                         "user": [_last_user_content(json.loads(r)) for r in raws],
                         "final": res.get("final_response")})
         return {"steps": out}
+    finally:
+        server.close()
+
+
+def _is_summariser_request(req: dict[str, Any]) -> bool:
+    """A request of Hermes' compressor (``ContextCompressor._generate_summary``): its prompt is the
+    summary template, whose sections include ``## Constraints & Preferences`` (0.17-0.23), sent
+    without tools; an agent turn carries tools and a summary only behind ``SUMMARY_PREFIX``."""
+    if req.get("tools"):
+        return False
+    msgs = req.get("messages") or []
+    text = "\n".join(m.get("content") for m in msgs if isinstance(m.get("content"), str))
+    return "Constraints & Preferences" in text and "REFERENCE ONLY" not in text.split("Constraints & Preferences")[0][-4000:]
+
+
+def op_compress_turns(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Real turns of one session, then this Hermes' own compaction of them, then more turns (issue
+    34). ``turns`` run through ``AIAgent.run_conversation`` (history carried as the CLI does); then
+    ``AIAgent._compress_context(history, None, force=True)``, the entry point of ``/compress``,
+    runs the agent's own ``ContextCompressor`` (head, tail, serialisation, the summary template)
+    and commits the compaction to state.db the way this Hermes does (rotation, or in place with
+    ``compression.in_place``); the summariser's reply is ``summary`` (served by the loopback model
+    server, which answers ``reply`` to every other request); ``after`` turns run on the compacted
+    history. Returns the session ids before and after, the message counts, the summariser's
+    requests (``summariser``: how many; ``prompt``: the last one's text) and the summary row as the
+    agent kept it."""
+    summary = cmd["summary"]
+    server = _ModelServer(cmd.get("reply", "Noted."),
+                          answer=lambda req: summary if _is_summariser_request(req) else None)
+    try:
+        sid = cmd.get("sid", "S1")
+        agent = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+        if cmd.get("in_place") is not None and hasattr(agent, "compression_in_place"):
+            agent.compression_in_place = bool(cmd["in_place"])
+        history = None
+        for text in cmd.get("turns") or ():
+            history = agent.run_conversation(text, conversation_history=history).get("messages")
+        before = len(server.requests)
+        n_before = len(history or [])
+        compressed, _prompt = agent._compress_context(history, None, force=True)
+        reqs = [r for r in server.requests[before:] if _is_summariser_request(r)]
+        kept = [m.get("content") for m in compressed if isinstance(m.get("content"), str)
+                and ("CONTEXT COMPACTION" in m["content"] or "CONTEXT SUMMARY" in m["content"])]
+        history = compressed
+        for text in cmd.get("after") or ():
+            history = agent.run_conversation(text, conversation_history=history).get("messages")
+        prompt = "\n".join(m.get("content") for m in (reqs[-1].get("messages") if reqs else [])
+                           if isinstance(m.get("content"), str))
+        return {"session_before": sid, "session_after": agent.session_id, "messages_before": n_before,
+                "messages_after": len(compressed), "summariser": len(reqs), "prompt": prompt, "summary_rows": kept,
+                "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
     finally:
         server.close()
 
