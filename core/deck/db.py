@@ -414,6 +414,33 @@ CREATE TABLE IF NOT EXISTS live_deliveries (
 ) WITHOUT ROWID
 """
 
+#: API usage (issue 37, ``core/deck/usage.py``): one row per API request the plugin saw through Hermes'
+#: ``post_api_request`` hook, with the token buckets Hermes normalised (``agent/usage_pricing.py``
+#: ``normalize_usage``): ``input_tokens`` (uncached input), ``output_tokens``, ``cache_read_tokens``,
+#: ``cache_write_tokens``, ``reasoning_tokens``; ``turn_id`` / ``api_request_id`` / ``api_call_count`` as
+#: Hermes passes them; ``message_count`` the request's messages; ``at`` epoch seconds (the request's end).
+_API_USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_usage (
+    usage_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT,
+    api_request_id TEXT,
+    api_call_count INTEGER,
+    platform TEXT,
+    model TEXT,
+    provider TEXT,
+    api_mode TEXT,
+    message_count INTEGER,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS api_usage_session_idx ON api_usage(session_id, usage_id)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -425,6 +452,7 @@ MIGRATIONS: tuple[str, ...] = (
     _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
     _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
     _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
+    _API_USAGE_SCHEMA,  # api_usage (per-request token buckets from the plugin's post_api_request, core/deck/usage.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

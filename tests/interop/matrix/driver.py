@@ -65,9 +65,10 @@ Ops (all optional fields have defaults):
   holographic's ``fact_store`` add); ``prefetch_timeout`` shortens the external provider's
   prefetch timeout (0.19+: 8 s). Returns, per turn, the content of the last user message of
   the request the model received (what went over the wire) and the final response.
-* ``live_turns`` {steps, platform, reply}: real turns of several sessions, with other processes
+* ``live_turns`` {steps, platform, reply, base_url}: real turns of several sessions, with other processes
   run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
-  message's JSON text as sent and the last user message (issue 33).
+  message's JSON text as sent and the last user message (issue 33); ``base_url``: the test's own
+  model server instead of the driver's (issue 37: its responses report cached tokens; no bodies then).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -709,6 +710,7 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     import subprocess
 
     server = _ModelServer(cmd.get("reply", "Noted."))
+    base_url = cmd.get("base_url") or server.url  # the test's own server when it brings one (issue 37)
     agents: dict[str, Any] = {}
     histories: dict[str, Any] = {}
     out: list[dict[str, Any]] = []
@@ -721,7 +723,7 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                 continue
             sid, text = step.get("sid", "S1"), step["turn"]
             if sid not in agents:
-                agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+                agents[sid] = _offline_agent(sid, base_url, cmd.get("platform", "cli"))
             before = len(server.raw)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
             histories[sid] = res.get("messages")

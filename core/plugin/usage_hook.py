@@ -1,0 +1,47 @@
+"""The plugin's ``post_api_request`` hook (issue 37): each API request's token buckets into memdeck.db.
+
+Hermes 0.17-0.22 call ``post_api_request`` after every API response with keyword arguments
+(0.19 ``agent/conversation_loop.py`` :4479-4510; 0.22 ``agent/turn_response_intake.py``
+``_fire_post_api_request_hook``): ``session_id``, ``turn_id``, ``api_request_id``, ``api_call_count``,
+``model``, ``provider``, ``api_mode``, ``platform``, ``message_count``, ``started_at``, ``ended_at``
+and ``usage`` (``agent._usage_summary_for_api_request_hook``: ``input_tokens``, ``output_tokens``,
+``cache_read_tokens``, ``cache_write_tokens``, ``reasoning_tokens``, ``prompt_tokens``,
+``total_tokens``), among others. The row is :func:`memdeck.core.deck.usage.from_hook`; the write waits
+at most half a second for memdeck.db's lock and never raises into the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..deck import usage
+from ..home import HermesHome
+
+logger = logging.getLogger("memdeck.plugin")
+
+
+class UsageRecorder:
+    """``post_api_request``: records the request's usage for ``home``; returns None (a hook that
+    observes). ``written`` / ``skipped`` count what it did (tests and the bench read them)."""
+
+    def __init__(self, home: HermesHome) -> None:
+        self.home = home
+        self.written = 0
+        self.skipped = 0
+
+    def __call__(self, **kwargs: Any) -> None:
+        row = usage.from_hook(kwargs)
+        if row is None:
+            self.skipped += 1
+            return None
+        if usage.record(self.home, row):
+            self.written += 1
+        else:
+            self.skipped += 1
+            logger.warning("memdeck: the API usage of session %s was not recorded (memdeck.db busy or unusable)",
+                           row.session_id)
+        return None
+
+
+__all__ = ["UsageRecorder"]
