@@ -122,6 +122,8 @@ class TurnCost:
 
 def _break(row: ApiUsage, prev: ApiUsage | None, first_of_session: bool) -> CacheBreak | None:
     if prev is None:
+        if not first_of_session:  # rows continuing a session recorded earlier: nothing to compare with
+            return None
         missed = row.cache_write_tokens > 0 or row.input_tokens > 0
     else:
         missed = row.cache_read_tokens < 0.9 * prev.prompt_tokens or (first_of_session and row.cache_write_tokens > 0)
@@ -130,7 +132,8 @@ def _break(row: ApiUsage, prev: ApiUsage | None, first_of_session: bool) -> Cach
     read = f"read {row.cache_read_tokens:,} of {row.prompt_tokens:,} input tokens from the cache, wrote {row.cache_write_tokens:,}"
     if first_of_session:
         return CacheBreak("new session", f"the session's first request: its prompt was built and sent ({read})")
-    assert prev is not None
+    if prev is None:
+        return None
     if prev.message_count is not None and row.message_count is not None and row.message_count < prev.message_count:
         return CacheBreak("compaction", f"the request holds {row.message_count} messages, the one before "
                           f"{prev.message_count}: Hermes compacted the history and rebuilt the prompt ({read})")

@@ -198,6 +198,8 @@ class DeckSnapshot:
             staged it and what approving it would do now (:class:`core.memory.review.QueueItem`:
             clean, stale with Hermes' words, refused, foreign).
         stale_sessions: how many open sessions' frozen memory differs from the files (None: unknown).
+        cost_totals: the home's recorded API usage with its cache hit ratio (``status --json`` ``cost``;
+            None: nothing recorded).
     """
 
     taken_at: float
@@ -239,6 +241,7 @@ class DeckSnapshot:
     provider: ProviderSettings | None = None
     review: tuple[QueueItem, ...] = ()
     stale_sessions: int | None = None
+    cost_totals: Mapping[str, Any] | None = None
 
     @property
     def archive_count(self) -> int:

@@ -304,6 +304,13 @@ def build_status(home: HermesHome, config: Config | None = None) -> dict[str, An
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["provider"] = f"{type(exc).__name__}: {exc}"
     try:
+        from ..context.cost import totals_dict
+        from ..deck.usage import home_totals
+
+        out["cost"] = totals_dict(home_totals(home))  # issue 37: what the plugin recorded, None when nothing
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["cost"] = f"{type(exc).__name__}: {exc}"
+    try:
         out["hygiene"] = hygiene_section(home, config)
     except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
         errors["hygiene"] = f"{type(exc).__name__}: {exc}"
