@@ -14,11 +14,11 @@ Sources, all read-only here:
 A *cache break* is a request that read from the cache less than 90 % of the previous request's input
 (what the provider could have kept; the session's first request is compared with the request
 recorded before it, any session's), and a session's first request that wrote to the cache. Its
-reason, when it can be known: ``new session`` (the session's first request), ``compaction`` (Hermes
-rebuilt the prompt and rewrote the history: the request holds fewer messages than the one before),
-``cache expired`` (more than the provider's TTL since the previous request: 5 minutes by default,
-Hermes 0.20+ may ask 1 hour), else ``unknown`` (a prompt rebuilt or a tool list changed: Hermes
-passes neither to the hook).
+reason: ``new session`` (the session's first request), ``compaction`` (fewer messages than the
+request before: Hermes compacted the history and rebuilt the prompt), ``rebuilt prompt`` (the system
+message's hash changed, seen by the plugin's ``pre_api_request``), ``tool list change`` (the tool
+count changed), ``cache expired`` (more than the provider's TTL since the previous request: 5 minutes
+by default, Hermes 0.20+ may ask 1 hour), else ``unknown``.
 
 The cost of a memory write (:func:`write_estimate`): MEMORY and USER are in the ``volatile`` tier of
 every known Hermes and frozen into a session's prompt, so a write changes nothing the provider has
@@ -137,10 +137,16 @@ def _break(row: ApiUsage, prev: ApiUsage | None, first_of_session: bool) -> Cach
     if prev.message_count is not None and row.message_count is not None and row.message_count < prev.message_count:
         return CacheBreak("compaction", f"the request holds {row.message_count} messages, the one before "
                           f"{prev.message_count}: Hermes compacted the history and rebuilt the prompt ({read})")
+    if prev.prompt_sha and row.prompt_sha and prev.prompt_sha != row.prompt_sha:
+        return CacheBreak("rebuilt prompt", f"the system prompt changed since the previous request (sha256 "
+                          f"{prev.prompt_sha} -> {row.prompt_sha}): Hermes built it again ({read})")
+    if prev.tool_count is not None and row.tool_count is not None and prev.tool_count != row.tool_count:
+        return CacheBreak("tool list change", f"{prev.tool_count} tools on the previous request, {row.tool_count} on "
+                          f"this one: the tool schemas before the prompt changed ({read})")
     if row.at - prev.at > CACHE_TTL:
         return CacheBreak("cache expired", f"{int((row.at - prev.at) // 60)} min since the previous request "
                           f"(the provider keeps a prefix about {int(CACHE_TTL // 60)} min; {read})")
-    return CacheBreak("unknown", f"a rebuilt prompt or a changed tool list: Hermes passes neither to the hook ({read})")
+    return CacheBreak("unknown", f"nothing memdeck saw changed: the provider dropped the prefix ({read})")
 
 
 def group_turns(rows: Sequence[ApiUsage], *, before: ApiUsage | None = None, continues: bool = False) -> list[TurnCost]:

@@ -418,7 +418,9 @@ CREATE TABLE IF NOT EXISTS live_deliveries (
 #: ``post_api_request`` hook, with the token buckets Hermes normalised (``agent/usage_pricing.py``
 #: ``normalize_usage``): ``input_tokens`` (uncached input), ``output_tokens``, ``cache_read_tokens``,
 #: ``cache_write_tokens``, ``reasoning_tokens``; ``turn_id`` / ``api_request_id`` / ``api_call_count`` as
-#: Hermes passes them; ``message_count`` the request's messages; ``at`` epoch seconds (the request's end).
+#: Hermes passes them; ``message_count`` the request's messages; ``prompt_sha`` (16 hex of the system message's
+#: sha256) and ``tool_count`` from ``pre_api_request`` of the same request (NULL when not seen); ``at`` epoch
+#: seconds (the request's end).
 _API_USAGE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_usage (
     usage_id INTEGER PRIMARY KEY,
@@ -436,6 +438,8 @@ CREATE TABLE IF NOT EXISTS api_usage (
     cache_read_tokens INTEGER NOT NULL DEFAULT 0,
     cache_write_tokens INTEGER NOT NULL DEFAULT 0,
     reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    prompt_sha TEXT,
+    tool_count INTEGER,
     at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS api_usage_session_idx ON api_usage(session_id, usage_id)

@@ -38,6 +38,8 @@ class ApiUsage:
         input_tokens: uncached input; output_tokens; cache_read_tokens; cache_write_tokens;
             reasoning_tokens: tokens.
         at: epoch seconds (the request's end).
+        prompt_sha: 16 hex of the sha256 of the request's system message, tool_count: tools sent (both
+            from ``pre_api_request`` of the same request; None when not seen).
     """
 
     session_id: str
@@ -55,6 +57,8 @@ class ApiUsage:
     cache_write_tokens: int
     reasoning_tokens: int
     at: float
+    prompt_sha: str | None = None
+    tool_count: int | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -67,16 +71,36 @@ class ApiUsage:
                 "model": self.model, "provider": self.provider, "message_count": self.message_count,
                 "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                 "cache_read_tokens": self.cache_read_tokens, "cache_write_tokens": self.cache_write_tokens,
-                "reasoning_tokens": self.reasoning_tokens, "prompt_tokens": self.prompt_tokens, "at": self.at}
+                "reasoning_tokens": self.reasoning_tokens, "prompt_tokens": self.prompt_tokens, "at": self.at,
+                "prompt_sha": self.prompt_sha, "tool_count": self.tool_count}
 
 
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else ("" if v is None else str(v))
 
 
-def from_hook(kwargs: Mapping[str, Any], *, now: float | None = None) -> ApiUsage | None:
+def request_fingerprint(kwargs: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """``(prompt_sha, tool_count)`` of one ``pre_api_request`` call: 16 hex of the sha256 of the system
+    message in ``request_messages`` (None when there is none) and ``tool_count`` (None when absent)."""
+    import hashlib
+
+    sha = None
+    msgs = kwargs.get("request_messages")
+    if isinstance(msgs, list) and msgs and isinstance(msgs[0], Mapping) and msgs[0].get("role") == "system":
+        content = msgs[0].get("content")
+        if not isinstance(content, str):  # a list of parts (cache_control markers): their text, joined
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping)) \
+                if isinstance(content, list) else str(content)
+        sha = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    tools = kwargs.get("tool_count")
+    return sha, (as_int(tools, 0) if tools is not None else None)
+
+
+def from_hook(kwargs: Mapping[str, Any], *, now: float | None = None,
+              fingerprint: tuple[str | None, int | None] = (None, None)) -> ApiUsage | None:
     """The row of one ``post_api_request`` call (its keyword arguments as Hermes passes them), or None
-    when the call carries no ``usage`` dict or no session id (nothing to record)."""
+    when the call carries no ``usage`` dict or no session id (nothing to record); ``fingerprint``: the
+    same request's :func:`request_fingerprint`."""
     usage = kwargs.get("usage")
     sid = kwargs.get("session_id")
     if not isinstance(usage, Mapping) or not isinstance(sid, str) or not sid:
@@ -93,18 +117,20 @@ def from_hook(kwargs: Mapping[str, Any], *, now: float | None = None) -> ApiUsag
         model=_text(kwargs.get("model")), provider=_text(kwargs.get("provider")),
         api_mode=_text(kwargs.get("api_mode")), platform=_text(kwargs.get("platform")),
         message_count=as_int(msgs, 0) if msgs is not None else None,
-        **{b: max(0, as_int(usage.get(b), 0)) for b in BUCKETS}, at=at)
+        **{b: max(0, as_int(usage.get(b), 0)) for b in BUCKETS}, at=at, prompt_sha=fingerprint[0],
+        tool_count=fingerprint[1])
 
 
 _COLS = ("session_id, turn_id, api_request_id, api_call_count, model, provider, api_mode, platform, message_count, "
-         "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, at")
+         "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, at, prompt_sha, tool_count")
 
 
 def _row(r: Any) -> ApiUsage:
     return ApiUsage(str(r[0]), None if r[1] is None else str(r[1]), None if r[2] is None else str(r[2]),
                     None if r[3] is None else int(r[3]), str(r[4] or ""), str(r[5] or ""), str(r[6] or ""),
                     str(r[7] or ""), None if r[8] is None else int(r[8]),
-                    int(r[9]), int(r[10]), int(r[11]), int(r[12]), int(r[13]), float(r[14]))
+                    int(r[9]), int(r[10]), int(r[11]), int(r[12]), int(r[13]), float(r[14]),
+                    None if r[15] is None else str(r[15]), None if r[16] is None else int(r[16]))
 
 
 def record(home: HermesHome | Path, row: ApiUsage, *, timeout: float = 0.5) -> bool:
@@ -118,10 +144,11 @@ def record(home: HermesHome | Path, row: ApiUsage, *, timeout: float = 0.5) -> b
         return False
     try:
         with deckdb.transaction(conn):
-            conn.execute(f"INSERT INTO api_usage ({_COLS}) VALUES ({', '.join('?' * 15)})",
+            conn.execute(f"INSERT INTO api_usage ({_COLS}) VALUES ({', '.join('?' * 17)})",
                          (row.session_id, row.turn_id, row.api_request_id, row.api_call_count, row.model, row.provider,
                           row.api_mode, row.platform, row.message_count, row.input_tokens, row.output_tokens,
-                          row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens, row.at))
+                          row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens, row.at, row.prompt_sha,
+                          row.tool_count))
         return True
     except (deckdb.DeckDBError, sqlite3.Error, OSError):
         return False
@@ -186,4 +213,4 @@ def home_totals(home: HermesHome | Path) -> dict[str, int] | None:
     return {"requests": int(r[0]), **{b: int(v) for b, v in zip(BUCKETS, r[1:])}}
 
 
-__all__ = ["BUCKETS", "ApiUsage", "from_hook", "home_totals", "load_session", "previous_session_row", "record"]
+__all__ = ["BUCKETS", "ApiUsage", "from_hook", "request_fingerprint", "home_totals", "load_session", "previous_session_row", "record"]

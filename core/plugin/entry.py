@@ -18,7 +18,8 @@ memory's block of :mod:`.live`), ``on_session_end``; tool
 ``guard_pin`` (toolset ``guard``, MemLock's schema); slash commands ``/guard`` and ``/memdeck``
 (:mod:`.chat_command`, imported when the command first runs, so no turn loads the memory store),
 and ``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``), and
-``post_api_request`` (:mod:`.usage_hook`: each request's token buckets into memdeck.db, issue 37). Every callback
+``pre_api_request`` / ``post_api_request`` (:mod:`.usage_hook`: each request's token buckets, system-prompt
+hash and tool count into memdeck.db, issue 37). Every callback
 catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
 command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
 ``$HERMES_HOME/config.yaml``, re-read when the file changes.
@@ -152,9 +153,11 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, An
             logger.warning("memdeck: /memdeck failed: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
             return f"memdeck: failed ({type(exc).__name__}: {exc})"
 
+    recorder = UsageRecorder(guard.home)
     return {
         "pre_gateway_dispatch": _safe_hook("pre_gateway_dispatch", remember),
-        "post_api_request": _safe_hook("post_api_request", UsageRecorder(guard.home)),
+        "post_api_request": _safe_hook("post_api_request", recorder),
+        "pre_api_request": _safe_hook("pre_api_request", recorder.pre),
         "memdeck": memdeck_cmd,
         "on_session_start": _safe_hook("on_session_start", on_session_start),
         "pre_llm_call": _safe_hook("pre_llm_call", pre_llm_call),
@@ -182,7 +185,8 @@ def register(ctx: Any) -> None:
     live = LiveMemory(home, reloader)
     LIVE = live
     cb = make_callbacks(guard, live)
-    for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "post_api_request"):
+    for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "pre_api_request",
+                 "post_api_request"):
         ctx.register_hook(hook, cb[hook])
     ctx.register_tool(
         name="guard_pin",

@@ -21,17 +21,35 @@ from ..home import HermesHome
 logger = logging.getLogger("memdeck.plugin")
 
 
+#: Requests whose ``pre_api_request`` was seen and ``post_api_request`` not yet (an error ends a request
+#: without the latter): the oldest are dropped past this many.
+PENDING_MAX = 64
+
+
+def _key(kwargs: Any) -> tuple[str, str]:
+    return (str(kwargs.get("session_id") or ""), str(kwargs.get("api_request_id") or kwargs.get("api_call_count") or ""))
+
+
 class UsageRecorder:
     """``post_api_request``: records the request's usage for ``home``; returns None (a hook that
-    observes). ``written`` / ``skipped`` count what it did (tests and the bench read them)."""
+    observes). :meth:`pre` (``pre_api_request``) remembers the same request's system-message hash and
+    tool count, so a cache break can be told from a rebuilt prompt or a changed tool list.
+    ``written`` / ``skipped`` count what it did (tests and the bench read them)."""
 
     def __init__(self, home: HermesHome) -> None:
         self.home = home
         self.written = 0
         self.skipped = 0
+        self._pending: dict[tuple[str, str], tuple[str | None, int | None]] = {}
+
+    def pre(self, **kwargs: Any) -> None:
+        self._pending[_key(kwargs)] = usage.request_fingerprint(kwargs)
+        while len(self._pending) > PENDING_MAX:
+            self._pending.pop(next(iter(self._pending)))
+        return None
 
     def __call__(self, **kwargs: Any) -> None:
-        row = usage.from_hook(kwargs)
+        row = usage.from_hook(kwargs, fingerprint=self._pending.pop(_key(kwargs), (None, None)))
         if row is None:
             self.skipped += 1
             return None
@@ -44,4 +62,4 @@ class UsageRecorder:
         return None
 
 
-__all__ = ["UsageRecorder"]
+__all__ = ["PENDING_MAX", "UsageRecorder"]

@@ -13,8 +13,9 @@ SEP = "═" * 46
 
 
 def req(turn: str | None, call: int, read: int, write: int, inp: int = 10, msgs: int = 3, at: float = 100.0,
-        sid: str = "S") -> ApiUsage:
-    return ApiUsage(sid, turn, None, call, "m", "custom", "chat_completions", "cli", msgs, inp, 5, read, write, 0, at)
+        sid: str = "S", sha: str | None = None, tools: int | None = None) -> ApiUsage:
+    return ApiUsage(sid, turn, None, call, "m", "custom", "chat_completions", "cli", msgs, inp, 5, read, write, 0, at,
+                    sha, tools)
 
 
 def test_turns_group_by_turn_id_and_each_break_says_why() -> None:
@@ -27,6 +28,11 @@ def test_turns_group_by_turn_id_and_each_break_says_why() -> None:
     assert [t.cache_break.reason if t.cache_break else None for t in turns] == [
         "new session", None, "compaction", "cache expired"]
     assert turns[0].total("cache_write_tokens") == 2030 and turns[1].hit_ratio == round(2045 / 2075, 3)
+    # what pre_api_request saw: the system message's hash, the tool count
+    seen = [req("t1", 1, 0, 2000, sha="aa", tools=30), req("t2", 1, 500, 1600, msgs=5, sha="bb", tools=30, at=110),
+            req("t3", 1, 700, 1500, msgs=7, sha="bb", tools=31, at=120)]
+    assert [t.cache_break.reason if t.cache_break else None for t in group_turns(seen)] == [
+        "new session", "rebuilt prompt", "tool list change"]
     # no turn id (an older Hermes): a request with api_call_count 1 opens a turn
     assert len(group_turns([req(None, 1, 0, 50), req(None, 2, 60, 5), req(None, 1, 70, 5)])) == 2
     # a new session whose prefix the provider kept from another session still wrote its own part

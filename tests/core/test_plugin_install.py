@@ -143,7 +143,8 @@ def test_cli_install_status_uninstall(hermes_home, capsys):
 def test_register_wires_hooks_tool_command(hermes_home):
     ctx = RecordingContext()
     register(ctx)
-    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "post_api_request"}
+    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch",
+                              "pre_api_request", "post_api_request"}
     assert ctx.tools["guard_pin"]["toolset"] == "guard"
     assert ctx.tools["guard_pin"]["schema"]["name"] == "guard_pin"
     assert "guard" in ctx.commands and "memdeck" in ctx.commands

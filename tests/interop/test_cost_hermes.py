@@ -14,6 +14,7 @@ what its ``post_api_request`` hook receives, and ``memdeck context --json`` show
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -119,8 +120,8 @@ class CachingModel:
             n = len(self.log)
             output = 5 + n
             system = next((m.get("content") for m in msgs if m.get("role") == "system"), None)
-            self.log.append({"agent": bool(req.get("tools")), "system": system, "input": uncached, "read": read,
-                             "write": write, "output": output})
+            self.log.append({"agent": bool(req.get("tools")), "system": system, "tools": len(req.get("tools") or ()),
+                             "input": uncached, "read": read, "write": write, "output": output})
         total = sum(sizes)
         out: dict[str, Any] = {"prompt_tokens": total, "completion_tokens": output, "total_tokens": total + output,
                                "cache_creation_input_tokens": write}
@@ -200,6 +201,14 @@ def test_per_turn_usage_and_the_cost_of_a_memory_edit(version: str, tmp_path: Pa
     assert est["when"] == "next session" and est["tier"] == "volatile" and est["tokens"] is not None
     written = agent_b[0]["write"]
     assert abs(est["tokens"] - written) <= 0.10 * written, (est, written)
+    # pre_api_request's fingerprint of each request: the system message as sent, the tools as sent
+    def sent(r: dict[str, Any]) -> tuple[str, int]:
+        return hashlib.sha256(r["system"].encode()).hexdigest()[:16], r["tools"]
+
+    recorded = [(q["prompt_sha"], q["tool_count"]) for c in (before["cost"], after["cost"])
+                for t in c["turns"] for q in t["requests"]]
+    assert recorded == [sent(r) for r in agent_a + agent_b]
+    assert len({sha for sha, _ in recorded[:3]}) == 1 and recorded[3][0] != recorded[0][0]  # the edit, after /new
     # totals: state.db's session counters as Hermes kept them, beside memdeck's own
     tot = before["cost"]["session_totals"]
     assert tot["cache_read_tokens"] == sum(r[2] for r in want_a)

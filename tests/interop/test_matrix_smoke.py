@@ -344,7 +344,8 @@ def test_memdeck_plugin_loads_and_reinjects(hermes, home: Path, reinject_every_t
     assert out["loaded"] and out["enabled"] and out["load_error"] is None, out
     assert out["module"] == "hermes_plugins.memdeck"
     # pre_gateway_dispatch: /memdeck in a chat learns its sender there (core/plugin/chat_origin.py)
-    assert out["hooks"] == ["on_session_end", "on_session_start", "post_api_request", "pre_gateway_dispatch", "pre_llm_call"]
+    assert out["hooks"] == ["on_session_end", "on_session_start", "post_api_request", "pre_api_request",
+                            "pre_gateway_dispatch", "pre_llm_call"]
     bullets = "[Standing instructions — still active]\n  - Always reply in bullet points, never paragraphs"
     if reinject_every_turn:  # the memlock: section was read (ruamel.yaml on 0.22)
         assert out["quiet"] and all("Standing instructions" in r["context"] for r in out["quiet"]), out["quiet"]
