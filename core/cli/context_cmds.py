@@ -225,19 +225,11 @@ def running_session_note(ctx: CliContext) -> str | None:
 
 def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
     """``sessions --stale``: every open session with its number of differences (no entry texts) and
-    ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33)."""
-    from ..context.report import open_session_diffs, verdict_for
-    from ..live_memory.view import delivery_view
+    ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33); the rows the Memory tab of
+    Hermes' dashboard lists too (:func:`..plugin.dashboard_api.stale_session_rows`)."""
+    from ..plugin.dashboard_api import stale_session_rows
 
-    verdict = verdict_for(_version(ctx))
-    diffs = open_session_diffs(db, ctx.config, PromptCache(), disk_entries(ctx.home), verdict)
-    rows = []
-    for d in diffs:
-        row = d.to_dict(changes=False)
-        live = delivery_view(ctx.home, ctx.config, d.session_id, d.frozen.changes, verdict)
-        row["live_memory"] = {"mode": live["mode"], **live["counts"]}
-        rows.append(row)
-    return rows
+    return stale_session_rows(ctx.home, ctx.config, db)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001

@@ -208,8 +208,13 @@ def read_history(ctx: Context) -> Mapping[str, Any]:
 
 
 def memory_changes(ctx: Context) -> Mapping[str, Any]:
-    """``_memory_changes``: the memory rows among ``new_changes`` (the usage chart's input)."""
-    return {"_memory_changes": tuple(c for c in ctx["new_changes"] if c.kind == "memory")}
+    """``_changes_seen`` and ``_memory_changes``: counters that move when an observation recorded
+    rows (any; of a memory file): the history's and the usage chart's input. Counters, not the
+    rows, so the read after one that recorded rows (``new_changes`` back to empty) keeps them."""
+    new = ctx["new_changes"]
+    seen, mem = ctx.last.get("_changes_seen") or 0, ctx.last.get("_memory_changes") or 0
+    return {"_changes_seen": seen + 1 if new else seen,
+            "_memory_changes": mem + 1 if any(c.kind == "memory" for c in new) else mem}
 
 
 def read_usage(ctx: Context) -> Mapping[str, Any]:
@@ -466,8 +471,8 @@ PARTS: tuple[Part, ...] = (
     Part("memory", ("memory",), ("stamp.memory", "config"), read_memory_files, (CAP, REV)),
     Part("pending", ("pending",), ("stamp.pending", "config"), read_pending, (REV,)),
     Part("new_changes", ("new_changes",), ("stamp.memory", "stamp.memlock", "config"), read_observation, (HIS,), fresh=True),
-    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "new_changes"), read_history, (HIS,)),
-    Part("_memory_changes", ("_memory_changes",), ("new_changes",), memory_changes),
+    Part("_memory_changes", ("_changes_seen", "_memory_changes"), ("new_changes",), memory_changes),
+    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "_changes_seen"), read_history, (HIS,)),
     Part("usage_history", ("usage_history",), ("stamp.memory", "config", "_memory_changes"), read_usage, (CAP,)),
     Part("archived", ("archived",), ("stamp.memory", "stamp.memlock", "config"), read_archived, (CAP, ANC)),
     Part("db_status", ("db_status", "data_version", "_db_rows"), ("stamp.statedb", "config"), read_statedb, (INT, REC),
@@ -549,6 +554,12 @@ class Evaluator:
         self._first: DeckSnapshot | None = None
         self._values: dict[str, Any] = _defaults()
         self._last: DeckSnapshot | None = None
+
+    def failed(self, name: str) -> bool:
+        """True when part ``name`` gave a banner in its last read, or has no value read (not
+        asked for, or not read for want of state.db)."""
+        kept = self._kept.get(name)
+        return kept is None or bool(kept.banners)
 
     def _key(self, part: Part, ctx: Context) -> tuple[Any, ...]:
         out: list[Any] = []

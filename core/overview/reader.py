@@ -135,6 +135,12 @@ class HomeReader:
         self.snapshot = snap
         return snap
 
+    def failed(self, part: str) -> bool:
+        """True when the part named ``part`` (:data:`core.overview.parts.PARTS`) gave a banner in
+        the last read, or holds no value read (not asked for, or not read for want of state.db):
+        a caller that must word the failure or needs the value asks its source again."""
+        return bool(self._parts().failed(part))
+
     def _parts(self) -> Any:
         if self._engine is None:
             from .parts import Evaluator

@@ -56,8 +56,14 @@ Shape (keys are only ever added, never renamed or removed)::
       ... one key per registered section (below)
     }
 
-``sessions``/``state_db`` come from :func:`memdeck.core.sessions.statedb.status_section`, ``anchors``,
-``integrity``, ``drift_log`` and ``anchors_warnings`` from :func:`anchors_section`.
+Every key is a serialisation of the home's one read model: the parts of
+:mod:`core.overview.parts`, read by a :class:`core.overview.reader.HomeReader` (the dashboard's,
+the fleet's and the metrics' reader too) with the fields of :data:`STATUS_FIELDS`. ``status`` adds
+what no part holds yet, each a read of its own: the change history's summary (``changes``), every
+MemLock session file's drift log (``drift_log``), the global pins' rows, the semantic detection
+when no audit ran (``detection``) and the hygiene counts (``hygiene``). Where a part failed (a
+banner on the dashboard) or was not read (no state.db), its source is asked again, so a section's
+error reads ``Type: message`` and an audit without state.db gives MemLock's own flags, as before.
 
 Another top-level section is added with :func:`register_section` (a section that raises
 becomes ``{"error": "..."}``).
@@ -65,40 +71,41 @@ becomes ``{"error": "..."}``).
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..anchors.files import default_session_id
 from ..anchors.integrity_history import drift_event
-from ..anchors.lifecycle import audit_session
 from ..anchors.rules import priority_of, probes_of
-from ..anchors.store import AnchorStore
 from ..config import Config, load_config
-from ..deck import archive
 from ..hermes_version import HermesVersion
 from ..history.changes import history_summary
 from ..home import TARGETS, HermesHome
 from ..memlock_home import locate_memlock
-from ..memory.pending import list_pending, replay_texts
-from ..memory.reader import read_memory
 from ..sessions.bounds import cut_mark, cuts_since
 from ..sessions.connection import sharing_readers
-from ..sessions.profile import detect_profile, session_store_note, threat_differences
+from ..sessions.profile import session_store_note
 from ..sessions.statedb import StateDB
 from ..sessions.statedb import status_section as statedb_status_section
 
+if TYPE_CHECKING:
+    from .reader import HomeReader
+    from .snapshot import DeckSnapshot
+
 SectionFn = Callable[[HermesHome, Config], Any]
 
-#: Providers whose function returns *several* top-level keys, merged into the status dict
-#: (a key already present is never overwritten). If one raises, its keys are absent and
-#: ``section_errors[module]`` says why.
-MERGED_PROVIDERS: list[tuple[str, SectionFn]] = [
-    ("statedb", statedb_status_section),  # "sessions", "state_db"
-    ("audit", lambda home, config: anchors_section(home, config)),  # "anchors", "integrity", "drift_log", "anchors_warnings", "detection"
-]
-
 _REGISTERED: dict[str, SectionFn] = {}
+
+#: The snapshot fields ``status`` serialises: a :class:`~core.overview.reader.HomeReader` reads
+#: the parts that fill them and their inputs, nothing else (not the change history's observation,
+#: which writes memdeck.db, nor the usage chart, the prompt blocks or the threat findings).
+STATUS_FIELDS = ("memory", "pending", "review", "archived", "db_status", "sessions", "live_session",
+                 "memlock_location", "anchor_sessions", "session_id", "session_anchors", "audit",
+                 "hermes_profile", "threat_differences", "provider", "agent_view", "stale_sessions", "cost_totals")
+
+#: How many sessions ``sessions`` lists (newest first).
+SESSIONS_LISTED = 50
 
 
 def register_section(key: str, fn: SectionFn) -> None:
@@ -111,110 +118,143 @@ def register_section(key: str, fn: SectionFn) -> None:
 STATUS_SEMANTIC_BUDGET_S = 10.0
 
 
-def anchors_section(home: Any, config: Any = None, *, encoder: Any = None, drift_log_limit: int = 100,
-                    budget_s: float | None = STATUS_SEMANTIC_BUDGET_S) -> dict[str, Any]:
-    """The ``anchors``, ``integrity`` and ``drift_log`` parts of ``status --json``. Never raises.
 
-    * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` for
-      the default session (the live session in state.db, else the newest MemLock file), then
-      global pins that session does not hold (``state: "pinned"``, ``session_id`` None);
-    * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
-      percent 0-100, or None without anchors or without a readable state.db; history oldest
-      first, see :func:`integrity_history`; ``pending``
-      counts compactions of a first semantic history not audited yet: ``budget_s`` seconds are
-      spent per call, newest first);
-    * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
-      file, oldest first, the newest ``drift_log_limit`` entries;
-    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
-    * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
-      (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
-      when it is not the configured one, why (docs/STATUS_JSON.md).
-    """
-    warnings: list[str] = []
-    home = home if isinstance(home, HermesHome) else HermesHome(home)
-    config = config if config is not None else load_config(home)
-    out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
-                           "drift_log": [], "anchors_warnings": warnings, "detection": None}
-    try:
-        from ..anchors.encoder import semantic_encoder
+def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
+    """Build the status dict described in the module docstring. Never raises on bad data."""
+    from .reader import HomeReader
 
-        out["detection"] = semantic_encoder(config, home)[1].to_dict()
-    except Exception as exc:  # noqa: BLE001 - status never raises
-        warnings.append(f"detection: {type(exc).__name__}: {exc}")
+    config = config or load_config(home)
+    mark = cut_mark()
+    with sharing_readers():  # one state.db reader for every read asked again: the history is read once
+        reader = HomeReader(home, config)
+        try:
+            reader.read(want=STATUS_FIELDS, context_report=False, history_budget_s=STATUS_SEMANTIC_BUDGET_S)
+            return status_of(reader, cuts_from=mark)
+        finally:
+            reader.close()
+
+
+def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | None = None,
+              extras: bool = True) -> dict[str, Any]:
+    """The status dict of ``reader``'s last snapshot, read with at least :data:`STATUS_FIELDS`
+    (module docstring). ``cuts_from``: a :func:`core.sessions.bounds.cut_mark` taken before the
+    read (``cut_reads`` lists the cuts since; None: since this call). ``extras=False`` leaves out
+    the reads of what no part holds and no :class:`core.fleet.figures.HomeFigures` figure shows
+    (``hygiene``, ``detection``, every session's ``drift_log``, the global pins' rows): the fleet's
+    and the metrics' local reads. Never raises on bad data. Thread-safe for distinct readers
+    (a command's one state.db reader per path, :func:`sharing_readers`, is the caller's)."""
+    snap = reader.snapshot
+    assert snap is not None, "status_of needs a read snapshot"
+    mark = cut_mark() if cuts_from is None else cuts_from
+    home, config = snap.home, snap.config
+    now = time.time() if now is None else now
+    profile = snap.hermes_profile
+    version = profile.hermes if profile is not None else HermesVersion()
+    from ..provider_settings import configured_provider
+
+    provider = configured_provider(config, version)  # the one reading (dashboard, fleet, metrics too)
+    out: dict[str, Any] = {
+        "home": str(home.path),
+        "profile": home.profile,
+        "memory": _memory(snap),
+        "pending": [],
+        "archived": sum(1 for a in snap.archived if a.kind == "memory"),
+        "config_warnings": list(config.warnings),
+        "memory_provider": provider or "",
+        "alert_floor": int(config.memlock.alert_floor),
+    }
+    errors: dict[str, str] = {}
     try:
-        store = AnchorStore(home, config, actor="status")
-        if store.location.warning:
-            warnings.append(store.location.warning)
-        infos = store.list_sessions()
-        log: list[dict[str, Any]] = []
-        for info in infos:
-            if info.error:
-                warnings.append(f"{info.path.name}: {info.error}")
-                continue
-            try:
-                s = store.load_session(info.session_id)
-            except Exception as exc:  # noqa: BLE001 - status never raises
-                warnings.append(f"{info.path.name}: {exc}")
-                continue
-            for e in map(drift_event, s.drift_log):
-                if e is not None:
-                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
-                                "casualties": e["casualties"]})
-        log.sort(key=lambda e: e["time"])
-        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
-        report = store.load_pins_report()
-        warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
-        warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
-        with StateDB.shared(home.state_db) as db:
-            db_ok = db.status().ok
-            live = db.live_session() if db_ok else None
-            sid = default_session_id(store, live.id if live else None)
-            if sid is None:
-                out["anchors"] = [_pin_row(p) for p in report.pins if p.get("scope") == "global"]
-                return out
-            sa = audit_session(db, store, sid, config, encoder=encoder, budget_s=budget_s)
-        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
-                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
-                           "session_id": sid, "state": r.state} for r in sa.anchors]
-        held = {r.anchor.id for r in sa.anchors}
-        out["anchors"] += [_pin_row(p) for p in report.pins if p.get("scope") == "global" and str(p["id"]) not in held]
-        # without a readable state.db there is no conversation to audit: the score is unknown (None),
-        # as the dashboard shows it, not the 0 of an empty region
-        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
-                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
-                                        for h in sa.history], "pending": sa.pending}
-        if sa.detection is not None:
-            out["detection"] = sa.detection.to_dict()
-    except Exception as exc:  # noqa: BLE001 - status never raises
-        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
+        out["changes"] = history_summary(home).to_dict()  # not a part yet: read here
+    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
+        errors["changes"] = f"{type(exc).__name__}: {exc}"
+    note = session_store_note(config, home)
+    if note:
+        out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
+    try:
+        loc = snap.memlock_location if snap.memlock_location is not None else locate_memlock(home)
+        out["memlock_location"] = loc.to_dict()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
+    try:
+        out["hermes"] = _hermes(reader, snap)
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["profile"] = f"{type(exc).__name__}: {exc}"
+    for key, fn in (("statedb", _sessions), ("audit", functools.partial(_anchors, extras=extras))):
+        try:
+            part = fn(reader, snap)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors[key] = f"{type(exc).__name__}: {exc}"
+            continue
+        for k, value in part.items():
+            out.setdefault(k, value)
+    for key, section in _REGISTERED.items() if extras else ():
+        if key in out:
+            continue
+        try:
+            out[key] = section(home, config)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            out[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    out["stale_sessions"] = _stale_sessions(reader, snap, version)
+    out["pending"] = _pending(reader, snap, provider, now)
+    try:
+        out["provider"] = (snap.provider if snap.provider is not None and not reader.failed("provider")
+                           else _provider_settings(home, config, version)).to_dict()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["provider"] = f"{type(exc).__name__}: {exc}"
+    try:  # issue 37: what the plugin recorded (memdeck.db api_usage), None when nothing
+        out["cost"] = snap.cost_totals if snap.cost_totals is not None else _cost_totals(home)
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["cost"] = f"{type(exc).__name__}: {exc}"
+    try:
+        if extras:
+            out["hygiene"] = hygiene_section(home, config)
+    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+        errors["hygiene"] = f"{type(exc).__name__}: {exc}"
+    out["section_errors"] = errors
+    out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
 
 
-def _pin_row(p: dict[str, Any]) -> dict[str, Any]:
-    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
-            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}
+def _cost_totals(home: HermesHome) -> Any:
+    """The home's recorded API usage with its cache hit ratio, read here when the ``cost_totals``
+    part was not (a home without state.db)."""
+    from ..context.cost import totals_dict
+    from ..deck.usage import home_totals
+
+    return totals_dict(home_totals(home))
 
 
-def memory_section(home: HermesHome, config: Config) -> dict[str, Any]:
-    """``{"memory": {...}, "user": {...}}`` from :func:`core.memory.read_memory` (never raises)."""
+def _provider_settings(home: HermesHome, config: Config, version: HermesVersion) -> Any:
+    from ..provider_settings import provider_settings
+
+    return provider_settings(config, home, version)
+
+
+def _memory(snap: DeckSnapshot) -> dict[str, Any]:
+    """``{"memory": {...}, "user": {...}}``: the memory part's files (``MemoryFileState.to_dict``)."""
+    from ..memory.reader import read_memory
+
     out: dict[str, Any] = {}
     for t in TARGETS:
-        st = read_memory(home, config, t)
-        d = st.to_dict()
+        st = snap.memory.get(t)
+        d = (st if st is not None else read_memory(snap.home, snap.config, t)).to_dict()
         d.pop("target", None)
         out[t] = d
     return out
 
 
-def pending_section(home: HermesHome, config: Config | None = None, provider: str | None = None,
-                    now: float | None = None) -> list[dict[str, Any]]:
-    """The pending writes as status rows, each with who staged it and what approving it would do
-    now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``). Never raises."""
-    from ..memory.review import review_queue
+def _pending(reader: HomeReader, snap: DeckSnapshot, provider: str | None, now: float) -> list[dict[str, Any]]:
+    """The pending writes as status rows from the review part: who staged each and what approving
+    it would do now (``core/memory/review.py``: ``state``, ``reason``, ``age_s``)."""
+    items: Any = snap.review
+    same = snap.provider.name if snap.provider is not None else None
+    if reader.failed("pending") or reader.failed("review") or same != provider:
+        from ..memory.review import review_queue
 
-    now = time.time() if now is None else now
+        items = review_queue(snap.home, snap.config, provider)
     out = []
-    for item in review_queue(home, config, provider):
+    for item in items:
         p = item.record
         age = item.age(now)
         out.append({"id": p.id, "action": p.action, "target": p.target, "origin": p.origin, "summary": p.summary,
@@ -224,23 +264,62 @@ def pending_section(home: HermesHome, config: Config | None = None, provider: st
     return out
 
 
-def hermes_section(home: HermesHome, memory: dict[str, Any]) -> dict[str, Any]:
+def _hermes(reader: HomeReader, snap: DeckSnapshot) -> dict[str, Any]:
     """The home's :class:`~memdeck.core.sessions.profile.HermesProfile` as a dict, plus
     ``threat_differences``: every entry and pending write whose memdeck verdict differs from
     the verdict of the Hermes that loads it (empty when that Hermes is unknown)."""
-    profile = detect_profile(home)
-    texts: list[tuple[str, str]] = []
-    for t in TARGETS:
-        texts += [(t, str(e.get("text") or "")) for e in (memory.get(t) or {}).get("entries", [])]
-    for rec in list_pending(home):
-        texts += [(f"pending {rec.id}", c) for c in replay_texts(rec.payload)]
-    return {**profile.to_dict(), "threat_differences": threat_differences(profile, texts)}
+    profile = snap.hermes_profile
+    if profile is None or reader.failed("hermes_profile"):
+        from ..sessions.profile import detect_profile
+
+        profile = detect_profile(snap.home)  # the part failed: asked again, for its words
+    if reader.failed("threat_differences") or profile is not snap.hermes_profile:
+        from ..memory.pending import list_pending, replay_texts
+        from ..sessions.profile import threat_differences
+
+        texts: list[tuple[str, str]] = []
+        for t, st in snap.memory.items():
+            texts += [(t, e.text) for e in st.entries]
+        for rec in list_pending(snap.home):
+            texts += [(f"pending {rec.id}", c) for c in replay_texts(rec.payload)]
+        differences = threat_differences(profile, texts)
+    else:
+        differences = [dict(d) for d in snap.threat_differences]
+    return {**profile.to_dict(), "threat_differences": differences}
+
+
+def _db_ok(snap: DeckSnapshot) -> bool:
+    return snap.db_status is not None and snap.db_status.ok
+
+
+def _sessions(reader: HomeReader, snap: DeckSnapshot) -> dict[str, Any]:
+    """``sessions`` (newest first, at most :data:`SESSIONS_LISTED`) and ``state_db``."""
+    if snap.db_status is None or reader.failed("sessions"):  # no held state.db: what it is, and why
+        return statedb_status_section(snap.home, snap.config, limit=SESSIONS_LISTED)
+    items = snap.sessions[:SESSIONS_LISTED] if snap.db_status.ok else ()
+    return {
+        "sessions": [
+            {"id": s.id, "title": s.title, "source": s.source, "started_at": s.started_at, "ended_at": s.ended_at,
+             "message_count": s.message_count, "compactions": s.compactions, "live": s.live}
+            for s in items
+        ],
+        "state_db": snap.db_status.as_dict(),
+    }
+
+
+def _stale_sessions(reader: HomeReader, snap: DeckSnapshot, version: HermesVersion) -> dict[str, Any]:
+    """``{"count": int, "note": None}``: the open sessions whose frozen memory differs from the
+    files (the agent view's :attr:`~core.overview.agent_view.AgentView.stale`), or ``{"count":
+    None, "note": why}`` when state.db cannot be read."""
+    view = snap.agent_view
+    if _db_ok(snap) and view is not None and not view.error and snap.stale_sessions is not None:
+        return {"count": snap.stale_sessions, "note": None}
+    return stale_sessions_section(snap.home, snap.config, version)
 
 
 def stale_sessions_section(home: HermesHome, config: Config, version: HermesVersion) -> dict[str, Any]:
-    """``{"count": int, "note": None}``: the open sessions whose frozen memory differs from the
-    files (``core/context/report.py`` :func:`stale_session_count`), or ``{"count": None, "note":
-    why}`` when state.db cannot be read. Never raises."""
+    """``stale_sessions`` read from state.db itself (the agent view is not there: no held state.db,
+    or its read failed): the count, or ``{"count": None, "note": why}``. Never raises."""
     from ..context.report import stale_session_count
 
     try:
@@ -253,97 +332,125 @@ def stale_sessions_section(home: HermesHome, config: Config, version: HermesVers
         return {"count": None, "note": f"{type(exc).__name__}: {exc}"}
 
 
-def build_status(home: HermesHome, config: Config | None = None) -> dict[str, Any]:
-    """Build the status dict described in the module docstring. Never raises on bad data."""
-    config = config or load_config(home)
-    mark = cut_mark()
-    try:
-        archived = archive.count(home, kind="memory", state="archived")
-    except Exception:  # noqa: BLE001 - an unusable memdeck.db must not break status
-        archived = 0
-    from ..provider_settings import configured_provider
+def _anchors(reader: HomeReader, snap: DeckSnapshot, *, drift_log_limit: int = 100, extras: bool = True) -> dict[str, Any]:
+    """The ``anchors``, ``integrity``, ``drift_log``, ``anchors_warnings`` and ``detection`` keys.
 
-    out: dict[str, Any] = {
-        "home": str(home.path),
-        "profile": home.profile,
-        "memory": memory_section(home, config),
-        "pending": [],
-        "archived": archived,
-        "config_warnings": list(config.warnings),
-        "memory_provider": "",
-        "alert_floor": int(config.memlock.alert_floor),
-    }
-    errors: dict[str, str] = {}
-    try:
-        out["changes"] = history_summary(home).to_dict()
-    except Exception as exc:  # noqa: BLE001 - an unusable memdeck.db must not break status
-        errors["changes"] = f"{type(exc).__name__}: {exc}"
-    note = session_store_note(config, home)
-    if note:
-        out["session_store"] = {"name": config.session_store, "source": config.session_store_source, "message": note}
-    try:
-        out["memlock_location"] = locate_memlock(home).to_dict()
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["memlock_location"] = f"{type(exc).__name__}: {exc}"
-    with sharing_readers():  # one state.db reader for every section: the history is read once
-        try:
-            out["hermes"] = hermes_section(home, out["memory"])
-        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-            errors["profile"] = f"{type(exc).__name__}: {exc}"
-        _merge_sections(home, config, out, errors)
-        hermes = out.get("hermes") or {}
-        version = HermesVersion.of(hermes.get("version"), hermes.get("version_source") or "")
-        out["stale_sessions"] = stale_sessions_section(home, config, version)
-    provider = configured_provider(config, version)  # the one reading (dashboard, fleet, metrics too)
-    out["pending"] = pending_section(home, config, provider)
-    out["memory_provider"] = provider or ""
-    try:
-        from ..provider_settings import provider_settings
+    * ``anchors``: ``[{id, text, reminder, priority, probes, scope, session_id, state}]`` of the
+      audit part (the live session in state.db, else the newest MemLock file), then global pins
+      that session does not hold (``state: "pinned"``, ``session_id`` None);
+    * ``integrity``: ``{session_id, score, history: [{time, score[, pending]}], pending}`` (score
+      percent 0-100, or None without anchors or without a readable state.db; history oldest
+      first; ``pending`` counts compactions of a first semantic history not audited yet:
+      :data:`STATUS_SEMANTIC_BUDGET_S` seconds are spent per call, newest first);
+    * ``drift_log``: ``[{time, session_id, score, casualties}]`` from every MemLock session
+      file, oldest first, the newest ``drift_log_limit`` entries;
+    * ``anchors_warnings``: problems met (unreadable files, quarantined pins);
+    * ``detection``: ``{configured, active, model, weights_sha256_ok, reason, model_path}``
+      (:class:`core.anchors.encoder.DetectionStatus`): which detection memdeck's audit runs and,
+      when it is not the configured one, why (docs/STATUS_JSON.md).
 
-        out["provider"] = provider_settings(config, home, version).to_dict()
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["provider"] = f"{type(exc).__name__}: {exc}"
-    try:
-        from ..context.cost import totals_dict
-        from ..deck.usage import home_totals
+    A part that failed or was not read (no state.db: MemLock's own flags) is read again here.
+    ``extras=False``: without ``detection``, the drift log of the sessions not shown and the
+    global pins' rows (:func:`status_of`). Never raises.
+    """
+    from ..anchors.store import AnchorStore
+    from .snapshot import _pick_session
 
-        out["cost"] = totals_dict(home_totals(home))  # issue 37: what the plugin recorded, None when nothing
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["cost"] = f"{type(exc).__name__}: {exc}"
+    home, config = snap.home, snap.config
+    warnings: list[str] = []
+    out: dict[str, Any] = {"anchors": [], "integrity": {"session_id": None, "score": None, "history": []},
+                           "drift_log": [], "anchors_warnings": warnings, "detection": None}
     try:
-        out["hygiene"] = hygiene_section(home, config)
-    except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-        errors["hygiene"] = f"{type(exc).__name__}: {exc}"
-    out["section_errors"] = errors
-    out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
+        from ..anchors.encoder import semantic_encoder
+
+        if extras:
+            out["detection"] = semantic_encoder(config, home)[1].to_dict()
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"detection: {type(exc).__name__}: {exc}")
+    try:
+        store = AnchorStore(home, config, actor="status", location=snap.memlock_location)
+        if store.location.warning:
+            warnings.append(store.location.warning)
+        infos = snap.anchor_sessions if not reader.failed("anchor_sessions") else tuple(store.list_sessions())
+        log: list[dict[str, Any]] = []
+        shown = snap.session_anchors if not reader.failed("session_anchors") else None
+        for info in infos if extras else ():
+            if info.error:
+                warnings.append(f"{info.path.name}: {info.error}")
+                continue
+            try:
+                s = shown if shown is not None and shown.session_id == info.session_id else store.load_session(info.session_id)
+            except Exception as exc:  # noqa: BLE001 - status never raises
+                warnings.append(f"{info.path.name}: {exc}")
+                continue
+            for e in map(drift_event, s.drift_log):
+                if e is not None:
+                    log.append({"time": e["time"], "session_id": s.session_id, "score": e["score"],
+                                "casualties": e["casualties"]})
+        log.sort(key=lambda e: e["time"])
+        out["drift_log"] = log[-drift_log_limit:] if drift_log_limit else log
+        report = store.load_pins_report() if extras else None  # the global pins' rows: not a part yet
+        pins = list(report.pins) if report is not None else []
+        if report is not None:
+            warnings.extend(f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined)
+            warnings.extend(f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items()))
+        db_ok = _db_ok(snap)
+        sid = _pick_session(None, snap.live_session if db_ok else None, infos)
+        if sid is None:
+            out["anchors"] = [_pin_row(p) for p in pins if p.get("scope") == "global"]
+            return out
+        sa = snap.audit
+        if sa is None or reader.failed("audit") or snap.session_id != sid:
+            from ..anchors.lifecycle import audit_session
+
+            with StateDB.shared(home.state_db) as db:  # no held state.db: MemLock's own flags
+                db_ok = db.status().ok
+                sa = audit_session(db, store, sid, config, budget_s=STATUS_SEMANTIC_BUDGET_S)
+        out["anchors"] = [{"id": r.anchor.id, "text": r.anchor.text, "reminder": r.anchor.reminder,
+                           "priority": r.anchor.priority, "probes": list(r.anchor.probes), "scope": r.scope,
+                           "session_id": sid, "state": r.state} for r in sa.anchors]
+        held = {r.anchor.id for r in sa.anchors}
+        out["anchors"] += [_pin_row(p) for p in pins if p.get("scope") == "global" and str(p["id"]) not in held]
+        # without a readable state.db there is no conversation to audit: the score is unknown (None),
+        # as the dashboard shows it, not the 0 of an empty region
+        out["integrity"] = {"session_id": sid, "score": sa.score if db_ok else None,
+                            "history": [{"time": h["time"], "score": h["score"], **({"pending": True} if h.get("pending") else {})}
+                                        for h in sa.history], "pending": sa.pending}
+        if sa.detection is not None:
+            out["detection"] = sa.detection.to_dict()
+    except Exception as exc:  # noqa: BLE001 - status never raises
+        warnings.append(f"anchors: {type(exc).__name__}: {exc}")
     return out
+
+
+def anchors_section(home: HermesHome | Any, config: Config | None = None) -> dict[str, Any]:
+    """The ``anchors``, ``integrity``, ``drift_log``, ``anchors_warnings`` and ``detection`` keys
+    of ``status --json`` alone (:func:`_anchors`), read through a :class:`HomeReader`. Never raises."""
+    from .reader import HomeReader
+
+    home = home if isinstance(home, HermesHome) else HermesHome(home)
+    config = config if config is not None else load_config(home)
+    with sharing_readers():
+        reader = HomeReader(home, config)
+        try:
+            reader.read(want=("audit",), context_report=False, history_budget_s=STATUS_SEMANTIC_BUDGET_S)
+            assert reader.snapshot is not None
+            return _anchors(reader, reader.snapshot)
+        finally:
+            reader.close()
+
+
+def _pin_row(p: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
+            "priority": priority_of(p), "probes": probes_of(p), "scope": "global", "session_id": None, "state": "pinned"}
 
 
 def hygiene_section(home: HermesHome, config: Config) -> dict[str, Any]:
     """``{"method": "lexical", "counts": {duplicate, contradiction, stale, wasteful}, "chars_saved"}``:
     the hygiene findings (``core/hygiene``) by the lexical method, which costs milliseconds
-    (``memdeck hygiene`` adds meaning with the semantic extra and may find more)."""
+    (``memdeck hygiene`` adds meaning with the semantic extra and may find more). Not a part yet."""
     from ..hygiene.detect import hygiene_report
 
     report = hygiene_report(home, config, semantic=False)
     return {"method": report.method, "counts": report.counts(),
             "chars_saved": sum(f.chars_saved for f in report.findings if f.kind != "contradiction")}
-
-
-def _merge_sections(home: HermesHome, config: Config, out: dict[str, Any], errors: dict[str, str]) -> None:
-    for mod, fn in MERGED_PROVIDERS:
-        try:
-            part = fn(home, config)
-        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-            errors[mod] = f"{type(exc).__name__}: {exc}"
-            continue
-        if isinstance(part, dict):
-            for key, value in part.items():
-                out.setdefault(key, value)
-    for key, fn in _REGISTERED.items():
-        if key in out:
-            continue
-        try:
-            out[key] = fn(home, config)
-        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
-            out[key] = {"error": f"{type(exc).__name__}: {exc}"}

@@ -9,16 +9,18 @@ from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW, build_demo_home
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.alerts import CAPACITY_ALERT_PCT, alerts_between
-from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+from memdeck.core.overview.reader import HomeReader
 
 
-def _snap(home: HermesHome, db, prev=None):
-    return build_snapshot(home, load_config(home), db, previous=prev, now=DEMO_NOW, stamps=take_stamps(home, db))
+def _snap(home: HermesHome, reader: HomeReader, prev=None):  # prev: the reader keeps its own last snapshot
+    reader.config = load_config(home)  # as the dashboard does after config.yaml changed
+    snap = reader.read(now=DEMO_NOW)
+    return snap
 
 
 def test_new_pending_write_and_crossing_90_percent_raise_one_alert_each(tmp_path) -> None:
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     first = _snap(home, db)
     assert alerts_between(None, first) == []
     assert alerts_between(first, first) == []  # nothing changed: nothing to say
@@ -44,7 +46,7 @@ def test_new_pending_write_and_crossing_90_percent_raise_one_alert_each(tmp_path
 
 def test_integrity_falling_below_the_floor_is_an_error_once(tmp_path) -> None:
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     snap = _snap(home, db)
     floor = snap.config.memlock.alert_floor
     high = dataclasses.replace(snap, audit=dataclasses.replace(snap.audit, score=floor))
@@ -66,7 +68,7 @@ def test_undoing_an_approval_is_memdeck_staging_it_again_not_hermes(tmp_path) ->
     from memdeck.core.undo import undo
 
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     first = _snap(home, db)
     rec = next(p for p in first.pending if p.origin == "background_review" and not p.threats)
     pending.approve(home, load_config(home), rec.id, actor="tui")

@@ -435,28 +435,28 @@ def test_the_dashboard_view_reuses_each_comparison_until_the_prompt_or_the_files
     import sqlite3
 
     from memdeck.core.memory.store import MemoryStore
-    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.overview.reader import HomeReader
 
     cfg = load_config(home)
-    db = open_statedb(home)
+    reader = HomeReader(home, cfg)
     try:
-        first = build_snapshot(home, cfg, db, stamps=take_stamps(home, db))
+        first = reader.read()
         view = first.agent_view
         assert view is not None and view.report is not None and view.report.diff.differences == 1
         conn = sqlite3.connect(home.state_db)
         hs.append_message(conn, "S1", "user", "one more turn", timestamp=1030.0)
         conn.close()
-        second = build_snapshot(home, cfg, db, previous=first, stamps=take_stamps(home, db))
+        second = reader.read()
         assert second.agent_view is not view  # state.db changed: rebuilt...
         assert second.agent_view.diffs[0].frozen is view.diffs[0].frozen  # ...the comparison reused
         assert second.agent_view.report.next_turn.messages.count == 3  # the new row is counted
         assert second.agent_view.cache.reads == 1  # the prompt was read once
         MemoryStore(home, cfg).add("memory", "fact three")
-        third = build_snapshot(home, cfg, db, previous=second, stamps=take_stamps(home, db))
+        third = reader.read()
         assert third.agent_view.report.diff.differences == 2
-        assert build_snapshot(home, cfg, db, previous=third, stamps=take_stamps(home, db)) is third
+        assert reader.read() is third
     finally:
-        db.close()
+        reader.close()
 
 
 def test_the_reminder_now_is_the_audits_reminder_block(tmp_path: Path) -> None:
