@@ -215,7 +215,9 @@ def write_estimate(prompt: str, layout: PromptLayout | None, version: HermesVers
         return out
     if kind == "explicit":
         if tiers.static_prefix:
-            start = _start_of(layout, [n for n in SECTION_NAMES if tiers.tier(n) in ("context", "volatile")])
+            later = [sp.start for sp in layout.spans
+                     if tiers.tier_of(sp.section, prompt[sp.start:sp.end]) in ("context", "volatile")]
+            start = min(later) if later else None
             rule = "the context and volatile tiers (the stable tier keeps its breakpoint)"
         else:
             start = 0

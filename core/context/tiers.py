@@ -10,8 +10,8 @@ One concept, read from each release's own source:
     USER, the memory provider's block, the ``Conversation started:`` line.
   - 0.20-0.21.4: the skills index moves to ``volatile`` (first in it); the coding workspace snapshot
     joins ``context``.
-  - 0.21.5 / 0.22: as 0.20, and the host facts (``# Hermes runtime environment``) and (0.22) the
-    active-profile line move to the end of ``volatile``.
+  - 0.21.5 / 0.22: as 0.20, and the host facts (``# Hermes runtime environment``) move to the end
+    of ``volatile``; 0.22 moves the active-profile line there too (0.21.5 keeps it stable).
 
 * ``agent/prompt_caching.py`` ``apply_anthropic_cache_control`` (only where Hermes adds
   ``cache_control`` markers: Claude on Anthropic, OpenRouter, the Nous portal, Anthropic-wire
@@ -60,8 +60,19 @@ class TierMap:
     source: str
     reason: str = ""
 
+    profile_line: str = "stable"
+
     def tier(self, section: str) -> str | None:
         return self.section_tier.get(section)
+
+    def tier_of(self, section: str, text: str) -> str | None:
+        """The tier of one part of the prompt: its section's, except the active-profile line
+        (``Active Hermes profile: ...``, part of memdeck's ``environment`` section), which Hermes keeps
+        in the stable tier before 0.22 and moves to the volatile one in 0.22 (checked against each
+        version's ``build_system_prompt_parts``)."""
+        if section == "environment" and text.lstrip().startswith("Active Hermes profile"):
+            return self.profile_line if self.known else None
+        return self.tier(section)
 
     def to_dict(self) -> dict[str, object]:
         return {"known": self.known, "sections": dict(self.section_tier), "breakpoints": self.breakpoints,
@@ -82,7 +93,8 @@ def tiers_for(version: HermesVersion) -> TierMap:
                        "are one cached block, then the last 3 messages", False, f"Hermes {version.line} {_SRC}")
     table = _0_20 if v < (0, 21, 5) else _0_21_5
     return TierMap(True, dict(table), "one at the end of the stable tier (the static prefix), one at the end of "
-                   "the system prompt, then the last 2 messages", True, f"Hermes {version.line} {_SRC}")
+                   "the system prompt, then the last 2 messages", True, f"Hermes {version.line} {_SRC}",
+                   profile_line="volatile" if v >= (0, 22, 0) else "stable")
 
 
 __all__ = ["TIERS", "TierMap", "tiers_for"]

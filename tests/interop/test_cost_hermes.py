@@ -30,10 +30,11 @@ from memdeck.core.home import HermesHome
 from memdeck.core.plugin.install import install_plugin
 from tests.interop.matrix import run
 from tests.interop.matrix.run import hermes_or_skip
+from tests.interop.matrix.venvs import SPECS, versions_to_run
 
 pytestmark = pytest.mark.interop
 
-VERSIONS = ["0.19.0", "0.22.2.post1"]
+VERSIONS = versions_to_run(("0.19.0", "0.22.2.post1"))  # every version with MEMDECK_INTEROP_FULL=1
 DRIVER = str(run.DRIVER)
 MEMORY = ["Project linkhop lives in ~/code/linkhop; `make test` runs the suite.",
           "Deploys go through staging first; production deploys on Fridays at 5pm.",
@@ -214,3 +215,36 @@ def test_per_turn_usage_and_the_cost_of_a_memory_edit(version: str, tmp_path: Pa
     assert tot["cache_read_tokens"] == sum(r[2] for r in want_a)
     assert tot["cache_write_tokens"] == sum(r[3] for r in want_a)
     assert before["cost"]["recorded_totals"]["cache_read_tokens"] == sum(r[2] for r in want_a)
+
+
+@pytest.mark.parametrize("version", list(SPECS))
+def test_each_section_is_in_the_tier_memdeck_says(version: str, tmp_path: Path) -> None:
+    """The tier memdeck gives each section (core/context/tiers.py) is the tier that version's own
+    ``build_system_prompt_parts`` put its text in, for a prompt with a skill, AGENTS.md, SOUL.md,
+    MEMORY and USER."""
+    from memdeck.core.context.sections import split_prompt
+    from memdeck.core.context.tiers import tiers_for
+    from memdeck.core.hermes_version import HermesVersion
+
+    py = hermes_or_skip(version)
+    home = new_home(tmp_path)
+    seed = ([{"op": "mem", "action": "add", "target": "memory", "content": e} for e in MEMORY]
+            + [{"op": "mem", "action": "add", "target": "user", "content": e} for e in USER])
+    run.drive(py, home, seed)
+    (built,) = run.drive(py, home, [{"op": "prompt_build", "sid": "T", "platform": "telegram",
+                                     "agents_md": "# Project notes\n\nRun `make test` before every commit.\n",
+                                     "skills": [{"category": "devops", "name": "deploy-check",
+                                                 "description": "Check a deploy before it ships."}]}])
+    tiers = built["tiers"]
+    assert tiers is not None, "every version of the matrix has agent/system_prompt.py's tiers"
+    prompt = built["prompt"]
+    lay = split_prompt(prompt)
+    mine = tiers_for(HermesVersion.of(".".join(version.split(".")[:3]).replace(".post1", "").replace(".post2", "")))
+    checked = {}
+    for span in lay.spans:
+        text = prompt[span.start:span.end].strip()
+        want = mine.tier_of(span.section, text)
+        holders = [t for t in ("stable", "context", "volatile") if text and text in (tiers[t] or "")]
+        assert want in holders, (version, span.section, want, holders, text[:120])
+        checked[span.section] = want
+    assert {"memory", "user", "context_files", "skills"} <= set(checked), checked

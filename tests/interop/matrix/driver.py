@@ -321,7 +321,8 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
     ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
     ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
-    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters. Returns the
+    prompt and ``tiers`` (``build_system_prompt_parts``: ``{stable, context, volatile}``, None before 0.17).
     """
     sid = cmd.get("sid", "S1")
     if cmd.get("soul") is not None:
@@ -346,7 +347,14 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     prompt = agent._build_system_prompt(cmd.get("system_message"))
     if cmd.get("store", True):
         db.update_system_prompt(sid, prompt)
-    return {"prompt": prompt, "chars": len(prompt)}
+    out: dict[str, Any] = {"prompt": prompt, "chars": len(prompt)}
+    try:  # the three cache tiers the prompt was joined from (agent/system_prompt.py, 0.17+; issue 37)
+        from agent.system_prompt import build_system_prompt_parts
+
+        out["tiers"] = build_system_prompt_parts(agent, system_message=cmd.get("system_message"))
+    except ImportError:
+        out["tiers"] = None
+    return out
 
 
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
