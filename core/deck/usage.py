@@ -143,18 +143,24 @@ def record(home: HermesHome | Path, row: ApiUsage, *, timeout: float = 0.5) -> b
     except (deckdb.DeckDBError, OSError):
         return False
     try:
-        with deckdb.transaction(conn):
-            conn.execute(f"INSERT INTO api_usage ({_COLS}) VALUES ({', '.join('?' * 17)})",
-                         (row.session_id, row.turn_id, row.api_request_id, row.api_call_count, row.model, row.provider,
-                          row.api_mode, row.platform, row.message_count, row.input_tokens, row.output_tokens,
-                          row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens, row.at, row.prompt_sha,
-                          row.tool_count))
+        insert(conn, row)
         return True
     except (deckdb.DeckDBError, sqlite3.Error, OSError):
         return False
     finally:
         if held is None:
             conn.close()
+
+
+def insert(conn: sqlite3.Connection, row: ApiUsage) -> None:
+    """Append ``row`` on an open memdeck.db connection (:func:`memdeck.core.deck.db.connect`), in one
+    transaction. Raises ``sqlite3.Error`` / ``DeckDBError`` as the connection does."""
+    with deckdb.transaction(conn):
+        conn.execute(f"INSERT INTO api_usage ({_COLS}) VALUES ({', '.join('?' * 17)})",
+                     (row.session_id, row.turn_id, row.api_request_id, row.api_call_count, row.model, row.provider,
+                      row.api_mode, row.platform, row.message_count, row.input_tokens, row.output_tokens,
+                      row.cache_read_tokens, row.cache_write_tokens, row.reasoning_tokens, row.at, row.prompt_sha,
+                      row.tool_count))
 
 
 def load_session(home: HermesHome | Path, session_id: str, *, limit: int = 5000) -> list[ApiUsage]:
@@ -213,4 +219,5 @@ def home_totals(home: HermesHome | Path) -> dict[str, int] | None:
     return {"requests": int(r[0]), **{b: int(v) for b, v in zip(BUCKETS, r[1:])}}
 
 
-__all__ = ["BUCKETS", "ApiUsage", "from_hook", "request_fingerprint", "home_totals", "load_session", "previous_session_row", "record"]
+__all__ = ["BUCKETS", "ApiUsage", "from_hook", "home_totals", "insert", "load_session", "previous_session_row",
+           "record", "request_fingerprint"]

@@ -6,15 +6,20 @@ Hermes 0.17-0.22 call ``post_api_request`` after every API response with keyword
 ``model``, ``provider``, ``api_mode``, ``platform``, ``message_count``, ``started_at``, ``ended_at``
 and ``usage`` (``agent._usage_summary_for_api_request_hook``: ``input_tokens``, ``output_tokens``,
 ``cache_read_tokens``, ``cache_write_tokens``, ``reasoning_tokens``, ``prompt_tokens``,
-``total_tokens``), among others. The row is :func:`memdeck.core.deck.usage.from_hook`; the write waits
+``total_tokens``), among others. The row is :func:`memdeck.core.deck.usage.from_hook`, inserted on one
+memdeck.db connection the recorder keeps (SQLite's own: nothing else opens the file); the write waits
 at most half a second for memdeck.db's lock and never raises into the turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
+import threading
 from typing import Any
 
+from ..deck import db as deckdb
 from ..deck import usage
 from ..home import HermesHome
 
@@ -41,6 +46,24 @@ class UsageRecorder:
         self.written = 0
         self.skipped = 0
         self._pending: dict[tuple[str, str], tuple[str | None, int | None]] = {}
+        self._conn: sqlite3.Connection | None = None  # kept open: one connect per process, not per request
+        self._lock = threading.Lock()
+
+    def _record(self, row: usage.ApiUsage) -> bool:
+        """Insert ``row`` on this process's memdeck.db connection (opened on first use, waiting at most
+        half a second for another writer's lock); a failure closes it, the next request opens again."""
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = deckdb.connect(self.home, timeout=0.5)
+                usage.insert(self._conn, row)
+                return True
+            except (deckdb.DeckDBError, sqlite3.Error, OSError):
+                if self._conn is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.close()
+                self._conn = None
+                return False
 
     def pre(self, **kwargs: Any) -> None:
         self._pending[_key(kwargs)] = usage.request_fingerprint(kwargs)
@@ -53,7 +76,7 @@ class UsageRecorder:
         if row is None:
             self.skipped += 1
             return None
-        if usage.record(self.home, row):
+        if self._record(row):
             self.written += 1
         else:
             self.skipped += 1

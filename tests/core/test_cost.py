@@ -73,3 +73,28 @@ def test_a_memory_write_costs_what_the_cache_kind_and_version_rewrite() -> None:
     assert with_change(implicit, 80)["tokens"] == implicit["tokens"] + 20
     assert write_estimate("", None, HermesVersion.of("0.19"))["tokens"] is None
     assert cache_kind("anthropic/claude-sonnet-4") == "explicit" and cache_kind("gpt-5", "openai") == "implicit"
+
+
+def test_the_hook_records_each_request_once_and_never_raises_into_the_turn(tmp_path) -> None:
+    from memdeck.core.deck import usage
+    from memdeck.core.home import HermesHome
+    from memdeck.core.plugin.usage_hook import UsageRecorder
+
+    (tmp_path / "h" / "memories").mkdir(parents=True)
+    home = HermesHome(tmp_path / "h")
+    rec = UsageRecorder(home)
+    system = [{"role": "system", "content": "You are Hermes Agent."}, {"role": "user", "content": "hi"}]
+    rec.pre(session_id="S", api_request_id="r1", request_messages=system, tool_count=12)
+    rec(session_id="S", api_request_id="r1", turn_id="t1", api_call_count=1, ended_at=5.0,
+        usage={"input_tokens": 3, "output_tokens": 4, "cache_read_tokens": 100, "cache_write_tokens": 7})
+    rec(session_id="S", api_request_id="r2", usage=None)  # a response without usage: nothing
+    (row,) = usage.load_session(home, "S")
+    assert (row.prompt_sha, row.tool_count, row.cache_read_tokens, row.cache_write_tokens) == (
+        __import__("hashlib").sha256(b"You are Hermes Agent.").hexdigest()[:16], 12, 100, 7)
+    assert (rec.written, rec.skipped) == (1, 1)
+    # memdeck.db unusable: the hook says so in the log and returns; the turn goes on
+    other = UsageRecorder(HermesHome(tmp_path / "bad"))
+    (tmp_path / "bad" / "memdeck").mkdir(parents=True)
+    (tmp_path / "bad" / "memdeck" / "memdeck.db").write_bytes(b"not a database" * 100)
+    assert other(session_id="S", api_request_id="r1", usage={"input_tokens": 1}) is None
+    assert (other.written, other.skipped) == (0, 1)
