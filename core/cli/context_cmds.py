@@ -226,7 +226,7 @@ def running_session_note(ctx: CliContext) -> str | None:
 def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
     """``sessions --stale``: every open session with its number of differences (no entry texts) and
     ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33); the rows the Memory tab of
-    Hermes' dashboard lists too (:func:`..plugin.dashboard_api.stale_session_rows`)."""
+    Hermes' dashboard and ``/memdeck stale`` list too (:func:`..plugin.dashboard_api.stale_session_rows`)."""
     from ..plugin.dashboard_api import stale_session_rows
 
     return stale_session_rows(ctx.home, ctx.config, db)

@@ -414,6 +414,23 @@ CREATE TABLE IF NOT EXISTS live_deliveries (
 ) WITHOUT ROWID
 """
 
+#: chat notices (issue 35, ``core/plugin/chat_notice.py``): which pending write each chat was told
+#: about, one row per chat and pending id, so the line "N memory writes wait for review" ends a reply
+#: at most once per record per chat whichever process serves the chat. ``chat`` is Hermes' gateway
+#: session key (``agent:main:telegram:dm:42``) or ``session:<id>`` outside the gateway; ``reason``
+#: ``staged`` (staged in that chat's session) or ``age`` (past ``alerts.pending_age_hours``);
+#: ``session_id`` the session whose reply carried it; ``at`` epoch seconds.
+_CHAT_NOTICE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chat_notices (
+    chat TEXT NOT NULL,
+    pending_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    session_id TEXT,
+    at REAL NOT NULL,
+    PRIMARY KEY (chat, pending_id)
+) WITHOUT ROWID
+"""
+
 #: API usage (issue 37, ``core/deck/usage.py``): one row per API request the plugin saw through Hermes'
 #: ``post_api_request`` hook, with the token buckets Hermes normalised (``agent/usage_pricing.py``
 #: ``normalize_usage``): ``input_tokens`` (uncached input), ``output_tokens``, ``cache_read_tokens``,
@@ -456,6 +473,7 @@ MIGRATIONS: tuple[str, ...] = (
     _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
     _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
     _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
+    _CHAT_NOTICE_SCHEMA,  # chat_notices (which pending write each chat was told about, core/plugin/chat_notice.py)
     _API_USAGE_SCHEMA,  # api_usage (per-request token buckets from the plugin's post_api_request, core/deck/usage.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -64,7 +64,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == len(deckdb.MIGRATIONS)
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -304,10 +304,32 @@ def test_migration_10_adds_live_deliveries_and_keeps_a_v9_file(hermes_home: Herm
         deckdb.connect(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION  # every later migration too
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
         cols = [r[1] for r in c.execute("PRAGMA table_info(live_deliveries)")]
         assert cols == ["session_id", "entry_hash", "target", "change", "state", "mode", "reason", "turn", "turn_id", "at"]
+    finally:
+        c.close()
+
+
+def test_the_chat_notice_migration_adds_chat_notices_and_keeps_live_deliveries(hermes_home: HermesHome,
+                                                                                monkeypatch) -> None:
+    """issue 35: a memdeck.db from before the chat notice (its step of MIGRATIONS, wherever it lands
+    among the other helpers' steps) gains ``chat_notices`` and keeps its live-memory rows."""
+    step = next(i for i, m in enumerate(deckdb.MIGRATIONS) if "chat_notices" in m)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:step])
+        m.setattr(deckdb, "SCHEMA_VERSION", step)
+        c = deckdb.connect(hermes_home)
+        c.execute("INSERT INTO live_deliveries VALUES ('S', 'h', 'memory', 'added', 'delivered', 'notice', NULL, 1, "
+                  "NULL, 1.0)")
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert [tuple(r) for r in c.execute("SELECT session_id, entry_hash FROM live_deliveries")] == [("S", "h")]
+        assert [r[1] for r in c.execute("PRAGMA table_info(chat_notices)")] == ["chat", "pending_id", "reason",
+                                                                               "session_id", "at"]
     finally:
         c.close()
 

@@ -125,6 +125,35 @@ WRITES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: ``/memdeck`` in a chat (issue 35, ``core/plugin/chat_command.py``): the invocations the hostile
+#: homes and the multi-process store test run through ``chat_command.run`` (the text after
+#: ``/memdeck``, :func:`fill` placeholders), per sub-command; a sub-command added later fails
+#: ``tests/core/test_every_command.py`` until it has samples here.
+CHAT_SAMPLES: dict[str, list[str]] = {
+    "help": ["help"],
+    "pending": ["pending", "pending 2"],
+    "memory": ["memory"],
+    "history": ["history 5"],
+    "stale": ["stale"],
+    "approve": ["approve {pending}", "approve --all-clean"],
+    "reject": ["reject {pending}", "reject --stale"],
+    "edit": ["edit {pending} chat edit: cite the ticket number"],
+    "revert": ["revert {change}"],
+}
+#: the chat sub-commands that write nothing of a home (memdeck.db aside)
+CHAT_READ_ONLY: frozenset[str] = frozenset({"help", "pending", "memory", "history", "stale"})
+#: what a writing chat sub-command may change (as :data:`WRITES`): the CLI command it shares its core with
+CHAT_WRITES: dict[str, tuple[str, ...]] = {
+    "approve": WRITES["pending approve"], "reject": WRITES["pending reject"], "edit": WRITES["pending edit"],
+    "revert": WRITES["revert"],
+}
+
+
+def chat_samples(values: dict[str, str]) -> list[tuple[str, str]]:
+    """``(sub-command, text after /memdeck)`` of every :data:`CHAT_SAMPLES`, filled with ``values``."""
+    return [(sub, text.format(**values)) for sub, texts in CHAT_SAMPLES.items() for text in texts]
+
+
 def writers() -> list[str]:
     """Every command of the parser that is not :data:`READ_ONLY`, in parser order."""
     return [p for p in command_paths() if p not in READ_ONLY]

@@ -65,10 +65,13 @@ Ops (all optional fields have defaults):
   holographic's ``fact_store`` add); ``prefetch_timeout`` shortens the external provider's
   prefetch timeout (0.19+: 8 s). Returns, per turn, the content of the last user message of
   the request the model received (what went over the wire) and the final response.
-* ``live_turns`` {steps, platform, reply, base_url}: real turns of several sessions, with other processes
+* ``live_turns`` {steps, platform, reply, tool_turns}: real turns of several sessions, with other processes
   run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
-  message's JSON text as sent and the last user message (issue 33); ``base_url``: the test's own
-  model server instead of the driver's (issue 37: its responses report cached tokens; no bodies then).
+  message's JSON text as sent, the last user message (issue 33) and the final reply. ``tool_turns``
+  maps a turn's text to a tool call ``{name, arguments}`` the model makes first in that turn (the
+  tool's result goes back to the model, which then answers ``reply``; issue 35's notice).
+  ``base_url``: the test's own model server instead of the driver's (issue 37: its responses report
+  cached tokens; no bodies then).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -601,10 +604,11 @@ class _ModelServer:
     """An OpenAI-compatible chat-completions server on a loopback port (stdlib only): every POST
     is kept (``requests``) and answered with ``reply`` (streamed when the request asks)."""
 
-    def __init__(self, reply: str) -> None:
+    def __init__(self, reply: str, tool_turns: dict[str, Any] | None = None) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+        tool_turns = dict(tool_turns or {})
         self.requests: list[dict[str, Any]] = []
         self.raw: list[bytes] = []  # each request body, byte for byte
         server = self
@@ -631,6 +635,31 @@ class _ModelServer:
                 server.requests.append(req)
                 server.raw.append(raw)
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+                msgs = req.get("messages") or [{}]
+                last = msgs[-1] if isinstance(msgs[-1], dict) else {}
+                call = next((c for t, c in tool_turns.items() if req.get("tools") and last.get("role") == "user"
+                             and isinstance(last.get("content"), str) and last["content"].startswith(t)), None)
+                if call is not None:  # the model asks for a tool; the tool's result comes back as a 'tool' message
+                    tc = {"id": "call_1", "type": "function",
+                          "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+                    if not req.get("stream"):
+                        self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
+                                    "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                                         "tool_calls": [tc]},
+                                                 "finish_reason": "tool_calls"}], "usage": usage})
+                        return
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": None,
+                                                                  "tool_calls": [{"index": 0, **tc}]},
+                                            "finish_reason": None}, {}),
+                                          ({"index": 0, "delta": {}, "finish_reason": "tool_calls"}, {"usage": usage})):
+                        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+                                 "choices": [choice], **extra}
+                        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
@@ -717,7 +746,7 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     system message's JSON text as sent), ``user`` (the last user message's content), ``requests``."""
     import subprocess
 
-    server = _ModelServer(cmd.get("reply", "Noted."))
+    server = _ModelServer(cmd.get("reply", "Noted."), cmd.get("tool_turns"))
     base_url = cmd.get("base_url") or server.url  # the test's own server when it brings one (issue 37)
     agents: dict[str, Any] = {}
     histories: dict[str, Any] = {}
