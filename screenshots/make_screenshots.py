@@ -60,6 +60,7 @@ class Shot:
     layout: str = "panels"  # "overview": the one-screen layout (o, --layout overview); ``panel`` unused
     hygiene: bool = False  # a paraphrase of an entry added by hand, the Hygiene screen on its duplicate
     ledger: bool = False  # one more compaction of the live session (a rule of each kind), its constraint ledger
+    cost: bool = False  # the plugin's recorded API usage of the live session, the Context panel on its last turn
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -79,6 +80,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("integrity-chart-light", "integrity", size=(120, 40), theme="textual-light", long_session=True),
     Shot("capacity-chart", "capacity", size=(160, 48)),
     Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
+    Shot("context-cost", "context", size=(120, 48), cost=True),  # it records API usage: only Context shows it
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
     Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it second to last
@@ -184,6 +186,31 @@ def _stage_queue(home) -> str:
     return staged[0][0]
 
 
+#: The live session's API requests as the plugin records them (issue 37): (cache read, cache write,
+#: uncached input, output, messages, seconds after the first). Turn 7 follows a compaction (fewer
+#: messages: the prompt was rebuilt), turn 11 comes 9 minutes after turn 10 (the cache expired).
+COST_TURNS = ((0, 9_840, 35, 410, 2, 0), (9_875, 520, 41, 655, 4, 70), (10_395, 760, 38, 380, 6, 150),
+              (11_155, 1_240, 52, 912, 8, 260), (12_395, 690, 44, 301, 10, 330), (13_085, 1_610, 61, 1_204, 12, 420),
+              (6_120, 4_210, 47, 388, 5, 515), (10_330, 880, 39, 497, 7, 590), (11_210, 540, 36, 276, 9, 650),
+              (11_750, 1_020, 58, 733, 11, 720), (0, 12_770, 42, 515, 13, 1_260), (12_770, 610, 40, 342, 15, 1_330),
+              (13_380, 930, 49, 620, 17, 1_400), (14_310, 450, 37, 298, 19, 1_460))
+
+
+def _record_cost(home) -> None:
+    """Record :data:`COST_TURNS` for the demo's live session, as the plugin's post_api_request does."""
+    from memdeck.core.deck import usage
+    from memdeck.core.demo.plan import demo_plan
+
+    sid = demo_plan(DEMO_SEED, DEMO_NOW).live_session_id
+    t0 = DEMO_NOW - 1_600
+    for n, (read, write, inp, out, msgs, after) in enumerate(COST_TURNS, 1):
+        row = usage.from_hook({"session_id": sid, "turn_id": f"turn-{n}", "api_call_count": 1, "message_count": msgs,
+                               "model": "anthropic/claude-sonnet-4.5", "provider": "openrouter",
+                               "ended_at": t0 + after, "usage": {"input_tokens": inp, "output_tokens": out,
+                                                                 "cache_read_tokens": read, "cache_write_tokens": write}})
+        assert row is not None and usage.record(home, row)
+
+
 async def _settle(pilot, app, rounds: int = 200) -> None:
     """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
     for _ in range(rounds):
@@ -202,6 +229,8 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     from memdeck.tui.app import make_app
 
     stale = _stage_queue(home) if shot.stage_queue else None
+    if shot.cost:
+        _record_cost(home)
     if shot.hygiene:
         path = home.memory_file("memory")
         path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + HYGIENE_PARAPHRASE, encoding="utf-8")
@@ -212,6 +241,9 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
         if shot.layout != "overview":
             await app.action_show_panel(shot.panel)
         await _settle(pilot, app)
+        if shot.cost:
+            app.query_one("#context-table").select_key(f"c:{len(COST_TURNS)}")
+            await _settle(pilot, app)
         if stale:
             row = next(r for r in app.panel("review").rows if r.ident == stale)
             app.query_one("#review-table").select_key(row.key)

@@ -248,7 +248,8 @@ def _archive_what_if(app: MemdeckApp, target: str | None, text: str) -> Text:
     if target not in ("memory", "user") or text not in entries:
         return Text()
     w = what_if(target, entries, int(app.config.char_limit(target)), remove=text)
-    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app), heading="if you archive it"))
+    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app, target, -(len(text) + 3)),
+                                                  heading="if you archive it"))
 
 
 @toast_on_error
@@ -516,6 +517,13 @@ def action_approve_clean(self: MemdeckApp) -> None:
         body.append(f"\n{others} other record{'s' if others != 1 else ''} (stale, refused, another subsystem's) "
                     f"{'stay' if others != 1 else 'stays'} as {'they are' if others != 1 else 'it is'}.", "dim")
     provider = self.snapshot.provider.name if self.snapshot is not None and self.snapshot.provider else None
+    from .views.context import cost_note
+
+    added = sum(len(getattr(i, "text", "") or "") + 3 for i in clean)
+    cost = cost_note(self.snapshot, "memory", added)  # issue 37: said before writing, once for the batch
+    if cost:
+        body.append("\n")
+        body.append_text(safe_text(cost, style="dim"))
 
     def op() -> Any:
         from memdeck.core.memory.review import approve_all_clean

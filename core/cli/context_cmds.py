@@ -108,6 +108,29 @@ def _print_text(rep: ContextReport) -> None:
         print(f"exact counts: {rep.exact_tokenizer}")
     elif rep.exact_reason:
         print(f"exact counts: {rep.exact_reason}")
+    _print_cost(d.get("cost"))
+
+
+def _print_cost(cost: Any) -> None:
+    """What the prompt costs (issue 37, ``core/context/cost.py``): the recorded turns, the last break and
+    what a memory write makes the provider write again."""
+    if not cost:
+        return
+    turns = cost["turns"]
+    if not turns:
+        print(f"cost: {cost['turns_reason']}")
+    else:
+        rec = cost["recorded_totals"]
+        hit = "—" if rec["hit_ratio"] is None else f"{rec['hit_ratio'] * 100:.0f}%"
+        print(f"cost, turn by turn ({rec['requests']:,} requests recorded, cache hit {hit}):")
+        for t in turns[-10:]:
+            brk = f"  ✗ {t['break']['reason']}" if t["break"] else ""
+            print(f"  turn #{t['turn']:<4} read {t['cache_read_tokens']:>9,}  write {t['cache_write_tokens']:>8,}  "
+                  f"in {t['input_tokens']:>7,}  out {t['output_tokens']:>7,}{brk}")
+    est = cost["write_estimate"]
+    tokens = f"~{est['tokens']:,} tokens" if est.get("tokens") is not None else "an unknown number of tokens"
+    print(f"a memory write: invalidates the {est['tier'] or '?'} tier from the {est['when']} ({est['also']}); "
+          f"the provider writes {tokens} again once ({est['kind']} cache: {est['rule']}); {est['batching']}")
 
 
 def _print_injected(rep: Any) -> None:

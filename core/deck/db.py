@@ -476,6 +476,37 @@ CREATE TABLE IF NOT EXISTS constraint_ledgers (
 CREATE INDEX IF NOT EXISTS constraint_ledgers_session_idx ON constraint_ledgers(session_id)
 """
 
+#: API usage (issue 37, ``core/deck/usage.py``): one row per API request the plugin saw through Hermes'
+#: ``post_api_request`` hook, with the token buckets Hermes normalised (``agent/usage_pricing.py``
+#: ``normalize_usage``): ``input_tokens`` (uncached input), ``output_tokens``, ``cache_read_tokens``,
+#: ``cache_write_tokens``, ``reasoning_tokens``; ``turn_id`` / ``api_request_id`` / ``api_call_count`` as
+#: Hermes passes them; ``message_count`` the request's messages; ``prompt_sha`` (16 hex of the system message's
+#: sha256) and ``tool_count`` from ``pre_api_request`` of the same request (NULL when not seen); ``at`` epoch
+#: seconds (the request's end).
+_API_USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_usage (
+    usage_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT,
+    api_request_id TEXT,
+    api_call_count INTEGER,
+    platform TEXT,
+    model TEXT,
+    provider TEXT,
+    api_mode TEXT,
+    message_count INTEGER,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    prompt_sha TEXT,
+    tool_count INTEGER,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS api_usage_session_idx ON api_usage(session_id, usage_id)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -490,6 +521,7 @@ MIGRATIONS: tuple[str, ...] = (
     _CHAT_NOTICE_SCHEMA,  # chat_notices (which pending write each chat was told about, core/plugin/chat_notice.py)
     _AGENT_REQUEST_SCHEMA,  # agent_requests (rebuild / correction requests to a running session, core/requests/)
     _CONSTRAINT_LEDGER_SCHEMA,  # constraint_ledgers (one compaction's constraint ledger, core/constraints/ledger.py)
+    _API_USAGE_SCHEMA,  # api_usage (per-request token buckets from the plugin's post_api_request, core/deck/usage.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -85,6 +85,8 @@ class HomeFigures:
         state_db: state.db's state (``ok``, ``missing``, ``locked``...), None when unknown.
         hermes_version: which Hermes wrote the home, as memdeck detected it ("" unknown).
         problems: one line per source that could not be read (shown on the row).
+        cache_hit_ratio: cache reads over every input token of the API requests memdeck's plugin
+            recorded for the home (0-1; ``status --json`` ``cost.hit_ratio``), None when none.
     """
 
     home: str
@@ -109,6 +111,7 @@ class HomeFigures:
     state_db: str | None = None
     hermes_version: str = ""
     problems: tuple[str, ...] = ()
+    cache_hit_ratio: float | None = None
 
     @property
     def memlock_elsewhere(self) -> bool:
@@ -139,7 +142,7 @@ class HomeFigures:
             "last_change": last, "stale_sessions": self.stale_sessions.to_dict(), "provider": self.provider,
             "memlock_path": self.memlock_path, "memlock_rule": self.memlock_rule,
             "session_store": self.session_store, "state_db": self.state_db, "hermes_version": self.hermes_version,
-            "problems": list(self.problems),
+            "problems": list(self.problems), "cache_hit_ratio": self.cache_hit_ratio,
         }
 
     @classmethod
@@ -168,6 +171,7 @@ class HomeFigures:
                 provider=d.get("provider"), memlock_path=d.get("memlock_path"), memlock_rule=d.get("memlock_rule"),
                 session_store=d.get("session_store"), state_db=d.get("state_db"),
                 hermes_version=str(d.get("hermes_version") or ""), problems=tuple(str(p) for p in d.get("problems") or ()),
+                cache_hit_ratio=_opt_float(d.get("cache_hit_ratio")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a fleet row: {type(exc).__name__}: {exc}") from exc
@@ -300,4 +304,5 @@ def figures_from_status(status: Mapping[str, Any], *, home: str | None = None, p
         state_db=db.get("state") if isinstance(db.get("state"), str) else None,
         hermes_version=str(hermes.get("version") or ""),
         problems=tuple(problems),
+        cache_hit_ratio=_opt_float(_section(status, "cost").get("hit_ratio")),
     )

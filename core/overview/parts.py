@@ -505,6 +505,17 @@ def count_stale_sessions(ctx: Context) -> Mapping[str, Any]:
     return {"stale_sessions": None if view is None or view.error else len(view.stale)}
 
 
+def read_cost_totals(ctx: Context) -> Mapping[str, Any]:
+    """``cost_totals``: every API request the plugin recorded for the home (memdeck.db ``api_usage``,
+    issue 37) with the cache hit ratio (:func:`memdeck.core.context.cost.totals_dict`); None when
+    nothing is recorded. Read again when state.db changes (Hermes writes the turn as the plugin
+    records its requests; memdeck.db never wakes memdeck)."""
+    from ..context.cost import totals_dict
+    from ..deck.usage import home_totals
+
+    return {"cost_totals": totals_dict(home_totals(ctx.home))}
+
+
 # --------------------------------------------------------------------------- the table
 
 CAP, ANC, INT, DRI, REV, HIS, CTX, REC = "capacity", "anchors", "integrity", "drift", "review", "history", "context", "recall"
@@ -546,6 +557,7 @@ PARTS: tuple[Part, ...] = (
     Part("agent_view", ("agent_view",), ("each read", "live_session", "reminder_block", "hermes_profile", "data_version"),
          read_agent_view, (CTX,)),
     Part("stale_sessions", ("stale_sessions",), ("agent_view",), count_stale_sessions),
+    Part("cost_totals", ("cost_totals",), ("data_version",), read_cost_totals, (CTX,)),
 )
 
 # --------------------------------------------------------------------------- status's parts

@@ -213,6 +213,8 @@ class DeckSnapshot:
         hygiene_counts: memory hygiene counts from the entries' text alone (lexical; duplicate,
             contradiction, wasteful: :func:`core.hygiene.detect.pair_counts`), the Capacity tab's
             badge; empty before it is read.
+        cost_totals: the home's recorded API usage with its cache hit ratio (``status --json`` ``cost``;
+            None: nothing recorded).
     """
 
     taken_at: float
@@ -263,6 +265,7 @@ class DeckSnapshot:
     detection: DetectionStatus | None = None
     hygiene: HygieneReport | None = None
     hygiene_counts: Mapping[str, int] = field(default_factory=_frozen)
+    cost_totals: Mapping[str, Any] | None = None
 
     @property
     def archive_count(self) -> int:

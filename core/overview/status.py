@@ -108,7 +108,8 @@ _REGISTERED: dict[str, SectionFn] = {}
 STATUS_FIELDS = ("memory", "pending", "review", "archived", "db_status", "sessions", "live_session",
                  "memlock_location", "anchor_sessions", "session_id", "session_anchors", "audit",
                  "hermes_profile", "threat_differences", "provider", "agent_view", "stale_sessions",
-                 "change_summary", "constraints")
+                 "change_summary", "constraints",
+                 "cost_totals")
 #: The fields of the sections no :class:`core.fleet.figures.HomeFigures` figure shows (``extras``
 #: of :func:`status_of`): parts read only when asked for (:attr:`core.overview.parts.Part.asked`).
 STATUS_EXTRAS = ("drift_logs", "global_pins", "detection", "hygiene")
@@ -230,6 +231,13 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
             out["hygiene"] = _hygiene(snap.hygiene)
         else:
             errors["hygiene"] = _failure(reader, "hygiene")
+    if reader.failed("cost_totals"):
+        errors["cost"] = _failure(reader, "cost_totals")
+    else:
+        try:  # issue 37: what the plugin recorded (memdeck.db api_usage), None when nothing
+            out["cost"] = snap.cost_totals if snap.cost_totals is not None else _cost_totals(home)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
+            errors["cost"] = f"{type(exc).__name__}: {exc}"
     out["section_errors"] = errors
     out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
@@ -238,6 +246,15 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
 def _failure(reader: HomeReader, part: str) -> str:
     """Why part ``part`` has no value: its failure as ``"Type: message"`` (:meth:`HomeReader.failure`)."""
     return reader.failure(part) or f"{part}: not read"
+
+
+def _cost_totals(home: HermesHome) -> Any:
+    """The home's recorded API usage with its cache hit ratio, read here when the ``cost_totals``
+    part was not (a home without state.db)."""
+    from ..context.cost import totals_dict
+    from ..deck.usage import home_totals
+
+    return totals_dict(home_totals(home))
 
 
 def _constraints(snap: DeckSnapshot) -> dict[str, Any] | None:

@@ -18,9 +18,11 @@ memory's block of :mod:`.live`, then the request queue of :mod:`.agent_requests`
 line, a rebuild of the session's prompt), ``on_session_end``; tool
 ``guard_pin`` (toolset ``guard``, MemLock's schema); slash commands ``/guard`` and ``/memdeck``
 (:mod:`.chat_command`, imported when the command first runs, so no turn loads the memory store),
-``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``), and
+``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``),
 ``post_tool_call`` + ``transform_llm_output`` (:mod:`.chat_notice`: a staged or old pending write ends
-the agent's next reply in that chat with one line). Every callback
+the agent's next reply in that chat with one line), and ``pre_api_request`` / ``post_api_request``
+(:mod:`.usage_hook`: each request's token buckets, system-prompt hash and tool count into memdeck.db,
+issue 37). Every callback
 catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
 command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
 ``$HERMES_HOME/config.yaml``, re-read when the file changes.
@@ -41,6 +43,7 @@ from .chat_origin import remember
 from .guard import Guard
 from .live import LiveMemory
 from .pin_tool import PIN_SCHEMA
+from .usage_hook import UsageRecorder
 
 logger = logging.getLogger("memdeck.plugin")
 
@@ -172,8 +175,11 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None, notices: ChatNo
     def transform_llm_output(**kw: Any) -> str | None:
         return notices.transform_llm_output(**kw) if notices is not None else None
 
+    recorder = UsageRecorder(guard.home)
     return {
         "pre_gateway_dispatch": _safe_hook("pre_gateway_dispatch", remember),
+        "post_api_request": _safe_hook("post_api_request", recorder),
+        "pre_api_request": _safe_hook("pre_api_request", recorder.pre),
         "post_tool_call": _safe_hook("post_tool_call", post_tool_call),
         "transform_llm_output": _safe_hook("transform_llm_output", transform_llm_output),
         "memdeck": memdeck_cmd,
@@ -208,7 +214,7 @@ def register(ctx: Any) -> None:
     REQUESTS = requests
     cb = make_callbacks(guard, live, notices, requests)
     for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "post_tool_call",
-                 "transform_llm_output"):
+                 "transform_llm_output", "pre_api_request", "post_api_request"):
         ctx.register_hook(hook, cb[hook])
     ctx.register_tool(
         name="guard_pin",

@@ -201,7 +201,8 @@ class SessionReader(CompactionEventReader):
                     first_active=number_or_zero(first) if first is not None else None,
                     input_tokens=int(number_or_zero(inp)), cache_tokens=int(number_or_zero(cread) + number_or_zero(cwrite)),
                     output_tokens=int(number_or_zero(outp)), api_calls=int(number_or_zero(calls)),
-                    last_active=number_or_zero(last) if last is not None else None))
+                    last_active=number_or_zero(last) if last is not None else None,
+                    cache_read_tokens=int(number_or_zero(cread)), cache_write_tokens=int(number_or_zero(cwrite))))
             return out
 
         return self._run(q, [])

@@ -358,3 +358,32 @@ def test_the_constraint_ledger_migration_adds_its_table_and_keeps_an_older_file(
         assert cols == ["key", "session_id", "compaction_id", "method", "rule_version", "entry", "counts", "computed_at"]
     finally:
         c.close()
+
+
+def test_the_api_usage_migration_keeps_a_v10_file(hermes_home: HermesHome, monkeypatch) -> None:
+    """issue 37: a memdeck.db of the migrations before ``api_usage`` gains it and keeps its live_deliveries;
+    a row the plugin records reads back with its buckets."""
+    from memdeck.core.deck import usage
+
+    at = deckdb.MIGRATIONS.index(deckdb._API_USAGE_SCHEMA)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:at])
+        m.setattr(deckdb, "SCHEMA_VERSION", at)
+        c = deckdb.connect(hermes_home)
+        c.execute("INSERT INTO live_deliveries VALUES ('S', 'h', 'memory', 'added', 'delivered', 'delta', NULL, 2, NULL, 5.0)")
+        c.close()
+    row = usage.from_hook({"session_id": "S", "turn_id": "t1", "api_call_count": 1, "ended_at": 7.5, "message_count": 3,
+                           "usage": {"input_tokens": 11, "output_tokens": 5, "cache_read_tokens": 900,
+                                     "cache_write_tokens": 40, "reasoning_tokens": 0}})
+    assert row is not None and row.prompt_tokens == 951
+    assert usage.record(hermes_home, row)
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert c.execute("SELECT COUNT(*) FROM live_deliveries").fetchone()[0] == 1
+    finally:
+        c.close()
+    assert usage.load_session(hermes_home, "S") == [row]
+    assert usage.home_totals(hermes_home) == {"requests": 1, "input_tokens": 11, "output_tokens": 5,
+                                              "cache_read_tokens": 900, "cache_write_tokens": 40, "reasoning_tokens": 0}
+    assert usage.from_hook({"session_id": "S", "usage": None}) is None  # a response without usage: nothing

@@ -149,7 +149,8 @@ def test_register_wires_hooks_tool_command(hermes_home):
     ctx = RecordingContext()
     register(ctx)
     assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch",
-                              "post_tool_call", "transform_llm_output"}
+                              "post_tool_call", "transform_llm_output",
+                              "pre_api_request", "post_api_request"}
     assert ctx.tools["guard_pin"]["toolset"] == "guard"
     assert ctx.tools["guard_pin"]["schema"]["name"] == "guard_pin"
     assert "guard" in ctx.commands and "memdeck" in ctx.commands

@@ -76,6 +76,8 @@ Ops (all optional fields have defaults):
 * ``compress_turns`` {sid, turns, summary, after, in_place, reply}: real turns, then the agent's own
   compaction (``AIAgent._compress_context(..., force=True)``, as ``/compress``) with the
   summariser's reply scripted, then more turns (issue 34: the constraint ledger's fixtures).
+  ``base_url``: the test's own model server instead of the driver's (issue 37: its responses report
+  cached tokens; no bodies then).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -328,7 +330,8 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
     ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
     ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
-    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters. Returns the
+    prompt and ``tiers`` (``build_system_prompt_parts``: ``{stable, context, volatile}``, None before 0.17).
     """
     sid = cmd.get("sid", "S1")
     if cmd.get("soul") is not None:
@@ -353,7 +356,14 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     prompt = agent._build_system_prompt(cmd.get("system_message"))
     if cmd.get("store", True):
         db.update_system_prompt(sid, prompt)
-    return {"prompt": prompt, "chars": len(prompt)}
+    out: dict[str, Any] = {"prompt": prompt, "chars": len(prompt)}
+    try:  # the three cache tiers the prompt was joined from (agent/system_prompt.py, 0.17+; issue 37)
+        from agent.system_prompt import build_system_prompt_parts
+
+        out["tiers"] = build_system_prompt_parts(agent, system_message=cmd.get("system_message"))
+    except ImportError:
+        out["tiers"] = None
+    return out
 
 
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -750,6 +760,7 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     import subprocess
 
     server = _ModelServer(cmd.get("reply", "Noted."), cmd.get("tool_turns"))
+    base_url = cmd.get("base_url") or server.url  # the test's own server when it brings one (issue 37)
     agents: dict[str, Any] = {}
     histories: dict[str, Any] = {}
     out: list[dict[str, Any]] = []
@@ -776,7 +787,7 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                 continue
             sid, text = step.get("sid", "S1"), step["turn"]
             if sid not in agents:
-                agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+                agents[sid] = _offline_agent(sid, base_url, cmd.get("platform", "cli"))
             before = len(server.raw)
             had = getattr(agents[sid], "_cached_system_prompt", None)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
