@@ -226,11 +226,6 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
         out["provider"] = snap.provider.to_dict()
     else:
         errors["provider"] = _failure(reader, "provider")
-    if extras:
-        if snap.hygiene is not None:
-            out["hygiene"] = _hygiene(snap.hygiene)
-        else:
-            errors["hygiene"] = _failure(reader, "hygiene")
     if reader.failed("cost_totals"):
         errors["cost"] = _failure(reader, "cost_totals")
     else:
@@ -238,6 +233,11 @@ def status_of(reader: HomeReader, *, cuts_from: int | None = None, now: float | 
             out["cost"] = snap.cost_totals if snap.cost_totals is not None else _cost_totals(home)
         except Exception as exc:  # noqa: BLE001 - one broken section must not hide the rest
             errors["cost"] = f"{type(exc).__name__}: {exc}"
+    if extras:
+        if snap.hygiene is not None:
+            out["hygiene"] = _hygiene(snap.hygiene)
+        else:
+            errors["hygiene"] = _failure(reader, "hygiene")
     out["section_errors"] = errors
     out["cut_reads"] = [c.to_dict() for c in cuts_since(mark)]
     return out
