@@ -52,7 +52,8 @@ def _install(args: argparse.Namespace, ctx: CliContext) -> int:
         return 0
     _report(res, "installed")
     if res.files_changed or res.config_changed:
-        print("Start a new Hermes session to load it (Hermes reads plugins at startup).")
+        print("Start a new Hermes session to load it (Hermes reads plugins at startup); "
+              "restart `hermes dashboard` for its Memory tab.")
     return 0
 
 

@@ -116,7 +116,7 @@ class Fleet:
 
                 r = LocalReader(home.local_home())
                 r.check()
-                status = build_status(home.local_home(), fleet_row=True)
+                status = build_status(home.local_home())
                 figures = figures_from_status(status)
                 return self._row(home, label, figures, now, view=status_view(status))
             return self._row(home, label, self.reader(home).read(now), now)

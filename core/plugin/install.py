@@ -10,9 +10,17 @@
   as package ``hermes_plugins.memdeck`` (``_load_directory_module``), so the vendored core is the
   subpackage ``hermes_plugins.memdeck._core``; core modules import each other relatively, which
   is what makes the copy work under a different name.
-* ``_core/``: the modules :mod:`memdeck.core.plugin.entry` needs, found by following relative imports
-  from it (``core/cli`` and the TUI are never copied). Only the standard library is needed on the
-  keyword path; PyYAML (config), numpy and sentence-transformers stay optional and lazy.
+* ``_core/``: the modules :mod:`memdeck.core.plugin.entry` and :mod:`memdeck.core.plugin.dashboard_api`
+  need, found by following relative imports from them (``core/cli`` and the TUI are never copied).
+  Only the standard library is needed on the keyword path; PyYAML (config), numpy and
+  sentence-transformers stay optional and lazy.
+* ``dashboard/``: the "Memory" tab of Hermes' web dashboard (issue 35 #3; Hermes 0.19
+  ``hermes_cli/web_server.py`` ``_discover_dashboard_plugins`` reads ``plugins/<name>/dashboard/
+  manifest.json``): ``manifest.json`` (:data:`DASHBOARD_MANIFEST`), ``memdeck.js`` (no build, no
+  dependency: React comes from the dashboard's plugin SDK) and ``plugin_api.py`` (the FastAPI
+  ``router`` Hermes mounts at ``/api/plugins/memdeck/``, over ``_core/plugin/dashboard_api.py``),
+  copied from ``core/plugin/dashboard/``. Hermes serves and mounts a user plugin's tab only when
+  the plugin is in ``plugins.enabled``, which the install sees to.
 
 The new tree is staged under ``$HERMES_HOME/memdeck/`` (not scanned by Hermes), then renamed
 into place; the previous tree is swapped out and removed. Then ``config.yaml``'s
@@ -30,6 +38,7 @@ import ast
 import contextlib
 import copy
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -49,8 +58,23 @@ from ..home import HermesHome
 PLUGIN_NAME = "memdeck"
 VENDOR_DIR = "_core"
 MEMLOCK_NAME = "memlock"
-#: The module the vendored closure starts from.
-ROOT_MODULE = "plugin/entry"
+#: The modules the vendored closure starts from: the plugin's hooks, the dashboard tab's API.
+ROOT_MODULES = ("plugin/entry", "plugin/dashboard_api")
+#: The dashboard plugin's files in this source tree (copied into ``dashboard/``).
+DASHBOARD_SOURCE = "plugin/dashboard"
+DASHBOARD_FILES = ("memdeck.js", "plugin_api.py")
+#: ``dashboard/manifest.json`` (Hermes 0.19 ``_discover_dashboard_plugins``'s keys); ``version`` is
+#: memdeck's. ``api`` is a file inside ``dashboard/`` (Hermes refuses any other path).
+DASHBOARD_MANIFEST: dict[str, Any] = {
+    "name": "memdeck",
+    "label": "Memory",
+    "description": "memdeck: capacity of both memory stores, the review queue (approve, reject, edit), "
+                   "stale sessions and the last changes with revert, on memdeck's locked core.",
+    "icon": "Database",
+    "tab": {"path": "/memdeck", "position": "after:/sessions"},
+    "entry": "memdeck.js",
+    "api": "plugin_api.py",
+}
 #: Files beside the modules that are never vendored.
 _EXCLUDED_TOP = {"cli"}
 
@@ -164,18 +188,19 @@ def _relative_targets(path: Path, pkg_root: Path) -> set[Path]:
 def vendored_files(src: Path | None = None) -> dict[str, bytes]:
     """The files of ``_core/``: relative path (POSIX) -> bytes.
 
-    The closure of relative imports starting at ``plugin/entry.py`` plus every package's
+    The closure of relative imports starting at :data:`ROOT_MODULES` plus every package's
     ``__init__.py`` on the way; ``core/cli`` is never included.
 
     Raises:
         FileNotFoundError: the core source has no ``plugin/entry.py``.
     """
     root = (src or core_source_dir()).resolve()
-    start = root.joinpath(*f"{ROOT_MODULE}.py".split("/"))
-    if not start.is_file():
-        raise FileNotFoundError(f"{start} is missing; cannot build the plugin")
+    starts = [root.joinpath(*f"{m}.py".split("/")) for m in ROOT_MODULES]
+    for start in starts:
+        if not start.is_file():
+            raise FileNotFoundError(f"{start} is missing; cannot build the plugin")
     seen: set[Path] = set()
-    todo = [start, root / "__init__.py"]
+    todo = [*starts, root / "__init__.py"]
     while todo:
         p = todo.pop()
         if p in seen:
@@ -201,7 +226,22 @@ def plugin_files(src: Path | None = None) -> dict[str, bytes]:
     }
     for rel, data in vendored_files(src).items():
         files[f"{VENDOR_DIR}/{rel}"] = data
+    files.update(dashboard_files(src))
     return files
+
+
+def dashboard_files(src: Path | None = None) -> dict[str, bytes]:
+    """The dashboard plugin's files (``dashboard/...`` -> bytes).
+
+    Raises:
+        FileNotFoundError: the core source has no ``plugin/dashboard/`` files.
+    """
+    root = (src or core_source_dir()).resolve().joinpath(*DASHBOARD_SOURCE.split("/"))
+    manifest = {**DASHBOARD_MANIFEST, "version": __version__}
+    out = {"dashboard/manifest.json": (json.dumps(manifest, indent=2) + "\n").encode("utf-8")}
+    for name in DASHBOARD_FILES:
+        out[f"dashboard/{name}"] = (root / name).read_bytes()
+    return out
 
 
 def _tree_bytes(directory: Path) -> dict[str, bytes] | None:
