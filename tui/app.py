@@ -1333,17 +1333,19 @@ class MemdeckApp(DeckActions, App[None]):
 
         previous = self.snapshot
         self.snapshot = snap
+        alerts: list[Any] = []
+        told = None
         if previous is not None and previous.home == snap.home:
-            for alert in alerts_between(previous, snap, self.alert_settings):
-                self._toast_alert(alert)
             from .views.constraints import newest_toast
 
+            alerts = list(alerts_between(previous, snap, self.alert_settings))
             told = newest_toast(previous, snap)
-            if told is not None:
-                self.notify(safe_plain(told[1]), title=safe_plain(told[0], single_line=True), severity="warning",
-                            markup=False, timeout=8)
         self._arm_age_timer(snap)
-        self._toast_changes(getattr(snap, "new_changes", ()))
+        changes = getattr(snap, "new_changes", ())
+        if alerts or changes or told is not None:
+            # after the frame that shows the new figures: a toast mounts a widget, a layout pass
+            # of the whole screen, which the external write -> screen time waited for (issue 38 #2)
+            self.call_after_refresh(self._toast_snapshot, alerts, changes, told)
         if previous is not None and previous.data_version != snap.data_version:
             try:
                 q = self.query_one("#panel-recall").query_text
@@ -1461,6 +1463,15 @@ class MemdeckApp(DeckActions, App[None]):
                 return
             set_tab_label(tab, label)
             tab.tooltip = badge_tooltip(pid, n, self.snapshot)
+
+    def _toast_snapshot(self, alerts: list[Any], changes: Any, told: tuple[str, str] | None = None) -> None:
+        """A refresh's toasts: its alerts, the constraint ledger's newest compaction, the changes."""
+        for alert in alerts:
+            self._toast_alert(alert)
+        if told is not None:
+            self.notify(safe_plain(told[1]), title=safe_plain(told[0], single_line=True), severity="warning",
+                        markup=False, timeout=8)
+        self._toast_changes(changes)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

@@ -207,3 +207,72 @@ async def test_a_new_badge_count_of_the_same_width_takes_no_layout_pass(demo_hom
         assert str(tabs.get_tab("review").label).endswith(f" {before + 1}")
         assert seen["layout_passes"] == 0 and not seen["layout_refreshes"], seen
         assert seen["refreshes"]["--content-tab-review"] == 1
+
+
+async def test_an_external_memory_write_that_shortens_the_widest_entry_takes_no_layout_pass(demo_home, monkeypatch) -> None:
+    """Capacity shows; another writer replaces the widest entry of MEMORY.md with shorter and
+    longer texts (as Hermes' memory tool does), each no wider than the widest it replaced: the
+    entry column keeps its width and the prompt block in the detail keeps its height, so no
+    write lays out the screen (two layout passes per write before: the column's width and the
+    detail's wrapped height); the new sizes are on screen."""
+    clock = [DEMO_NOW]
+    memory = demo_home.memory_file("memory")
+    base = memory.read_text(encoding="utf-8")
+    marker = "Deploy note: the rollout of the kubernetes staging cluster waits for the grafana alert rules review "
+
+    def write(text: str) -> None:
+        tmp = memory.with_name(".mem_steady.tmp")
+        tmp.write_text(base + "\n§\n" + text, encoding="utf-8")
+        tmp.replace(memory)
+
+    write(marker + "x" * 90)  # the widest entry of the home, before the dashboard starts
+    app = make_app(demo_home, watch=False, clock=lambda: clock[0])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.current_panel_id == "capacity")
+        await settle(pilot, app)
+        table = app.query_one("#capacity-table")
+        seen = _count_refreshes(monkeypatch)
+        passes = []
+        for n in (1, 60, 25, 89, 40, 7):
+            before = seen["layout_passes"]
+            write(marker + "x" * n)
+            clock[0] += 1
+            await _refresh_once(pilot, app)
+            passes.append(seen["layout_passes"] - before)
+            shown = [str(c) for c in table.get_row(str(table.row_count - 1 - _user_rows(app)))]
+            assert shown[3] == f"{len(marker) + n:,}", shown
+        assert passes == [0] * 6, passes
+
+
+def _user_rows(app) -> int:
+    return len(app.snapshot.memory["user"].entries)
+
+
+async def test_a_memory_changed_toast_comes_after_the_frame_that_shows_the_new_figures(demo_home, monkeypatch) -> None:
+    """Another writer replaces an entry: the refresh that shows it mounts no toast (a toast is a
+    new widget, a layout pass of the whole screen that the new figures waited for: issue 38 #2);
+    the "memory changed" toast comes once that frame is drawn."""
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        memory = demo_home.memory_file("memory")
+        text = memory.read_text(encoding="utf-8")
+        first = text.split("\n§\n")[0]
+        tmp = memory.with_name(".mem_toast.tmp")
+        tmp.write_text(text.replace(first, first + " (edited by Hermes)", 1), encoding="utf-8")
+        tmp.replace(memory)
+        at_apply: list[int] = []
+        real = app.apply_snapshot
+
+        def apply(snap):
+            real(snap)
+            at_apply.append(len(app.notification_log))
+
+        monkeypatch.setattr(app, "apply_snapshot", apply)
+        before = len(app.notification_log)
+        await _refresh_once(pilot, app)
+        assert at_apply == [before]  # nothing toasted while the new figures are put on screen
+        await wait_for(pilot, lambda: len(app.notification_log) > before)
+        assert any(n.title == "memory changed" for n in app.notification_log)

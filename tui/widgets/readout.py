@@ -26,9 +26,12 @@ class Readout(Static):
         self.fits_width = fits_width
         self._shown: Any = None
 
-    def show(self, content: Any) -> bool:
+    def show(self, content: Any, *, keep_height: bool = False) -> bool:
         """Show ``content`` (a Rich renderable or a string); returns False when it was already
-        shown and nothing was repainted."""
+        shown and nothing was repainted. ``keep_height``: content that needs no more lines than
+        the height laid out now is drawn in that height (blank lines under it until the next
+        layout pass), without a layout pass of the screen; only more lines lay out (a refresh's
+        new detail text, whose wrapped height goes up and down by a line: issue 38 #2)."""
         if self._shown is not None and _same(content, self._shown):
             return False
         self._shown = content
@@ -43,7 +46,8 @@ class Readout(Static):
             self.update(content, layout=_lines(content) != height)
             return True
         self.update(content, layout=False)
-        if self.get_content_height(self.container_size, self.app.size, width) != height:
+        needed = self.get_content_height(self.container_size, self.app.size, width)
+        if needed > height or (needed < height and not keep_height):
             self.refresh(layout=True)
         return True
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -46,12 +46,16 @@ class DeckTable(VimMotion, DataTable):
     #: or the app already binds
     BINDINGS = vim_bindings()
 
-    def __init__(self, columns: Sequence[tuple[str, str]], **kwargs: Any) -> None:
+    def __init__(self, columns: Sequence[tuple[str, str]], *, steady: Iterable[str] = (), **kwargs: Any) -> None:
         # (row, column) -> (the value drawn, its width, {state: lines}); only cells of the
         # current rows, in the current width (set first: DataTable's watchers clear it)
         self._kept_cells: dict[tuple[int, int], tuple[Any, int, dict[tuple[Any, ...], list[list[Segment]]]]] = {}
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._columns = list(columns)
+        #: column keys whose width never shrinks while the table lives (the widest value it has
+        #: shown): a changed value no wider than that is stored in place, with no layout pass
+        #: (issue 38 #2: a memory write that shortens the widest entry laid out the screen)
+        self.steady = frozenset(steady)
         self.keys: list[str] = []
 
     def on_mount(self) -> None:
@@ -144,7 +148,18 @@ class DeckTable(VimMotion, DataTable):
             return cell_measure(console, default_cell_formatter(value, wrap=False, height=1), 1)
 
         new_width = measured(new)
+        if column_key in self.steady:
+            return new_width <= width
         return new_width == width or (new_width < width and measured(old) < width)
+
+    def _update_column_widths(self, updated_cells: Any) -> None:
+        """DataTable's widths, except that a :attr:`steady` column never gets narrower."""
+        before = {key: column.content_width for key, column in self.columns.items() if key.value in self.steady}
+        super()._update_column_widths(updated_cells)
+        for key, width in before.items():
+            column = self.columns.get(key)
+            if column is not None and column.content_width < width:
+                column.content_width = width
 
     def _set_cell(self, row_key: str, column_key: str, value: Any) -> None:
         """``DataTable.update_cell`` without its repaint of every line (the caller refreshes

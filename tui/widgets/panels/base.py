@@ -242,6 +242,12 @@ class TableDetailPanel(Panel):
     NAME = ""
     SOURCE = ""
     COLUMNS: Sequence[tuple[str, str]] = ()
+    #: columns whose width never shrinks while the table is shown (:class:`DeckTable` ``steady``)
+    STEADY_COLUMNS: frozenset[str] = frozenset()
+    #: a refresh draws the detail in the height it has when it needs no more lines (no layout
+    #: pass for a line fewer; :meth:`Readout.show` ``keep_height``); a new row under the cursor
+    #: lays out as before
+    STEADY_DETAIL = False
     #: shown (dim) in the detail pane when no row is selected; ``None`` asks
     #: :meth:`detail_for` with ``row=None`` instead.
     empty_detail: str | None = ""
@@ -253,7 +259,7 @@ class TableDetailPanel(Panel):
         yield from self.compose_banner()
         yield from self.compose_header()
         yield from self.compose_filter()
-        yield DeckTable(self.COLUMNS, id=f"{self.NAME}-table")
+        yield DeckTable(self.COLUMNS, id=f"{self.NAME}-table", steady=self.STEADY_COLUMNS)
         with VerticalScroll(id=f"{self.NAME}-detail-box", classes="detail"):
             yield Readout(id=f"{self.NAME}-detail")
 
@@ -282,7 +288,7 @@ class TableDetailPanel(Panel):
         self.show_header(snap)
         self._rows = [r for r in self.rows_for(snap) if self.matches(*self.haystack(r))]
         self.query_one(DeckTable).sync([(r.key, r.cells) for r in self._rows])
-        self._show_detail()
+        self._show_detail(keep_height=self.STEADY_DETAIL)
 
     def _current(self) -> Any:
         key = self.query_one(DeckTable).selected_key
@@ -292,7 +298,7 @@ class TableDetailPanel(Panel):
         return None
 
     @toast_on_error
-    def _show_detail(self) -> None:
+    def _show_detail(self, keep_height: bool = False) -> None:
         snap = self._snap
         if snap is None:
             return
@@ -301,7 +307,7 @@ class TableDetailPanel(Panel):
             out: Any = Text(self.empty_detail, style="dim")
         else:
             out = self.detail_for(r, snap)
-        self.query_one(f"#{self.NAME}-detail", Readout).show(out)
+        self.query_one(f"#{self.NAME}-detail", Readout).show(out, keep_height=keep_height)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

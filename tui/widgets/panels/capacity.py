@@ -40,6 +40,10 @@ class CapacityPanel(TableDetailPanel):
 
     NAME = SOURCE = "capacity"
     COLUMNS = [("target", "target"), ("n", "#"), ("id", "id"), ("chars", "chars"), ("flags", "flags"), ("entry", "entry")]
+    # an external memory write changes an entry's length, often the widest one, and the prompt
+    # block's wrapped height by a line: neither lays out the screen again (issue 38 #2)
+    STEADY_COLUMNS = frozenset(key for key, _ in COLUMNS)
+    STEADY_DETAIL = True
     empty_detail = None  # the prompt block is shown even without a selected entry
 
     def compose_header(self) -> ComposeResult:
