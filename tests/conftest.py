@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memdeck.core.home import HermesHome
+from tests.helpers.schedule import costliest_first
 
 
 def _installed(module: str) -> bool:
@@ -48,9 +49,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     tests/interop/matrix/prebuild.py): on a fresh machine their pip installs then overlap the
     core tests instead of adding minutes after them. Only modules that call ``hermes_python``
     (or ``tests/interop/matrix/run.py`` ``hermes_or_skip``) count; such a module's ``SPEC`` when it
-    has one, else every version of the matrix."""
-    if config.option.collectonly:
-        return
+    has one, else every version of the matrix.
+
+    Under xdist, the files are also put in the order its workers get them: the costliest first,
+    those that need a venv after a head start (tests/helpers/schedule.py)."""
+    needs_venv: set[str] = set()
     specs: list[str] = []
     seen: set[object] = set()
     for item in items:
@@ -58,12 +61,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if module is None or module in seen or not (hasattr(module, "hermes_python") or hasattr(module, "hermes_or_skip")):
             continue
         seen.add(module)
+        needs_venv.add(item.nodeid.split("::", 1)[0])
         if isinstance(getattr(module, "SPEC", None), str):
             specs.append(module.SPEC)
         else:
             from tests.interop.matrix.venvs import SPECS
 
             specs.extend(SPECS.values())
+    if hasattr(config, "workerinput"):  # an xdist worker: hand out the costliest files first
+        costliest_first(items, needs_venv)
+    if config.option.collectonly:
+        return
     if specs:
         from tests.interop.matrix import prebuild
 
