@@ -11,10 +11,12 @@ Only the order changes: every test still runs, once, with its file's fixtures. E
 the same collection with the same table, so they agree (xdist checks that they do). Under ``-n 0``
 (one test, in-process) nothing is reordered.
 
-``FILE_COST`` holds the measured cost of the costliest files, in seconds of one core (a run of
-the file with ``-n 0``, CPU time of the process and its children: the machine's load does not skew
-it the way wall time does); a file not in it costs its number of tests times its area's
-``PER_TEST`` estimate. The numbers need not be exact, only in the right order; re-measure when a
+``FILE_COST`` holds the measured cost of the costliest files, in seconds of one core: CPU time of
+the pytest process and its children per test (the machine's load skews it far less than wall
+time), or a quarter of the wall time where that is more (a test that waits, e.g. on a deadline),
+measured with ``-n 0`` on a sample of each file's tests (its first and middle) and scaled to the
+file's number of tests. A file not in it costs its number of tests times its area's ``PER_TEST``
+(the same sample's mean over the files not listed). The numbers need not be exact, only in the right order; re-measure when a
 file's cost changes by minutes (``python tests/helpers/schedule.py`` prints the estimates in
 collection order).
 """
@@ -25,11 +27,42 @@ from collections.abc import Collection, Sequence
 from typing import Protocol
 
 #: seconds of one core per file, measured (see the module docstring); the costliest first
-FILE_COST: dict[str, float] = {}
+FILE_COST: dict[str, float] = {
+    "tests/core/test_hostile_homes.py": 198,
+    "tests/tui/test_hostile_panels.py": 142,
+    "tests/interop/test_hermes_numbers.py": 90,
+    "tests/interop/test_context_hermes.py": 53,
+    "tests/core/test_crash_matrix.py": 51,
+    "tests/interop/test_providers_hermes.py": 47,
+    "tests/core/test_semantic_model.py": 38,
+    "tests/core/test_store_multiprocess.py": 45,  # 40 s of five processes (MEMDECK_STRESS_SECONDS)
+    "tests/interop/test_live_memory_hermes.py": 33,
+    "tests/core/test_statedb_equivalence.py": 33,
+    "tests/interop/test_crash_interleave.py": 31,
+    "tests/core/test_active_region.py": 23,
+    "tests/interop/test_interleave_matrix.py": 20,
+    "tests/tui/test_snapshots.py": 18,
+    "tests/core/test_statedb_tracks.py": 16,
+    "tests/tui/test_footer.py": 14,
+    "tests/interop/test_matrix_smoke.py": 13,
+    "tests/tui/test_keys_memory.py": 12,
+    "tests/tui/test_serve_browser.py": 11,
+    "tests/core/test_diskfull.py": 11,
+    "tests/tui/test_textual_private.py": 10,
+    "tests/tui/test_keys_anchors.py": 9,
+    "tests/tui/test_review_queue.py": 9,
+    "tests/core/test_applying_visible.py": 9,
+    "tests/tui/test_vim_and_themes.py": 8,
+    "tests/core/test_plugin_install.py": 7,
+    "tests/tui/test_dialog_type_ahead.py": 7,
+    "tests/interop/test_review_queue_hermes.py": 7,
+    "tests/core/test_crash.py": 7,
+    "tests/tui/test_charts.py": 6,
+}
 
 #: estimated seconds of one core per test, by the file's area (``tests/<area>/...``)
-PER_TEST: dict[str, float] = {"interop": 2.0, "tui": 0.7, "core": 0.25}
-DEFAULT_PER_TEST = 0.25
+PER_TEST: dict[str, float] = {"interop": 0.2, "tui": 0.26, "core": 0.055}
+DEFAULT_PER_TEST = 0.13
 
 
 class _Item(Protocol):
