@@ -10,7 +10,7 @@ process (``python -c``), like a launch. Printed as a Markdown table:
 
 * memory usage ready: seconds from process start to both memory files read (what the
   dashboard's first, memory-only paint needs);
-* full snapshot, first / later launch: ``build_snapshot`` with every panel's data (history
+* full snapshot, first / later launch: a ``HomeReader`` read with every panel's data (history
   reconstructed, every compaction audited), without then with a memdeck.db holding the verdicts;
 * status --json: wall time of the console script;
 * peak RSS (VmHWM) and RSS growth over 100 refreshes, each after an appended message written
@@ -47,9 +47,10 @@ home = HermesHome(Path(sys.argv[1]))
 cfg = load_config(home)
 mem = [read_memory(home, cfg, t) for t in ("memory", "user")]
 t_mem = time.perf_counter() - t_start
-from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
-db = open_statedb(home)
-snap = build_snapshot(home, cfg, db, stamps=take_stamps(home, db))
+from memdeck.core.overview.reader import HomeReader
+reader = HomeReader(home, cfg)  # as the dashboard: one state.db and one memdeck.db connection for all reads
+snap = reader.read()
+db = reader.db
 t_full = time.perf_counter() - t_start
 def status(key):
     for line in open("/proc/self/status"):
@@ -66,16 +67,12 @@ if mode == "watch":
     rss0, w0 = status("VmRSS"), wbytes()
     print("ready", flush=True)
     times = []
-    from memdeck.core.deck.db import DeckDB
-    deck = DeckDB(home)  # as the dashboard: one memdeck.db connection for all refreshes
     for i in range(100):
         sys.stdin.readline()
         t = time.perf_counter()
-        with deck.bound():
-            snap = build_snapshot(home, cfg, db, previous=snap, stamps=take_stamps(home, db))
+        snap = reader.read()
         times.append(time.perf_counter() - t)
         print("done", flush=True)
-    deck.close()
     times.sort()
     out.update(rss_growth=status("VmRSS") - rss0, hwm=status("VmHWM"), written=wbytes() - w0,
                refresh_p50=times[50], refresh_max=times[-1])
@@ -94,7 +91,7 @@ elif mode == "recall":
         first[kind] = (fs[-1], len(page))
     out["recall"] = res
     out["first_page"] = first
-db.close()
+reader.close()
 print(json.dumps(out), flush=True)
 '''
 

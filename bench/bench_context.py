@@ -11,11 +11,8 @@ p95 of ``--runs`` in-process runs, after one warm-up):
   parser, config.yaml, the history's stat, then the handler), the handler alone (state.db open,
   the open sessions' prompt stamps, the prompt read and parsed, the Hermes version, the audit for
   the reminder block, the report, the JSON), and ``build_report`` alone on an open reader;
-* the refresh after state.db changed: ``build_snapshot`` given a previous snapshot whose state.db
-  stamp differs (so the state.db part is re-read, as after Hermes appends a message), with the
-  agent view rebuilt (now) and with it reused (what the refresh cost before issue 24), and their
-  ratio; and how many prompts were read across all the refreshes (1: read once per prompt);
-* an unchanged refresh (every stamp equal: the previous snapshot is returned);
+* an unchanged refresh of a :class:`~memdeck.core.overview.reader.HomeReader` (every stamp
+  equal: the last snapshot is returned);
 * with ``--live SCRATCH``: the home is copied to SCRATCH and, before each refresh, one message is
   appended to the live session the way Hermes writes it (``core/sessions/hermes_schema.py``), so
   the refresh re-reads what a live home changes (state.db's new rows, the audit, the agent view);
@@ -27,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import io
 import os
 import statistics
@@ -68,8 +64,7 @@ def main() -> int:
     from memdeck.core.context.prompts import PromptCache
     from memdeck.core.context.report import build_report, disk_entries
     from memdeck.core.home import HermesHome
-    from memdeck.core.overview import agent_view as av
-    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.overview.snapshot import open_statedb
     from memdeck.core.sessions.profile import detect_profile
 
     home = HermesHome(args.home)
@@ -105,37 +100,15 @@ def main() -> int:
     print(f"context --json (its handler: state.db, prompt, report, audit, JSON)  {_ms(hnd)}")
     print(f"build_report alone                   {_ms(rep_t)}")
 
-    # the refresh after a state.db change, with and without the agent view
-    stamps = take_stamps(home, db)
-    first = build_snapshot(home, config, db, stamps=stamps)
+    # an unchanged refresh: every stamp equal, the last snapshot itself is returned
+    from memdeck.core.overview.reader import HomeReader
+
+    reader = HomeReader(home, config)
+    first = reader.read()
     assert first.agent_view is not None and first.agent_view.report is not None, first.errors
-    changed = dataclasses.replace(stamps, statedb=("changed",))
-    reads0 = first.agent_view.cache.reads
-    state = {"prev": first}
-
-    def refresh(view_on: bool):
-        def run() -> None:
-            prev = dataclasses.replace(state["prev"], stamps=changed, data_version=-1)
-            if not view_on:  # the refresh before issue 24: the view is not rebuilt
-                prev = dataclasses.replace(prev, agent_view=dataclasses.replace(prev.agent_view, basis=("reuse",)))
-                real = av.build_agent_view
-                av.build_agent_view = lambda *a, previous=None, **k: previous  # type: ignore[assignment]
-            try:
-                state["prev"] = build_snapshot(home, config, db, previous=prev, stamps=stamps)
-            finally:
-                if not view_on:
-                    av.build_agent_view = real  # type: ignore[assignment]
-        return run
-
-    before = _time(refresh(False), args.runs)
-    after = _time(refresh(True), args.runs)
-    reads = state["prev"].agent_view.cache.reads - reads0
-    same = _time(lambda: build_snapshot(home, config, db, previous=state["prev"], stamps=state["prev"].stamps), args.runs)
-    ratio = statistics.median(after) / statistics.median(before)
-    print(f"refresh after a state.db change, agent view reused (before)   {_ms(before)}")
-    print(f"refresh after a state.db change, agent view rebuilt (now)     {_ms(after)}   ratio {ratio:.2f}")
-    print(f"prompts read over {2 * args.runs + 2} refreshes: {reads}")
+    same = _time(lambda: reader.read(), args.runs)
     print(f"refresh with every source unchanged                          {_ms(same)}")
+    reader.close()
     db.close()
     if args.live is not None:
         live_refreshes(home.path, args.live, stamp.session_id, args.runs)
@@ -150,7 +123,7 @@ def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
     from memdeck.core.config import load_config
     from memdeck.core.home import HermesHome
     from memdeck.core.overview import agent_view as av
-    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.overview.reader import HomeReader
     from memdeck.core.sessions import hermes_schema as hs
 
     if scratch.exists():
@@ -160,8 +133,8 @@ def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
     print(f"copied the home to {scratch} in {time.perf_counter() - t:.0f} s")
     home = HermesHome(scratch)
     config = load_config(home)
-    db = open_statedb(home)
-    snap = build_snapshot(home, config, db, stamps=take_stamps(home, db))  # the first (long) build
+    reader = HomeReader(home, config)
+    snap = reader.read()  # the first (long) read
     reads0 = snap.agent_view.cache.reads
     writer = sqlite3.connect(home.state_db, isolation_level=None, timeout=30)
     real = av.build_agent_view
@@ -178,8 +151,7 @@ def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
             av.build_agent_view = lambda *a, previous=None, **k: previous  # type: ignore[assignment]
         try:
             t, c = time.perf_counter(), time.process_time()
-            snap = build_snapshot(home, config, db, previous=snap, stamps=take_stamps(home, db),
-                                  context_report=mode == "shown")
+            snap = reader.read(context_report=mode == "shown")
             dt, dc = time.perf_counter() - t, time.process_time() - c
         finally:
             av.build_agent_view = real  # type: ignore[assignment]
@@ -187,7 +159,7 @@ def live_refreshes(src: Path, scratch: Path, sid: str, runs: int) -> None:
             times[mode].append(dt)
             cpu[mode].append(dc)
     writer.close()
-    db.close()
+    reader.close()
     base_w, base_c = statistics.median(times["before"]), statistics.median(cpu["before"])
     print("live refresh after one appended message (wall | CPU of this process, median / p95; ratio to before):")
     for m, what in (("before", "before issue 24 (no agent view)"), ("hidden", "now, Context panel not shown"),

@@ -152,3 +152,18 @@ def age_words(seconds: float | None) -> str:
     if seconds < 48 * 3600:
         return f"{int(seconds // 3600)} h"
     return f"{int(seconds // 86400)} d"
+
+
+def percent(part: float, whole: float) -> int:
+    """``part`` as a percent of ``whole``, the one rule memdeck shows a percent by: Hermes' own
+    ``int(part / whole * 100)`` (``tools/memory_tool.py`` and the prompt block's header: truncated
+    toward zero, a whole number), past 100 when ``part`` exceeds ``whole`` (a write that would
+    overflow says 102%, never 100%); 0 when ``whole`` is not positive. Hermes' usage header caps
+    it at 100 (:func:`memdeck.core.memory.entries.usage_pct`)."""
+    return int((part / whole) * 100) if whole > 0 else 0
+
+
+def percent_text(part: float, whole: float) -> str:
+    """:func:`percent` as text: ``"88%"`` (a whole number, no space), as every panel, dialog and
+    CLI line writes it."""
+    return f"{percent(part, whole)}%"

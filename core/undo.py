@@ -27,10 +27,17 @@ def _undo_anchor(home: HermesHome, config: Any, rows: Sequence[journal.JournalRo
     return AnchorStore(home, config, actor=actor).undo_rows(rows)
 
 
+def _undo_request(home: HermesHome, config: Any, rows: Sequence[journal.JournalRow], actor: str) -> Any:
+    from .requests.queue import cancel_rows  # a queued request to the agent: cancelled before delivery
+
+    return cancel_rows(home, rows, actor)
+
+
 #: journal ``kind`` -> the handler that reverts rows of that kind
 UNDO_HANDLERS: dict[str, Callable[[HermesHome, Any, Sequence[journal.JournalRow], str], Any]] = {
     "memory": _undo_memory,
     "anchor": _undo_anchor,
+    "request": _undo_request,
 }
 
 

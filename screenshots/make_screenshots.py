@@ -59,6 +59,8 @@ class Shot:
     stage_queue: bool = False  # stage two stale records and a provider's record, select a stale one
     layout: str = "panels"  # "overview": the one-screen layout (o, --layout overview); ``panel`` unused
     hygiene: bool = False  # a paraphrase of an entry added by hand, the Hygiene screen on its duplicate
+    ledger: bool = False  # one more compaction of the live session (a rule of each kind), its constraint ledger
+    cost: bool = False  # the plugin's recorded API usage of the live session, the Context panel on its last turn
 
 
 SHOTS: tuple[Shot, ...] = (
@@ -78,11 +80,44 @@ SHOTS: tuple[Shot, ...] = (
     Shot("integrity-chart-light", "integrity", size=(120, 40), theme="textual-light", long_session=True),
     Shot("capacity-chart", "capacity", size=(160, 48)),
     Shot("pin-whatif", "anchors", size=(120, 44), pin_text="Always reply in bullet points, never paragraphs."),
+    Shot("context-cost", "context", size=(120, 48), cost=True),  # it records API usage: only Context shows it
     Shot("toast", "capacity", external_replace=True),  # it changes the home: the shots below show that
     Shot("history-unseen", "history"),  # the change the toast showed, not yet seen by the running session
     Shot("review-queue", "review", stage_queue=True),  # it stages records: keep it second to last
-    Shot("hygiene", "capacity", size=(130, 44), hygiene=True),  # it adds an entry: keep it last
+    Shot("hygiene", "capacity", size=(130, 44), hygiene=True),  # it adds an entry
+    Shot("ledger", "drift", size=(120, 40), ledger=True),  # it compacts the live session once more: keep it last
 )
+
+#: the turns and the summary of the ledger picture's compaction: a rule of each kind (issue 34)
+LEDGER_TURNS = ("Let's get the 0.4 release of linkhop out today.", "Never run rm -rf on the home directory.",
+                "Never force-push to main.", "Skip the linter just this once, we're in a hurry.",
+                "Always use UTC timestamps in logs.", "Bump the version and tag it.", "Thanks, go on.", "And the docs?")
+LEDGER_SUMMARY = """## Goal
+Ship linkhop 0.4.
+
+## Constraints & Preferences
+- NEVER run rm -rf on the home directory.
+- Force-pushing to main was discussed.
+- Skip the linter.
+- Always deploy on Tuesdays.
+
+## Progress
+- Version bumped and tagged."""
+
+
+def _compact_live_session(home, session_id: str, now: float) -> None:
+    """One more in-place compaction of the live session whose turns hold a rule of each kind."""
+    from memdeck.core.sessions import hermes_schema as HS
+
+    conn = HS.connect(home.state_db)
+    try:
+        t = now - 100.0
+        for i, text in enumerate(LEDGER_TURNS):
+            HS.append_message(conn, session_id, "user", text, timestamp=t + 2 * i)
+            HS.append_message(conn, session_id, "assistant", "Done.", timestamp=t + 2 * i + 1)
+        HS.compact_in_place(conn, session_id, LEDGER_SUMMARY, keep_head=1, keep_tail=2, now=now - 60.0)
+    finally:
+        conn.close()
 
 #: what the hygiene picture adds to MEMORY.md by hand: the first demo entry said again
 HYGIENE_PARAPHRASE = ("linkhop is the FastAPI URL shortener in ~/code/linkhop; make test runs its suite and make lint "
@@ -151,6 +186,31 @@ def _stage_queue(home) -> str:
     return staged[0][0]
 
 
+#: The live session's API requests as the plugin records them (issue 37): (cache read, cache write,
+#: uncached input, output, messages, seconds after the first). Turn 7 follows a compaction (fewer
+#: messages: the prompt was rebuilt), turn 11 comes 9 minutes after turn 10 (the cache expired).
+COST_TURNS = ((0, 9_840, 35, 410, 2, 0), (9_875, 520, 41, 655, 4, 70), (10_395, 760, 38, 380, 6, 150),
+              (11_155, 1_240, 52, 912, 8, 260), (12_395, 690, 44, 301, 10, 330), (13_085, 1_610, 61, 1_204, 12, 420),
+              (6_120, 4_210, 47, 388, 5, 515), (10_330, 880, 39, 497, 7, 590), (11_210, 540, 36, 276, 9, 650),
+              (11_750, 1_020, 58, 733, 11, 720), (0, 12_770, 42, 515, 13, 1_260), (12_770, 610, 40, 342, 15, 1_330),
+              (13_380, 930, 49, 620, 17, 1_400), (14_310, 450, 37, 298, 19, 1_460))
+
+
+def _record_cost(home) -> None:
+    """Record :data:`COST_TURNS` for the demo's live session, as the plugin's post_api_request does."""
+    from memdeck.core.deck import usage
+    from memdeck.core.demo.plan import demo_plan
+
+    sid = demo_plan(DEMO_SEED, DEMO_NOW).live_session_id
+    t0 = DEMO_NOW - 1_600
+    for n, (read, write, inp, out, msgs, after) in enumerate(COST_TURNS, 1):
+        row = usage.from_hook({"session_id": sid, "turn_id": f"turn-{n}", "api_call_count": 1, "message_count": msgs,
+                               "model": "anthropic/claude-sonnet-4.5", "provider": "openrouter",
+                               "ended_at": t0 + after, "usage": {"input_tokens": inp, "output_tokens": out,
+                                                                 "cache_read_tokens": read, "cache_write_tokens": write}})
+        assert row is not None and usage.record(home, row)
+
+
 async def _settle(pilot, app, rounds: int = 200) -> None:
     """Pump the app until the first snapshot is shown and no refresh/recall worker runs."""
     for _ in range(rounds):
@@ -169,6 +229,8 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
     from memdeck.tui.app import make_app
 
     stale = _stage_queue(home) if shot.stage_queue else None
+    if shot.cost:
+        _record_cost(home)
     if shot.hygiene:
         path = home.memory_file("memory")
         path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + HYGIENE_PARAPHRASE, encoding="utf-8")
@@ -179,6 +241,9 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
         if shot.layout != "overview":
             await app.action_show_panel(shot.panel)
         await _settle(pilot, app)
+        if shot.cost:
+            app.query_one("#context-table").select_key(f"c:{len(COST_TURNS)}")
+            await _settle(pilot, app)
         if stale:
             row = next(r for r in app.panel("review").rows if r.ident == stale)
             app.query_one("#review-table").select_key(row.key)
@@ -217,6 +282,25 @@ async def take(shot: Shot, home, out: Path, now: float = DEMO_NOW) -> Path:
             kinds = [f.kind for f in app.screen.report.findings]
             if "duplicate" in kinds:
                 app.screen.query_one("#hygiene-table").move_cursor(row=kinds.index("duplicate"))
+            await pilot.pause()
+        if shot.ledger:
+            from memdeck.tui.screens.constraints import ConstraintsScreen
+
+            _compact_live_session(home, app.snapshot.session_id, now)
+            app.request_refresh()
+            await _settle(pilot, app)
+            screen = ConstraintsScreen(app.snapshot.session_id)
+            app.push_screen(screen)
+            for _ in range(4000):
+                await pilot.pause(0.01)
+                if screen.is_mounted and screen.ledger is not None:
+                    break
+            else:
+                raise RuntimeError("the ledger did not come")
+            verdicts = [it["verdict"] for it in screen.comp["items"]] if screen.comp else []
+            if not {"kept", "weakened", "lost", "promoted", "orphan"} <= set(verdicts):
+                raise RuntimeError(f"the ledger picture needs a rule of each kind, got {verdicts}")
+            screen.query_one("#constraints-table").move_cursor(row=verdicts.index("promoted"))
             await pilot.pause()
         if shot.external_replace:
             _replace_first_entry(home.memory_file("memory"))

@@ -69,9 +69,9 @@ def success_outcome(result: Any, text: str) -> WriteOutcome:
     detail: list[str] = []
     chars, limit, target = (getattr(result, n, None) for n in ("chars", "limit", "target"))
     if isinstance(chars, int) and isinstance(limit, int) and limit > 0 and target in ("memory", "user"):
-        from memdeck.core.memory.entries import usage_pct
+        from memdeck.core.text import percent_text
 
-        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({usage_pct(chars, limit)}%)")
+        detail.append(f"{_target_name(target)} now {chars:,}/{limit:,} chars ({percent_text(chars, limit)})")
     return WriteOutcome(True, text, "", detail)
 
 
@@ -248,7 +248,8 @@ def _archive_what_if(app: MemdeckApp, target: str | None, text: str) -> Text:
     if target not in ("memory", "user") or text not in entries:
         return Text()
     w = what_if(target, entries, int(app.config.char_limit(target)), remove=text)
-    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app), heading="if you archive it"))
+    return Text("\n\n").append_text(what_if_text(w.lines(), running_note(app, target, -(len(text) + 3)),
+                                                  heading="if you archive it"))
 
 
 @toast_on_error
@@ -257,9 +258,18 @@ def action_restore(self: MemdeckApp) -> None:
     from .screens.pickers import PickerScreen
 
     snap = self.snapshot
-    records = list(getattr(snap, "archived", ()) or ())
-    if not records:
+    archived = list(getattr(snap, "archived", ()) or ())
+    if not archived:
         self.notify("the archive is empty: nothing to restore", markup=False, timeout=3)
+        return
+    # an archived entry already back in its file (History reverted the archive, or a writer added
+    # the same text again) is not offered: restoring it would only mark the row (issue 39 #12)
+    back = {str(_rget(r, "archive_id", "id")): where for r in archived if (where := _already_back(snap, r))}
+    records = [r for r in archived if str(_rget(r, "archive_id", "id")) not in back]
+    if not records:
+        said = "; ".join(f"#{rid} is already back in {where}" for rid, where in back.items())
+        self.notify(f"nothing to restore: {said} (History reverted its archive, or a writer added it again)",
+                    markup=False, timeout=5)
         return
     options = []
     for rec in records:
@@ -287,6 +297,20 @@ def action_restore(self: MemdeckApp) -> None:
                                                     f"from archive #{rid}")
 
     self.push_screen(PickerScreen("Restore from the archive", options, selected=preselect), done)
+
+
+def _already_back(snap: Any, rec: Any) -> str | None:
+    """The file name when ``rec`` (an archived memory entry) is already in its file again, with
+    the same text; else None (an anchor, an unreadable file, a text not there)."""
+    if str(_rget(rec, "kind") or "memory") != "memory":
+        return None
+    target = _rget(rec, "target")
+    state = (getattr(snap, "memory", None) or {}).get(target) if target else None
+    entries = getattr(state, "entries", None) if state is not None else None
+    if not entries or getattr(state, "error", None):
+        return None
+    text = str(_rget(rec, "text") or "")
+    return _target_name(target) if any(getattr(e, "text", e) == text for e in entries) else None
 
 
 def _rget(rec: Any, *names: str) -> Any:
@@ -493,6 +517,13 @@ def action_approve_clean(self: MemdeckApp) -> None:
         body.append(f"\n{others} other record{'s' if others != 1 else ''} (stale, refused, another subsystem's) "
                     f"{'stay' if others != 1 else 'stays'} as {'they are' if others != 1 else 'it is'}.", "dim")
     provider = self.snapshot.provider.name if self.snapshot is not None and self.snapshot.provider else None
+    from .views.context import cost_note
+
+    added = sum(len(getattr(i, "text", "") or "") + 3 for i in clean)
+    cost = cost_note(self.snapshot, "memory", added)  # issue 37: said before writing, once for the batch
+    if cost:
+        body.append("\n")
+        body.append_text(safe_text(cost, style="dim"))
 
     def op() -> Any:
         from memdeck.core.memory.review import approve_all_clean
@@ -570,6 +601,9 @@ def describe_change(rows: list[Any]) -> str:
             what = f"reject of pending write {d['pending_id']} (undo stages it again)"
         elif d.get("pending_id"):
             what += f" (approved pending write {d['pending_id']})"
+    elif last.kind == "request":
+        what = (f"{last.op} request #{d.get('request_id', '?')} for session {last.session_id} "
+                "(cancelled if not yet delivered)")
     else:
         what = f"{last.op} ({last.kind} {last.where})"
     what += f" · journal #{last.journal_id}"
@@ -716,6 +750,40 @@ def action_pick_profile(self: MemdeckApp) -> None:
     self.push_screen(PickerScreen("Switch profile", options, selected=str(self.home.path)), done)
 
 
+@toast_on_error
+def action_rebuild(self: MemdeckApp) -> None:
+    """``b`` in the Context panel: rebuild the selected open session's system prompt (else the
+    followed session's) through Hermes at its next turn; the dialog states the cost first
+    (:class:`tui.screens.requests.RebuildScreen`). Queued in memdeck.db, journaled: z undoes it
+    until the plugin delivers it."""
+    from memdeck.core.requests.queue import queue_rebuild
+
+    from .screens.requests import RebuildScreen
+
+    sel = self.selection()
+    sid = getattr(sel, "session_id", None) if sel is not None and sel.kind == "context" else None
+    if not sid:
+        view = getattr(self.snapshot, "agent_view", None)
+        sid = getattr(view, "followed", None)
+    if not sid:
+        self.notify("no open session to rebuild (select one in Context, or press s)", severity="warning",
+                    markup=False, timeout=4)
+        return
+
+    def done(cost: Any) -> None:
+        if cost is None:
+            return
+
+        def op() -> Any:
+            return queue_rebuild(self.home, cost.session_id, actor="tui", prompt_tokens=cost.prompt_tokens)
+
+        self.run_write("rebuild", op, lambda r: safe_plain(
+            f"rebuild of {cost.session_id} queued (request #{r.request_id}): at its next turn Hermes rebuilds the "
+            f"prompt, ~{cost.prompt_tokens:,} tokens written to the provider's cache once", single_line=True))
+
+    self.push_screen(RebuildScreen(str(sid)), done)
+
+
 class DeckActions:
     """The dashboard's write and picker actions, as a mixin of :class:`tui.app.MemdeckApp`
     (Textual finds ``action_<name>`` on the app): each opens a dialog or runs one core write
@@ -734,6 +802,7 @@ class DeckActions:
     action_reject_stale = action_reject_stale
     action_undo = action_undo
     action_revert = action_revert
+    action_rebuild = action_rebuild
     action_filter = action_filter
     action_pick_session = action_pick_session
     action_pick_profile = action_pick_profile

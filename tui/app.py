@@ -43,6 +43,8 @@ from .messages import (
     ExactCountsReady,
     HistoryFilled,
     HistoryFillProgress,
+    LedgerFilled,
+    LedgerFillProgress,
     RecallReady,
     RecallRequested,
     RowActionsRequested,
@@ -87,6 +89,16 @@ class DeckScreen(Screen):
         app = self.app
         if isinstance(app, MemdeckApp):
             app.resume_after_modal()
+
+
+def screenshot_dir() -> Path:
+    """Where the palette's Screenshot saves: ``screenshots/`` in memdeck's user data directory,
+    ``platformdirs.user_data_path("memdeck")`` (``$XDG_DATA_HOME/memdeck/screenshots``, by default
+    ``~/.local/share/memdeck/screenshots`` on Linux; ``~/Library/Application Support/memdeck/...``
+    on macOS; ``%LOCALAPPDATA%\\memdeck\\...`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_data_path("memdeck", appauthor=False) / "screenshots"
 
 
 def set_tab_label(tab: Any, label: Text) -> bool:
@@ -243,6 +255,10 @@ class MemdeckApp(DeckActions, App[None]):
         self.history_filling: str | None = None
         self.history_remaining: int | None = None
         self._history_stalled: tuple[str, int] | None = None
+        #: the same for the constraint ledger's worker (a session's first full ledger, issue 34)
+        self.ledger_filling: str | None = None
+        self.ledger_remaining: int | None = None
+        self._ledger_stalled: tuple[str, int] | None = None
         #: Set once the memory-only first paint is on screen. A long history read (one that reports
         #: progress) waits for it at its first report, so holding the GIL it does not delay that
         #: paint (1M rows: 0.74 s); a short one (later launches) runs beside the paint.
@@ -251,6 +267,7 @@ class MemdeckApp(DeckActions, App[None]):
         #: snapshot still queued in front of it is not painted.
         self._final_posted = threading.Event()
         self._badges_shown: dict[str, int] | None = None  # the counts on the tabs now
+        self._hygiene_shown: dict[str, int] = {}  # the hygiene counts the Capacity tab's tooltip says
         self._last_error_toast: dict[str, str] = {}
         #: the person's settings file as read at start (None: not read, ``user_settings=False``);
         #: the help screen shows its path, its problems and the binding ids a keymap takes
@@ -760,22 +777,22 @@ class MemdeckApp(DeckActions, App[None]):
             if command.title not in self.TEXTUAL_COMMANDS_LEFT_OUT:
                 yield command
         if not self.is_web:
-            yield SystemCommand("Screenshot", "save an SVG picture of the screen (in Downloads, else the "
-                                "current directory)", lambda: self.call_after_refresh(self.action_save_screenshot))
+            yield SystemCommand("Screenshot", f"save an SVG picture of the screen in {screenshot_dir()}",
+                                lambda: self.call_after_refresh(self.action_save_screenshot))
 
     def action_save_screenshot(self) -> None:
-        """Save the screen as SVG in the user's Downloads directory (platformdirs), or the current
-        directory when there is none, and say where in a toast (or why not)."""
-        from platformdirs import user_downloads_path
-
+        """Save the screen as SVG in memdeck's screenshot folder under the user's data directory
+        (:func:`screenshot_dir`, made when missing; never the current directory, issue 39 #12),
+        and say where in a toast (or why not)."""
+        folder = screenshot_dir()
         try:
-            downloads = user_downloads_path()
-            folder = downloads if downloads.is_dir() else Path.cwd()
+            folder.mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(path=str(folder))
         except OSError as exc:
-            self.notify(f"the screenshot was not saved: {exc}", title="Screenshot", severity="error", markup=False)
+            self.notify(f"the screenshot was not saved in {folder}: {exc}", title="Screenshot", severity="error",
+                        markup=False)
             return
-        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=6)
+        self.notify(f"saved the screen to {saved}", title="Screenshot", markup=False, timeout=8)
 
     # ── read-only ───────────────────────────────────────────────────────
 
@@ -878,6 +895,8 @@ class MemdeckApp(DeckActions, App[None]):
             t.append(words, style)
         if self.history_filling is not None and self.history_remaining:
             t.append(f" · semantic history: {self.history_remaining} compactions to audit…", "bold cyan")
+        if self.ledger_filling is not None and self.ledger_remaining:
+            t.append(f" · constraint ledger: {self.ledger_remaining} compactions to read…", "bold cyan")
         if snap is not None and snap.partial:
             bp = self.build_progress
             pct = f" {100 * bp[0] // max(1, bp[1])} %" if bp else ""
@@ -989,10 +1008,11 @@ class MemdeckApp(DeckActions, App[None]):
 
     @property
     def idle(self) -> bool:
-        """True when no refresh runs and none can start now, no semantic history is being filled,
-        and every panel is mounted (tests settle on this)."""
+        """True when no refresh runs and none can start now, no semantic history and no constraint
+        ledger is being filled, and every panel is mounted (tests settle on this)."""
         return (not self._refreshing and not (self._dirty and not self._refresh_blocked())
-                and self.history_filling is None and len(self._panels_ready) == len(PANEL_IDS))
+                and self.history_filling is None and self.ledger_filling is None
+                and len(self._panels_ready) == len(PANEL_IDS))
 
     def request_refresh(self, *, force: bool = False) -> None:
         """Build a new snapshot off the UI thread, unless one is running or refresh is paused.
@@ -1076,8 +1096,10 @@ class MemdeckApp(DeckActions, App[None]):
                 reader.snapshot = first
             self.refresh_runs += 1
             # while the history worker fills a semantic history, a refresh audits none of it
+            # (and while the ledger worker fills a first ledger, a refresh computes only the newest)
             snap = reader.read(self.session_id, context_report=self.context_shown,
-                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S)
+                               history_budget_s=0.0 if self.history_filling is not None else SEMANTIC_BUDGET_S,
+                               ledger_budget_s=0.0 if self.ledger_filling is not None else None)
             if carried:
                 snap = dataclasses.replace(snap, new_changes=(*carried, *snap.new_changes))
         except BaseException as exc:  # noqa: BLE001 - the reader never raises; belt and braces
@@ -1157,6 +1179,7 @@ class MemdeckApp(DeckActions, App[None]):
             self.apply_snapshot(snap)
         if not isinstance(snap, BaseException):
             self._fill_history_of(snap)
+            self._fill_ledger_of(snap)
         if self._dirty and not self._refresh_blocked():
             self.request_refresh()
 
@@ -1233,6 +1256,76 @@ class MemdeckApp(DeckActions, App[None]):
         self.update_status_line()
         self.request_refresh()  # one refresh takes what was filled (its audit finds every verdict kept)
 
+    # ── a first full constraint ledger, filled by a worker of its own (as the semantic history) ──
+
+    #: seconds of ledgers per step of the ledger worker (it reports progress after each)
+    LEDGER_STEP_S = 0.5
+
+    def _fill_ledger_of(self, snap: Any) -> None:
+        """Start the ledger worker when ``snap``'s constraint ledger left compactions not computed
+        (a refresh computes the newest for ``LEDGER_BUDGET_S``, then only the newest while the worker
+        runs): it fills them on its own clock and asks for one refresh when done."""
+        c = getattr(snap, "constraints", None)
+        sid = c.get("session_id") if c else None
+        pending = int(c.get("pending") or 0) if c else 0
+        if not pending or not sid or self.ledger_filling == sid or self._ledger_stalled == (sid, pending):
+            return
+        self.ledger_filling, self.ledger_remaining = sid, pending
+        self._ledger_worker(sid)
+        self.update_status_line()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="ledger")
+    def _ledger_worker(self, session_id: str) -> None:
+        from memdeck.core.constraints.ledger import fill_ledgers
+        from memdeck.core.overview.snapshot import open_statedb
+
+        remaining, error = -1, None
+        db = deck = None
+        try:
+            db = open_statedb(self.home)
+            if db is None:
+                raise RuntimeError("state.db is gone")
+            deck = DeckDB(self.home)
+            last = None
+
+            def progress(done: int, total: int) -> None:
+                if self._worker_cancelled():
+                    raise RuntimeError("the dashboard is closing")  # what was computed is kept
+
+            with deck.bound():
+                while not self._worker_cancelled():
+                    remaining = fill_ledgers(db, self.home, session_id, budget_s=self.LEDGER_STEP_S, progress=progress)
+                    self.post_message(LedgerFillProgress(session_id, remaining))
+                    if remaining == 0 or (last is not None and remaining >= last):
+                        break  # done, or no progress: stop, never spin
+                    last = remaining
+        except Exception as exc:  # noqa: BLE001 - the ledger never breaks the dashboard; the toast says why
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            for conn in (db, deck):
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
+                        pass
+        if not self._worker_cancelled():
+            self.post_message(LedgerFilled(session_id, remaining, error))
+
+    def on_ledger_fill_progress(self, message: LedgerFillProgress) -> None:
+        if message.session_id == self.ledger_filling:
+            self.ledger_remaining = message.remaining
+            self.update_status_line()
+
+    def on_ledger_filled(self, message: LedgerFilled) -> None:
+        if message.session_id != self.ledger_filling:
+            return
+        self.ledger_filling, self.ledger_remaining = None, None
+        self._ledger_stalled = None if message.remaining == 0 else (message.session_id, message.remaining)
+        if message.error:
+            self.notify(f"constraint ledger stopped: {message.error}", severity="warning", markup=False)
+        self.update_status_line()
+        self.request_refresh()  # one refresh takes what was filled (every ledger found kept)
+
     def apply_snapshot(self, snap: Any) -> None:
         """Show ``snap`` in every panel at once (one repaint); toast what changed that a person
         should know (:func:`memdeck.core.overview.alerts.alerts_between`); update the badges."""
@@ -1243,6 +1336,12 @@ class MemdeckApp(DeckActions, App[None]):
         if previous is not None and previous.home == snap.home:
             for alert in alerts_between(previous, snap, self.alert_settings):
                 self._toast_alert(alert)
+            from .views.constraints import newest_toast
+
+            told = newest_toast(previous, snap)
+            if told is not None:
+                self.notify(safe_plain(told[1]), title=safe_plain(told[0], single_line=True), severity="warning",
+                            markup=False, timeout=8)
         self._arm_age_timer(snap)
         self._toast_changes(getattr(snap, "new_changes", ()))
         if previous is not None and previous.data_version != snap.data_version:
@@ -1317,12 +1416,19 @@ class MemdeckApp(DeckActions, App[None]):
         self.update_status_line()
 
     def _update_badges(self, snap: Any) -> None:
-        """Counts on the tabs: drifted anchors, flagged entries and pending writes."""
+        """Counts on the tabs: drifted anchors, pending writes and flagged entries, memory hygiene
+        findings (Capacity), frozen-memory differences (Context); each tab's tooltip says what
+        its count is."""
         from .views.common import badge_counts
 
         counts = badge_counts(snap)
         if counts == self._badges_shown:
+            hygiene = dict(getattr(snap, "hygiene_counts", None) or {})
+            if hygiene != self._hygiene_shown and counts.get("capacity"):  # the same count of other kinds
+                self._label_tabs(counts, {k: v for k, v in counts.items() if k != "capacity"})
+            self._hygiene_shown = hygiene
             return  # a tab label set is a layout pass of the whole screen: only when a count changed
+        self._hygiene_shown = dict(getattr(snap, "hygiene_counts", None) or {})
         self._label_tabs(counts, self._badges_shown)
         self._badges_shown = dict(counts)
 
@@ -1334,6 +1440,7 @@ class MemdeckApp(DeckActions, App[None]):
         """Set the tab labels: ``4 Capacity 3`` (``4 Cap 3`` on a narrow terminal); only the tabs
         whose count changed, unless ``shown`` is None (all)."""
         from .keymap import SHORT_TITLES
+        from .views.common import badge_tooltip
 
         narrow = bool(self.size.width) and self.size.width < self.NARROW_TABS_BELOW
         self._tabs_narrow = narrow
@@ -1353,6 +1460,7 @@ class MemdeckApp(DeckActions, App[None]):
             except Exception:  # noqa: BLE001 - the tab is not mounted (shutdown): nothing is shown to remember
                 return
             set_tab_label(tab, label)
+            tab.tooltip = badge_tooltip(pid, n, self.snapshot)
 
     def _toast_changes(self, changes: Any) -> None:
         """A warning toast for each entry or anchor removed or replaced by a writer other than

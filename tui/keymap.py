@@ -81,6 +81,9 @@ _SPEC: tuple[tuple[str, str, str, str, str, str], ...] = (
     ("L", "constraints", "Ledger", "memdeck.constraints",
      "the constraint ledger of the selected compaction (else the newest): what it did to every rule the user gave "
      "(kept, weakened, lost, promoted, orphan) with the evidence; p pins a lost or weakened rule", "Drift log"),
+    ("b", "rebuild", "Rebuild", "memdeck.rebuild",
+     "rebuild the selected open session's system prompt (else the followed one's) by Hermes at its next turn: the "
+     "dialog states the cache cost first; z undoes it until delivered", "Context"),
     ("ctrl+p", "command_palette", "Palette", "memdeck.palette", "command palette (every action that applies on the panel shown)",
      "anywhere"),
     ("q", "quit", "Quit", "memdeck.quit", "quit (ctrl+q also quits)", "anywhere"),
@@ -94,7 +97,7 @@ _WHERE = {a: w for _k, a, _l, _b, _h, w in _SPEC}
 #: from the footer and the palette. tests/tui/test_read_only.py checks this against actions.py.
 WRITE_ACTIONS = frozenset({
     "pin", "unpin", "archive", "restore", "edit", "new_entry", "move", "approve", "reject", "undo", "revert",
-    "approve_clean", "reject_stale",
+    "approve_clean", "reject_stale", "rebuild",
 })
 
 #: The footer shows bindings in order and is cut at the terminal's width: the pause state first,
@@ -148,7 +151,7 @@ SCREEN_ACTIONS = frozenset({"next_panel", "prev_panel"})
 
 #: Keys bound on one panel (action -> panel id): in its footer only while it is shown; the action
 #: itself is the app's (the palette runs it from anywhere).
-PANEL_ACTIONS = {"toggle_usage_chart": "capacity", "constraints": "drift"}
+PANEL_ACTIONS = {"toggle_usage_chart": "capacity", "constraints": "drift", "rebuild": "context"}
 
 
 def panel_bindings(pid: str) -> list[Binding]:

@@ -159,3 +159,24 @@ class HistoryFilled(Message):
         self.session_id = session_id
         self.remaining = remaining
         self.error = error
+
+
+class LedgerFillProgress(Message):
+    """The ledger worker computed more constraint ledgers of ``session_id``: ``remaining`` are not
+    computed yet (0: the session's ledger is complete)."""
+
+    def __init__(self, session_id: str, remaining: int) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.remaining = remaining
+
+
+class LedgerFilled(Message):
+    """The ledger worker stopped for ``session_id``: ``remaining`` compactions still have no ledger
+    (0: complete; more: it made no progress, or ``error`` says why it stopped)."""
+
+    def __init__(self, session_id: str, remaining: int, error: str | None = None) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.remaining = remaining
+        self.error = error

@@ -77,6 +77,8 @@ PRIVATE_ATTRIBUTES: dict[tuple[str, str], dict[str, str]] = {
         "_show_hover_cursor": "tui/widgets/table.py: part of a cell's cache key",
         "_pseudo_class_state": "tui/widgets/table.py: part of a cell's cache key",
         "_scroll_cursor_into_view": "tui/widgets/table.py: keeps the cursor row on screen without animation",
+        "_update_column_widths": "tui/widgets/table.py: overridden to drop rows drawn in the old widths when a width moved",
+        "_update_dimensions": "tui/widgets/table.py: overridden to drop rows drawn in the old widths when a width moved",
     },
     ("textual.widgets._tabbed_content", "TabbedContent"): {
         "_on_tab_pane_focused": "tui/app.py: overridden so focusing a panel does not switch tabs twice",

@@ -18,6 +18,7 @@ from ..context.tokens import TOKENIZERS
 from ..hermes_version import HermesVersion
 from ..sessions.records import PromptStamp
 from ..sessions.statedb import StateDB
+from ..text import percent_text
 from ..text import visible as _visible
 from .common import CliContext, print_json
 
@@ -91,8 +92,9 @@ def _print_text(rep: ContextReport) -> None:
     _print_injected(rep)
     nc = d["next_compaction"]
     if nc:
+        share_text = percent_text(nc["estimated_tokens"], nc["threshold_tokens"])
         print(f"next compaction: ~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens "
-              f"({nc['percent_of_threshold']}%; context {nc['context_length']:,} from {nc['context_length_source']}; "
+              f"({share_text}; context {nc['context_length']:,} from {nc['context_length_source']}; "
               "tool schemas not counted)")
     else:
         print(f"next compaction: unknown: {d['next_compaction_reason']}")
@@ -106,6 +108,29 @@ def _print_text(rep: ContextReport) -> None:
         print(f"exact counts: {rep.exact_tokenizer}")
     elif rep.exact_reason:
         print(f"exact counts: {rep.exact_reason}")
+    _print_cost(d.get("cost"))
+
+
+def _print_cost(cost: Any) -> None:
+    """What the prompt costs (issue 37, ``core/context/cost.py``): the recorded turns, the last break and
+    what a memory write makes the provider write again."""
+    if not cost:
+        return
+    turns = cost["turns"]
+    if not turns:
+        print(f"cost: {cost['turns_reason']}")
+    else:
+        rec = cost["recorded_totals"]
+        hit = "—" if rec["hit_ratio"] is None else f"{rec['hit_ratio'] * 100:.0f}%"
+        print(f"cost, turn by turn ({rec['requests']:,} requests recorded, cache hit {hit}):")
+        for t in turns[-10:]:
+            brk = f"  ✗ {t['break']['reason']}" if t["break"] else ""
+            print(f"  turn #{t['turn']:<4} read {t['cache_read_tokens']:>9,}  write {t['cache_write_tokens']:>8,}  "
+                  f"in {t['input_tokens']:>7,}  out {t['output_tokens']:>7,}{brk}")
+    est = cost["write_estimate"]
+    tokens = f"~{est['tokens']:,} tokens" if est.get("tokens") is not None else "an unknown number of tokens"
+    print(f"a memory write: invalidates the {est['tier'] or '?'} tier from the {est['when']} ({est['also']}); "
+          f"the provider writes {tokens} again once ({est['kind']} cache: {est['rule']}); {est['batching']}")
 
 
 def _print_injected(rep: Any) -> None:
@@ -132,8 +157,8 @@ def _print_injected(rep: Any) -> None:
         print(f"  ({len(inj.turns) - 20} older turns: memdeck context --json)")
     share = rep.provider_share()
     if share is not None and inj.provider:
-        print(f"  the provider's fences in context: ~{share['tokens']:,} tokens, {share['percent']}% of the "
-              f"{share['threshold_tokens']:,} at which Hermes compacts")
+        print(f"  the provider's fences in context: ~{share['tokens']:,} tokens, "
+              f"{percent_text(share['tokens'], share['threshold_tokens'])} of the {share['threshold_tokens']:,} at which Hermes compacts")
 
 
 def _context(args: argparse.Namespace, ctx: CliContext) -> int:
@@ -203,7 +228,7 @@ def running_session_note(ctx: CliContext) -> str | None:
 def stale_sessions(ctx: CliContext, db: StateDB) -> list[dict[str, Any]]:
     """``sessions --stale``: every open session with its number of differences (no entry texts) and
     ``live_memory`` ``{mode, delivered, waiting, withheld}`` (issue 33); the rows the Memory tab of
-    Hermes' dashboard lists too (:func:`..plugin.dashboard_api.stale_session_rows`)."""
+    Hermes' dashboard and ``/memdeck stale`` list too (:func:`..plugin.dashboard_api.stale_session_rows`)."""
     from ..plugin.dashboard_api import stale_session_rows
 
     return stale_session_rows(ctx.home, ctx.config, db)

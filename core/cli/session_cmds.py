@@ -1,6 +1,8 @@
-"""``memdeck sessions`` and ``memdeck recall``: read-only views of state.db.
+"""``memdeck sessions`` and ``memdeck recall``: read-only views of state.db; ``memdeck sessions
+rebuild SID`` queues a rebuild of one running session's system prompt (memdeck.db only: the plugin,
+inside the agent's process, asks Hermes to rebuild it at that session's next turn).
 
-Exit codes: 0 success (also when the database is missing: the status line says so), 2 usage.
+Exit codes: 0 success (also when the database is missing: the status line says so), 1 refused, 2 usage.
 """
 
 from __future__ import annotations
@@ -87,6 +89,26 @@ def _sessions(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
+def _rebuild(args: argparse.Namespace, ctx: CliContext) -> int:
+    from ..live_memory.view import PLUGIN_NAME
+    from ..requests.rebuild import request_rebuild
+
+    req, cost = request_rebuild(ctx.home, args.session_id, actor=ctx.actor)
+    plugin = PLUGIN_NAME in ctx.config.plugins_enabled
+    note = ("the plugin asks Hermes to rebuild it at the session's next turn; the turns after that one send the "
+            "rebuilt prompt" if plugin else
+            "the memdeck plugin is not in plugins.enabled: nothing reaches the running session until it is")
+    if args.json:
+        print_json({"request": req.to_dict(), "cost": {"prompt_chars": cost.prompt_chars,
+                                                        "prompt_tokens": cost.prompt_tokens},
+                    "plugin_enabled": plugin, "note": note})
+        return 0
+    print(cost.sentence())
+    print(f"queued request #{req.request_id} (journal #{req.journal_id}; `memdeck undo` cancels it before "
+          f"delivery): {note}")
+    return 0
+
+
 def _recall(args: argparse.Namespace, ctx: CliContext) -> int:
     with StateDB(ctx.home.state_db) as db:
         st = db.status()
@@ -127,6 +149,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--stale", action="store_true",
                    help="every open session with the number of memory entries its frozen prompt differs by")
     p.set_defaults(handler=_sessions)
+    ssub = p.add_subparsers(dest="sessions_command", metavar="ACTION", required=False)
+    ls = ssub.add_parser("list", help="list state.db sessions (the default ACTION)")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.add_argument("--limit", type=_limit(1), default=None, metavar="N", help="show at most N sessions")
+    ls.add_argument("--stale", action="store_true",
+                    help="every open session with the number of memory entries its frozen prompt differs by")
+    ls.set_defaults(handler=_sessions)
+    rb = ssub.add_parser("rebuild", help="queue a rebuild of one open session's system prompt by Hermes at its "
+                                          "next turn (states the cache cost; undoable until delivered)")
+    rb.add_argument("session_id", metavar="SID", help="the open session (see `memdeck sessions`)")
+    rb.add_argument("--json", action="store_true", help="machine-readable output")
+    rb.set_defaults(handler=_rebuild)
     r = sub.add_parser("recall", help="preview what Hermes' session_search would recall for QUERY")
     r.add_argument("query", metavar="QUERY")
     r.add_argument("--json", action="store_true", help="machine-readable output")

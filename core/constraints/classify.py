@@ -77,6 +77,24 @@ def _binding_line(line: SummaryLine) -> bool:
     return line.binding or (line.in_constraints and not found("narrative", line.text))
 
 
+def _judge(r: Rule, ln: SummaryLine, _ev: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The verdict one matching line gives a rule, and the evidence words that decided it."""
+    binding = _binding_line(ln)
+    if r.scope == "once" and binding and not found("once", ln.text):
+        return "promoted", {"scope_words": found("once", r.text)}
+    lost_neg = _negative(r.text) and not _negative(ln.text)
+    narrative = found("narrative", ln.text)
+    if binding and not lost_neg and not (narrative and not ln.binding):
+        return "kept", {"binding_words": found("binding", ln.text) or (["(constraints section)"] if ln.in_constraints
+                                                                        else [])}
+    ev: dict[str, Any] = {"binding_lost": list(r.markers)}
+    if lost_neg:
+        ev["prohibition_lost"] = found("negative", r.text)
+    if narrative:
+        ev["narrative"] = narrative
+    return "weakened", ev
+
+
 def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Sequence[tuple[str, str]] = (),
              cosine: Any = None) -> list[Item]:
     """The ledger of one compaction.
@@ -94,7 +112,8 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
     lw = [_subject(ln.text) for ln in lines]
     for r in rules:
         rw = _subject(r.text)
-        best, best_i, best_ev = 0.0, None, {}  # type: tuple[float, int | None, dict[str, Any]]
+        best, best_i = 0.0, None  # type: tuple[float, int | None]
+        candidates: list[tuple[float, int, dict[str, Any]]] = []
         for i, ln in enumerate(lines):
             _j, _c, shared = overlap(rw.bag, lw[i].bag)
             share = len(shared) / max(1, len(rw.bag))
@@ -106,47 +125,53 @@ def classify(rules: Sequence[Rule], lines: Sequence[SummaryLine], *, carried: Se
                 if c >= MATCH_COSINE and share < MATCH_CONTAINMENT:
                     score = max(score, MATCH_CONTAINMENT + (c - MATCH_COSINE))
             if score > best:
-                best, best_i, best_ev = score, i, ev
-        if best_i is not None and best >= MATCH_CONTAINMENT:
-            ln = lines[best_i]
-            used.add(best_i)
-            ev = dict(best_ev)
+                best, best_i = score, i
+            if score >= MATCH_CONTAINMENT:
+                candidates.append((score, i, ev))
+        if candidates:
+            # Several lines may say the rule (0.22 quotes every compacted user message verbatim besides
+            # the model's own sections): a line that states a one-operation rule as standing promotes
+            # it whatever else the summary says; else one line with the binding force keeps it; else
+            # the closest line weakened it.
+            judged = [(_judge(r, lines[i], ev), score, i, ev) for score, i, ev in candidates]
+            for want in ("promoted", "kept", "weakened"):
+                pick = [j for j in judged if j[0][0] == want]
+                if pick:
+                    (verdict, extra), _score, i, ev = max(pick, key=lambda j: j[1])
+                    break
+            used.add(i)
+            ev = dict(ev, **extra)
             ev["decided_by"] = "similarity" if "similarity" in ev and float(ev["share"]) < MATCH_CONTAINMENT else "words"
-            binding = _binding_line(ln)
-            if r.scope == "once" and binding:
-                ev["scope_words"] = found("once", r.text)
-                items.append(Item("promoted", r.text, r.turn_id, ln.text, r.scope, ev, method))
-                continue
-            lost_neg = _negative(r.text) and not _negative(ln.text)
-            narrative = found("narrative", ln.text)
-            if binding and not lost_neg and not (narrative and not ln.binding):
-                ev["binding_words"] = found("binding", ln.text) or (["(constraints section)"] if ln.in_constraints else [])
-                items.append(Item("kept", r.text, r.turn_id, ln.text, r.scope, ev, method))
-            else:
-                ev["binding_lost"] = list(r.markers)
-                if lost_neg:
-                    ev["prohibition_lost"] = found("negative", r.text)
-                if narrative:
-                    ev["narrative"] = narrative
-                items.append(Item("weakened", r.text, r.turn_id, ln.text, r.scope, ev, method))
+            items.append(Item(verdict, r.text, r.turn_id, lines[i].text, r.scope, ev, method))
             continue
         if r.scope == "once":
             continue  # a one-operation instruction the summary drops was rightly dropped
-        carrier = None
-        for where, text in carried:
-            _j, _c, shared = overlap(rw.bag, words(text).bag)
-            if rw.bag and len(shared) / len(rw.bag) >= MATCH_CONTAINMENT:
-                carrier = {"carried_by": where, "text": text, "shared": sorted(shared)}
-                break
-        if carrier is not None:
-            items.append(Item("kept", r.text, r.turn_id, None, r.scope, carrier, method))
-        else:
-            items.append(Item("lost", r.text, r.turn_id, None, r.scope,
-                              {"best_share": round(best, 3), "nearest_line": lines[best_i].text if best_i is not None
-                               else None}, method))
+        items.append(Item("lost", r.text, r.turn_id, None, r.scope,
+                          {"best_share": round(best, 3), "nearest_line": lines[best_i].text if best_i is not None
+                           else None}, method))
     for i, ln in enumerate(lines):
         if i in used or not (ln.binding and ln.in_constraints):
             continue
         items.append(Item("orphan", None, None, ln.text, None,
                           {"section": ln.section, "binding_words": found("binding", ln.text)}, method))
-    return items
+    return apply_carried(items, carried) if carried else items
+
+
+def apply_carried(items: Sequence[Item], carried: Sequence[tuple[str, str]]) -> list[Item]:
+    """``items`` with each **lost** rule that an anchor or a MEMORY/USER entry carries (the share of
+    the rule's content words it holds, :data:`MATCH_CONTAINMENT`) made **kept**, its evidence the
+    carrier (``carried_by``: ``anchor`` | ``memory`` | ``user``). Cheap: checked when a kept ledger is
+    read, so a memory change never computes a ledger again."""
+    out: list[Item] = []
+    bags = [(where, text, words(text).bag) for where, text in carried]
+    for it in items:
+        if it.verdict == "lost" and it.rule is not None and bags:
+            rw = _subject(it.rule)
+            for where, text, bag in bags:
+                _j, _c, shared = overlap(rw.bag, bag)
+                if rw.bag and len(shared) / len(rw.bag) >= MATCH_CONTAINMENT:
+                    it = Item("kept", it.rule, it.source_turn_id, None, it.scope,
+                              {"carried_by": where, "text": text, "shared": sorted(shared)}, it.method)
+                    break
+        out.append(it)
+    return out

@@ -41,6 +41,8 @@ def rules_in(text: str, turn_id: int | None = None) -> list[Rule]:
     """The rules of one user turn's ``text``, in order."""
     out = []
     for s in sentences(text):
+        if s.rstrip().endswith(("?", "？")):
+            continue  # a question binds nothing ("Where should we start?")
         marks = found("binding", s)
         if not marks and imperative_start(s):
             marks = ["(imperative)"]

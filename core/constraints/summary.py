@@ -9,8 +9,10 @@ import re
 from dataclasses import dataclass
 
 from .markers import found, imperative_start
+from .rules import sentences
 
 _SECTION = re.compile(r"^\s{0,3}#{1,4}\s*(.+?)\s*#*\s*$")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")  # 0.22's "## User Messages (verbatim, newest first)" quotes
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: section titles that hold constraints (case-folded, prefix match)
 CONSTRAINT_SECTIONS = ("constraints", "constraints & preferences", "constraints and preferences", "preferences",
@@ -49,11 +51,14 @@ def summary_lines(summary: str) -> list[SummaryLine]:
         if m:
             section = m.group(1)
             continue
-        text = _BULLET.sub("", raw).strip()
+        text = _BULLET.sub("", _QUOTE.sub("", raw)).strip()
         if not text or (text.startswith("[") and text.endswith("]")):
             continue
-        binding = bool(found("binding", text)) or imperative_start(text)
-        out.append(SummaryLine(text, section, binding))
+        # prose outside any section (the legacy ``[CONTEXT SUMMARY]:`` paragraph) is one line per
+        # sentence: one sentence's "never" does not bind the next
+        for part in (sentences(text) if section is None else [text]) or [text]:
+            binding = bool(found("binding", part)) or imperative_start(part)
+            out.append(SummaryLine(part, section, binding))
     return out
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import Config
+from ..deck import usage as deck_usage
 from ..fsio import read_regular_bytes
 from ..hermes_version import HermesVersion
 from ..memory.prompt_block import read_entries_as_hermes
@@ -21,6 +22,7 @@ from ..provider_settings import configured_provider
 from ..sessions.compaction import match_summary
 from ..sessions.records import PromptStamp
 from .budget import Budget, budget
+from .cost import CostReport, build_cost
 from .frozen import FrozenMemory, compare
 from .injected import InjectedView, injected_view
 from .new_session import new_session_hint
@@ -155,6 +157,7 @@ class ContextReport:
             unavailable with :attr:`exact_reason`).
         injected: what a memory provider and the plugins appended to each user turn of the
             active region (:class:`.injected.InjectedView`; ``recorded`` False on Hermes 0.17/0.18).
+        cost: what the prompt costs (:class:`.cost.CostReport`: turns, totals, tiers, a write's estimate).
     """
 
     diff: SessionDiff
@@ -173,6 +176,7 @@ class ContextReport:
     layout: PromptLayout | None = None
     injected: InjectedView = field(default_factory=InjectedView)
     anchored_tokens: int | None = None
+    cost: CostReport | None = None
 
     @property
     def hermes_tokens(self) -> tuple[int, str]:
@@ -248,6 +252,7 @@ class ContextReport:
                        "exact_tokenizer": self.exact_tokenizer, "exact_reason": self.exact_reason},
             "calibration": self.calibration.to_dict() if self.calibration else None,
             "calibration_reason": self.calibration_reason,
+            "cost": self.cost.to_dict() if self.cost is not None else None,
         }
         if self.exact_next_turn:
             out["tokens"]["exact_next_turn"] = dict(self.exact_next_turn)
@@ -330,8 +335,9 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     b = budget(config, home.path, stamp.model, version)
     if injected is None:
         injected = session_injected(db, config, stamp.session_id, version)
+    cost = session_cost(home, config, stamp, version, prompt_text, lay)
     rep = ContextReport(diff, parsed, tuple(sections), unattributed, turn, b, line, estimated, cal, why,
-                        None, "not asked (memdeck context --exact)", {}, lay, injected, anchored)
+                        None, "not asked (memdeck context --exact)", {}, lay, injected, anchored, cost)
     if not exact:
         return rep
     counts, reason = exact_counts(rep, exact)
@@ -340,6 +346,21 @@ def build_report(db: Any, home: Any, config: Config, stamp: PromptStamp, *, cach
     secs = tuple(replace(x, exact_tokens=counts["sections"].get(x.name)) for x in rep.sections)
     return replace(rep, sections=secs, exact_tokenizer=ExactCounter(exact).label(), exact_reason=None,
                    exact_next_turn={k: v for k, v in counts.items() if k != "sections"})
+
+
+def session_cost(home: Any, config: Config, stamp: PromptStamp, version: HermesVersion, prompt: str,
+                 layout: PromptLayout | None) -> CostReport:
+    """The session's :class:`.cost.CostReport`: its requests recorded in memdeck.db (read-only) and the
+    request recorded before its first, state.db's counters (``stamp``), the prompt's tiers."""
+    rows = deck_usage.load_session(home, stamp.session_id)
+    before = deck_usage.previous_session_row(home, stamp.session_id) if rows else None
+    model = config.raw.get("model") if isinstance(config.raw, Mapping) else None
+    provider = model.get("provider") if isinstance(model, Mapping) and isinstance(model.get("provider"), str) else None
+    deck = config.raw.get("memdeck") if isinstance(config.raw, Mapping) else None
+    mode = deck.get("live_memory") if isinstance(deck, Mapping) else None
+    plugin = "memdeck" in config.plugins_enabled
+    return build_cost(rows, stamp, version, prompt, layout, before=before, provider=provider,
+                      live=plugin and mode in ("notice", "delta"), plugin_enabled=plugin)
 
 
 def provider_share(injected: InjectedView, b: Budget) -> dict[str, Any] | None:

@@ -18,15 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..home import TARGET_FILES
-from ..memory.entries import usage_chars, usage_pct
+from ..memory.entries import usage_chars
 from ..memory.prompt_block import render_block, sanitize_entries_for_snapshot
+from ..text import percent, percent_text
 from .tokens import hermes_estimate
 
 
 @dataclass(frozen=True)
 class BlockSize:
     """One store's next-session block: ``chars`` of the rendered block, Hermes' ``tokens``, the
-    store's ``usage`` (chars) against its ``limit`` and Hermes' ``pct`` (0-100)."""
+    store's ``usage`` (chars) against its ``limit`` and its ``pct`` (memdeck's one rule,
+    :func:`memdeck.core.text.percent`: Hermes' truncation, past 100 when over the limit)."""
 
     chars: int
     tokens: int
@@ -70,7 +72,7 @@ def block_size(target: str, entries: Sequence[str], limit: int, line: str = "0.1
     """The next-session block of ``entries`` (as Hermes loads them) under ``limit``."""
     block = render_block(target, sanitize_entries_for_snapshot(entries, TARGET_FILES[target]), limit)
     used = usage_chars(entries)
-    return BlockSize(len(block), hermes_estimate(block, line), used, limit, usage_pct(used, limit))
+    return BlockSize(len(block), hermes_estimate(block, line), used, limit, percent(used, limit))
 
 
 def what_if(target: str, entries: Sequence[str], limit: int, *, remove: str | None = None,
@@ -111,10 +113,10 @@ class PinWhatIf:
     max_slots: int
 
     def lines(self) -> list[str]:
-        pct = 100 * self.line_chars / self.budget_chars if self.budget_chars else 0
         return ["next session's frozen memory block: unchanged (a pin is a MemLock anchor, not a memory entry)",
                 f"reminder block when it is re-injected: +{self.line_chars:,} chars (~{self.line_tokens:,} tokens), "
-                f"{pct:.0f}% of MemLock's {self.budget_chars:,}-char budget, 1 of {self.max_slots} slots"]
+                f"{percent_text(self.line_chars, self.budget_chars)} of MemLock's {self.budget_chars:,}-char budget, "
+                f"1 of {self.max_slots} slots"]
 
 
 def pin_what_if(reminder: str, memlock: Any, line: str = "0.19") -> PinWhatIf:

@@ -414,6 +414,99 @@ CREATE TABLE IF NOT EXISTS live_deliveries (
 ) WITHOUT ROWID
 """
 
+#: chat notices (issue 35, ``core/plugin/chat_notice.py``): which pending write each chat was told
+#: about, one row per chat and pending id, so the line "N memory writes wait for review" ends a reply
+#: at most once per record per chat whichever process serves the chat. ``chat`` is Hermes' gateway
+#: session key (``agent:main:telegram:dm:42``) or ``session:<id>`` outside the gateway; ``reason``
+#: ``staged`` (staged in that chat's session) or ``age`` (past ``alerts.pending_age_hours``);
+#: ``session_id`` the session whose reply carried it; ``at`` epoch seconds.
+_CHAT_NOTICE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chat_notices (
+    chat TEXT NOT NULL,
+    pending_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    session_id TEXT,
+    at REAL NOT NULL,
+    PRIMARY KEY (chat, pending_id)
+) WITHOUT ROWID
+"""
+
+#: requests to the running agent (issues 33 #2, 34 #3; ``core/requests/queue.py``): one row per request,
+#: ``kind`` ``rebuild`` (the plugin asks Hermes to rebuild that session's system prompt) or
+#: ``correction`` (a one-time line appended to that session's next user turn, ``text``); ``state``
+#: ``queued`` -> ``delivered`` (``turn``, ``turn_id``, ``at``) | ``cancelled`` (an undo before delivery) |
+#: ``failed`` (``reason``); ``journal_id`` the journal row that queued it. The partial index is what the
+#: plugin reads on every turn.
+_AGENT_REQUEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_requests (
+    request_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('rebuild', 'correction')),
+    text TEXT,
+    detail TEXT NOT NULL DEFAULT '{}',
+    state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'cancelled', 'failed')),
+    actor TEXT NOT NULL,
+    queued_at REAL NOT NULL,
+    journal_id INTEGER,
+    turn INTEGER,
+    turn_id TEXT,
+    at REAL,
+    reason TEXT
+);
+CREATE INDEX IF NOT EXISTS agent_requests_queued ON agent_requests(session_id) WHERE state = 'queued';
+"""
+
+#: the constraint ledger (issue 34, ``core/constraints/ledger.py``): one compaction's ledger, computed
+#: once. ``key`` is the sha256 of what determines it (the compaction's identity: session, mode, summary
+#: row and hash, the compacted rows' id range and the region's; the method; the rule version), so a
+#: new rule version or the other method computes again and an unchanged compaction never does.
+#: ``items`` is the ledger's JSON before the anchors' and MEMORY/USER's check (applied when read: a
+#: memory change never recomputes a ledger); ``counts`` its verdicts per kind (JSON).
+_CONSTRAINT_LEDGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS constraint_ledgers (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    compaction_id INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    rule_version INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    counts TEXT NOT NULL,
+    computed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS constraint_ledgers_session_idx ON constraint_ledgers(session_id)
+"""
+
+#: API usage (issue 37, ``core/deck/usage.py``): one row per API request the plugin saw through Hermes'
+#: ``post_api_request`` hook, with the token buckets Hermes normalised (``agent/usage_pricing.py``
+#: ``normalize_usage``): ``input_tokens`` (uncached input), ``output_tokens``, ``cache_read_tokens``,
+#: ``cache_write_tokens``, ``reasoning_tokens``; ``turn_id`` / ``api_request_id`` / ``api_call_count`` as
+#: Hermes passes them; ``message_count`` the request's messages; ``prompt_sha`` (16 hex of the system message's
+#: sha256) and ``tool_count`` from ``pre_api_request`` of the same request (NULL when not seen); ``at`` epoch
+#: seconds (the request's end).
+_API_USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_usage (
+    usage_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT,
+    api_request_id TEXT,
+    api_call_count INTEGER,
+    platform TEXT,
+    model TEXT,
+    provider TEXT,
+    api_mode TEXT,
+    message_count INTEGER,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    prompt_sha TEXT,
+    tool_count INTEGER,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS api_usage_session_idx ON api_usage(session_id, usage_id)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _SCHEMA,              # 1: journal, archive
     _HISTORY_SCHEMA,      # 2: history_seen, history (core/history/)
@@ -425,6 +518,10 @@ MIGRATIONS: tuple[str, ...] = (
     _SEMANTIC_CACHE_SCHEMA,  # 8: embeddings, weights_checks (the semantic audit's encoder, core/anchors/encoder.py)
     _HISTORY_PAGES_SCHEMA,  # 9: history without AUTOINCREMENT, partial target/session indexes (fewer pages per change)
     _LIVE_DELIVERY_SCHEMA,  # 10: live_deliveries (what each session was sent, core/live_memory/record.py)
+    _CHAT_NOTICE_SCHEMA,  # chat_notices (which pending write each chat was told about, core/plugin/chat_notice.py)
+    _AGENT_REQUEST_SCHEMA,  # agent_requests (rebuild / correction requests to a running session, core/requests/)
+    _CONSTRAINT_LEDGER_SCHEMA,  # constraint_ledgers (one compaction's constraint ledger, core/constraints/ledger.py)
+    _API_USAGE_SCHEMA,  # api_usage (per-request token buckets from the plugin's post_api_request, core/deck/usage.py)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -770,6 +867,42 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
     return _write_if_exists(home, lambda conn: conn.executemany(
         "INSERT OR IGNORE INTO audit_verdicts (key, session_id, summary_hash, anchors_hash,"
         " config_hash, verdicts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows))
+
+
+def load_constraint_ledgers(home: HermesHome | Path, keys: Sequence[str]) -> dict[str, str]:
+    """``{key: entry JSON}`` for the stored ledgers among ``keys`` (``constraint_ledgers``); ``{}``
+    when memdeck.db does not exist, predates the table or cannot be read. Read-only. Never raises."""
+    if not keys:
+        return {}
+    conn, own = _read_only(home)
+    if conn is None:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        ks = list(keys)
+        for i in range(0, len(ks), 500):
+            part = ks[i:i + 500]
+            for k, v in conn.execute(
+                    f"SELECT key, entry FROM constraint_ledgers WHERE key IN ({','.join('?' * len(part))})", part):
+                out[str(k)] = str(v)
+    except sqlite3.Error:
+        return out
+    finally:
+        if own:
+            conn.close()
+    return out
+
+
+def store_constraint_ledgers(home: HermesHome | Path,
+                             rows: Sequence[tuple[str, str, int, str, int, str, str, float]]) -> bool:
+    """Keep ``(key, session_id, compaction_id, method, rule_version, entry JSON, counts JSON, epoch s)``
+    rows (an existing key is kept). Only into an existing memdeck.db; True when written; never
+    raises (a locked or read-only store is skipped)."""
+    if not rows:
+        return False
+    return _write_if_exists(home, lambda conn: conn.executemany(
+        "INSERT OR IGNORE INTO constraint_ledgers (key, session_id, compaction_id, method, rule_version, entry,"
+        " counts, computed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows))
 
 
 def _write_if_exists(home: HermesHome | Path, write: Callable[[sqlite3.Connection], object]) -> bool:

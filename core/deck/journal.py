@@ -39,7 +39,7 @@ from typing import Any
 from ..home import HermesHome
 from . import db as deckdb
 
-KINDS = ("memory", "anchor")
+KINDS = ("memory", "anchor", "request")
 #: Hermes' memory targets (``core/home.py`` ``TARGETS``), the only values of ``target``
 MEMORY_TARGETS = ("memory", "user")
 #: MemLock's anchor scopes (shared/reference/memlock.md §1.3, ``guard_pin`` ``scope``)
@@ -179,6 +179,10 @@ def _check_place(kind: str, target: str | None, scope: str | None, session_id: s
     if kind == "memory":
         if target not in MEMORY_TARGETS or scope is not None or session_id is not None:
             raise ValueError(f"a memory journal row has target {MEMORY_TARGETS} and no scope/session_id; got "
+                             f"target={target!r}, scope={scope!r}, session_id={session_id!r}")
+    elif kind == "request":
+        if target is not None or scope != "session" or not session_id:
+            raise ValueError(f"a request journal row has no target, scope 'session' and the session id; got "
                              f"target={target!r}, scope={scope!r}, session_id={session_id!r}")
     elif target is not None or scope not in SCOPES or (scope == "session" and not session_id) or session_id == "":
         raise ValueError(f"an anchor journal row has no target, a scope in {SCOPES} and a session id unless the "

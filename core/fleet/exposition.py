@@ -45,6 +45,8 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "memdeck_session_compactions": ("Compactions of the live session (state.db)", ()),
     "memdeck_history_changes": ("Changes recorded in the change history, by actor", ("actor",)),
     "memdeck_stale_live_sessions": ("Live sessions whose frozen memory differs from the files", ()),
+    "memdeck_cache_hit_ratio": ("Prompt cache reads over every input token (0-1) of the API requests memdeck's plugin "
+                                "recorded for the home (post_api_request)", ()),
     "memdeck_fleet_read_seconds": ("Seconds this scrape took to read the fleet", ()),
 }
 
@@ -97,6 +99,8 @@ def families(rows: Sequence[FleetRow], *, now: float, read_seconds: float | None
             fam["memdeck_history_changes"].add_metric([*base, actor], float(n))
         if f.stale_sessions.count is not None:
             fam["memdeck_stale_live_sessions"].add_metric(base, float(f.stale_sessions.count))
+        if f.cache_hit_ratio is not None:
+            fam["memdeck_cache_hit_ratio"].add_metric(base, f.cache_hit_ratio)
     if read_seconds is not None:
         fam["memdeck_fleet_read_seconds"].add_metric([], read_seconds)
     return list(fam.values())

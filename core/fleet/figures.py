@@ -1,15 +1,11 @@
 """The figures of one home that the fleet view and ``memdeck metrics`` show.
 
-One typed value, :class:`HomeFigures`, built two ways that must agree:
+One typed value, :class:`HomeFigures`, built one way: :func:`figures_from_status` from a
+``status --json`` dict: this memdeck's (:func:`memdeck.core.overview.status.build_status` for
+``fleet --json``; :func:`memdeck.core.overview.status.status_of` of a local home's kept
+:class:`~memdeck.core.overview.reader.HomeReader` for the fleet screen and each scrape of
+``memdeck metrics``, :mod:`.local`) or a remote host's ``memdeck status --json`` read over SSH.
 
-* :func:`figures_from_status` from a ``status --json`` dict (:func:`memdeck.core.overview.status.build_status`,
-  or a remote host's ``memdeck status --json`` read over SSH): ``memdeck fleet --json`` and every
-  remote row;
-* :func:`figures_from_snapshot` from the dashboard's :class:`~memdeck.core.overview.snapshot.DeckSnapshot`
-  (re-built only where its ``SourceStamps`` changed): the fleet screen and each scrape of
-  ``memdeck metrics`` on a local home, cheap when nothing changed.
-
-``tests/core/test_fleet_figures.py`` checks that both give the same figures on the same homes.
 A figure memdeck cannot know is None (an older remote memdeck whose ``status --json`` lacks the
 key, a store that could not be read), never a guessed 0.
 
@@ -24,10 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..hermes_version import HermesVersion
-from ..history.changes import HistorySummary
 from ..home import TARGETS
-from ..provider_settings import configured_provider
 from .stale_sessions import StaleSessions, stale_sessions_from_status
 
 
@@ -92,6 +85,8 @@ class HomeFigures:
         state_db: state.db's state (``ok``, ``missing``, ``locked``...), None when unknown.
         hermes_version: which Hermes wrote the home, as memdeck detected it ("" unknown).
         problems: one line per source that could not be read (shown on the row).
+        cache_hit_ratio: cache reads over every input token of the API requests memdeck's plugin
+            recorded for the home (0-1; ``status --json`` ``cost.hit_ratio``), None when none.
     """
 
     home: str
@@ -116,6 +111,7 @@ class HomeFigures:
     state_db: str | None = None
     hermes_version: str = ""
     problems: tuple[str, ...] = ()
+    cache_hit_ratio: float | None = None
 
     @property
     def memlock_elsewhere(self) -> bool:
@@ -146,7 +142,7 @@ class HomeFigures:
             "last_change": last, "stale_sessions": self.stale_sessions.to_dict(), "provider": self.provider,
             "memlock_path": self.memlock_path, "memlock_rule": self.memlock_rule,
             "session_store": self.session_store, "state_db": self.state_db, "hermes_version": self.hermes_version,
-            "problems": list(self.problems),
+            "problems": list(self.problems), "cache_hit_ratio": self.cache_hit_ratio,
         }
 
     @classmethod
@@ -175,6 +171,7 @@ class HomeFigures:
                 provider=d.get("provider"), memlock_path=d.get("memlock_path"), memlock_rule=d.get("memlock_rule"),
                 session_store=d.get("session_store"), state_db=d.get("state_db"),
                 hermes_version=str(d.get("hermes_version") or ""), problems=tuple(str(p) for p in d.get("problems") or ()),
+                cache_hit_ratio=_opt_float(d.get("cache_hit_ratio")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a fleet row: {type(exc).__name__}: {exc}") from exc
@@ -307,80 +304,5 @@ def figures_from_status(status: Mapping[str, Any], *, home: str | None = None, p
         state_db=db.get("state") if isinstance(db.get("state"), str) else None,
         hermes_version=str(hermes.get("version") or ""),
         problems=tuple(problems),
-    )
-
-
-# --------------------------------------------------------------------------- from a snapshot
-
-
-def figures_from_snapshot(snap: Any, history: HistorySummary | None, *,
-                          stale_sessions: StaleSessions | None = None) -> HomeFigures:
-    """The figures of a :class:`~memdeck.core.overview.snapshot.DeckSnapshot` built with the
-    session that follows the live one (``session_id=None``), as ``status --json`` does.
-
-    Args:
-        snap: the snapshot.
-        history: :func:`memdeck.core.history.changes.history_summary` of the home, or None
-            when it could not be read (the change figures are then None).
-        stale_sessions: the stale live sessions, when known (:mod:`.stale_sessions`).
-    """
-    from ..sessions.profile import session_store_note
-
-    problems: list[str] = []
-    memory: dict[str, StoreFigures] = {}
-    for t in TARGETS:
-        st = snap.memory.get(t)
-        if st is None:
-            problems.append(f"{t}: not read")
-            continue
-        memory[t] = StoreFigures(st.chars, st.limit, st.pct, len(st.entries), sum(1 for e in st.entries if e.threats),
-                                 st.exists, st.error)
-        if st.error:
-            problems.append(f"{t}: {st.error}")
-    created = [p.created_at for p in snap.pending if p.created_at and p.created_at > 0]
-    sid = snap.session_id
-    floor = int(snap.config.memlock.alert_floor)
-    audit = snap.audit
-    drifted = sum(1 for r in audit.anchors if r.state == "drifted") if audit is not None else 0
-    points = audit.history if audit is not None else ()
-    compactions = None
-    for s in snap.sessions:
-        if sid is not None and s.id == sid:
-            compactions = int(s.compactions)
-    for panel, why in snap.errors.items():
-        line = f"{panel}: {why}"
-        if line not in problems:
-            problems.append(line)
-    config = snap.config
-    note = session_store_note(config, snap.home)
-    loc = snap.memlock_location
-    profile = snap.hermes_profile
-    last = None
-    if history is not None and history.last is not None:
-        c = history.last
-        last = LastChange(float(c.until), c.actor, c.where, c.op)
-    return HomeFigures(
-        home=str(snap.home.path),
-        profile=snap.home.profile,
-        memory=MappingProxyType(memory),
-        pending=len(snap.pending),
-        oldest_pending_at=min(created) if created else None,
-        integrity_session=sid,
-        integrity_score=audit.score if audit is not None else None,
-        alert_floor=floor,
-        drifted_anchors=drifted,
-        audits_below_floor=_below(points, floor),
-        compactions=compactions,
-        changes_total=history.total if history is not None else None,
-        changes_by_actor=MappingProxyType(dict(history.by_actor)) if history is not None else None,
-        last_change=last,
-        stale_sessions=stale_sessions if stale_sessions is not None else StaleSessions(),
-        provider=(snap.provider.name or "") if snap.provider is not None else configured_provider(
-            config, profile.hermes if profile is not None else HermesVersion()) or "",
-        memlock_path=str(loc.path) if loc is not None else None,
-        memlock_rule=loc.rule if loc is not None else None,
-        session_store=note or None,
-        state_db=snap.db_status.state if snap.db_status is not None else ("missing" if not snap.home.state_db.exists() else None),
-        hermes_version=str(getattr(profile, "version", "") or "") if profile is not None else "",
-        problems=tuple(problems),
+        cache_hit_ratio=_opt_float(_section(status, "cost").get("hit_ratio")),
     )

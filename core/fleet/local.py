@@ -3,10 +3,13 @@
 A :class:`LocalReader` reads the home through its own
 :class:`~memdeck.core.overview.reader.HomeReader` (which holds the last snapshot, the read-only
 state.db connection and the memdeck.db connection, and re-reads only the parts whose inputs
-changed, returning the previous snapshot itself when none did); the change-history figures are counted again only
-when the snapshot's history changed. This is the dashboard's own refresh path (``tui/app.py``),
-so a scrape of ``memdeck metrics`` or a refresh of the fleet screen costs what a dashboard
-refresh costs.
+changed, returning the previous snapshot itself when none did, and then the figures are the
+last ones). The figures are the ``status --json`` of that snapshot
+(:func:`memdeck.core.overview.status.status_of`, without the sections no figure shows) mapped by
+the one mapping :func:`~.figures.figures_from_status`, as a remote home's are. This is the
+dashboard's own refresh path (``tui/app.py``), so a scrape of ``memdeck metrics`` or a refresh of
+the fleet screen costs what a dashboard refresh costs, plus the change history's counts when a
+source changed.
 """
 
 from __future__ import annotations
@@ -17,11 +20,10 @@ import time
 from typing import Any
 
 from ..config import load_config
-from ..history.changes import HistorySummary, history_summary
 from ..home import HOME_MARKERS, HermesHome
 from ..overview.reader import HomeReader
-from .figures import HomeFigures, figures_from_snapshot
-from .stale_sessions import count_stale_sessions, stale_sessions_from_view
+from ..overview.status import status_of
+from .figures import HomeFigures, figures_from_status
 
 
 class NotAHome(Exception):
@@ -44,8 +46,6 @@ class LocalReader:
         self.builds = 0
         self._reader: HomeReader | None = None
         self._config_stamp: Any = object()
-        self._history: HistorySummary | None = None
-        self._history_of: Any = None
         self._figures: HomeFigures | None = None
         self._lock = threading.Lock()
 
@@ -81,18 +81,9 @@ class LocalReader:
             if snap is previous and self._figures is not None:
                 return self._figures
             self.builds += 1
-            if self._history is None or snap.history is not self._history_of:
-                try:
-                    with reader.deck.bound() if reader.deck is not None else contextlib.nullcontext():
-                        self._history = history_summary(self.home)
-                except Exception:  # noqa: BLE001 - the change figures are then unknown, said on the row
-                    self._history = None
-                self._history_of = snap.history
-            ok = snap.db_status is not None and snap.db_status.ok  # else unknown, said by count_stale_sessions
-            stale = stale_sessions_from_view(getattr(snap, "agent_view", None)) if ok else None
-            if stale is None:
-                stale = count_stale_sessions(self.home, reader.config, reader.db)
-            self._figures = figures_from_snapshot(snap, self._history, stale_sessions=stale)
+            with reader.deck.bound() if reader.deck is not None else contextlib.nullcontext():
+                status = status_of(reader, extras=False)
+            self._figures = figures_from_status(status)
             return self._figures
 
     def close(self) -> None:

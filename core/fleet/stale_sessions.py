@@ -7,10 +7,11 @@ is *stale*. Where memdeck cannot tell (state.db unreadable, an older remote memd
 so: a note on screen, ``null`` with the note in ``--json``, and no sample in the metrics (never a
 guessed 0).
 
-Local homes count through ``core/context/report.py`` :func:`stale_session_count` (what
-``sessions --stale`` lists); remote ones read the ``stale_sessions`` key of their ``status --json``.
-The fleet screen column, the ``--json`` field and the ``memdeck_stale_live_sessions`` metric all go
-through the two functions below.
+Every home, local or remote, reads the ``stale_sessions`` key of its ``status --json`` (a local
+home's is the snapshot's ``stale_sessions`` part: the agent view's stale sessions, else
+``core/context/report.py`` :func:`stale_session_count`, what ``sessions --stale`` lists). The
+fleet screen column, the ``--json`` field and the ``memdeck_stale_live_sessions`` metric all go
+through :func:`stale_sessions_from_status`.
 """
 
 from __future__ import annotations
@@ -44,34 +45,6 @@ class StaleSessions:
             return cls(count=int(d["count"]), note="")
         note = d.get("note") if isinstance(d, Mapping) and isinstance(d.get("note"), str) else NOT_AVAILABLE
         return cls(count=None, note=note or NOT_AVAILABLE)
-
-
-def stale_sessions_from_view(view: Any) -> StaleSessions | None:
-    """The figure from a snapshot's ``agent_view`` (``core/overview/agent_view.py``: every open
-    session's comparison, already built by the refresh), or None when it holds none (the
-    memory-only first paint, or an error): then :func:`count_stale_sessions` reads it."""
-    if view is None or getattr(view, "error", None):
-        return None
-    return StaleSessions(count=sum(1 for d in view.diffs if d.frozen.in_prompt and d.differences > 0), note="")
-
-
-def count_stale_sessions(home: Any, config: Any, db: Any, cache: Any = None) -> StaleSessions:
-    """The stale live sessions of a local home (``home``: a HermesHome, ``config``: its Config,
-    ``db``: its open read-only StateDB or None; ``cache``: the reader's
-    ``core.context.prompts.PromptCache``, kept between reads). Never raises: what cannot be read
-    is a note."""
-    if db is None:
-        return StaleSessions(note="state.db: missing")
-    try:
-        st = db.status()
-        if not st.ok:
-            return StaleSessions(note=f"state.db: {st.state}")
-        from ..context.report import stale_session_count
-        from ..sessions.profile import home_version
-
-        return StaleSessions(count=stale_session_count(db, home, config, home_version(home), cache=cache), note="")
-    except Exception as exc:  # noqa: BLE001 - a figure that cannot be read is said, never guessed
-        return StaleSessions(note=f"{type(exc).__name__}: {exc}")
 
 
 def stale_sessions_from_status(status: Mapping[str, Any]) -> StaleSessions:

@@ -26,10 +26,13 @@ from .observation import observe
 from .watched import anchor_fields
 
 
-def revert(home: HermesHome, config: Config | None, change_id: int, actor: str = "cli") -> dict[str, Any]:
+def revert(home: HermesHome, config: Config | None, change_id: int, actor: str = "cli", *,
+           origin: dict[str, Any] | None = None) -> dict[str, Any]:
     """Reverse one change through the core (lock, reload, threat scan, budget), journaled as
     ``op="revert"`` with ``detail.change_id``; the change's ``reverted_by`` is set to that
     journal row. The files are observed first so the check runs against what is on disk.
+    ``origin``: where the decision came from (a chat: ``{"platform", "chat_id", "user_id", ...}``),
+    kept as the journal row's ``detail["origin"]``.
 
     Returns:
         ``{"message", "change_id", "journal_id", "kind", "target", "scope", "session_id"}``
@@ -49,7 +52,9 @@ def revert(home: HermesHome, config: Config | None, change_id: int, actor: str =
     done_by = ch.reverted_by if ch.reverted_by is not None else _reverted_in_journal(home, ch.change_id)
     if done_by is not None:
         raise Refused(f"change #{change_id} was already reverted (journal #{done_by})", code="conflict")
-    detail = {"change_id": ch.change_id, "change_op": ch.op}
+    detail: dict[str, Any] = {"change_id": ch.change_id, "change_op": ch.op}
+    if origin:
+        detail["origin"] = dict(origin)
     if ch.kind == "memory":
         if ch.target is None:
             raise Refused(f"change #{change_id} names no memory file", code="invalid")

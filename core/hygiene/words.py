@@ -9,6 +9,7 @@ bigrams, the usual unit of lexical overlap for languages written without spaces.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -81,9 +82,15 @@ class Words:
     changed: bool = False
     cjk_chars: frozenset[str] = frozenset()
 
-    @property
+    @functools.cached_property
     def bag(self) -> frozenset[str]:
+        """The set of :attr:`tokens` (computed once: every pair of a report asks for it)."""
         return frozenset(self.tokens)
+
+    @functools.cached_property
+    def subject(self) -> frozenset[str]:
+        """:attr:`bag` without the :attr:`values`: what the entry is about."""
+        return self.bag - self.values
 
 
 def _strip_punct(tok: str) -> str:

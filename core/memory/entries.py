@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Refused
+from ..text import percent
 from .threats import pattern_ids, scan, scan_ids, threat_message
 
 ENTRY_DELIMITER = "\n§\n"
@@ -57,8 +58,9 @@ def usage_chars(entries: Sequence[str]) -> int:
 
 
 def usage_pct(chars: int, limit: int) -> int:
-    """Percent 0-100 as Hermes shows it: ``min(100, int(chars / limit * 100))``."""
-    return min(100, int((chars / limit) * 100)) if limit > 0 else 0
+    """Percent 0-100 as Hermes shows it: ``min(100, int(chars / limit * 100))`` (memdeck's one
+    percent rule, :func:`memdeck.core.text.percent`, capped at 100 as Hermes' header is)."""
+    return min(100, percent(chars, limit))
 
 
 def noncanonical_reason(raw: str | None, limit: int) -> str | None:

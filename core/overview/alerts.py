@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..home import TARGET_FILES, TARGETS
+from ..text import percent, percent_text
 
 #: Usage (percent 0-100 of the char limit) at which a memory file raises an alert.
 CAPACITY_ALERT_PCT = 90
@@ -206,7 +207,7 @@ def alerts_between(prev: Any, snap: Any, settings: AlertSettings | None = None) 
         before, now = _pct(prev.memory.get(t)), _pct(snap.memory.get(t))
         if now is not None and now >= CAPACITY_ALERT_PCT and (before is None or before < CAPACITY_ALERT_PCT):
             st = snap.memory[t]
-            out.append(Alert("capacity", "warning", f"{TARGET_FILES[t]} at {now} %",
+            out.append(Alert("capacity", "warning", f"{TARGET_FILES[t]} at {now}%",
                              f"{TARGET_FILES[t]} uses {st.chars:,} of {st.limit:,} chars: the next write may be "
                              "refused; archive or shorten entries in Capacity",
                              {"target": t, "pct": now, "chars": st.chars, "limit": st.limit}))
@@ -244,11 +245,14 @@ def provider_changes(before: ProviderWatch, now: ProviderWatch, settings: AlertS
                          "(Context shows each turn)",
                          {"provider": name, "turns": now.quiet, "threshold": n, "session_id": sid}))
     pct, share, old = settings.provider_budget_pct, now.share, before.share
-    if share is not None and share["percent"] >= pct and (old is None or old["percent"] < pct):
-        out.append(Alert("provider_budget", "warning", f"{name} over {pct:g} % of the budget",
+    def share_pct(s: dict[str, Any]) -> int:  # memdeck's one percent, as the alert's text says it
+        return percent(s["tokens"], s["threshold_tokens"])
+
+    if share is not None and share_pct(share) >= pct and (old is None or share_pct(old) < pct):
+        out.append(Alert("provider_budget", "warning", f"{name} over {pct:g}% of the budget",
                          f"the <memory-context> fences of {name} in session {sid} take ~{share['tokens']:,} tokens, "
-                         f"{share['percent']:g} % of the {share['threshold_tokens']:,} at which Hermes compacts (each "
-                         "is replayed with its turn until a compaction)",
+                         f"{percent_text(share['tokens'], share['threshold_tokens'])} of the {share['threshold_tokens']:,} "
+                         "at which Hermes compacts (each is replayed with its turn until a compaction)",
                          {"provider": name, "session_id": sid, **share, "threshold_pct": pct}))
     return out
 

@@ -81,21 +81,25 @@ class Context:
         session: the session asked for (None: follow the live one). report: the Context report
         is asked for. stamps: the read's :class:`core.overview.snapshot.SourceStamps`.
         history_budget_s: seconds the audit may spend on a first semantic history (None: the default).
+        ledger_budget_s: seconds the constraint ledger may spend on compactions not kept yet (None:
+            the default).
         now: epoch seconds of the read. values: field -> value filled so far this read.
         last: field -> value of the previous read (a part that continues its own work).
     """
 
     def __init__(self, home: HermesHome, config: Config, db: StateDB | None, *, session: str | None,
                  report: bool, stamps: SourceStamps, now: float, last: Mapping[str, Any],
-                 history_budget_s: float | None = None) -> None:
+                 history_budget_s: float | None = None, ledger_budget_s: float | None = None) -> None:
         self.home, self.config, self.db = home, config, db
         self.history_budget_s = history_budget_s
+        self.ledger_budget_s = ledger_budget_s
         self.session, self.report, self.stamps, self.now = session, report, stamps, now
         self.values: dict[str, Any] = {}
         self.last = last
         self._store: Any = None
         self._banners: list[tuple[tuple[str, ...], str]] = []
         self._warnings: list[tuple[str, str]] = []
+        self._failures: list[str] = []
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -119,8 +123,10 @@ class Context:
             return default
 
     def fail(self, panels: tuple[str, ...], source: str, exc: BaseException) -> None:
-        """Record a banner ``"source: why"`` on ``panels``."""
+        """Record a banner ``"source: why"`` on ``panels``, and the failure's whole text
+        ``"Type: message"`` (:meth:`Evaluator.failure`: what ``status --json`` words it with)."""
         self._banners.append((panels, f"{source}: {describe_failure(exc)}"))
+        self._failures.append(f"{type(exc).__name__}: {exc}")
 
     def warn(self, kind: str, text: str) -> None:
         """A non-fatal note of ``kind`` (``memlock``, ``history``): a line of ``warnings`` and a
@@ -147,6 +153,9 @@ class Part:
             read again whatever the key (the ``unfinished`` input).
         fresh: its values count only in the read that made them (``new_changes``): kept, they
             are the defaults.
+        asked: read only when a caller's ``want`` names one of its fields (or a part that takes
+            it), never by a read of every part (``want=None``: the dashboard's): what only
+            ``status --json`` shows.
     """
 
     name: str
@@ -157,6 +166,7 @@ class Part:
     needs_statedb: bool = False
     unfinished: Callable[[Mapping[str, Any]], bool] | None = None
     fresh: bool = False
+    asked: bool = False
 
 
 # --------------------------------------------------------------------------- the readers
@@ -208,8 +218,13 @@ def read_history(ctx: Context) -> Mapping[str, Any]:
 
 
 def memory_changes(ctx: Context) -> Mapping[str, Any]:
-    """``_memory_changes``: the memory rows among ``new_changes`` (the usage chart's input)."""
-    return {"_memory_changes": tuple(c for c in ctx["new_changes"] if c.kind == "memory")}
+    """``_changes_seen`` and ``_memory_changes``: counters that move when an observation recorded
+    rows (any; of a memory file): the history's and the usage chart's input. Counters, not the
+    rows, so the read after one that recorded rows (``new_changes`` back to empty) keeps them."""
+    new = ctx["new_changes"]
+    seen, mem = ctx.last.get("_changes_seen") or 0, ctx.last.get("_memory_changes") or 0
+    return {"_changes_seen": seen + 1 if new else seen,
+            "_memory_changes": mem + 1 if any(c.kind == "memory" for c in new) else mem}
 
 
 def read_usage(ctx: Context) -> Mapping[str, Any]:
@@ -348,6 +363,34 @@ def read_compactions(ctx: Context) -> Mapping[str, Any]:
     return {"compactions": ctx.banner(("drift", "integrity"), "state.db compactions", lambda: tuple(db.compactions(shown)), ())}
 
 
+def read_constraints(ctx: Context) -> Mapping[str, Any]:
+    """``constraints``: the shown session's keyword constraint ledger counts
+    (:func:`core.constraints.ledger.ledger_counts`), spending at most ``ctx.ledger_budget_s``
+    (default ``LEDGER_BUDGET_S``) on compactions whose ledger is not kept yet (newest first; the
+    dashboard's ledger worker fills the rest)."""
+    from ..constraints.ledger import ledger_counts
+    from .snapshot import LEDGER_BUDGET_S, _frozen
+
+    db, shown = ctx.db, ctx["session_id"]
+    if db is None or not shown:
+        return {"constraints": None}
+    budget = LEDGER_BUDGET_S if ctx.ledger_budget_s is None else ctx.ledger_budget_s
+    # what else keeps a rule, as this read already read it (the memory files are read once a read)
+    carried = [(t, e.text) for t, st in ctx["memory"].items() for e in st.entries]
+    anchors = ctx["session_anchors"]
+    if anchors is not None:
+        carried += [("anchor", a.text) for a in anchors.sorted_anchors()]
+    value = ctx.banner(("drift",), "constraint ledger",
+                       lambda: ledger_counts(db, ctx.home, ctx.config, shown, budget_s=budget, carried=carried), None)
+    return {"constraints": _frozen(value) if value is not None else None}
+
+
+def constraints_unfinished(values: Mapping[str, Any]) -> bool:
+    """True while the shown session's ledger has compactions not computed yet."""
+    c = values.get("constraints")
+    return bool(c is not None and c.get("pending"))
+
+
 def read_prompt_blocks(ctx: Context) -> Mapping[str, Any]:
     """``prompt_blocks``: the frozen memory blocks the next session's system prompt will carry."""
     from ..memory.prompt_block import render_prompt_blocks
@@ -416,11 +459,16 @@ def read_provider(ctx: Context) -> Mapping[str, Any]:
 
 
 def read_review(ctx: Context) -> Mapping[str, Any]:
-    """``review``: what approving each pending write would do now."""
-    from .snapshot import _review
+    """``review``: what approving each pending write would do now (judged with the provider part's
+    ``memory.provider``, or the config's when that part failed)."""
+    from ..memory.review import queue_of
+    from ..provider_settings import configured_provider
 
+    # the provider part failed: the queue is still judged with memory.provider as this Hermes reads it
+    provider = ctx["provider"]
+    name = provider.name if provider is not None else configured_provider(ctx.config, _version(ctx))
     return {"review": ctx.banner(("review",), "review queue",
-                                 lambda: _review(ctx["pending"], ctx["memory"], ctx["provider"]), ())}
+                                 lambda: tuple(queue_of(ctx["pending"], ctx["memory"], name)), ())}
 
 
 def read_agent_view(ctx: Context) -> Mapping[str, Any]:
@@ -439,11 +487,33 @@ def read_agent_view(ctx: Context) -> Mapping[str, Any]:
         basis=basis, previous=ctx.last.get("agent_view"), memory_key=stamps.memory, with_report=ctx.report), None)}
 
 
+def read_hygiene_counts(ctx: Context) -> Mapping[str, Any]:
+    """``hygiene_counts``: the hygiene findings the entries' text alone gives (duplicates, contradiction
+    candidates, wasteful entries: :func:`core.hygiene.detect.pair_counts`, lexical, the same on
+    every machine), read again only when a memory file changed (~9 ms for a full memory)."""
+    from ..hygiene.detect import pair_counts
+    from .snapshot import _frozen
+
+    entries = {t: [e.text for e in st.entries] for t, st in ctx["memory"].items() if st is not None and not st.error}
+    return {"hygiene_counts": _frozen(ctx.banner((CAP,), "hygiene", lambda: pair_counts(entries), {}))}
+
+
 def count_stale_sessions(ctx: Context) -> Mapping[str, Any]:
     """``stale_sessions``: how many open sessions' frozen memory differs from the files
     (:attr:`core.overview.agent_view.AgentView.stale`); None when unknown (no agent view)."""
     view = ctx["agent_view"]
     return {"stale_sessions": None if view is None or view.error else len(view.stale)}
+
+
+def read_cost_totals(ctx: Context) -> Mapping[str, Any]:
+    """``cost_totals``: every API request the plugin recorded for the home (memdeck.db ``api_usage``,
+    issue 37) with the cache hit ratio (:func:`memdeck.core.context.cost.totals_dict`); None when
+    nothing is recorded. Read again when state.db changes (Hermes writes the turn as the plugin
+    records its requests; memdeck.db never wakes memdeck)."""
+    from ..context.cost import totals_dict
+    from ..deck.usage import home_totals
+
+    return {"cost_totals": totals_dict(home_totals(ctx.home))}
 
 
 # --------------------------------------------------------------------------- the table
@@ -455,8 +525,8 @@ PARTS: tuple[Part, ...] = (
     Part("memory", ("memory",), ("stamp.memory", "config"), read_memory_files, (CAP, REV)),
     Part("pending", ("pending",), ("stamp.pending", "config"), read_pending, (REV,)),
     Part("new_changes", ("new_changes",), ("stamp.memory", "stamp.memlock", "config"), read_observation, (HIS,), fresh=True),
-    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "new_changes"), read_history, (HIS,)),
-    Part("_memory_changes", ("_memory_changes",), ("new_changes",), memory_changes),
+    Part("_memory_changes", ("_changes_seen", "_memory_changes"), ("new_changes",), memory_changes),
+    Part("history", ("history",), ("stamp.memory", "stamp.memlock", "config", "_changes_seen"), read_history, (HIS,)),
     Part("usage_history", ("usage_history",), ("stamp.memory", "config", "_memory_changes"), read_usage, (CAP,)),
     Part("archived", ("archived",), ("stamp.memory", "stamp.memlock", "config"), read_archived, (CAP, ANC)),
     Part("db_status", ("db_status", "data_version", "_db_rows"), ("stamp.statedb", "config"), read_statedb, (INT, REC),
@@ -472,9 +542,13 @@ PARTS: tuple[Part, ...] = (
     Part("_audit_points", ("_audit_points",), ("audit",), audit_points),
     Part("drift_log", ("drift_log", "integrity_history"), ("_audit_points", "session_anchors"), read_drift),
     Part("compactions", ("compactions",), ("session_id", "_db_rows"), read_compactions, (DRI, INT), needs_statedb=True),
+    Part("constraints", ("constraints",), ("session_id", "_db_rows", "memory", "session_anchors", "config",
+                                          "unfinished"),
+         read_constraints, (DRI,), needs_statedb=True, unfinished=constraints_unfinished),
     Part("prompt_blocks", ("prompt_blocks",), ("stamp.memory", "config"), read_prompt_blocks, (CAP,)),
     Part("reminder_block", ("reminder_block",), ("audit",), reminder),
     Part("findings", ("findings",), ("memory", "pending"), read_findings, (REV,)),
+    Part("hygiene_counts", ("hygiene_counts",), ("memory",), read_hygiene_counts, (CAP,)),
     Part("schema_cookie", ("schema_cookie", "_layout"), ("each read",), layout),
     Part("hermes_profile", ("hermes_profile",), ("_layout", "stamp.pending", "config"), read_profile, (INT,)),
     Part("threat_differences", ("threat_differences",), ("memory", "pending", "hermes_profile"), read_threat_differences, (REV,)),
@@ -483,7 +557,93 @@ PARTS: tuple[Part, ...] = (
     Part("agent_view", ("agent_view",), ("each read", "live_session", "reminder_block", "hermes_profile", "data_version"),
          read_agent_view, (CTX,)),
     Part("stale_sessions", ("stale_sessions",), ("agent_view",), count_stale_sessions),
+    Part("cost_totals", ("cost_totals",), ("data_version",), read_cost_totals, (CTX,)),
 )
+
+# --------------------------------------------------------------------------- status's parts
+# What ``status --json`` shows and no panel reads (issue 32: status as the parts serialised).
+# A block of its own, appended to the table, so other rows merge around it.
+
+
+def read_change_summary(ctx: Context) -> Mapping[str, Any]:
+    """``change_summary``: the change history in figures (:func:`core.history.changes.history_summary`:
+    ``status``'s ``changes``). memdeck.db is not a stamped source: read on every read. Its failure
+    is no banner of its own (the history part shows memdeck.db's)."""
+    from ..history.changes import history_summary
+
+    return {"change_summary": ctx.banner((), "change summary", lambda: history_summary(ctx.home), None)}
+
+
+def read_drift_logs(ctx: Context) -> Mapping[str, Any]:
+    """``drift_logs`` (``{time, session_id, score, casualties}`` of every readable MemLock session
+    file's drift log, oldest first) and ``drift_log_warnings`` (``"file: why"`` per session file
+    that could not be read). The shown session's anchors are the session_anchors part's."""
+    from ..anchors.integrity_history import drift_event
+    from .snapshot import _frozen
+
+    shown = ctx["session_anchors"]
+    rows: list[Mapping[str, Any]] = []
+    warnings: list[str] = []
+    for info in ctx["anchor_sessions"]:
+        if info.error:
+            warnings.append(f"{info.path.name}: {info.error}")
+            continue
+        try:
+            s = shown if shown is not None and shown.session_id == info.session_id else ctx.store.load_session(info.session_id)
+        except Exception as exc:  # noqa: BLE001 - one unreadable file is a line, not a failure
+            warnings.append(f"{info.path.name}: {exc}")
+            continue
+        for e in map(drift_event, s.drift_log):
+            if e is not None:
+                rows.append(_frozen({"time": e["time"], "session_id": s.session_id, "score": e["score"],
+                                     "casualties": e["casualties"]}))
+    rows.sort(key=lambda e: e["time"])
+    return {"drift_logs": tuple(rows), "drift_log_warnings": tuple(warnings)}
+
+
+def read_global_pins(ctx: Context) -> Mapping[str, Any]:
+    """``global_pins`` (``{id, text, reminder, priority, probes}`` of each global pin of
+    ``memlock/persist/`` MemLock loads) and ``global_pin_warnings`` (the pins it would not load)."""
+    from ..anchors.rules import priority_of, probes_of
+    from .snapshot import _frozen
+
+    report = ctx.banner((ANC,), "memlock persist", lambda: ctx.store.load_pins_report(), None)
+    if report is None:
+        return {"global_pins": (), "global_pin_warnings": ()}
+    pins = tuple(_frozen({"id": str(p["id"]), "text": str(p.get("text", "")), "reminder": str(p.get("reminder", "")),
+                          "priority": priority_of(p), "probes": probes_of(p)})
+                 for p in report.pins if p.get("scope") == "global")
+    notes = [f"persist/{stem}.json quarantined: its sha256 differs from manifest.json" for stem in report.quarantined]
+    notes += [f"persist/{stem}.json skipped: {why}" for stem, why in sorted(report.skipped.items())]
+    return {"global_pins": pins, "global_pin_warnings": tuple(notes)}
+
+
+def read_detection(ctx: Context) -> Mapping[str, Any]:
+    """``detection``: which detection memdeck's audit would run (:func:`core.anchors.encoder.semantic_encoder`'s
+    :class:`~core.anchors.encoder.DetectionStatus`; the model's files are not stamped: every read)."""
+    from ..anchors.encoder import semantic_encoder
+
+    return {"detection": ctx.banner((INT,), "detection", lambda: semantic_encoder(ctx.config, ctx.home)[1], None)}
+
+
+def read_hygiene(ctx: Context) -> Mapping[str, Any]:
+    """``hygiene``: the lexical hygiene report (:func:`core.hygiene.detect.hygiene_report`; its
+    stale findings depend on the clock: every read)."""
+    from ..hygiene.detect import hygiene_report
+
+    return {"hygiene": ctx.banner((CAP,), "hygiene", lambda: hygiene_report(ctx.home, ctx.config, semantic=False), None)}
+
+
+PARTS += (
+    Part("change_summary", ("change_summary",), ("each read",), read_change_summary),
+    Part("drift_logs", ("drift_logs", "drift_log_warnings"), ("stamp.memlock", "config", "anchor_sessions", "session_anchors"),
+         read_drift_logs, asked=True),
+    Part("global_pins", ("global_pins", "global_pin_warnings"), ("stamp.memlock", "config"), read_global_pins, (ANC,),
+         asked=True),
+    Part("detection", ("detection",), ("each read",), read_detection, (INT,), asked=True),
+    Part("hygiene", ("hygiene",), ("each read",), read_hygiene, (CAP,), asked=True),
+)
+
 
 #: the parts of a launch's first paint (no state.db, no memdeck.db): memory in milliseconds
 FIRST_PAINT = ("memory", "pending", "prompt_blocks", "findings", "provider", "review")
@@ -526,6 +686,7 @@ class _Kept:
     values: Mapping[str, Any]
     banners: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
 
 class Evaluator:
@@ -537,6 +698,18 @@ class Evaluator:
         self._first: DeckSnapshot | None = None
         self._values: dict[str, Any] = _defaults()
         self._last: DeckSnapshot | None = None
+
+    def failed(self, name: str) -> bool:
+        """True when part ``name`` gave a banner in its last read, or has no value read (not
+        asked for, or not read for want of state.db)."""
+        kept = self._kept.get(name)
+        return kept is None or bool(kept.banners)
+
+    def failure(self, name: str) -> str | None:
+        """The first failure of part ``name``'s last read as ``"Type: message"`` (the whole
+        message, not the banner's first line), or None when it did not fail or was not read."""
+        kept = self._kept.get(name)
+        return kept.failures[0] if kept is not None and kept.failures else None
 
     def _key(self, part: Part, ctx: Context) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -580,9 +753,9 @@ class Evaluator:
                     if part.fresh:  # kept, a fresh part says nothing new
                         kept = _Kept(key, {f: _DEFAULTS[f] for f in part.fills})
                 else:
-                    ctx._banners, ctx._warnings = [], []
+                    ctx._banners, ctx._warnings, ctx._failures = [], [], []
                     got = dict(part.read(ctx))
-                    kept = _Kept(key, got, ctx._banners, ctx._warnings)
+                    kept = _Kept(key, got, ctx._banners, ctx._warnings, ctx._failures)
                     self._kept[part.name] = kept
             values.update(kept.values)
             for panels, msg in kept.banners:
@@ -619,7 +792,7 @@ class Evaluator:
 
     def read(self, home: HermesHome, config: Config, db: StateDB | None, *, previous: DeckSnapshot | None,
              session_id: str | None, want: Collection[str] | None, context_report: bool, now: float,
-             history_budget_s: float | None = None) -> DeckSnapshot:
+             history_budget_s: float | None = None, ledger_budget_s: float | None = None) -> DeckSnapshot:
         """Read ``home`` now (see :meth:`core.overview.reader.HomeReader.read`). Never raises.
 
         When no source changed since ``previous`` (this evaluator's own last snapshot), the same
@@ -644,7 +817,7 @@ class Evaluator:
             self._kept = {n: k for n, k in self._kept.items() if first and n in FIRST_PAINT}
         names = _closure(want)
         ctx = Context(home, config, db, session=session_id, report=context_report, stamps=stamps, now=now,
-                      last=self._values, history_budget_s=history_budget_s)
+                      last=self._values, history_budget_s=history_budget_s, ledger_budget_s=ledger_budget_s)
         errors, warned = self._run(ctx, names)
         v = ctx.values
         history_w, memlock_w = warned.get("history", []), warned.get("memlock", [])
@@ -661,9 +834,10 @@ class Evaluator:
 
 
 def _closure(want: Collection[str] | None) -> frozenset[str]:
-    """The names of the parts that fill ``want`` (None: all) and of every part they take inputs from."""
+    """The names of the parts that fill ``want`` (None: all but the :attr:`Part.asked` ones) and
+    of every part they take inputs from."""
     if want is None:
-        return frozenset(p.name for p in PARTS)
+        return frozenset(p.name for p in PARTS if not p.asked)
     todo = [FILLED_BY[f].name for f in want]
     out: set[str] = set()
     by_name = {p.name: p for p in PARTS}
@@ -679,19 +853,20 @@ def _closure(want: Collection[str] | None) -> frozenset[str]:
 def figure() -> str:
     """The data flow as text, drawn from :data:`PARTS` (docs/ARCHITECTURE.md's first figure;
     ``python -m memdeck.core.overview.parts`` prints it): watcher -> stamps -> parts -> snapshot
-    -> views, one line per part with its inputs, the panels of its banner and whether it needs
-    state.db."""
+    -> views, one line per part with its inputs, the panels of its banner, whether it needs
+    state.db and whether it is read always or only when a caller asks (:attr:`Part.asked`)."""
     rows = [
         "watcher  core/watcher.py: memories/, pending/memory/, memlock/, state.db, config.yaml",
         "   │  stamps  core/overview/snapshot.py take_stamps: memory · pending · memlock · statedb · config",
         "   ▼",
         "parts    core/overview/parts.py PARTS, read by core/overview/reader.py HomeReader",
     ]
-    table = [("part", "inputs", "banner on", "state.db")] + [
-        (p.name, ", ".join(p.inputs), ", ".join(p.panels) or "-", "yes" if p.needs_statedb else "-") for p in PARTS]
-    widths = [max(len(r[i]) for r in table) + 2 for i in range(3)]
+    table = [("part", "inputs", "banner on", "state.db", "read")] + [
+        (p.name, ", ".join(p.inputs), ", ".join(p.panels) or "-", "yes" if p.needs_statedb else "-",
+         "asked" if p.asked else "always") for p in PARTS]
+    widths = [max(len(r[i]) for r in table) + 2 for i in range(4)]
     for r in table:
-        rows.append(("   " + "".join(c.ljust(w) for c, w in zip(r, widths)) + r[3]).rstrip())
+        rows.append(("   " + "".join(c.ljust(w) for c, w in zip(r, widths)) + r[4]).rstrip())
     rows += [
         "   ▼",
         "snapshot core/overview/snapshot.py DeckSnapshot (one frozen value; errors -> banners)",

@@ -97,7 +97,7 @@ class HomeReader:
 
     def read(self, session_id: str | None = None, *, want: Collection[str] | None = None,
              context_report: bool = True, history_budget_s: float | None = None,
-             now: float | None = None) -> DeckSnapshot:
+             ledger_budget_s: float | None = None, now: float | None = None) -> DeckSnapshot:
         """Read the home now and return the snapshot. Never raises: a source that fails is a
         banner (``DeckSnapshot.errors``) under the panels that show it.
 
@@ -112,6 +112,9 @@ class HomeReader:
                 semantic history (None: ``snapshot.SEMANTIC_BUDGET_S``; 0 audits none, while the
                 dashboard's history worker fills it). An audit left ``pending`` is read again
                 on the next read whatever the sources (the parts' ``unfinished`` input).
+            ledger_budget_s: seconds this read may spend computing constraint ledgers not kept yet
+                (None: ``snapshot.LEDGER_BUDGET_S``; 0 computes only the newest compaction's,
+                while the dashboard's ledger worker fills the rest).
             now: epoch seconds stamped as ``taken_at`` (default: the reader's clock).
 
         Returns:
@@ -130,10 +133,23 @@ class HomeReader:
         with self.deck.bound():  # one memdeck.db connection for the reader's life, not one per read
             snap = self._parts().read(self.home, self.config, self.db, previous=self.snapshot,
                                       session_id=session_id, want=want, context_report=context_report,
-                                      history_budget_s=history_budget_s,
+                                      history_budget_s=history_budget_s, ledger_budget_s=ledger_budget_s,
                                       now=self.clock() if now is None else now)
         self.snapshot = snap
         return snap
+
+    def failed(self, part: str) -> bool:
+        """True when the part named ``part`` (:data:`core.overview.parts.PARTS`) gave a banner in
+        the last read, or holds no value read (not asked for, or not read for want of state.db);
+        :meth:`failure` words it."""
+        return bool(self._parts().failed(part))
+
+    def failure(self, part: str) -> str | None:
+        """Why the part named ``part`` failed in the last read, as ``"Type: message"`` (the whole
+        message; the banner keeps its first line), or None when it did not fail or was not read:
+        what ``status --json`` words a section error with, without asking the source again."""
+        failure: str | None = self._parts().failure(part)
+        return failure
 
     def _parts(self) -> Any:
         if self._engine is None:

@@ -18,7 +18,14 @@ Sub-commands (:func:`run`, each answer plain text: no terminal escapes, no marku
 * ``edit ID TEXT``: approve one with ``TEXT`` in place of the staged content
   (:func:`..memory.review.edit_and_approve`: the threat scan and the char limit apply to ``TEXT``).
 * ``history [N]``: the last ``N`` (default 10, at most 50) memory changes of memdeck's journal,
-  with who made them (a chat's platform and sender).
+  with who made them (a chat's platform and sender) and the change id ``revert`` takes.
+* ``revert CHANGE_ID``: reverse one change of the history (every writer's; the ids of
+  ``memdeck history`` and of ``history`` here) through :func:`..history.revert`, the core of
+  ``memdeck revert``: locked, checked, one journaled write that ``memdeck undo`` reverts.
+* ``stale``: the open sessions whose frozen memory differs from the files
+  (:func:`.dashboard_api.stale_session_rows`, the rows of ``memdeck sessions --stale`` and of the
+  dashboard's Memory tab), with what
+  live memory delivered and the platform's command for a new session.
 * ``memory [PAGE]``: usage of MEMORY.md and USER.md and their entries, numbered.
 * ``help``.
 
@@ -30,7 +37,7 @@ Answers longer than the platform's message limit (:data:`LIMITS`; Hermes 0.19's 
 Discord 2,000, Telegram 4,096, ...; 2,000 when unknown) are cut between records and end with
 ``... N more: /memdeck pending 2``.
 
-Authorisation (Hermes 0.19, found in its source):
+Authorisation (Hermes 0.19 and 0.22.2, found in their source; README "Who may decide"):
 
 * Hermes' own ``/memory approve`` / ``reject`` (``gateway/slash_commands.py`` line
   3006, ``_handle_memory_command``) has no check of its own: what gates it is (1) the sender's
@@ -41,11 +48,20 @@ Authorisation (Hermes 0.19, found in its source):
   source).can_run(user_id, "memory")``: when ``allow_admin_from`` (``group_allow_admin_from`` in
   groups) is set for the scope, only those admins, or users whose ``user_allowed_commands`` list
   ``memory``, may run ``/memory``; when it is not set, every authorised sender may.
-* So ``approve``, ``edit`` and ``reject`` ask that same gateway method for ``memory``
+* So ``approve``, ``edit``, ``reject`` and ``revert`` ask that same gateway method for ``memory``
   (:func:`write_denial`); a denied sender gets Hermes' own refusal sentence and nothing is written.
   Read-only sub-commands follow the ordinary rule the gateway already applied to ``/memdeck``
   itself (the same lines 10769-10772 with ``canonical == "memdeck"``: plugin commands are
   ``is_gateway_known_command``).
+* Hermes 0.22.2 (the iot build, read in its source): the same two steps, moved
+  (``gateway/run_inbound.py``: ``_is_user_authorized_for_source`` after the ``pre_gateway_dispatch``
+  hook; ``gateway/run_busy.py`` ``_check_slash_access`` through ``slash_access.policy_for_runner_source``),
+  with ``/help`` and ``/whoami`` always open to users under gating, a blank ``chat_type`` taking the
+  gated scope, and under ``multiplex_profiles`` the policy of the profile whose bot got the message
+  (failing closed for a served profile whose config is not loaded). Its plugin command handler runs
+  in the gateway's pool with the message's context copied (``_run_in_executor_with_context``), so
+  :mod:`.chat_origin` sees the sender as on 0.19. Its refusal text is ``t("gateway.unauthorized.admin_only")``,
+  which the iot wheel (no ``locales/``) leaves as the bare key: :func:`write_denial` then says it in words.
 * The handler learns the sender from :mod:`.chat_origin` (the ``pre_gateway_dispatch`` hook). In
   a process that runs Hermes' gateway but without that sender (nothing to check against), writes
   are refused; the terminal (Hermes' CLI, no gateway) is the local user and may write.
@@ -54,14 +70,15 @@ Authorisation (Hermes 0.19, found in its source):
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 import time
 from typing import Any
 
 from ..config import Config, load_config
 from ..deck import journal
-from ..errors import Refused
-from ..home import TARGETS, HermesHome
+from ..errors import MemdeckError, Refused
+from ..home import TARGETS, HermesHome, require_hermes_home
 from ..memory.pending import approve, reject
 from ..memory.reader import read_memory
 from ..memory.review import QueueItem, approve_all_clean, edit_and_approve, reject_all_stale, review_queue
@@ -75,7 +92,9 @@ LIMITS = {"discord": 1900, "telegram": 4000, "slack": 3900, "whatsapp": 4000, "s
           "weixin": 1900, "matrix": 3900, "mattermost": 3900}
 DEFAULT_LIMIT = 1900
 #: sub-commands that write: Hermes' rule for ``/memory`` applies (module docstring)
-WRITES = frozenset({"approve", "reject", "edit"})
+WRITES = frozenset({"approve", "reject", "edit", "revert"})
+#: every sub-command (``help`` aside)
+SUBCOMMANDS = ("pending", "memory", "approve", "reject", "edit", "history", "revert", "stale")
 
 HELP = """\
 /memdeck - memdeck's review queue in this chat
@@ -85,9 +104,11 @@ HELP = """\
 /memdeck edit ID TEXT - apply one with TEXT in place of the staged text
 /memdeck reject ID - discard one (memdeck undo stages it again)
 /memdeck reject --stale - discard every stale record
-/memdeck history [N] - the last N memory changes and who made them
+/memdeck history [N] - the last N memory changes, who made them, their change ids
+/memdeck revert CHANGE_ID - reverse one change of the history
 /memdeck memory [PAGE] - usage of MEMORY.md and USER.md, entries numbered
-Each approval or rejection is one journaled write: `memdeck undo` on the host reverts it."""
+/memdeck stale [PAGE] - running sessions whose frozen memory differs from the files
+Each approval, rejection or revert is one journaled write: `memdeck undo` on the host reverts it."""
 
 
 def _platform(origin: ChatOrigin | None) -> str:
@@ -128,7 +149,13 @@ def write_denial(origin: ChatOrigin | None) -> str | None:
     if src is None or check is None:
         return "memdeck: refused: this gateway does not say who may run /memory, so approve, edit and reject are not allowed here."
     denied = check(src, "memory")
-    return f"memdeck: refused: {visible(str(denied))}" if denied else None
+    if not denied:
+        return None
+    text = visible(str(denied))
+    if " " not in text.strip():  # a catalog key Hermes could not translate (0.22.2's iot wheel ships no locales/)
+        return (f"memdeck: refused: Hermes does not let this sender run /memory here ({text}), so approve, edit, "
+                "reject and revert are not allowed.")
+    return f"memdeck: refused: {text}"
 
 
 def _age(seconds: float | None) -> str:
@@ -256,16 +283,92 @@ def cmd_history(home: HermesHome, args: list[str], limit: int) -> str:
     except ValueError:
         raise Refused(f"not a number: {_clip(args[0], 40)}", code="invalid") from None
     rows = journal.entries(home, limit=n, kind="memory")
+    changes = _change_ids(home, rows)  # brings the history up to date, even with nothing to show yet
     if not rows:
         return "No memory changes in memdeck's journal."
     now = time.time()
     blocks = []
     for r in rows:
         pid = r.detail.get("pending_id") if isinstance(r.detail, dict) else None
+        cids = changes.get(r.journal_id)
         blocks.append(f"#{r.journal_id} {_ago(now - r.ts)} - {r.op} {r.target or ''}"
-                      + (f" {pid}" if pid else "") + f" - {_who(r)}" + (" (undone)" if r.undone_by else ""))
+                      + (f" {pid}" if pid else "") + f" - {_who(r)}" + (" (undone)" if r.undone_by else "")
+                      + (f" - change {', '.join(map(str, cids))}" if cids else ""))
     return paged(f"last {len(rows)} memory change{'s' if len(rows) != 1 else ''}, newest first", blocks, 1, limit,
                  "history")
+
+
+def _change_ids(home: HermesHome, rows: list[journal.JournalRow]) -> dict[int, list[int]]:
+    """journal id -> the ids of the history's changes it made (``history.attribution.journal_id``),
+    the ids ``revert`` takes; the history is brought up to date first. ``{}`` when it cannot be read."""
+    # the submodules by name, not the package's lazy re-exports: the directory plugin vendors only
+    # the modules an import statement names (core/plugin/install.py vendored_files)
+    from ..history.changes import list_changes
+    from ..history.observation import observe
+
+    try:
+        observe(home)
+        found: dict[int, list[int]] = {}
+        wanted = {r.journal_id for r in rows}
+        for c in list_changes(home, limit=max(200, 4 * len(rows))):
+            jid = c.attribution.get("journal_id") if isinstance(c.attribution, dict) else None
+            if isinstance(jid, int) and jid in wanted:
+                found.setdefault(jid, []).insert(0, c.change_id)
+        return found
+    except Exception as exc:  # noqa: BLE001 - the history is an extra: the journal's lines stand without it
+        logger.warning("memdeck: /memdeck history: the change history is unreadable (%s)", exc)
+        return {}
+
+
+def cmd_revert(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
+    """``revert CHANGE_ID``: :func:`..history.revert` (the core of ``memdeck revert``) with the chat
+    origin on its journal row."""
+    from ..history.reverting import revert
+
+    if len(args) != 1 or not args[0].lstrip("#").isdigit():
+        return "usage: /memdeck revert CHANGE_ID (the change ids of /memdeck history)"
+    res = revert(home, cfg, int(args[0].lstrip("#")), actor="chat", origin=origin)
+    jid = res.get("journal_id")
+    return visible(str(res.get("message", ""))) + (f" (journal #{jid}; memdeck undo reverts it)" if jid else "")
+
+
+def cmd_stale(home: HermesHome, cfg: Config, args: list[str], limit: int) -> str:
+    """``stale [PAGE]``: the open sessions whose frozen memory differs from the files
+    (:func:`.dashboard_api.stale_session_rows`, as ``memdeck sessions --stale``)."""
+    from ..sessions.statedb import StateDB
+    from .dashboard_api import stale_session_rows
+
+    page = _page_arg(args)
+    if not home.state_db.exists():
+        return "No state.db in this home: no sessions to compare."
+    with StateDB(home.state_db) as db:
+        st = db.status()
+        if not st.ok:
+            return f"state.db: {visible(str(st.state))}: {visible(str(st.message))}"
+        rows = stale_session_rows(home, cfg, db)
+    stale = [r for r in rows if r.get("in_prompt") and r.get("differences")]
+    if not stale:
+        return f"No running session sees old memory ({len(rows)} open session{'s' if len(rows) != 1 else ''} checked)."
+    now = time.time()
+    blocks = []
+    for r in stale:
+        n = int(r["differences"])
+        live = r.get("live_memory") or {}
+        frozen = r.get("frozen_at")
+        when = f"frozen {_ago(now - float(frozen))}" if frozen else "frozen ?"
+        line = (f"{_clip(str(r.get('session_id')), 40)} ({_clip(str(r.get('source') or '?'), 20)}) - "
+                f"{n} difference{'s' if n != 1 else ''} - {when}")
+        mode = live.get("mode")
+        if mode and mode != "off":
+            line += (f"\n  live memory ({mode}): {live.get('delivered', 0)} delivered, {live.get('waiting', 0)} waiting, "
+                     f"{live.get('withheld', 0)} withheld")
+        hint = r.get("new_session")
+        if hint:
+            line += f"\n  new session: {_clip(str(hint), 120)}"
+        blocks.append(line)
+    head = (f"{len(stale)} of {len(rows)} open session{'s' if len(rows) != 1 else ''} "
+            f"see{'s' if len(stale) == 1 else ''} memory that differs from MEMORY.md/USER.md")
+    return paged(head, blocks, page, limit, "stale")
 
 
 def cmd_reject(home: HermesHome, cfg: Config, args: list[str], origin: dict[str, Any]) -> str:
@@ -278,15 +381,16 @@ def cmd_reject(home: HermesHome, cfg: Config, args: list[str], origin: dict[str,
 
 
 def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
-    """Answer one ``/memdeck`` command (module docstring). Never raises for bad input or a
-    refusal: both are the answer's one line."""
+    """Answer one ``/memdeck`` command (module docstring). Never raises for bad input, a refusal or
+    a home memdeck cannot read or write (memdeck.db of a newer memdeck, a full disk, a lock held too
+    long): each is the answer's one line (``memdeck: refused: ...`` / ``memdeck: error: ...``, as the CLI)."""
     args = (raw_args or "").split()
     sub = args[0].lower() if args else "help"
     rest = args[1:]
     limit = LIMITS.get(_platform(origin), DEFAULT_LIMIT)
     if sub in ("help", "-h", "--help"):
         return HELP
-    if sub not in ("pending", "memory", "approve", "reject", "edit", "history"):
+    if sub not in SUBCOMMANDS:
         return f"memdeck: unknown sub-command {_clip(sub, 40)!r}. " + HELP
     if sub in WRITES:
         denied = write_denial(origin)
@@ -294,6 +398,8 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
             return denied
     cfg = load_config(home)
     try:
+        if sub in WRITES:
+            require_hermes_home(home)  # as the CLI: nothing is created where there is no Hermes home
         if sub == "pending":
             return cmd_pending(home, cfg, rest, limit)
         if sub == "memory":
@@ -304,9 +410,15 @@ def run(home: HermesHome, raw_args: str, origin: ChatOrigin | None) -> str:
             return cmd_approve(home, cfg, rest, origin_detail(origin))
         if sub == "edit":
             return cmd_edit(home, cfg, raw_args, origin_detail(origin))
+        if sub == "revert":
+            return cmd_revert(home, cfg, rest, origin_detail(origin))
+        if sub == "stale":
+            return cmd_stale(home, cfg, rest, limit)
         return cmd_reject(home, cfg, rest, origin_detail(origin))
     except Refused as exc:
         return f"memdeck: refused: {visible(exc.reason)}"
+    except (MemdeckError, sqlite3.Error, OSError) as exc:  # as the CLI: a reason, never a traceback
+        return f"memdeck: error: {_clip(str(exc) or type(exc).__name__, 600)}"
 
 
 def handler(home: HermesHome, raw_args: str = "") -> str:

@@ -14,10 +14,15 @@ Either way it must be listed in ``plugins.enabled``. If both are present the ent
 (Hermes scans it last and keys both ``memdeck``).
 
 Registered: hooks ``on_session_start``, ``pre_llm_call`` (MemLock's reminder block, then live
-memory's block of :mod:`.live`), ``on_session_end``; tool
+memory's block of :mod:`.live`, then the request queue of :mod:`.agent_requests`: a correction's
+line, a rebuild of the session's prompt), ``on_session_end``; tool
 ``guard_pin`` (toolset ``guard``, MemLock's schema); slash commands ``/guard`` and ``/memdeck``
 (:mod:`.chat_command`, imported when the command first runs, so no turn loads the memory store),
-and ``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``). Every callback
+``pre_gateway_dispatch`` (:mod:`.chat_origin`: remembers the message's sender for ``/memdeck``),
+``post_tool_call`` + ``transform_llm_output`` (:mod:`.chat_notice`: a staged or old pending write ends
+the agent's next reply in that chat with one line), and ``pre_api_request`` / ``post_api_request``
+(:mod:`.usage_hook`: each request's token buckets, system-prompt hash and tool count into memdeck.db,
+issue 37). Every callback
 catches every exception, logs it and returns None (hooks) or an ``Error: ...`` string (tool,
 command), so the plugin can never break a turn. Config is MemLock's ``memlock:`` section of
 ``$HERMES_HOME/config.yaml``, re-read when the file changes.
@@ -32,22 +37,31 @@ from typing import Any
 
 from ..config import Config, load_config
 from ..home import HermesHome, resolve_home
+from .agent_requests import AgentRequests
+from .chat_notice import ChatNotices
 from .chat_origin import remember
 from .guard import Guard
 from .live import LiveMemory
 from .pin_tool import PIN_SCHEMA
+from .usage_hook import UsageRecorder
 
 logger = logging.getLogger("memdeck.plugin")
 
 #: ``/memdeck``'s words for Hermes' command lists and Discord's picker (``args_hint``, Hermes 0.19
 #: ``PluginContext.register_command``); kept here so registering never imports :mod:`.chat_command`.
-MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, memory"
-MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit ID TEXT | history | memory | help"
+MEMDECK_DESCRIPTION = "memdeck: review pending memory writes (pending, approve, edit, reject), history, revert, stale"
+#: Discord shows ``"Arguments: " + hint`` cut at 100 chars (0.19 ``plugins/platforms/discord/adapter.py``
+#: ``_build_auto_slash_command``): at most 89 chars here.
+MEMDECK_ARGS_HINT = "pending | approve ID|--all-clean | reject ID|--stale | edit | revert | history | stale"
 
 #: The live guard of this process (set by :func:`register`; tests and the bench read it).
 GUARD: Guard | None = None
 #: The live-memory part of this process (issue 33; set by :func:`register`).
 LIVE: LiveMemory | None = None
+#: The chat notice of this process (issue 35; set by :func:`register`).
+NOTICES: ChatNotices | None = None
+#: The request queue's consumer of this process (rebuild, correction; set by :func:`register`).
+REQUESTS: AgentRequests | None = None
 
 
 def hermes_home() -> HermesHome:
@@ -110,10 +124,12 @@ def _part(name: str, fn: Any, kw: dict[str, Any]) -> str:
     return str(res["context"]) if isinstance(res, dict) and res.get("context") else ""
 
 
-def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, Any]:
+def make_callbacks(guard: Guard, live: LiveMemory | None = None, notices: ChatNotices | None = None,
+                   requests: AgentRequests | None = None) -> dict[str, Any]:
     """The exception-proof callables :func:`register` hands to Hermes, by name. ``pre_llm_call``
-    returns MemLock's reminder block and live memory's block (issue 33) joined by a blank line, as
-    Hermes joins the contexts of several hooks (0.19 ``agent/turn_context.py``)."""
+    returns MemLock's reminder block, live memory's block (issue 33) and the queued corrections
+    (issue 34 #3; a queued rebuild is acted on there too, :mod:`.agent_requests`) joined by a blank
+    line, as Hermes joins the contexts of several hooks (0.19 ``agent/turn_context.py``)."""
 
     def on_session_start(**kw: Any) -> None:
         guard.on_session_start(**kw)
@@ -125,6 +141,8 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, An
         parts = [_part("pre_llm_call hook", guard.pre_llm_call, kw)]
         if live is not None:
             parts.append(_part("live memory pre_llm_call hook", live.pre_llm_call, kw))
+        if requests is not None:
+            parts.append(_part("request queue pre_llm_call hook", requests.pre_llm_call, kw))
         text = "\n\n".join(p for p in parts if p)
         return {"context": text} if text else None
 
@@ -150,8 +168,20 @@ def make_callbacks(guard: Guard, live: LiveMemory | None = None) -> dict[str, An
             logger.warning("memdeck: /memdeck failed: %s", exc, exc_info=logger.isEnabledFor(logging.DEBUG))
             return f"memdeck: failed ({type(exc).__name__}: {exc})"
 
+    def post_tool_call(**kw: Any) -> None:
+        if notices is not None:
+            notices.post_tool_call(**kw)
+
+    def transform_llm_output(**kw: Any) -> str | None:
+        return notices.transform_llm_output(**kw) if notices is not None else None
+
+    recorder = UsageRecorder(guard.home)
     return {
         "pre_gateway_dispatch": _safe_hook("pre_gateway_dispatch", remember),
+        "post_api_request": _safe_hook("post_api_request", recorder),
+        "pre_api_request": _safe_hook("pre_api_request", recorder.pre),
+        "post_tool_call": _safe_hook("post_tool_call", post_tool_call),
+        "transform_llm_output": _safe_hook("transform_llm_output", transform_llm_output),
         "memdeck": memdeck_cmd,
         "on_session_start": _safe_hook("on_session_start", on_session_start),
         "pre_llm_call": _safe_hook("pre_llm_call", pre_llm_call),
@@ -167,7 +197,7 @@ def register(ctx: Any) -> None:
     Never raises for runtime reasons: a failure to build the guard is logged and nothing is
     registered (Hermes would otherwise record the plugin as failed, which is also harmless).
     """
-    global GUARD, LIVE
+    global GUARD, LIVE, NOTICES, REQUESTS
     home = hermes_home()
     reloader = ConfigReloader(home)
     cfg = reloader()
@@ -178,8 +208,13 @@ def register(ctx: Any) -> None:
     GUARD = guard
     live = LiveMemory(home, reloader)
     LIVE = live
-    cb = make_callbacks(guard, live)
-    for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch"):
+    notices = ChatNotices(home, reloader)
+    NOTICES = notices
+    requests = AgentRequests(home)
+    REQUESTS = requests
+    cb = make_callbacks(guard, live, notices, requests)
+    for hook in ("on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch", "post_tool_call",
+                 "transform_llm_output", "pre_api_request", "post_api_request"):
         ctx.register_hook(hook, cb[hook])
     ctx.register_tool(
         name="guard_pin",

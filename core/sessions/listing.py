@@ -201,7 +201,8 @@ class SessionReader(CompactionEventReader):
                     first_active=number_or_zero(first) if first is not None else None,
                     input_tokens=int(number_or_zero(inp)), cache_tokens=int(number_or_zero(cread) + number_or_zero(cwrite)),
                     output_tokens=int(number_or_zero(outp)), api_calls=int(number_or_zero(calls)),
-                    last_active=number_or_zero(last) if last is not None else None))
+                    last_active=number_or_zero(last) if last is not None else None,
+                    cache_read_tokens=int(number_or_zero(cread)), cache_write_tokens=int(number_or_zero(cwrite))))
             return out
 
         return self._run(q, [])
@@ -363,12 +364,16 @@ class SessionReader(CompactionEventReader):
 
     def user_rows(self, session_id: str, first_id: int = 0, before_id: int | None = None) -> list[Message]:
         """A session's user rows (any state) with ``first_id <= id < before_id``, in id order: the
-        turns a compaction compacted (``core/constraints/ledger.py``). Through the primary key."""
+        turns a compaction compacted (``core/constraints/ledger.py``). A bounded range is read
+        through the primary key (``+session_id`` keeps SQLite off Hermes' session index, which
+        walked every row of a 200,000-row session for each compaction: 26 ms -> 1 ms); an open one
+        through the session index."""
         def q(conn: sqlite3.Connection) -> list[Message]:
             upper = " AND m.id < ?" if before_id is not None else ""
+            col = "+m.session_id" if before_id is not None else "m.session_id"
             args: tuple[Any, ...] = (session_id, int(first_id)) + ((int(before_id),) if before_id is not None else ())
             return [self._to_message(r) for r in conn.execute(
-                f"SELECT {self._msg_select()} FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND m.id >= ?"
+                f"SELECT {self._msg_select()} FROM messages m WHERE {col} = ? AND m.role = 'user' AND m.id >= ?"
                 f"{upper} ORDER BY m.id", args)]
 
         return self._run(q, [])

@@ -104,6 +104,7 @@ class PromptStamp:
         input_tokens, cache_tokens, output_tokens, api_calls: the session's recorded usage
             (``cache_tokens`` = cache reads + cache writes), 0 when not recorded.
         last_active: epoch seconds of the session's newest row (None without rows).
+        cache_read_tokens, cache_write_tokens: the two halves of ``cache_tokens`` (0 when not recorded).
     """
 
     session_id: str
@@ -120,6 +121,8 @@ class PromptStamp:
     output_tokens: int = 0
     api_calls: int = 0
     last_active: float | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def activity(self) -> float:

@@ -9,16 +9,18 @@ from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW, build_demo_home
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.alerts import CAPACITY_ALERT_PCT, alerts_between
-from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+from memdeck.core.overview.reader import HomeReader
 
 
-def _snap(home: HermesHome, db, prev=None):
-    return build_snapshot(home, load_config(home), db, previous=prev, now=DEMO_NOW, stamps=take_stamps(home, db))
+def _snap(home: HermesHome, reader: HomeReader, prev=None):  # prev: the reader keeps its own last snapshot
+    reader.config = load_config(home)  # as the dashboard does after config.yaml changed
+    snap = reader.read(now=DEMO_NOW)
+    return snap
 
 
 def test_new_pending_write_and_crossing_90_percent_raise_one_alert_each(tmp_path) -> None:
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     first = _snap(home, db)
     assert alerts_between(None, first) == []
     assert alerts_between(first, first) == []  # nothing changed: nothing to say
@@ -44,7 +46,7 @@ def test_new_pending_write_and_crossing_90_percent_raise_one_alert_each(tmp_path
 
 def test_integrity_falling_below_the_floor_is_an_error_once(tmp_path) -> None:
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     snap = _snap(home, db)
     floor = snap.config.memlock.alert_floor
     high = dataclasses.replace(snap, audit=dataclasses.replace(snap.audit, score=floor))
@@ -66,7 +68,7 @@ def test_undoing_an_approval_is_memdeck_staging_it_again_not_hermes(tmp_path) ->
     from memdeck.core.undo import undo
 
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    db = open_statedb(home)
+    db = HomeReader(home, load_config(home))
     first = _snap(home, db)
     rec = next(p for p in first.pending if p.origin == "background_review" and not p.threats)
     pending.approve(home, load_config(home), rec.id, actor="tui")
@@ -96,3 +98,19 @@ def test_watch_says_a_record_memdeck_staged_again(tmp_path) -> None:
         assert [(e["id"], e["staged_again"]) for e in events] == [(rec.id, True)]
     finally:
         w.close()
+
+
+def test_the_provider_budget_alert_says_the_percent_it_decided_on() -> None:
+    """Issue 39 #12 (one percent rule): 1,999 of 10,000 tokens is 19%, under a 20% budget (the
+    share's rounded 20.0 used to fire it while its text said 19%); 2,000 is 20% and says so."""
+    from memdeck.core.overview.alerts import AlertSettings, ProviderWatch, provider_changes
+
+    def watch(tokens: int) -> ProviderWatch:
+        return ProviderWatch("s1", "holographic", 0, {"tokens": tokens, "threshold_tokens": 10_000,
+                                                      "percent": round(100 * tokens / 10_000, 1)})
+
+    settings = AlertSettings()
+    assert settings.provider_budget_pct == 20
+    assert not [a for a in provider_changes(watch(100), watch(1_999), settings) if a.kind == "provider_budget"]
+    fired = [a for a in provider_changes(watch(100), watch(2_000), settings) if a.kind == "provider_budget"]
+    assert len(fired) == 1 and "20% of the 10,000" in fired[0].message and fired[0].title.endswith("over 20% of the budget")

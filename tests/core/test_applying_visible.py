@@ -21,7 +21,7 @@ from memdeck.core.memory.entries import parse_entries
 from memdeck.core.memory.pending import list_pending
 from memdeck.core.memory.review import approve_all_clean, review_queue
 from memdeck.core.memory.store import MemoryStore
-from memdeck.core.overview.snapshot import build_snapshot
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.overview.status import build_status
 from tests.crashpoints import CRASH_STATUS, crash_points, deterministic, run_in_child
 
@@ -72,7 +72,7 @@ def test_a_killed_bulk_approval_never_hides_a_staged_write(tmp_path: Path) -> No
             ("list_pending", lambda h: {r.id for r in list_pending(h)}),
             ("review_queue", lambda h: {i.id for i in review_queue(h, CFG)}),
             ("status", lambda h: {p["id"] for p in build_status(h, CFG)["pending"]}),
-            ("snapshot", lambda h: {r.id for r in build_snapshot(h, CFG, None, context_report=False).pending}),
+            ("snapshot", lambda h: {r.id for r in HomeReader(h, CFG).read(want=("pending",), context_report=False).pending}),
         ):
             shown = ids(home)
             hidden = set(STAGED) - applied - shown

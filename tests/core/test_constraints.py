@@ -5,6 +5,7 @@ pairs and on a compacted session in state.db."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,17 @@ def test_the_labelled_pairs_cover_six_languages_and_four_verdicts() -> None:
     assert {c["label"] for c in CASES} == {"kept", "weakened", "lost", "promoted"}
 
 
+def test_the_held_out_batch_is_a_separate_set_of_at_least_30_pairs_in_six_languages() -> None:
+    """The held-out pairs (never used to tune the rule: bench/bench_constraints.py reports them
+    apart); this checks their shape only, not a score."""
+    held = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "constraints" / "heldout.yaml")
+                          .read_text(encoding="utf-8"))["pairs"]
+    assert len(held) >= 30
+    assert {c["lang"] for c in held} == {"en", "de", "es", "fr", "zh", "ja"}
+    assert {c["label"] for c in held} == {"kept", "weakened", "lost", "promoted"}
+    assert not {(c["rule"], c.get("line")) for c in held} & {(c["rule"], c.get("line")) for c in CASES}
+
+
 def test_keyword_verdicts_meet_precision_and_recall_per_class() -> None:
     pred = [_verdict(c) for c in CASES]
     for cls in ("lost", "weakened", "promoted"):
@@ -59,6 +71,8 @@ def test_keyword_verdicts_meet_precision_and_recall_per_class() -> None:
     ("这次先跳过 lint 检查。", 1, "once"),
     ("必ず日本語で回答してください。", 1, None),
     ("What time is it in Berlin?", 0, None),
+    ("Where should we start? Never force-push.", 1, None),  # a question binds nothing (the demo's turn)
+    ("这个应该怎么做？", 0, None),
 ])
 def test_rules_are_found_with_their_scope_in_six_languages(text: str, n: int, scope: str | None) -> None:
     rules = rules_in(text, 7)
@@ -188,3 +202,96 @@ def test_watch_reports_each_new_compaction_of_the_live_session_once(hermes_home:
         assert w2.constraint_events() == []
     finally:
         w2.close()
+
+
+def _compactions(home: HermesHome, n: int) -> None:
+    """A session compacted ``n`` times in place, each compaction's turns holding a rule it loses."""
+    conn = HS.create_state_db(home.state_db)
+    HS.add_session(conn, "s1", started_at=1_800_000_000.0)
+    t = 1_800_000_000.0
+    for k in range(n):
+        for text in (f"Step {k}.", f"Never delete archive{k}.", "ok", "go on"):
+            HS.append_message(conn, "s1", "user", text, timestamp=t)
+            HS.append_message(conn, "s1", "assistant", "ok", timestamp=t + 0.5)
+            t += 1
+        HS.compact_in_place(conn, "s1", f"## Constraints & Preferences\n- Work on step {k}.", keep_head=1,
+                            keep_tail=2, now=t)
+        t += 1
+    HS.append_message(conn, "s1", "user", "next", timestamp=t)
+    conn.close()
+
+
+def test_each_compactions_ledger_is_computed_once_and_kept_in_memdeck_db(hermes_home: HermesHome, monkeypatch) -> None:
+    from memdeck.core.constraints import ledger as L
+    from memdeck.core.deck import db as deckdb
+
+    _compactions(hermes_home, 3)
+    deckdb.connect(hermes_home).close()
+    calls: list[int] = []
+    real = L._compute
+    monkeypatch.setattr(L, "_compute", lambda db, ev, *a: calls.append(ev.index) or real(db, ev, *a))
+    with StateDB(hermes_home.state_db) as db:
+        assert L.pending_ledgers(db, hermes_home, "s1") == 3
+        first = session_ledger(db, hermes_home, None, "s1", semantic=False)
+        assert sorted(calls) == [1, 2, 3] and first["pending"] == 0
+        assert L.pending_ledgers(db, hermes_home, "s1") == 0
+        L.clear_process_cache()  # another process: memdeck.db has them
+        again = session_ledger(db, hermes_home, None, "s1", semantic=False)
+    assert sorted(calls) == [1, 2, 3] and again == first
+    assert [c["compaction_id"] for c in first["compactions"]] == [1, 2, 3]
+    assert {(i["verdict"], i["rule"]) for c in first["compactions"] for i in c["items"] if i["rule"]} >= {
+        ("lost", "Never delete archive0."), ("lost", "Never delete archive1.")}
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        rows = c.execute("SELECT compaction_id, method, rule_version, counts FROM constraint_ledgers ORDER BY 1").fetchall()
+    finally:
+        c.close()
+    assert [(r[0], r[1], r[2]) for r in rows] == [(k, "keyword", L.RULE_VERSION) for k in (1, 2, 3)]
+    assert json.loads(rows[0][3])["lost"] >= 1
+
+
+def test_a_memory_entry_keeps_a_lost_rule_without_computing_the_ledger_again(hermes_home: HermesHome,
+                                                                            monkeypatch) -> None:
+    from memdeck.core.constraints import ledger as L
+
+    _compactions(hermes_home, 1)
+    with StateDB(hermes_home.state_db) as db:
+        before = session_ledger(db, hermes_home, None, "s1", semantic=False)
+        monkeypatch.setattr(L, "_compute", lambda *a: pytest.fail("computed again"))
+        (hermes_home.path / "memories" / "MEMORY.md").write_text("Never delete archive0 (user rule).", encoding="utf-8")
+        after = session_ledger(db, hermes_home, None, "s1", semantic=False)
+    lost = next(i for i in before["compactions"][0]["items"] if i["rule"] == "Never delete archive0.")
+    kept = next(i for i in after["compactions"][0]["items"] if i["rule"] == "Never delete archive0.")
+    assert lost["verdict"] == "lost" and kept["verdict"] == "kept" and kept["evidence"]["carried_by"] == "memory"
+
+
+def test_a_bounded_ledger_computes_the_newest_first_and_fill_finishes_it(hermes_home: HermesHome) -> None:
+    from memdeck.core.constraints.ledger import fill_ledgers, pending_ledgers
+    from memdeck.core.deck import db as deckdb
+
+    _compactions(hermes_home, 4)
+    deckdb.connect(hermes_home).close()
+    with StateDB(hermes_home.state_db) as db:
+        part = session_ledger(db, hermes_home, None, "s1", semantic=False, budget_s=0.0)
+        assert part["pending"] == 3 and [c["compaction_id"] for c in part["compactions"]] == [4]
+        seen: list[tuple[int, int]] = []
+        left = fill_ledgers(db, hermes_home, "s1", budget_s=0.0, progress=lambda d, t: seen.append((d, t)))
+        assert left == 2 and seen == [(1, 3)]
+        while left:
+            nxt = fill_ledgers(db, hermes_home, "s1", budget_s=0.0)
+            assert nxt < left
+            left = nxt
+        assert pending_ledgers(db, hermes_home, "s1") == 0
+        assert session_ledger(db, hermes_home, None, "s1", semantic=False, budget_s=0.0)["pending"] == 0
+
+
+def test_status_json_counts_the_live_sessions_ledger(hermes_home: HermesHome, capsys) -> None:
+    _session(hermes_home, TURNS, SUMMARY)
+    assert main(["--home", str(hermes_home.path), "status", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["constraints"]
+    assert c["session_id"] == "s1" and c["method"] == "keyword" and c["compactions"] == 1 and c["pending"] == 0
+    assert c["counts"] == {"kept": 1, "weakened": 1, "lost": 1, "promoted": 1, "orphan": 1}
+    assert c["newest"]["compaction_id"] == 1
+    assert sorted(i["verdict"] for i in c["newest"]["changed"]) == ["lost", "promoted", "weakened"]
+    assert {i["rule"] for i in c["newest"]["changed"]} == {"Never force-push to main.", "Skip the linter just this once.",
+                                                          "Never log API keys."}

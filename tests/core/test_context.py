@@ -294,6 +294,22 @@ def test_what_if_moves_the_next_sessions_block_before_anything_is_written() -> N
     assert pin.line_chars == len("Never push to main") + 4 and "unchanged" in pin.lines()[0]
 
 
+def test_one_percent_rule_everywhere() -> None:
+    """Issue 39 #12: the editor said 102% beside a what-if's 100%, the Overview 1.5 % beside
+    Context's 2%. One rule: Hermes' truncation to a whole number, past 100 when over, "N%"."""
+    from memdeck.core.memory.entries import usage_pct
+    from memdeck.core.text import percent, percent_text
+
+    assert percent(2243, 2200) == 101 and usage_pct(2243, 2200) == 100  # Hermes' header alone caps
+    assert percent(3, 200) == 1 and percent_text(3, 200) == "1%"  # 1.5: truncated, never rounded to 2
+    assert percent(1952, 2200) == usage_pct(1952, 2200) == 88 and percent(5, 0) == 0
+    grow = what_if("memory", ["alpha fact", "beta fact"], 30, add="a long new entry that overflows")
+    assert grow.after.pct == percent(grow.after.usage, 30) > 100
+    assert f"-> {grow.after.pct}% of the limit" in grow.lines()[1]
+    pin = pin_what_if("x" * 56, Config().memlock)  # 60 of 80 chars, and 67 of 80: 83.75 -> 83
+    assert f"{percent(pin.line_chars, pin.budget_chars)}% of MemLock's" in pin.lines()[1]
+
+
 def test_the_words_for_a_new_session_follow_hermes_commands() -> None:
     assert "/new" in new_session_hint("cli") and "/clear" in new_session_hint("cli")
     assert new_session_hint("telegram") == "send /new (or /reset) in the Telegram chat"
@@ -435,28 +451,28 @@ def test_the_dashboard_view_reuses_each_comparison_until_the_prompt_or_the_files
     import sqlite3
 
     from memdeck.core.memory.store import MemoryStore
-    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.overview.reader import HomeReader
 
     cfg = load_config(home)
-    db = open_statedb(home)
+    reader = HomeReader(home, cfg)
     try:
-        first = build_snapshot(home, cfg, db, stamps=take_stamps(home, db))
+        first = reader.read()
         view = first.agent_view
         assert view is not None and view.report is not None and view.report.diff.differences == 1
         conn = sqlite3.connect(home.state_db)
         hs.append_message(conn, "S1", "user", "one more turn", timestamp=1030.0)
         conn.close()
-        second = build_snapshot(home, cfg, db, previous=first, stamps=take_stamps(home, db))
+        second = reader.read()
         assert second.agent_view is not view  # state.db changed: rebuilt...
         assert second.agent_view.diffs[0].frozen is view.diffs[0].frozen  # ...the comparison reused
         assert second.agent_view.report.next_turn.messages.count == 3  # the new row is counted
         assert second.agent_view.cache.reads == 1  # the prompt was read once
         MemoryStore(home, cfg).add("memory", "fact three")
-        third = build_snapshot(home, cfg, db, previous=second, stamps=take_stamps(home, db))
+        third = reader.read()
         assert third.agent_view.report.diff.differences == 2
-        assert build_snapshot(home, cfg, db, previous=third, stamps=take_stamps(home, db)) is third
+        assert reader.read() is third
     finally:
-        db.close()
+        reader.close()
 
 
 def test_the_reminder_now_is_the_audits_reminder_block(tmp_path: Path) -> None:

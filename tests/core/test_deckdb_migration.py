@@ -64,7 +64,7 @@ def test_a_v5_database_migrates_with_every_row_mapped(hermes_home: HermesHome) -
     _v5(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION == 10
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT journal_id, kind, target, scope, session_id, state, detail FROM journal ORDER BY 1") == [
             (1, "memory", "user", None, None, "done", json.dumps({"text": "a"})),
             (2, "anchor", None, "global", "s1", "done",
@@ -304,9 +304,86 @@ def test_migration_10_adds_live_deliveries_and_keeps_a_v9_file(hermes_home: Herm
         deckdb.connect(hermes_home).close()
     c = deckdb.connect(hermes_home)
     try:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == 10
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
         assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
         cols = [r[1] for r in c.execute("PRAGMA table_info(live_deliveries)")]
         assert cols == ["session_id", "entry_hash", "target", "change", "state", "mode", "reason", "turn", "turn_id", "at"]
     finally:
         c.close()
+
+
+def test_the_chat_notice_migration_adds_chat_notices_and_keeps_live_deliveries(hermes_home: HermesHome,
+                                                                                monkeypatch) -> None:
+    """issue 35: a memdeck.db from before the chat notice (its step of MIGRATIONS, wherever it lands
+    among the other helpers' steps) gains ``chat_notices`` and keeps its live-memory rows."""
+    step = next(i for i, m in enumerate(deckdb.MIGRATIONS) if "chat_notices" in m)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:step])
+        m.setattr(deckdb, "SCHEMA_VERSION", step)
+        c = deckdb.connect(hermes_home)
+        c.execute("INSERT INTO live_deliveries VALUES ('S', 'h', 'memory', 'added', 'delivered', 'notice', NULL, 1, "
+                  "NULL, 1.0)")
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert [tuple(r) for r in c.execute("SELECT session_id, entry_hash FROM live_deliveries")] == [("S", "h")]
+        assert [r[1] for r in c.execute("PRAGMA table_info(chat_notices)")] == ["chat", "pending_id", "reason",
+                                                                               "session_id", "at"]
+    finally:
+        c.close()
+
+
+def test_the_constraint_ledger_migration_adds_its_table_and_keeps_an_older_file(hermes_home: HermesHome,
+                                                                                monkeypatch) -> None:
+    """issue 34: a memdeck.db one step before ``constraint_ledgers`` gains the table (at whatever
+    number it lands among the migrations) and keeps every history row."""
+    step = deckdb.MIGRATIONS.index(deckdb._CONSTRAINT_LEDGER_SCHEMA)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:step])
+        m.setattr(deckdb, "SCHEMA_VERSION", step)
+        rows = _v8_with_history(hermes_home, 10)
+        deckdb.connect(hermes_home).close()
+    c = sqlite3.connect(str(deckdb.db_path(hermes_home)))
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == step
+        assert c.execute("SELECT 1 FROM sqlite_master WHERE name = 'constraint_ledgers'").fetchone() is None
+    finally:
+        c.close()
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert _all(c, "SELECT * FROM history ORDER BY change_id") == rows
+        cols = [r[1] for r in c.execute("PRAGMA table_info(constraint_ledgers)")]
+        assert cols == ["key", "session_id", "compaction_id", "method", "rule_version", "entry", "counts", "computed_at"]
+    finally:
+        c.close()
+
+
+def test_the_api_usage_migration_keeps_a_v10_file(hermes_home: HermesHome, monkeypatch) -> None:
+    """issue 37: a memdeck.db of the migrations before ``api_usage`` gains it and keeps its live_deliveries;
+    a row the plugin records reads back with its buckets."""
+    from memdeck.core.deck import usage
+
+    at = deckdb.MIGRATIONS.index(deckdb._API_USAGE_SCHEMA)
+    with monkeypatch.context() as m:
+        m.setattr(deckdb, "MIGRATIONS", deckdb.MIGRATIONS[:at])
+        m.setattr(deckdb, "SCHEMA_VERSION", at)
+        c = deckdb.connect(hermes_home)
+        c.execute("INSERT INTO live_deliveries VALUES ('S', 'h', 'memory', 'added', 'delivered', 'delta', NULL, 2, NULL, 5.0)")
+        c.close()
+    row = usage.from_hook({"session_id": "S", "turn_id": "t1", "api_call_count": 1, "ended_at": 7.5, "message_count": 3,
+                           "usage": {"input_tokens": 11, "output_tokens": 5, "cache_read_tokens": 900,
+                                     "cache_write_tokens": 40, "reasoning_tokens": 0}})
+    assert row is not None and row.prompt_tokens == 951
+    assert usage.record(hermes_home, row)
+    c = deckdb.connect(hermes_home)
+    try:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == deckdb.SCHEMA_VERSION
+        assert c.execute("SELECT COUNT(*) FROM live_deliveries").fetchone()[0] == 1
+    finally:
+        c.close()
+    assert usage.load_session(hermes_home, "S") == [row]
+    assert usage.home_totals(hermes_home) == {"requests": 1, "input_tokens": 11, "output_tokens": 5,
+                                              "cache_read_tokens": 900, "cache_write_tokens": 40, "reasoning_tokens": 0}
+    assert usage.from_hook({"session_id": "S", "usage": None}) is None  # a response without usage: nothing

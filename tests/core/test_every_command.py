@@ -24,3 +24,15 @@ def test_every_command_is_read_only_or_says_what_it_writes() -> None:
     assert not missing, f"say in tests/helpers/commands.py WRITES which files {missing} may change (or mark them READ_ONLY)"
     assert not (READ_ONLY & set(WRITES)), "a command is both read-only and a writer"
     assert set(WRITES) <= set(paths)
+
+
+def test_every_chat_sub_command_has_samples() -> None:
+    """``/memdeck``'s sub-commands (issue 35) run in the hostile homes and the multi-process store
+    test too: each has samples and is read-only or says what it writes."""
+    from memdeck.core.plugin.chat_command import SUBCOMMANDS
+    from memdeck.core.plugin.chat_command import WRITES as CHAT_WRITERS
+    from tests.helpers.commands import CHAT_READ_ONLY, CHAT_SAMPLES, CHAT_WRITES
+
+    assert set(CHAT_SAMPLES) == {*SUBCOMMANDS, "help"} and all(CHAT_SAMPLES.values())
+    assert set(CHAT_WRITES) == set(CHAT_WRITERS) and not (CHAT_READ_ONLY & set(CHAT_WRITES))
+    assert CHAT_READ_ONLY | set(CHAT_WRITES) == set(CHAT_SAMPLES)

@@ -47,7 +47,15 @@ def test_the_exposition_has_status_json_s_numbers(demo_home: HermesHome, tmp_pat
     md.write_text(md.read_text(encoding="utf-8") + "\n§\nEdited by hand.", encoding="utf-8")  # an external change
     assert cli_main([*home_arg, "memory", "remove", "--target", "user", "Edited by hand."]) == 0  # memdeck's
     assert cli_main([*home_arg, "journal"]) == 0  # records the removal
+    from memdeck.core.deck import usage  # two API requests as the plugin records them (issue 37)
+
+    for n, (read, write, inp) in enumerate(((0, 3000, 20), (3010, 40, 25))):
+        row = usage.from_hook({"session_id": "S1", "turn_id": f"t{n}", "api_call_count": 1, "ended_at": 100.0 + n,
+                               "usage": {"input_tokens": inp, "output_tokens": 9, "cache_read_tokens": read,
+                                         "cache_write_tokens": write}})
+        assert row is not None and usage.record(demo_home, row)
     status = build_status(demo_home)
+    assert status["cost"]["hit_ratio"] == round(3010 / (3020 + 3075), 3) and status["cost"]["requests"] == 2
     assert sum(status["changes"]["by_actor"].values()) >= 2, status["changes"]
     unreachable = parse_home_spec("ssh://nobody@127.0.0.1:1/srv/h")  # port 1: refused at once
     fleet = Fleet(fleet_homes(None, FleetSettings(), explicit=demo_home.path) + [unreachable],
@@ -84,6 +92,8 @@ def test_the_exposition_has_status_json_s_numbers(demo_home: HermesHome, tmp_pat
     assert not [k for k in samples if dict(k[1]).get("home") == unreachable.address and k[0] != "memdeck_home_up"]
     # the live sessions whose frozen memory differs from the files, as status --json counts them
     assert _value(samples, "memdeck_stale_live_sessions", home=home) == status["stale_sessions"]["count"] >= 1
+    # the prompt cache's hit ratio over the requests the plugin recorded, as status --json gives it
+    assert _value(samples, "memdeck_cache_hit_ratio", home=home) == status["cost"]["hit_ratio"]
     assert {n for n, _ in samples} <= set(METRICS)
 
 

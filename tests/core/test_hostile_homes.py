@@ -216,3 +216,131 @@ def test_the_catalogue_covers_what_issue_22_lists() -> None:
             "memlock-is-a-file", "memories-mode-000"}
     assert want <= names, want - names
     assert len(names) == len(HOMES), "two homes share a name"
+
+
+# --------------------------------------------------------------------------- /memdeck in a chat (issue 35)
+
+#: characters a chat answer never carries raw (terminal escapes, C1 controls, bidi overrides)
+_RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _forked(fn: Any, *, unprivileged: bool, timeout: float) -> dict[str, Any]:
+    """``fn()`` in a forked child (root's permission override dropped for an ``unprivileged`` home),
+    killed after ``timeout`` s: ``{"ok": value}``, ``{"traceback": text}`` or ``{"hang": True}``."""
+    import select
+    import signal
+    import traceback
+
+    from tests.helpers.hostile import drop_dac_override
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        os.close(r)
+        try:
+            if unprivileged and not drop_dac_override():
+                raise RuntimeError("could not drop CAP_DAC_OVERRIDE")
+            payload = {"ok": fn()}
+        except BaseException:  # noqa: BLE001 - whatever escaped is the finding
+            payload = {"traceback": traceback.format_exc()}
+        with os.fdopen(w, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(payload))
+        os._exit(0)
+    os.close(w)
+    ready, _, _ = select.select([r], [], [], timeout)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(r)
+        return {"hang": True}
+    with os.fdopen(r, encoding="utf-8") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else {"traceback": "the child wrote nothing"}
+
+
+def _chat(home: Path, sub: str, text: str, pending: str) -> str | None:
+    """One ``/memdeck`` answer as the plugin gives it (the terminal's origin: the local user may
+    write), or for ``notice`` what the chat notice appends to a reply after Hermes staged ``pending``."""
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
+
+    h = HermesHome(home)
+    if sub == "notice":
+        from memdeck.core.plugin.chat_notice import ChatNotices
+
+        n = ChatNotices(h, lambda: load_config(h))
+        n.post_tool_call(tool_name="memory", result=json.dumps({"staged": True, "pending_id": pending}), session_id="S")
+        return n.transform_llm_output(response_text="Done.", session_id="S")
+    from memdeck.core.plugin.chat_command import run
+
+    return run(h, text, None)
+
+
+def _chat_problems(hostile: Hostile, sub: str, text: str, res: dict[str, Any], before: dict, after: dict,
+                   frozen_paths: tuple[str, ...]) -> list[str]:
+    from memdeck.core.plugin.chat_command import DEFAULT_LIMIT
+    from memdeck.core.plugin.chat_notice import notice_line
+    from tests.helpers.commands import CHAT_READ_ONLY, CHAT_WRITES
+
+    what = f"{hostile.name}: /memdeck {text}" if sub != "notice" else f"{hostile.name}: the chat notice"
+    if res.get("hang"):
+        return [f"{what}: did not end within {HANG_GUARD:g} s (killed)"]
+    if "traceback" in res:
+        return [f"{what}: an exception escaped\n{res['traceback'][-1500:]}"]
+    answer = res["ok"]
+    bad: list[str] = []
+    if sub == "notice":
+        n = re.fullmatch(r"Done\.\n\n(\d+) memory writes? waits? for review: /memdeck pending", answer or "")
+        if answer is not None and (n is None or answer.split("\n\n", 1)[1] != notice_line(int(n.group(1)))):
+            bad.append(f"{what}: {answer!r}")
+    elif not isinstance(answer, str) or not answer.strip():
+        bad.append(f"{what}: no answer ({answer!r})")
+    else:
+        if _RAW_CONTROLS.search(answer):
+            bad.append(f"{what}: raw control characters in the answer {answer[:200]!r}")
+        if len(answer) > DEFAULT_LIMIT:
+            bad.append(f"{what}: {len(answer)} chars, over the message limit {DEFAULT_LIMIT}")
+    changed = sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+    frozen = [rel for rel in changed if rel in frozen_paths or any(rel.startswith(f + "/") for f in frozen_paths)]
+    if frozen:
+        bad.append(f"{what}: changed {frozen}, which nothing may change on this home")
+    mine = [rel for rel in changed if not memdeck_owned(rel)] if hostile.source != "home" else changed
+    refused = isinstance(answer, str) and answer.startswith(("memdeck: refused", "memdeck: failed", "usage:"))
+    if (sub in CHAT_READ_ONLY or sub == "notice") and mine:
+        bad.append(f"{what}: a read-only answer changed {mine}")
+    elif refused and [rel for rel in mine if not _allowed(rel, (DRIFT_SNAPSHOT,))]:
+        bad.append(f"{what}: refused ({answer[:120]!r}) but changed {mine}")
+    elif mine and sub in CHAT_WRITES:
+        extra = [rel for rel in mine if not _allowed(rel, CHAT_WRITES[sub])]
+        if extra:
+            bad.append(f"{what}: changed {extra}, outside what {sub!r} writes {CHAT_WRITES[sub]}")
+    return bad
+
+
+@pytest.mark.parametrize("hostile", HOMES, ids=[h.name for h in HOMES])
+def test_chat_commands_and_the_notice_on_a_hostile_home(hostile: Hostile, base: Path, tmp_path: Path) -> None:
+    """Every ``/memdeck`` sub-command (``tests/helpers/commands.py`` ``CHAT_SAMPLES``) and the chat
+    notice's hook on every hostile home, each in a forked child on its own copy with the home's
+    condition held: no exception escapes, nothing hangs, the answer is plain text under the message
+    limit, and the files change only as the CLI command sharing its core may (nothing for a
+    read-only answer or a refusal, never a frozen file)."""
+    from tests.helpers.commands import chat_samples
+
+    if hostile.unprivileged and unprivileged_prefix() is None:
+        pytest.skip("this home is hostile only without root's permission override, which cannot be dropped here")
+    template = build_hostile(hostile, base, tmp_path / "template")
+    before = fingerprint(template)
+    frozen = hostile.frozen_in(template)
+    values = home_values(str(template))
+    samples = [*chat_samples(values), ("notice", "")]
+    problems: list[str] = []
+    with holding(hostile) as server:
+        for n, (sub, text) in enumerate(samples):
+            home = copy_home(template, tmp_path / f"chat{n}")
+            with server.hold(home):
+                res = _forked(lambda: _chat(home, sub, text, values["pending"]),
+                              unprivileged=hostile.unprivileged, timeout=HANG_GUARD)
+            problems += _chat_problems(hostile, sub, text, res, before, fingerprint(home), frozen)
+            remove_home(home)
+    assert not problems, f"{len(problems)} problem(s) in {len(samples)} chat runs:\n" + "\n".join(problems)

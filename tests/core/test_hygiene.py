@@ -27,6 +27,20 @@ from memdeck.core.undo import undo
 PAIRS = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "hygiene" / "pairs.yaml").read_text(encoding="utf-8"))["pairs"]
 
 
+HELD_OUT = yaml.safe_load((Path(__file__).parents[1] / "fixtures" / "hygiene" / "held_out.yaml")
+                         .read_text(encoding="utf-8"))["pairs"]
+
+
+def test_the_held_out_batch_is_new_and_covers_four_languages_and_all_three_labels() -> None:
+    """Issue 36: a held-out batch apart from the tuning pairs (bench/bench_hygiene.py reports its
+    precision on its own; it is not asserted here, since nothing may be tuned to pass it)."""
+    assert len(HELD_OUT) >= 30
+    tuned = {t for r in PAIRS for t in (r["a"], r["b"])}
+    assert not [t for r in HELD_OUT for t in (r["a"], r["b"]) if t in tuned]
+    for lang in ("en", "de", "zh", "ja"):
+        assert {r["label"] for r in HELD_OUT if r["lang"] == lang} == {"duplicate", "contradiction", "distinct"}
+
+
 def _precision(pred: list[str], cls: str) -> float:
     tp = sum(1 for r, p in zip(PAIRS, pred) if p == cls and r["label"] == cls)
     fp = sum(1 for r, p in zip(PAIRS, pred) if p == cls and r["label"] != cls)

@@ -23,7 +23,7 @@ from memdeck.core.anchors.store import AnchorStore
 from memdeck.core.config import load_config
 from memdeck.core.home import HermesHome, resolve_home
 from memdeck.core.memlock_home import candidate_dirs, locate_memlock
-from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.overview.status import build_status
 from memdeck.core.watcher import source_of
 from tests.helpers.demo import demo_home_template  # noqa: F401
@@ -73,13 +73,11 @@ def test_memlock_05_on_the_default_profile_shows_its_anchors_and_score(demo_home
     # on screen: the Integrity panel's health block names the directory and the reason
     from memdeck.tui.views.integrity import hermes_health
 
-    cfg = load_config(home)
-    db = open_statedb(home)
+    reader = HomeReader(home, load_config(home))
     try:
-        snap = build_snapshot(home, cfg, db, stamps=take_stamps(home, db))
+        snap = reader.read()
     finally:
-        if db is not None:
-            db.close()
+        reader.close()
     assert snap.session_anchors is not None and snap.session_anchors.anchors
     text = hermes_health(snap).plain
     assert str(Path.home() / ".memlock" / "memlock") in text and "HERMES_HOME unset" in text

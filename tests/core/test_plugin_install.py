@@ -41,12 +41,14 @@ def test_vendored_core_is_the_import_closure_without_cli():
     assert "anchors/audit.py" in files and "sessions/compaction.py" in files and "__init__.py" in files
     assert not any(f.startswith("cli/") for f in files)
     assert "plugin/install.py" not in files  # the installer is not needed at runtime
-    # only what the plugin runs: no state.db reader, no snapshot; the memory store only for /memdeck
+    # only what the plugin runs: no snapshot, no overview; the memory store only for /memdeck
     # (issue 35: plugin/chat_command.py, imported when the command runs)
     assert "plugin/chat_command.py" in files and "memory/store.py" in files
-    # the dashboard tab's API (issue 35 #3) lists stale sessions: the state.db reader, never the overview
+    # the dashboard tab's API (issue 35 #3) and `/memdeck stale` list stale sessions: the state.db
+    # reader, never the overview
     assert "plugin/dashboard_api.py" in files and "sessions/statedb.py" in files and "context/report.py" in files
     assert not {"overview/status.py", "overview/snapshot.py"} & set(files)
+    assert not any(f.startswith("overview/") for f in files)
     pf = plugin_files()
     assert set(pf) == {"plugin.yaml", "__init__.py"} | {f"_core/{f}" for f in files} | {
         "dashboard/manifest.json", "dashboard/memdeck.js", "dashboard/plugin_api.py"}
@@ -146,7 +148,9 @@ def test_cli_install_status_uninstall(hermes_home, capsys):
 def test_register_wires_hooks_tool_command(hermes_home):
     ctx = RecordingContext()
     register(ctx)
-    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch"}
+    assert set(ctx.hooks) == {"on_session_start", "pre_llm_call", "on_session_end", "pre_gateway_dispatch",
+                              "post_tool_call", "transform_llm_output",
+                              "pre_api_request", "post_api_request"}
     assert ctx.tools["guard_pin"]["toolset"] == "guard"
     assert ctx.tools["guard_pin"]["schema"]["name"] == "guard_pin"
     assert "guard" in ctx.commands and "memdeck" in ctx.commands

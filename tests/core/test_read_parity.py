@@ -1,11 +1,14 @@
-"""The parts evaluator (core/overview/parts.py, through HomeReader) reads the same snapshots as the
-hand-written builder (core/overview/snapshot.py ``build_snapshot``), field by field, on the demo
-home, a bigger home and the hostile homes, across a sequence of changes: nothing appended, a
-message appended, a compaction, memory edited, a pending write staged, config.yaml changed, a
-session pinned, a MemLock file edited.
+"""The parts evaluator (core/overview/parts.py, through HomeReader) read incrementally equals the
+same evaluator read from scratch, field by field, on the demo home, a bigger home and the hostile
+homes, across a sequence of changes: nothing changed, a message appended, a compaction, memory
+edited, a pending write staged, config.yaml changed, a MemLock file edited, a session pinned.
+Each step one reader kept from the start (each part read again only when the key of its inputs
+changed) and a new reader (every part read) read the same home: a reuse rule that keeps a value
+its sources no longer give is a difference here. (This replaced the parity with the hand-written
+builder the parts were taken from, deleted once nothing else used it.)
 
-Both read the same home; memdeck.db (where the change history is recorded) is put back between
-the two reads of a step with SQLite's own backup, so both observe the same changes.
+memdeck.db (where the change history is recorded) is put back between the two reads of a step
+with SQLite's own backup, so both observe the same changes.
 """
 
 from __future__ import annotations
@@ -20,30 +23,33 @@ from typing import Any
 import pytest
 
 from memdeck.core.config import load_config
-from memdeck.core.deck.db import DeckDB, db_path
+from memdeck.core.deck.db import db_path
 from memdeck.core.demo import DEMO_NOW, DEMO_SEED, build_demo_home, demo_plan
 from memdeck.core.demo.big import build_big_home
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.reader import HomeReader
-from memdeck.core.overview.snapshot import (
-    build_memory_snapshot,
-    build_snapshot,
-    open_statedb,
-    take_stamps,
-)
 from memdeck.core.sessions import hermes_schema as hs
 from tests.helpers.hostile import HOMES, build_base, build_hostile
 
-#: fields that differ between two reads of the same sources by design (the clock), and fields of
-#: parts added after the builder (which never filled them)
+#: fields that differ between two reads of the same sources by design: the clock, and state.db's
+#: ``PRAGMA data_version``, which counts the commits *other* connections made since this
+#: connection opened (the fresh reader's is new each step)
 TIMESTAMPS = ("taken_at",)
-AFTER_BUILDER = ("stale_sessions",)
+PER_CONNECTION = ("data_version",)
 
 
-def differences(new: Any, old: Any) -> list[str]:
-    """The names of the snapshot fields that differ (timestamps aside)."""
-    return [f.name for f in dataclasses.fields(old)
-            if f.name not in TIMESTAMPS + AFTER_BUILDER and getattr(new, f.name) != getattr(old, f.name)]
+def _comparable(name: str, value: Any) -> Any:
+    if name == "stamps" and value is not None and value.statedb is not None:
+        return dataclasses.replace(value, statedb=value.statedb[:2])  # the file, not its data_version
+    if name == "agent_view" and value is not None:
+        return dataclasses.replace(value, basis=())  # its basis holds data_version
+    return value
+
+
+def differences(kept: Any, fresh: Any) -> list[str]:
+    """The names of the snapshot fields that differ (the fields above aside)."""
+    return [f.name for f in dataclasses.fields(fresh) if f.name not in TIMESTAMPS + PER_CONNECTION
+            and _comparable(f.name, getattr(kept, f.name)) != _comparable(f.name, getattr(fresh, f.name))]
 
 
 def _backup(home: HermesHome) -> sqlite3.Connection | None:
@@ -71,51 +77,54 @@ def _restore(home: HermesHome, mem: sqlite3.Connection | None) -> None:
 
 
 class Pair:
-    """The old builder and the new reader side by side on one home."""
+    """One reader kept across the steps (incremental) beside a new reader each step (from scratch)."""
 
     def __init__(self, home: HermesHome) -> None:
         self.home = home
         self.config = load_config(home)
         self.reader = HomeReader(home, self.config, clock=lambda: DEMO_NOW)
-        self.old_db = self.old_deck = None
-        self.old: Any = None
         self.new: Any = None
         self.session: str | None = None
+        #: a hostile state.db whose reader reopens its connection during a read (its
+        #: ``data_version`` starts again): the read after an appended message reads once more
+        self.settles = False
 
     def first(self) -> None:
-        new = self.reader.first_paint()
-        old = build_memory_snapshot(self.home, self.config, now=DEMO_NOW, stamps=take_stamps(self.home, None))
-        assert differences(new, old) == []
-        self.old = old
+        painted = self.reader.first_paint()
+        assert painted.partial and painted.sessions == () and painted.audit is None
         self.step("first read")
 
-    def step(self, what: str) -> tuple[Any, Any]:
-        saved = _backup(self.home)
-        prev_new = self.new
+    def step(self, what: str, *, unchanged: bool = False) -> Any:
+        """Read the home with the kept reader; compare it with a fresh reader's read, or (nothing
+        changed since the last step: ``unchanged``) check it is the last snapshot itself."""
+        prev = self.new
         self.reader.config = self.config
-        new = self.reader.read(self.session)
+        if unchanged:
+            kept = self.reader.read(self.session)
+            assert kept is prev or prev.errors, what  # a read with a banner reads every part again
+            return kept
+        saved = _backup(self.home)
+        kept = self.reader.read(self.session)
+        if not kept.errors:  # read again at once: nothing changed, the very same snapshot
+            again = self.reader.read(self.session)
+            if again is not kept and self.settles:  # one read more, then settled
+                kept, again = again, self.reader.read(self.session)
+            assert again is kept, what
         _restore(self.home, saved)
-        if self.old_db is None:
-            try:
-                self.old_db = open_statedb(self.home)
-            except Exception:  # noqa: BLE001 - the builder shows it as a banner
-                self.old_db = None
-            self.old_deck = DeckDB(self.home)
-        prev_old = self.old
-        with self.old_deck.bound():
-            old = build_snapshot(self.home, self.config, self.old_db, previous=self.old, session_id=self.session,
-                                 now=DEMO_NOW, stamps=take_stamps(self.home, self.old_db))
-        assert differences(new, old) == [], what
-        # an unchanged home is the very same snapshot on both sides
-        assert (new is prev_new) == (old is prev_old), what
-        self.new, self.old = new, old
-        return new, old
+        fresh_reader = HomeReader(self.home, self.config, clock=lambda: DEMO_NOW)
+        try:
+            fresh = fresh_reader.read(self.session)
+        finally:
+            fresh_reader.close()
+        # the very same snapshot returned for an unchanged home keeps the rows its read recorded
+        # (``new_changes``: what that read observed); a fresh reader observes nothing new
+        same = ("new_changes",) if kept is prev else ()
+        assert [d for d in differences(kept, fresh) if d not in same] == [], what
+        self.new = kept
+        return kept
 
     def close(self) -> None:
         self.reader.close()
-        for c in (self.old_db, self.old_deck):
-            if c is not None:
-                c.close()
 
 
 def _append(home: HermesHome, text: str) -> None:
@@ -180,11 +189,15 @@ def _touch_memlock(home: HermesHome) -> None:
             pass
 
 
-def run_sequence(home: HermesHome, *, compaction: bool = True) -> Pair:
+def run_sequence(home: HermesHome, *, compaction: bool = True, short: bool = False, settles: bool = False) -> Pair:
+    """Read ``home`` through the steps (module docstring); ``short``: without the pinned session
+    and the second message (the hostile homes: each breaks one source, which the steps before
+    already read in every state)."""
     pair = Pair(home)
+    pair.settles = settles
     try:
         pair.first()
-        pair.step("nothing changed")
+        pair.step("nothing changed", unchanged=True)
         _append(home, "parity: one more user turn")
         pair.step("a message appended")
         if compaction:
@@ -199,6 +212,8 @@ def run_sequence(home: HermesHome, *, compaction: bool = True) -> Pair:
         _touch_memlock(home)
         pair.step("a MemLock file edited")
         sessions = [s.id for s in pair.new.sessions if s.id != pair.new.session_id]
+        if short:
+            return pair
         if sessions:
             pair.session = sessions[-1]
             pair.step("a session pinned")
@@ -206,7 +221,7 @@ def run_sequence(home: HermesHome, *, compaction: bool = True) -> Pair:
             pair.step("following the live session again")
         _append(home, "parity: and another")
         pair.step("another message")
-        pair.step("nothing changed again")
+        pair.step("nothing changed again", unchanged=True)
     finally:
         pair.close()
     return pair
@@ -235,12 +250,12 @@ PARITY_HOMES = [h for h in HOMES if h.holder is None and not h.unprivileged and 
 @pytest.mark.parametrize("hostile", PARITY_HOMES, ids=lambda h: h.name)
 def test_hostile_home_reads_the_same(hostile: Any, hostile_base: Path, tmp_path: Path) -> None:
     root = build_hostile(hostile, hostile_base, tmp_path / "home")
-    run_sequence(HermesHome(root), compaction=False)
+    run_sequence(HermesHome(root), compaction=False, short=True, settles=hostile.name == "statedb-sessions-missing-columns")
 
 
 def test_a_pending_audit_is_continued_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A read whose audit left compactions pending (a semantic history's budget ran out) is read
-    again on the next read even when no source changed; the builder returned the last snapshot."""
+    again on the next read even when no source changed (the ``unfinished`` input)."""
     from memdeck.core.overview import parts
 
     home = build_demo_home(tmp_path / "demo", seed=DEMO_SEED, now=DEMO_NOW)
@@ -263,3 +278,87 @@ def test_a_pending_audit_is_continued_not_kept(tmp_path: Path, monkeypatch: pyte
     assert len(calls) == 2 and second is not first and second.audit.pending == 0
     assert reader.read() is second and len(calls) == 2  # finished: kept
     reader.close()
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, fail: Callable[[str, int], bool] = lambda name, n: False) -> list[str]:
+    """Make every part of the table record its name when read (``fail(name, nth read)``: that read
+    fails, as a source does: a banner). Returns the list the names go to."""
+    from memdeck.core.overview import parts
+
+    read: list[str] = []
+    times: dict[str, int] = {}
+
+    def wrap(part: Any) -> Any:
+        def counted(ctx: Any) -> Any:
+            read.append(part.name)
+            times[part.name] = times.get(part.name, 0) + 1
+            if fail(part.name, times[part.name]):
+                ctx.fail(part.panels or ("review",), part.name, RuntimeError("injected"))
+            return part.read(ctx)
+
+        return dataclasses.replace(part, read=counted)
+
+    monkeypatch.setattr(parts, "PARTS", tuple(wrap(p) for p in parts.PARTS))
+    return read
+
+
+def _depending_on(*sources: str) -> set[str]:
+    """The parts whose key holds one of ``sources``, directly or through another part's field."""
+    from memdeck.core.overview.parts import FILLED_BY, PARTS
+
+    out: set[str] = set()
+    for p in PARTS:  # in table order: a part's inputs come before it
+        if any(i in sources or (i in FILLED_BY and FILLED_BY[i].name in out) for i in p.inputs):
+            out.add(p.name)
+    return out
+
+
+def test_a_part_is_read_again_only_when_the_key_of_its_inputs_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdeck.core.overview.parts import PARTS
+
+    home = build_demo_home(tmp_path / "demo", seed=DEMO_SEED, now=DEMO_NOW)
+    read = _counting(monkeypatch)
+    reader = HomeReader(home, load_config(home), clock=lambda: DEMO_NOW)
+    try:
+        first = reader.read()
+        # every part, once, but those read only when asked for (status --json's)
+        assert not first.errors and sorted(read) == sorted(p.name for p in PARTS if not p.asked)
+        read.clear()
+        assert reader.read() is first and read == []  # nothing changed: nothing read
+        _edit_memory(home)
+        second = reader.read()
+        assert second is not first and len(second.memory["memory"].entries) == len(first.memory["memory"].entries) + 1
+        may = _depending_on("stamp.memory", "each read")
+        assert {"memory", "prompt_blocks", "findings", "usage_history"} <= set(read) <= may, sorted(set(read) - may)
+        # nothing of state.db, the pending writes or MemLock's files was read again
+        assert not set(read) & {"db_status", "sessions", "pending", "anchor_sessions", "compactions", "hermes_profile"}
+        assert second.sessions is first.sessions and second.compactions is first.compactions
+        read.clear()
+        _append(home, "one more turn")
+        third = reader.read()
+        assert "db_status" in read and "memory" not in read and "pending" not in read
+        # ``new_changes`` is each read's own (empty now): only its counters' part takes it again
+        may = _depending_on("stamp.statedb", "each read") | {"_memory_changes"}
+        assert set(read) <= may, sorted(set(read) - may)
+        assert "history" not in read and "usage_history" not in read
+        assert third.memory["memory"] is second.memory["memory"]  # the memory part kept
+    finally:
+        reader.close()
+
+
+def test_a_part_that_failed_is_read_again_whatever_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memdeck.core.overview.parts import PARTS
+
+    home = build_demo_home(tmp_path / "demo", seed=DEMO_SEED, now=DEMO_NOW)
+    read = _counting(monkeypatch, fail=lambda name, n: name == "pending" and n == 1)  # its first read fails
+    reader = HomeReader(home, load_config(home), clock=lambda: DEMO_NOW)
+    try:
+        first = reader.read()
+        assert "pending: RuntimeError: injected" in (first.errors.get("review") or "")
+        read.clear()
+        second = reader.read()  # no source changed, but the last read had a banner: every part again
+        assert not second.errors and sorted(read) == sorted(p.name for p in PARTS if not p.asked)
+        read.clear()
+        assert reader.read() is second and read == []  # recovered: kept
+    finally:
+        reader.close()

@@ -78,11 +78,13 @@ def test_a_different_model_is_refused_with_the_reason(demo: HermesHome, tmp_path
 
 
 def test_the_integrity_panel_says_semantic_is_not_in_use(demo: HermesHome, tmp_path: Path) -> None:
-    from memdeck.core.overview.snapshot import build_snapshot
+    from memdeck.core.overview.reader import HomeReader
     from memdeck.tui.views.integrity import integrity_facts
 
     _semantic(demo, str(tmp_path / "nowhere"))
-    snap = build_snapshot(demo, load_config(demo), StateDB(demo.state_db), now=demo_plan().now)
+    reader = HomeReader(demo, load_config(demo))
+    snap = reader.read(now=demo_plan().now)
+    reader.close()
     text = integrity_facts(snap, demo_plan().now).plain
     assert "semantic configured · keyword in use" in text and "retries loading the model" in text
 

@@ -1,4 +1,5 @@
-"""core.snapshot: one frozen value from every core reader; a failing source is a banner."""
+"""core.overview: one frozen snapshot from every core reader (read by a HomeReader over the parts);
+a failing source is a banner."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from memdeck.core.config import load_config
 from memdeck.core.demo import DEMO_NOW, build_demo_home
 from memdeck.core.home import HermesHome
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.overview.recall_preview import run_recall
-from memdeck.core.overview.snapshot import DeckSnapshot, build_snapshot, open_statedb
+from memdeck.core.overview.snapshot import DeckSnapshot, open_statedb
 
 
 @pytest.fixture
@@ -20,9 +22,8 @@ def demo(tmp_path: Path) -> HermesHome:
 
 
 def _build(home: HermesHome, **kw):
-    cfg = load_config(home)
-    db = open_statedb(home)
-    return build_snapshot(home, cfg, db, now=DEMO_NOW, **kw), db
+    reader = HomeReader(home, load_config(home))
+    return reader.read(now=DEMO_NOW, **kw), reader
 
 
 def test_demo_snapshot_has_every_section(demo: HermesHome) -> None:
@@ -51,8 +52,8 @@ def test_snapshot_is_frozen(demo: HermesHome) -> None:
 
 
 def test_unchanged_database_reuses_session_data(demo: HermesHome) -> None:
-    snap, db = _build(demo)
-    again = build_snapshot(demo, load_config(demo), db, previous=snap, now=DEMO_NOW)
+    snap, reader = _build(demo)
+    again = reader.read(now=DEMO_NOW)
     assert again.sessions is snap.sessions
     assert again.audit is snap.audit
 
@@ -64,18 +65,18 @@ def test_an_appended_message_keeps_the_drift_log_and_a_compaction_renews_it(demo
 
     from memdeck.core.sessions import hermes_schema as hs
 
-    snap, db = _build(demo)
+    snap, reader = _build(demo)
     assert snap.drift_log
     conn = sqlite3.connect(demo.state_db)
     hs.append_message(conn, snap.session_id, "user", "one more message")
     conn.commit()
-    again = build_snapshot(demo, load_config(demo), db, previous=snap, now=DEMO_NOW + 1)
+    again = reader.read(now=DEMO_NOW + 1)
     assert again.audit is not snap.audit  # the database changed: audited again
     assert again.drift_log is snap.drift_log and again.integrity_history is snap.integrity_history
     hs.compact_in_place(conn, snap.session_id, "a new summary", keep_head=2, keep_tail=2, now=DEMO_NOW + 2)
     conn.commit()
     conn.close()
-    third = build_snapshot(demo, load_config(demo), db, previous=again, now=DEMO_NOW + 3)
+    third = reader.read(now=DEMO_NOW + 3)
     assert len(third.drift_log) == len(snap.drift_log) + 1
 
 
@@ -83,7 +84,7 @@ def test_corrupt_memlock_file_is_a_banner_not_a_crash(demo: HermesHome) -> None:
     snap, _db = _build(demo)
     path = snap.session_anchors.path
     path.write_text("{ not json", encoding="utf-8")
-    bad = build_snapshot(demo, load_config(demo), open_statedb(demo), now=DEMO_NOW)
+    bad, _reader = _build(demo)
     assert bad.session_anchors is None
     assert "anchors" in bad.errors and "not valid JSON" in bad.errors["anchors"]
     assert bad.sessions  # the rest still works
@@ -103,7 +104,7 @@ def test_garbage_state_db_is_a_banner(demo: HermesHome) -> None:
 
 
 def test_empty_home_never_raises(hermes_home: HermesHome) -> None:
-    snap = build_snapshot(hermes_home, load_config(hermes_home), None, now=1.0)
+    snap = HomeReader(hermes_home, load_config(hermes_home)).read(now=1.0)
     assert snap.sessions == () and snap.session_id is None and snap.audit is None
 
 
@@ -129,18 +130,14 @@ def test_an_unreadable_memory_file_keeps_its_banner_after_the_first_paint(demo: 
     """The memory-only first paint carried no banner for a MEMORY.md that is not UTF-8, and the full
     build reused that memory part unchanged: Capacity showed an empty file, no banner (found by the
     hostile homes, tests/tui/test_hostile_panels.py)."""
-    from memdeck.core.overview.snapshot import build_memory_snapshot, take_stamps
-
     demo.memory_file("memory").write_bytes(b"caf\xe9\n\xc2\xa7\nsecond")
-    cfg = load_config(demo)
-    first = build_memory_snapshot(demo, cfg, stamps=take_stamps(demo, None))
+    reader = HomeReader(demo, load_config(demo))
+    first = reader.first_paint()
     assert "not valid UTF-8" in (first.error_for("capacity") or "")
-    db = open_statedb(demo)
     try:
-        full = build_snapshot(demo, cfg, db, previous=first, stamps=take_stamps(demo, db))
+        full = reader.read()
     finally:
-        if db is not None:
-            db.close()
+        reader.close()
     assert "not valid UTF-8" in (full.error_for("capacity") or "")
 
 
@@ -152,7 +149,7 @@ def test_a_config_that_cannot_be_used_is_a_banner_where_its_numbers_show(demo: H
     """config.yaml's problems were only in ``warnings``, which no panel showed: the char limits of
     Capacity were the defaults with nothing on screen saying so."""
     (demo.path / "config.yaml").write_bytes(config_text if isinstance(config_text, bytes) else config_text.encode())
-    snap = build_snapshot(demo, load_config(demo), open_statedb(demo))
+    snap, _reader = _build(demo)
     for p in panels:
         assert "config" in (snap.error_for(p) or "") or "memory_char_limit" in (snap.error_for(p) or ""), p
     assert not snap.errors.get("capacity")  # a notice, not a failed source: the next build stays incremental

@@ -77,10 +77,10 @@ def test_sessions_and_anchors_sections_are_merged(tmp_path) -> None:
 
 
 def test_a_failing_merged_section_is_reported_not_raised(hermes_home: HermesHome, monkeypatch) -> None:
-    def missing(home, config):
+    def missing(reader, snap):
         raise AttributeError("no_such_function")
 
-    monkeypatch.setattr(status_mod, "MERGED_PROVIDERS", [("statedb", missing), ("audit", status_mod.anchors_section)])
+    monkeypatch.setattr(status_mod, "_sessions", missing)  # the sessions/state_db serialiser breaks
     st = status_mod.build_status(hermes_home)
     assert "sessions" not in st and "AttributeError" in st["section_errors"]["statedb"]
     assert st["anchors"] == []
@@ -96,3 +96,77 @@ def test_status_counts_hygiene_findings_by_the_lexical_method(hermes_home: Herme
     assert st["hygiene"]["method"] == "lexical"
     assert st["hygiene"]["counts"] == {"duplicate": 1, "contradiction": 1, "stale": 0, "wasteful": 0}
     assert st["hygiene"]["chars_saved"] == len("Project uses uv for Python dependency management") + 3
+
+
+def test_a_failed_part_is_a_section_error_worded_by_its_own_failure(hermes_home: HermesHome, monkeypatch) -> None:
+    """The profile part fails once: ``section_errors`` holds its whole text (both lines, where the
+    banner keeps the first), and the source is not asked again to word it (issue 32)."""
+    from memdeck.core.sessions import profile
+
+    calls: list[object] = []
+
+    def broken(home: object, *args: object, **kwargs: object) -> object:
+        calls.append(home)
+        raise RuntimeError("state.db layout unknown\nsecond line")
+
+    monkeypatch.setattr(profile, "detect_profile", broken)
+    st = status_mod.build_status(hermes_home)
+    assert st["section_errors"]["profile"] == "RuntimeError: state.db layout unknown\nsecond line"
+    assert "hermes" not in st and len(calls) == 1
+
+
+def test_status_only_sections_are_parts_read_when_asked(hermes_home: HermesHome, monkeypatch) -> None:
+    """``hygiene``, ``detection``, every drift log and the global pins are parts read only when
+    asked for: the dashboard's read of every part does not read them, ``status`` does, once, and
+    a hygiene that fails is ``section_errors["hygiene"]`` from the part."""
+    from memdeck.core.hygiene import detect
+    from memdeck.core.overview.parts import PARTS
+    from memdeck.core.overview.reader import HomeReader
+
+    asked = {p.name for p in PARTS if p.asked}
+    assert asked == {"drift_logs", "global_pins", "detection", "hygiene"}
+    calls: list[object] = []
+    real = detect.hygiene_report
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(detect, "hygiene_report", counted)
+    reader = HomeReader(hermes_home, load_config(hermes_home))
+    try:
+        snap = reader.read()  # every part: not the asked ones
+        assert snap.hygiene is None and snap.detection is None and calls == []
+    finally:
+        reader.close()
+    st = status_mod.build_status(hermes_home)
+    assert len(calls) == 1 and st["hygiene"]["method"] == "lexical" and st["detection"]["active"] == "keyword"
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise OSError("hygiene cannot read")
+
+    monkeypatch.setattr(detect, "hygiene_report", broken)
+    st = status_mod.build_status(hermes_home)
+    assert "hygiene" not in st and st["section_errors"]["hygiene"] == "OSError: hygiene cannot read"
+
+
+def test_a_failed_provider_part_is_its_error_and_the_queue_still_judged(hermes_home: HermesHome, monkeypatch) -> None:
+    """The provider settings fail: ``section_errors["provider"]`` is the part's failure, read once,
+    and the pending writes are still listed (the review part judged them with memory.provider)."""
+    from memdeck.core import provider_settings
+
+    calls: list[object] = []
+
+    def broken(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        raise ValueError("plugins/ unreadable")
+
+    monkeypatch.setattr(provider_settings, "provider_settings", broken)
+    d = hermes_home.pending_dir
+    d.mkdir(parents=True)
+    (d / "abcd0001.json").write_text(json.dumps({"id": "abcd0001", "origin": "foreground", "created_at": 1,
+                                                "payload": {"action": "add", "target": "user", "content": "x"}}))
+    st = status_mod.build_status(hermes_home)
+    assert st["section_errors"]["provider"] == "ValueError: plugins/ unreadable" and "provider" not in st
+    assert [p["id"] for p in st["pending"]] == ["abcd0001"] and st["pending"][0]["state"] == "clean"
+    assert len(calls) == 1

@@ -2,7 +2,8 @@
 
 CLI writers (one process per command: their add/remove pairs plus every writing command of
 ``tests/helpers/commands.py`` in turn), the real dashboard (headless, writing through its write
-worker, refreshing on every change) and ``memdeck watch`` run on one demo home for
+worker, refreshing on every change), ``memdeck watch`` and a process standing for a Hermes gateway
+answering ``/memdeck`` in chats (every sub-command, and the chat notice's hooks) run on one demo home for
 ``MEMDECK_STRESS_SECONDS`` (default 40 s; the note's figures come from runs of several minutes).
 Afterwards memdeck.db passes ``PRAGMA integrity_check``, its journal holds no write left
 half-done, every command succeeded or was refused with a reason, every writing command ran, and
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = float(os.environ.get("MEMDECK_STRESS_SECONDS", "40"))
-ROLES = [("cli", "a"), ("cli", "b"), ("cli", "c"), ("dashboard", "d"), ("watch", "w")]
+ROLES = [("cli", "a"), ("cli", "b"), ("cli", "c"), ("dashboard", "d"), ("watch", "w"), ("chat", "g")]
 
 
 def _entries(home: HermesHome) -> set[str]:
@@ -86,3 +87,8 @@ def test_memdeck_processes_share_memdeck_db_without_corruption(demo_home: Hermes
     from tests.helpers.commands import writers
 
     assert ran == set(writers()), f"writing commands that never ran: {sorted(set(writers()) - ran)}"
+    from tests.helpers.commands import CHAT_SAMPLES
+
+    chat = next(r for r in reports if r["role"] == "chat")
+    assert set(chat["chat"]) == set(CHAT_SAMPLES), f"chat sub-commands that never ran: {set(CHAT_SAMPLES) - set(chat['chat'])}"
+    assert chat["counts"]["ok"] >= len(CHAT_SAMPLES), chat

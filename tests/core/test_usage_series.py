@@ -133,17 +133,18 @@ def test_the_snapshot_reads_the_usage_history_again_only_when_a_memory_file_chan
     the series; a change of MEMORY.md (by any writer) gives a series with the new usage."""
     from memdeck.core.config import load_config
     from memdeck.core.demo import DEMO_NOW, build_demo_home
-    from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+    from memdeck.core.overview.reader import HomeReader
 
     home = build_demo_home(tmp_path / "demo", seed=7, now=DEMO_NOW)
-    cfg, db = load_config(home), open_statedb(home)
-    first = build_snapshot(home, cfg, db, now=DEMO_NOW, stamps=take_stamps(home, db))
+    cfg = load_config(home)
+    reader = HomeReader(home, cfg)
+    first = reader.read(now=DEMO_NOW)
     series = first.usage_history["memory"]
     assert series.complete and len(series.points) >= 3 and series.points[-1].chars == first.memory["memory"].chars
     assert first.usage_history["user"].points[-1].chars == first.memory["user"].chars
     store = MemoryStore(home, cfg, actor="cli")
     store.remove("memory", first.memory["memory"].entries[0].text)
-    second = build_snapshot(home, cfg, db, previous=first, now=DEMO_NOW + 5, stamps=take_stamps(home, db))
+    second = reader.read(now=DEMO_NOW + 5)
     assert second.usage_history["memory"] is not series
     assert second.usage_history["memory"].points[-1].chars == second.memory["memory"].chars < series.points[-1].chars
     assert second.usage_history["user"] == first.usage_history["user"]
@@ -155,5 +156,5 @@ def test_the_snapshot_reads_the_usage_history_again_only_when_a_memory_file_chan
     hs.append_message(conn, second.session_id, "user", "one more message")
     conn.commit()
     conn.close()
-    third = build_snapshot(home, cfg, db, previous=second, now=DEMO_NOW + 6, stamps=take_stamps(home, db))
+    third = reader.read(now=DEMO_NOW + 6)
     assert third.usage_history is second.usage_history  # state.db changed, memory did not

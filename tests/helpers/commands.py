@@ -48,7 +48,10 @@ SAMPLES: dict[str, list[list[str]]] = {
     "journal": [["journal"], ["journal", "--json"]],
     "hygiene list": [["hygiene", "list", "--lexical"], ["hygiene", "list", "--json", "--lexical"]],
     "hygiene apply": [["hygiene", "apply", "{hygiene_finding}", "--lexical", "--json"]],
-    "sessions": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"]],
+    "sessions list": [["sessions"], ["sessions", "--json"], ["sessions", "--stale"], ["sessions", "--stale", "--json"],
+                      ["sessions", "list", "--limit", "3", "--json"]],
+    # a rebuild request for the anchors' session (refused when it has ended or is not in state.db)
+    "sessions rebuild": [["sessions", "rebuild", "{session}", "--json"]],
     "context": [["context"], ["context", "--json"], ["context", "--session", "{session}", "--json"]],
     "recall": [["recall", "deploy"], ["recall", "deploy", "--json"]],
     "constraints": [["constraints", "--keyword"], ["constraints", "--keyword", "--json"]],
@@ -82,7 +85,7 @@ SAMPLES: dict[str, list[list[str]]] = {
 #: The commands that never change a file of the home (memdeck.db aside: every command records
 #: the change history there). Anything not listed is a writer.
 READ_ONLY: frozenset[str] = frozenset({
-    "status", "memory list", "pending list", "scan", "journal", "sessions", "recall", "anchors", "audit", "preview",
+    "status", "memory list", "pending list", "scan", "journal", "sessions list", "recall", "anchors", "audit", "preview",
     "plugin status", "history", "watch", "context", "hygiene list", "constraints",
     # the dashboard's server (its own sessions write through the dashboard's stores), a script on
     # stdout, the fleet's rows and figures (`metrics --textfile` writes beside the home, not in it)
@@ -122,7 +125,37 @@ WRITES: dict[str, tuple[str, ...]] = {
     "plugin uninstall": ("plugins", "plugins/*", "config.yaml", "config.yaml.bak-*"),
     "revert": ("memories/*", "memlock/*"),
     "hygiene apply": ("memories/*",),
+    "sessions rebuild": (),  # a request queued in memdeck.db; the plugin acts on it inside Hermes
 }
+
+
+#: ``/memdeck`` in a chat (issue 35, ``core/plugin/chat_command.py``): the invocations the hostile
+#: homes and the multi-process store test run through ``chat_command.run`` (the text after
+#: ``/memdeck``, :func:`fill` placeholders), per sub-command; a sub-command added later fails
+#: ``tests/core/test_every_command.py`` until it has samples here.
+CHAT_SAMPLES: dict[str, list[str]] = {
+    "help": ["help"],
+    "pending": ["pending", "pending 2"],
+    "memory": ["memory"],
+    "history": ["history 5"],
+    "stale": ["stale"],
+    "approve": ["approve {pending}", "approve --all-clean"],
+    "reject": ["reject {pending}", "reject --stale"],
+    "edit": ["edit {pending} chat edit: cite the ticket number"],
+    "revert": ["revert {change}"],
+}
+#: the chat sub-commands that write nothing of a home (memdeck.db aside)
+CHAT_READ_ONLY: frozenset[str] = frozenset({"help", "pending", "memory", "history", "stale"})
+#: what a writing chat sub-command may change (as :data:`WRITES`): the CLI command it shares its core with
+CHAT_WRITES: dict[str, tuple[str, ...]] = {
+    "approve": WRITES["pending approve"], "reject": WRITES["pending reject"], "edit": WRITES["pending edit"],
+    "revert": WRITES["revert"],
+}
+
+
+def chat_samples(values: dict[str, str]) -> list[tuple[str, str]]:
+    """``(sub-command, text after /memdeck)`` of every :data:`CHAT_SAMPLES`, filled with ``values``."""
+    return [(sub, text.format(**values)) for sub, texts in CHAT_SAMPLES.items() for text in texts]
 
 
 def writers() -> list[str]:
@@ -137,6 +170,8 @@ def command_of(argv: list[str]) -> str:
         head = " ".join(argv[:n])
         if head in paths:
             return head
+        if f"{head} list" in paths:  # `sessions --json`: the group's default action
+            return f"{head} list"
     raise KeyError(f"no command for {argv!r}")
 
 

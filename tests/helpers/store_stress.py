@@ -16,6 +16,13 @@ its own process, as a user's shells would). Each role prints one JSON line at th
   reports its write outcomes, refreshes and every error toast or source banner it showed.
 - ``watch``: ``memdeck watch`` streaming JSON lines until the deadline; reports its events and
   anything on stderr.
+- ``chat``: one process standing for a Hermes gateway with memdeck's plugin: ``/memdeck`` answers
+  (``core/plugin/chat_command.py`` ``run``, every sample of ``tests/helpers/commands.py``
+  ``CHAT_SAMPLES`` in turn, filled from the home as it is then) and the chat notice's hooks
+  (``core/plugin/chat_notice.py``: a staged write, then the reply) in a loop until the deadline,
+  and on until every sub-command ran once. An answer is ``ok``, ``refused`` (``memdeck: refused:``
+  or a usage line) or ``failed`` (an exception, ``memdeck: error:``/``failed``, or a notice that is
+  not the line).
 
 Closing a descriptor of memdeck.db anywhere in a process drops that process's SQLite locks, so
 another process checkpoints and deletes the WAL under a live connection: with the old
@@ -205,7 +212,57 @@ def run_watch(home: Path, seconds: float, tag: str) -> dict[str, Any]:
             "failures": failures}
 
 
-ROLES = {"cli": run_cli, "dashboard": run_dashboard, "watch": run_watch}
+def run_chat(home: Path, seconds: float, tag: str) -> dict[str, Any]:
+    import re
+    import traceback
+
+    from memdeck.core.config import load_config
+    from memdeck.core.home import HermesHome
+    from memdeck.core.plugin.chat_command import run
+    from memdeck.core.plugin.chat_notice import ChatNotices
+    from tests.helpers.commands import CHAT_SAMPLES, chat_samples
+
+    h = HermesHome(home)
+    notices = ChatNotices(h, lambda: load_config(h))
+    counts = {_OK: 0, _REFUSED: 0, _FAILED: 0}
+    failures: list[str] = []
+    ran: dict[str, int] = {}
+    line = re.compile(r"\d+ memory writes? waits? for review: /memdeck pending")
+    deadline = time.monotonic() + seconds
+    i = 0
+
+    def record(kind: str, what: str) -> None:
+        counts[kind] += 1
+        if kind == _FAILED and len(failures) < 20:
+            failures.append(what)
+
+    while time.monotonic() < deadline or set(ran) != set(CHAT_SAMPLES):
+        values = _values(home)
+        samples = chat_samples(values)
+        sub, text = samples[i % len(samples)]
+        try:
+            answer = run(h, text, None)
+        except Exception:  # noqa: BLE001 - the finding
+            record(_FAILED, f"/memdeck {text}: {traceback.format_exc()[-600:]}")
+        else:
+            if answer.startswith(("memdeck: error", "memdeck: failed")):
+                record(_FAILED, f"/memdeck {text}: {answer[:400]}")
+            else:
+                record(_REFUSED if answer.startswith(("memdeck: refused:", "usage:")) else _OK, "")
+        ran[sub] = ran.get(sub, 0) + 1
+        try:  # the notice: Hermes staged the record named by `pending` in this session, then the reply
+            notices.post_tool_call(tool_name="memory", result=json.dumps({"staged": True, "pending_id": values["pending"]}),
+                                   session_id=f"S{i}")
+            reply = notices.transform_llm_output(response_text="Done.", session_id=f"S{i}")
+            ok = reply is None or (reply.startswith("Done.\n\n") and line.fullmatch(reply.split("\n\n", 1)[1]) is not None)
+            record(_OK if ok else _FAILED, f"notice: {reply!r}")
+        except Exception:  # noqa: BLE001 - the finding
+            record(_FAILED, f"notice: {traceback.format_exc()[-600:]}")
+        i += 1
+    return {"role": "chat", "tag": tag, "counts": counts, "failures": failures, "writers": {}, "chat": ran}
+
+
+ROLES = {"cli": run_cli, "dashboard": run_dashboard, "watch": run_watch, "chat": run_chat}
 
 
 def main(argv: list[str]) -> int:

@@ -343,8 +343,11 @@ def test_memdeck_plugin_loads_and_reinjects(hermes, home: Path, reinject_every_t
         {"role": "assistant", "content": "Of course: colour, favour."}]}])
     assert out["loaded"] and out["enabled"] and out["load_error"] is None, out
     assert out["module"] == "hermes_plugins.memdeck"
-    # pre_gateway_dispatch: /memdeck in a chat learns its sender there (core/plugin/chat_origin.py)
-    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_gateway_dispatch", "pre_llm_call"]
+    # pre_gateway_dispatch: /memdeck in a chat learns its sender there (core/plugin/chat_origin.py);
+    # post_tool_call + transform_llm_output: the chat notice of a staged write (core/plugin/chat_notice.py);
+    # pre_api_request + post_api_request: each request's usage (core/plugin/usage_hook.py, issue 37)
+    assert out["hooks"] == ["on_session_end", "on_session_start", "post_api_request", "post_tool_call",
+                            "pre_api_request", "pre_gateway_dispatch", "pre_llm_call", "transform_llm_output"]
     bullets = "[Standing instructions — still active]\n  - Always reply in bullet points, never paragraphs"
     if reinject_every_turn:  # the memlock: section was read (ruamel.yaml on 0.22)
         assert out["quiet"] and all("Standing instructions" in r["context"] for r in out["quiet"]), out["quiet"]

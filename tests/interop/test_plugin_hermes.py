@@ -101,7 +101,8 @@ def prepare(tmp_path: Path, *, install: bool) -> HermesHome:
 
 def check_behaviour(out: dict, home: HermesHome) -> None:
     assert out["enabled"] is True and out["error"] is None
-    assert out["hooks"] == ["on_session_end", "on_session_start", "pre_gateway_dispatch", "pre_llm_call"]
+    assert out["hooks"] == ["on_session_end", "on_session_start", "post_api_request", "post_tool_call",
+                            "pre_api_request", "pre_gateway_dispatch", "pre_llm_call", "transform_llm_output"]
     assert out["store_after_hooks"] == [] and out["store_after_command"] != []
     assert out["memdeck_help"].startswith("/memdeck - memdeck's review queue")
     assert out["tools"] == ["guard_pin"] and out["commands"] == ["guard", "memdeck"] and out["toolset"] == "guard"

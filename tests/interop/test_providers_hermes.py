@@ -35,7 +35,7 @@ from memdeck.core.config import load_config
 from memdeck.core.context.report import session_injected
 from memdeck.core.home import HermesHome
 from memdeck.core.overview.alerts import AlertSettings, alerts_between
-from memdeck.core.overview.snapshot import build_snapshot, take_stamps
+from memdeck.core.overview.reader import HomeReader
 from memdeck.core.provider_settings import provider_settings
 from memdeck.core.sessions.profile import detect_profile
 from memdeck.core.sessions.statedb import StateDB
@@ -215,11 +215,12 @@ def test_the_tests_own_provider_recalls_on_a_real_turn(version: str, tmp_path: P
     assert part.recalled == "## mdprov recall\n- Deploys happen on Fridays."
 
 
-def _snapshot(home: Path, previous: Any = None) -> Any:
-    h = HermesHome(home)
-    cfg = load_config(h)
-    with StateDB(h.state_db) as db:
-        return build_snapshot(h, cfg, db, previous, stamps=take_stamps(h, db), context_report=False)
+def _snapshot(home: Path, reader: HomeReader | None = None) -> tuple[Any, HomeReader]:
+    """A read of ``home`` by ``reader`` (a new one, for the home's config, when None)."""
+    if reader is None:
+        h = HermesHome(home)
+        reader = HomeReader(h, load_config(h))
+    return reader.read(context_report=False), reader
 
 
 @pytest.mark.parametrize("mode", ["raise", "hang"])
@@ -229,7 +230,7 @@ def test_a_failing_provider_shows_nothing_injected_and_alerts(version: str, mode
     home = _mdprov_home(tmp_path, f"fail_{mode}")
     calls = [{"tool": "mdprov_remember", "args": {"fact": "Deploys happen on Fridays."}}]
     drive(py, home, [{"op": "turns", "sid": SID, "messages": ["when do we deploy?"], "calls": calls}])
-    before = _snapshot(home)
+    before, reader = _snapshot(home)
     assert before.agent_view.injected.quiet_turns() == 0 and before.provider.name == "mdprov"
     # `memdeck watch` beside the failing turns
     watch = subprocess.Popen([sys.executable, "-m", "memdeck.core.cli", "--home", str(home), "watch", "--ready",
@@ -240,7 +241,8 @@ def test_a_failing_provider_shows_nothing_injected_and_alerts(version: str, mode
         res = drive(py, home, [{"op": "turns", "sid": SID, "messages": ["and again?", "third?", "fourth?"],
                                 "prefetch_timeout": 0.5}])[0]
         assert [t["sent"] for t in res["turns"]] == ["and again?", "third?", "fourth?"]  # nothing reached the model
-        after = _snapshot(home, before)
+        after, _ = _snapshot(home, reader)
+        reader.close()
         turns = after.agent_view.injected.turns
         assert [t.parts for t in turns[-3:]] == [(), (), ()] and turns[0].by("provider")
         alerts = alerts_between(before, after, AlertSettings(provider_quiet_turns=3))

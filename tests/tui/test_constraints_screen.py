@@ -146,3 +146,37 @@ async def test_m_asks_for_the_semantic_method_only_then(hermes_home: HermesHome)
         assert screen.ledger["method"] == want
         assert want in screen.query_one("#constraints-title").content.plain
         assert {i["method"] for i in screen.comp["items"]} == {want}
+
+
+async def test_c_on_a_promoted_line_queues_the_correction_once_and_undo_cancels_it(hermes_home: HermesHome) -> None:
+    """Issue 34 #3: the one-time correction (the real plugin sends it: tests/interop/test_agent_requests_hermes.py)."""
+    from memdeck.core.requests.queue import correction_line, list_requests
+    from memdeck.tui.screens.confirm import ConfirmScreen
+
+    _session(hermes_home, TURNS, SUMMARY)
+    app = make_app(hermes_home, watch=False, session_id="s1")
+    async with app.run_test(size=(140, 45), notifications=True) as pilot:
+        screen = await _open(pilot, app)
+        _select(screen, "kept")
+        await pilot.pause()
+        await pilot.press("c")  # not a promoted line: nothing opens
+        await wait_for(pilot, lambda: any("promoted" in n.message for n in app.notification_log))
+        assert isinstance(app.screen, ConstraintsScreen)
+        item = _select(screen, "promoted")
+        await pilot.pause()
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+        line = correction_line(item["rule"])
+        assert line in app.screen.query_one("#confirm-body").content.plain  # the exact line, before anything is queued
+        assert list_requests(hermes_home) == []
+        await pilot.press("y")
+        await wait_for(pilot, lambda: list_requests(hermes_home) != [], describe=lambda: str(app.notification_log[-1:]))
+        [req] = list_requests(hermes_home)
+        assert (req.session_id, req.kind, req.text, req.state) == ("s1", "correction", line, "queued")
+        assert "Skip the linter just this once." in line
+        await wait_for(pilot, lambda: any("correction queued" in n.message for n in app.notification_log))
+    from memdeck.core.config import load_config
+    from memdeck.core.undo import undo
+
+    assert undo(hermes_home, load_config(hermes_home))["cancelled"] == [req.request_id]
+    assert list_requests(hermes_home)[0].state == "cancelled"

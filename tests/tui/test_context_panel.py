@@ -45,7 +45,10 @@ async def test_the_panel_shows_the_frozen_memory_the_sections_and_the_next_turn(
         assert "exact: o200k_base" in head  # the worker counted the prompt with the shipped vocabulary
         status = app.query_one("#statusline").content.plain
         assert differ in status and "frozen" in status
-        assert app._badges_shown.get("context") == n and app._badges_shown.get("capacity") == n
+        assert app._badges_shown.get("context") == n
+        # Capacity's badge is not Context's again (issue 39 #12): it counts hygiene findings, none here
+        assert "capacity" not in app._badges_shown and not sum(app.snapshot.hygiene_counts.values())
+        assert "frozen memory" in str(app.query_one("#panels").get_tab("context").tooltip)
         # navigable by section: the USER block row shows its text
         row = next(r for r in panel.rows if r.name == "user")
         app.query_one("#context-table").select_key(row.key)
@@ -197,3 +200,86 @@ async def test_the_write_dialogs_and_toast_say_when_the_running_session_gets_the
         await settle(pilot, app)
         notes = [n.message for n in app.notification_log if n.title == "edit"]
         assert notes and want in " ".join(notes[-1].split()), notes
+
+
+async def test_b_states_the_rebuild_cost_first_then_queues_it(demo_home) -> None:
+    """Issue 33 #2: the dialog shows the prompt's tokens before y can queue; the request is journaled."""
+    from memdeck.core.deck import journal
+    from memdeck.core.requests.queue import list_requests
+    from memdeck.core.requests.rebuild import rebuild_cost
+    from memdeck.tui.screens.requests import RebuildScreen
+
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        sid = app.snapshot.agent_view.followed
+        assert sid
+        await pilot.press("b")
+        await wait_for(pilot, lambda: isinstance(app.screen, RebuildScreen) and app.screen.cost is not None,
+                       describe=lambda: str(app.screen))
+        cost = rebuild_cost(demo_home, sid)
+        body = app.screen.query_one("#rebuild-body").content.plain
+        assert body.startswith(cost.sentence()) and f"{cost.prompt_tokens:,} tokens" in body
+        assert list_requests(demo_home) == []  # nothing before y
+        await pilot.press("y")
+        await wait_for(pilot, lambda: list_requests(demo_home) != [])
+        [req] = list_requests(demo_home)
+        assert (req.session_id, req.kind, req.state, req.actor) == (sid, "rebuild", "queued", "tui")
+        assert req.detail["prompt_tokens"] == cost.prompt_tokens
+        assert journal.entries(demo_home, kind="request")[0].op == "rebuild"
+
+
+async def test_the_cost_turn_by_turn_and_what_each_write_dialog_says_it_costs(demo_home) -> None:
+    """issue 37: the turns the plugin recorded, the breaks and why; the archive, edit and pin dialogs
+    state the write's cost in prompt cache before writing."""
+    from memdeck.core.deck import usage
+
+    sid = None
+    app = make_app(demo_home, watch=False, demo=True, now=DEMO_NOW)
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        sid = app.snapshot.agent_view.followed_diff.session_id
+        for n, (read, write, msgs, after) in enumerate(((0, 9000, 2, 0), (9010, 400, 4, 60), (5000, 3900, 3, 120)), 1):
+            row = usage.from_hook({"session_id": sid, "turn_id": f"t{n}", "api_call_count": 1, "message_count": msgs,
+                                   "ended_at": DEMO_NOW - 600 + after,
+                                   "usage": {"input_tokens": 30, "output_tokens": 200, "cache_read_tokens": read,
+                                             "cache_write_tokens": write}})
+            assert row is not None and usage.record(demo_home, row)
+        app.request_refresh()
+        await settle(pilot, app)
+        await pilot.press("8")
+        await settle(pilot, app)
+        panel = app.panel("context")
+        turns = [r for r in panel.rows if r.kind == "cost_turn"]
+        assert [r.cells[-1].plain for r in turns] == ["✗ new session", "hit 95%", "✗ compaction"]
+        assert "read 9,010 · write 400 · in 30 · out 200" in turns[1].cells[0].plain
+        tiers = {r.name: r.cells[-1].plain for r in panel.rows if r.kind == "section"}
+        assert tiers["memory"] == "volatile" and tiers["identity"] == "stable"
+        app.query_one("#context-table").select_key(turns[2].key)
+        await pilot.pause()
+        detail = app.query_one("#context-detail").content.plain
+        assert "broke the cache: compaction" in detail and "3 messages, the one before 4" in detail
+        await pilot.press("4")
+        await settle(pilot, app)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        texts = " ".join(str(getattr(w, "content", "")) for w in app.screen.query("Static"))
+        assert "cost: invalidates the volatile tier from the next session" in texts
+        assert "tokens again once" in texts and "batching edits costs the same as one" in texts
+        await pilot.press("n")
+        await settle(pilot, app)
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EntryEditScreen))
+        await pilot.pause()
+        edit = app.screen.query_one("#editor-whatif").content.plain
+        assert "cost: invalidates the volatile tier" in edit and "tokens again once" in edit
+        await pilot.press("escape")
+        await settle(pilot, app)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PinScreen))
+        await pilot.pause()
+        assert "invalidates no cached tier" in app.screen.query_one("#pin-budget").content.plain
+        await pilot.press("escape")
+        await settle(pilot, app)

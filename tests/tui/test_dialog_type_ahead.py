@@ -49,6 +49,7 @@ OPENERS: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "AnchorEditScreen": [(("2",), "e")],
     "HygieneScreen": [((), "H")],
     "ConstraintsScreen": [(("3",), "L")],
+    "RebuildScreen": [(("8",), "b")],
 }
 
 #: bases never opened themselves (each subclass is)
@@ -65,6 +66,7 @@ CLOSERS: dict[str, list[tuple[str, ...]]] = {
     "AnchorEditScreen": [("escape", "escape"), ("ctrl+s", "escape", "escape")],
     "HygieneScreen": [("escape", "escape"), ("H", "H")],
     "ConstraintsScreen": [("escape", "escape"), ("L", "L")],
+    "RebuildScreen": [("escape", "escape"), ("n", "n"), ("y", "y")],
 }
 
 

@@ -175,7 +175,7 @@ async def test_a_finished_head_start_paints_once_with_everything(demo_home) -> N
 
 
 async def test_a_memory_only_snapshot_queued_in_front_of_a_full_one_is_not_painted(demo_home) -> None:
-    from memdeck.core.overview.snapshot import build_memory_snapshot, take_stamps
+    from memdeck.core.overview.reader import HomeReader
     from memdeck.tui.messages import SnapshotReady
 
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
@@ -183,7 +183,7 @@ async def test_a_memory_only_snapshot_queued_in_front_of_a_full_one_is_not_paint
         await wait_for(pilot, lambda: app.refresh_count >= 1 and app.idle)
         full = app.snapshot
         applied = _record_applied(app)
-        first = build_memory_snapshot(demo_home, app.config, now=DEMO_NOW, stamps=take_stamps(demo_home, None))
+        first = HomeReader(demo_home, app.config).first_paint(now=DEMO_NOW)
         app._final_posted.set()  # what the worker does just before posting the full snapshot
         app.on_snapshot_ready(SnapshotReady(first, final=False))
         assert applied == []

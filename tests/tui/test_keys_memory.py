@@ -8,6 +8,7 @@ from textual.widgets import TextArea
 
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.memory import store as memory
+from memdeck.core.memory.entries import usage_chars
 from memdeck.core.memory.reader import read_memory
 from memdeck.tui.app import make_app
 from memdeck.tui.screens.confirm import ConfirmScreen
@@ -209,6 +210,17 @@ async def test_a_refused_save_says_why_and_the_percent_matches_the_bar(demo_home
         await pilot.pause()
         budget = app.screen.query_one("#editor-budget").content.plain
         assert f"{state.chars:,}/{limit:,} ({state.pct}%)" in budget, budget
+        # over the limit: the budget line and the what-if say the same percent, past 100 (issue 39
+        # #12: the budget said 102% while the what-if said 100%)
+        area.text = "x" * (limit - state.chars + 40)
+        await pilot.pause()
+        budget = app.screen.query_one("#editor-budget").content.plain
+        whatif = app.screen.query_one("#editor-whatif").content.plain
+        after = usage_chars([*before, area.text])
+        shown = f"{after * 100 // limit}%"
+        assert after > limit and shown != "100%"
+        assert f"{after:,}/{limit:,} ({shown})" in budget, budget
+        assert f"-> {shown} of the limit" in whatif, whatif
         await pilot.press("escape")
         await settle(pilot, app)
         assert _texts(app, "memory") == before
@@ -272,3 +284,47 @@ def test_describe_change_names_op_and_target_of_each_kind() -> None:
     assert describe_change(unpin) == "unpin of anchor pin_1 (global pins) · journal #4"
     pin = [row(5, "pin", "anchor", None, "global", "s1", anchor_id="pin_2")]  # a global pin made in session s1
     assert describe_change(pin) == "pin of anchor pin_2 (session s1) · journal #5"
+
+
+async def test_restore_does_not_offer_an_archive_history_already_reverted(demo_home) -> None:
+    """Issue 39 #12: after History reverted an archive (the entry is back in MEMORY.md) the R list
+    still offered that archive; it is left out, and with nothing else the toast says why."""
+    from memdeck.core.deck.archive import items
+    from memdeck.core.history import list_changes
+    from memdeck.core.history.reverting import revert
+
+    archived = [c for c in list_changes(demo_home) if (c.attribution or {}).get("op") == "archive"]
+    assert archived, "the demo has an archived entry"
+    revert(demo_home, None, archived[0].change_id)
+    back = [it for it in items(demo_home, kind=None, state="archived") if it.kind == "memory"]
+    assert back and back[0].text in _file_texts(demo_home, back[0].target)  # still an archive row, yet in the file
+    app = make_app(demo_home, watch=False, now=DEMO_NOW)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        others = [it for it in app.snapshot.archived if it.archive_id != back[0].archive_id]
+        await pilot.press("4", "R")
+        await pilot.pause()
+        if others:  # the picker lists the others only
+            await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
+            assert str(back[0].archive_id) not in app.screen.values
+            await pilot.press("escape")
+        else:
+            assert not isinstance(app.screen, PickerScreen)
+            assert any(f"#{back[0].archive_id} is already back in MEMORY.md" in t for t in _toasts(app)), _toasts(app)
+        # an archive made now is offered, the reverted one still is not
+        await _select_entry(pilot, app, "memory", _texts(app, "memory")[0])
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.is_mounted)
+        await pilot.press("y")
+        await settle(pilot, app)
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.is_mounted)
+        values = app.screen.values
+        assert str(back[0].archive_id) not in values and len(values) == len(others) + 1, values
+        await pilot.press("escape")
+
+
+def _file_texts(home, target: str) -> list[str]:
+    from memdeck.core.memory.entries import parse_entries
+
+    return parse_entries(home.memory_file(target).read_text(encoding="utf-8"))

@@ -16,7 +16,8 @@ from textual.message import Message
 from memdeck.core.demo import DEMO_NOW
 from memdeck.core.home import HermesHome
 from memdeck.core.memory.store import MemoryStore
-from memdeck.core.overview.snapshot import build_snapshot, open_statedb, take_stamps
+from memdeck.core.overview.reader import HomeReader
+from memdeck.core.overview.snapshot import open_statedb
 from memdeck.core.sessions import hermes_schema as hs
 from memdeck.tui.app import make_app
 from memdeck.tui.messages import SourcesChanged
@@ -52,18 +53,18 @@ def test_a_build_with_every_source_unchanged_returns_the_previous_snapshot(demo_
     from memdeck.core.config import load_config
 
     config = load_config(demo_home)
-    db = open_statedb(demo_home)
-    first = build_snapshot(demo_home, config, db, now=DEMO_NOW, stamps=take_stamps(demo_home, db))
+    reader = HomeReader(demo_home, config)
+    first = reader.read(now=DEMO_NOW)
     # reading memdeck.db (the archive) and state.db changed nothing any watcher or stamp sees
-    again = build_snapshot(demo_home, config, db, previous=first, now=DEMO_NOW, stamps=take_stamps(demo_home, db))
+    again = reader.read(now=DEMO_NOW)
     assert again is first
     _hermes_style_write(demo_home, "a change Hermes made")
-    third = build_snapshot(demo_home, config, db, previous=again, now=DEMO_NOW, stamps=take_stamps(demo_home, db))
+    third = reader.read(now=DEMO_NOW)
     assert third is not first
     assert any(e.text == "a change Hermes made" for e in third.memory["memory"].entries)
     # only the memory part was re-read: the state.db part is the same object
     assert third.sessions is first.sessions and third.compactions is first.compactions
-    db.close()
+    reader.close()
 
 
 async def test_own_database_writes_never_trigger_a_refresh(demo_home: HermesHome) -> None:

@@ -99,7 +99,8 @@ def test_where_names_only_panels_and_every_action_is_somewhere() -> None:
 
 
 async def test_every_palette_entry_works_from_every_panel(demo_home, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # the screenshot goes to the current directory
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the screenshot goes to the user's data dir
     monkeypatch.chdir(tmp_path)
     app = make_app(demo_home, watch=False, now=DEMO_NOW)
     ran: dict[str, set[str]] = {}
@@ -157,7 +158,10 @@ async def test_every_palette_entry_works_from_every_panel(demo_home, tmp_path: P
         assert "integrity" not in ran["Filter"] and len(ran["Screenshot"]) == 1 and len(ran["Pin"]) == len(PANEL_IDS)
         assert ran["Next"] == ran["Prev"] == {PANEL_IDS[0], PANEL_IDS[-1]}
         assert set(ran) == set(everywhere) - {"Quit"}, set(everywhere) - set(ran)
-        assert list(tmp_path.glob("*.svg")), "the screenshot entry saved no file"
+        shots = list((tmp_path / "data" / "memdeck" / "screenshots").glob("*.svg"))
+        assert shots, "the screenshot entry saved no file in the user's data directory"
+        assert not list(tmp_path.glob("*.svg")), "a screenshot landed in the current directory"
+        assert any(n.title == "Screenshot" and str(shots[0]) in n.message for n in app.notification_log)
         titles = await _open_palette(pilot, app)
         _palette_list(app).highlighted = titles.index("Quit")
         await pilot.press("enter")

@@ -14,7 +14,7 @@ import pytest
 from memdeck.core.demo import DEMO_NOW
 from memdeck.tui import actions as deck_actions
 from memdeck.tui.app import make_app
-from memdeck.tui.keymap import WRITE_ACTIONS, app_bindings, palette_entries
+from memdeck.tui.keymap import PANEL_ACTIONS, WRITE_ACTIONS, app_bindings, palette_entries, panel_bindings
 from memdeck.tui.screens.confirm import ConfirmScreen
 from tests.tui.conftest import settle, wait_for
 
@@ -36,8 +36,9 @@ def _writers_in_actions() -> set[str]:
 
 def test_write_actions_are_every_action_that_writes() -> None:
     assert _writers_in_actions() == WRITE_ACTIONS
-    keyed = {b.action for b in app_bindings()}
-    assert keyed >= WRITE_ACTIONS  # each has a key
+    keyed = {b.action for b in app_bindings()} | {b.action.removeprefix("app.") for pid in set(PANEL_ACTIONS.values())
+                                                  for b in panel_bindings(pid)}
+    assert keyed >= WRITE_ACTIONS  # each has a key (the app's, or its panel's: b in Context)
 
 
 def test_the_palette_lists_no_write_action_when_read_only() -> None:
@@ -55,7 +56,8 @@ def _home_bytes(root: Path) -> dict[str, bytes]:
 #: (panel key, key, action) for every write key, from the panel where it acts.
 KEYS = (("4", "p", "pin"), ("4", "a", "archive"), ("4", "e", "edit"), ("4", "m", "move"), ("4", "n", "new_entry"),
         ("4", "R", "restore"), ("4", "z", "undo"), ("2", "u", "unpin"), ("6", "A", "approve"), ("6", "X", "reject"),
-        ("6", "C", "approve_clean"), ("6", "S", "reject_stale"), ("7", "r", "revert"))
+        ("6", "C", "approve_clean"), ("6", "S", "reject_stale"), ("7", "r", "revert"),
+        ("8", "b", "rebuild"))
 
 
 async def test_every_write_key_is_refused_with_a_toast_and_nothing_changes(demo_home) -> None:

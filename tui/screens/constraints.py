@@ -2,7 +2,9 @@
 session did to every rule the user gave (kept, weakened, lost, promoted, orphan), each with its
 source turn and evidence (``core/constraints``, computed in a worker). The keyword method by
 default (milliseconds); ``m`` recomputes with the semantic method when its extra is installed.
-``p`` on a lost or weakened rule opens the pin dialog with the user's own words."""
+``p`` on a lost or weakened rule opens the pin dialog with the user's own words; ``c`` on a promoted
+summary line queues a one-time correction for the session's next user turn (asks first, showing the
+exact line; memdeck's plugin sends it once; ``z`` undoes it until then)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class ConstraintsScreen(Dialog[None]):
     BINDINGS = [
         Binding("escape,q,L", "close", "Close", id="constraints.close"),
         Binding("p", "repair", "Pin rule", id="constraints.pin"),
+        Binding("c", "correct", "Correct", id="constraints.correct"),
         Binding("m", "semantic", "Semantic", id="constraints.semantic"),
     ]
 
@@ -80,8 +83,8 @@ class ConstraintsScreen(Dialog[None]):
             table.add_columns("verdict", "rule / summary line", "turn")
             yield table
             yield Static(id="constraints-detail")
-            yield Static(Text("p: pin a lost or weakened rule (asks first) · m: semantic matching · esc: close",
-                              style="dim"))
+            yield Static(Text("p: pin a lost or weakened rule (asks first) · c: correct a promoted line once "
+                              "(asks first) · m: semantic matching · esc: close", style="dim"))
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
@@ -170,3 +173,41 @@ class ConstraintsScreen(Dialog[None]):
             return
         assert item is not None
         app.action_pin(str(item["rule"]), self.session_id)
+
+    def action_correct(self) -> None:
+        """``c`` on a promoted line: queue ``The instruction '...' applied to one operation only; it
+        is not a standing rule.`` for this session's next user turn (issue 34 #3), after a
+        confirmation that shows the exact line."""
+        from memdeck.core.requests.queue import correction_line, queue_correction
+
+        from ..safe_text import safe_text
+        from .confirm import ConfirmScreen
+
+        item = self.selected
+        if item is None or item.get("verdict") != "promoted":
+            self.app.notify("c corrects a promoted summary line: select one", markup=False, timeout=3)
+            return
+        app: Any = self.app
+        if app.read_only:
+            app.notify(app.READ_ONLY_MESSAGE, title="correct: refused", severity="warning", markup=False, timeout=4)
+            return
+        instruction = str(item.get("rule") or item.get("summary_line") or "")
+        sid, comp = self.session_id, self.compaction
+        body = Text("At its next user turn, session ")
+        body.append_text(safe_text(sid, single_line=True, style="bold"))
+        body.append(" gets this line once (memdeck's plugin appends it to the turn; the system prompt is "
+                    "untouched):\n\n")
+        body.append_text(safe_text(correction_line(instruction), style="bold"))
+        body.append("\n\nz undoes it until it is delivered.", "dim")
+
+        def done(ok: bool | None) -> None:
+            if not ok:
+                return
+
+            def op() -> Any:
+                return queue_correction(app.home, sid, instruction, actor="tui", compaction_id=comp,
+                                        summary_line=item.get("summary_line"))
+
+            app.run_write("correction", op, lambda r: f"correction queued for {sid}'s next turn (request #{r.request_id})")
+
+        app.push_screen(ConfirmScreen("Correct a promoted line", body, confirm_label="Queue"), done)

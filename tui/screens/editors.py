@@ -18,7 +18,8 @@ from textual.message import Message
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from memdeck.core.home import TARGET_FILES
-from memdeck.core.memory.entries import archive_candidates, usage_chars, usage_pct
+from memdeck.core.memory.entries import archive_candidates, usage_chars
+from memdeck.core.text import percent_text
 
 from ..safe_text import safe_text
 from .modal import Dialog
@@ -53,14 +54,23 @@ def what_if_text(lines: list[str], note: str | None = None, heading: str = "if y
     return t
 
 
-def running_note(app: Any) -> str | None:
-    """The running session's note for a memory write (``tui/views/context.py`` ``write_note``)."""
-    from ..views.context import write_note
+def running_note(app: Any, target: str | None = None, delta_chars: int | None = None) -> str | None:
+    """The running session's note for a memory write (``tui/views/context.py`` ``write_note``), then,
+    when ``delta_chars`` is given, what the write costs in prompt cache (``cost_note``, issue 37)."""
+    from ..views.context import cost_note, write_note
 
+    snap = getattr(app, "snapshot", None)
     try:
-        return write_note(getattr(app, "snapshot", None), "memory")
+        note = write_note(snap, "memory")
     except Exception:  # noqa: BLE001 - the note is a courtesy
-        return None
+        note = None
+    if delta_chars is None:
+        return note
+    try:
+        cost = cost_note(snap, target or "memory", delta_chars)
+    except Exception:  # noqa: BLE001 - the cost is a courtesy; the write does not depend on it
+        cost = None
+    return "\n  ".join(x for x in (note, cost) if x) or None
 
 
 def findings_text(text: str, findings: list[Any]) -> Text:
@@ -203,11 +213,14 @@ class EntryEditScreen(FormScreen):
         text = self.compose_entry(text)
         if self.replaces is not None and self.replaces in entries:
             w = what_if(target, entries, limit, remove=self.replaces, replace_with=text or None)
+            delta = len(text) - len(self.replaces) if text else -(len(self.replaces) + 3)
         elif self.choose_target or self.original not in entries:
             w = what_if(target, entries, limit, add=text)
+            delta = len(text) + (3 if entries else 0)
         else:
             w = what_if(target, entries, limit, remove=self.original, replace_with=text or None)
-        return what_if_text(w.lines(), running_note(self.app))
+            delta = len(text) - len(self.original) if text else -(len(self.original) + 3)
+        return what_if_text(w.lines(), running_note(self.app, target, delta))
 
     def _current_target(self) -> str:
         if self.choose_target:
@@ -226,9 +239,8 @@ class EntryEditScreen(FormScreen):
         budget = Text()
         budget.append(f"{len(text):,} chars · {name} after save: ")
         over = used > limit
-        # the percent as Hermes (and the Capacity bar) shows it: truncated; past 100 when over
-        pct = usage_pct(used, limit) if not over else used * 100 // max(1, limit)
-        budget.append(f"{used:,}/{limit:,} ({pct}%)", "bold red" if over else "green")
+        # memdeck's one percent (Hermes' truncation, as the Capacity bar and the what-if below): past 100 when over
+        budget.append(f"{used:,}/{limit:,} ({percent_text(used, limit)})", "bold red" if over else "green")
         if over:
             budget.append(f"  ✗ {used - limit:,} chars over the limit", "bold red")
             others = [e for e in self._entries(target) if e != self.original or self.choose_target]
@@ -367,9 +379,12 @@ class PinScreen(FormScreen):
             from memdeck.core.anchors.rules import auto_reminder
             from memdeck.core.context.whatif import pin_what_if
 
+            from ..views.context import pin_cost_note
+
             reminder = v["reminder"] or auto_reminder(v["text"])
             self.query_one("#pin-budget", Static).update(
-                what_if_text(pin_what_if(reminder, self.config.memlock).lines(), heading="if you pin it") if reminder else Text())
+                what_if_text(pin_what_if(reminder, self.config.memlock).lines(), pin_cost_note((len(reminder) + 3) // 4),
+                             heading="if you pin it") if reminder else Text())
         except Exception:  # noqa: BLE001 - the preview is a courtesy; the core checks the pin
             pass
         if findings:

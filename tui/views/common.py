@@ -123,8 +123,12 @@ def findings_legend(findings: Sequence[Finding], unplaced: Sequence[str] = ()) -
 
 def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     """Counts shown on the tabs: ``anchors`` drifted anchors of the shown session, ``review``
-    pending writes plus flagged entries (threat findings), ``capacity`` and ``context`` the entries
-    the followed session's frozen memory differs from the files by. Panels without a count are absent."""
+    pending writes plus flagged entries (threat findings), ``capacity`` memory hygiene findings
+    from the entries' text alone (duplicate groups, contradiction candidates, wasteful entries:
+    :attr:`DeckSnapshot.hygiene_counts`; stale entries are not counted, they depend on this machine),
+    ``context`` the entries the followed session's frozen memory differs from the files by, ``drift``
+    the rules its compactions lost, weakened or promoted (the constraint ledger).
+    Panels without a count are absent (:func:`badge_tooltip` says what each count is)."""
 
     drifted = sum(1 for r in snap.audit.anchors if r.state == "drifted") if snap.audit is not None else 0
     flagged = 0
@@ -135,5 +139,40 @@ def badge_counts(snap: DeckSnapshot) -> dict[str, int]:
     view = getattr(snap, "agent_view", None)
     fd = view.followed_diff if view is not None else None
     differ = fd.differences if fd is not None and fd.frozen.in_prompt else 0
-    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": differ, "context": differ}
+    hygiene = sum((getattr(snap, "hygiene_counts", None) or {}).values())
+    from .constraints import changed_count
+
+    out = {"anchors": drifted, "review": len(snap.pending) + flagged, "capacity": hygiene, "context": differ,
+           "drift": changed_count(snap)}
     return {k: v for k, v in out.items() if v}
+
+
+def badge_tooltip(pid: str, n: int, snap: DeckSnapshot | None = None) -> str | None:
+    """What the count ``n`` on the tab of panel ``pid`` is, in words (the tab's tooltip); None
+    without a count."""
+    if not n:
+        return None
+
+    def count(k: int, one: str, many: str) -> str:
+        return f"{k} {one if k == 1 else many}"
+
+    if pid == "capacity":
+        h = dict(getattr(snap, "hygiene_counts", None) or {}) if snap is not None else {}
+        parts = ", ".join(count(h[k], one, many) for k, one, many in (
+            ("duplicate", "duplicate group", "duplicate groups"),
+            ("contradiction", "contradiction candidate", "contradiction candidates"),
+            ("wasteful", "wasteful entry", "wasteful entries")) if h.get(k))
+        return (f"{count(n, 'memory hygiene finding', 'memory hygiene findings')}{': ' + parts if parts else ''}, "
+                "from the entries' text alone; H shows them with their evidence and proposals (stale entries are "
+                "not counted here: they depend on this machine's paths and sessions)")
+    if pid == "context":
+        return (f"{count(n, 'difference', 'differences')} between the followed session's frozen memory and the "
+                "files now")
+    if pid == "review":
+        return f"{count(n, 'pending write or flagged entry', 'pending writes and flagged entries')} to review"
+    if pid == "anchors":
+        return f"{count(n, 'drifted anchor', 'drifted anchors')} in the shown session"
+    if pid == "drift":
+        return (f"{count(n, 'rule', 'rules')} the shown session's compactions lost, weakened or promoted "
+                "(the constraint ledger; L shows it)")
+    return None

@@ -98,3 +98,63 @@ def item_detail(item: Mapping[str, Any] | None) -> Text:
     if repairable(item):
         t.append("\np pins the user's words as an anchor (the what-if replay shows before it is written)", style="yellow")
     return t
+
+
+def ledger_line(snap: Any) -> Text | None:
+    """The Drift panel's line of the shown session's constraint ledger: ``constraint ledger · 4
+    compactions · 2 lost · 1 weakened · 1 promoted · 6 kept · L opens it`` (None: no compaction).
+    The counts are over the compactions computed so far (``… more being read`` while the ledger
+    worker fills the rest)."""
+    c = getattr(snap, "constraints", None)
+    if not c or not c.get("compactions"):
+        return None
+    n = int(c["compactions"])
+    t = Text("constraint ledger", style="bold")
+    t.append(f" · {n} compaction{'s' if n != 1 else ''}")
+    counts = c.get("counts") or {}
+    for verdict in ("lost", "weakened", "promoted", "orphan", "kept"):
+        k = int(counts.get(verdict, 0))
+        if k:
+            t.append(" · ")
+            t.append(f"{k} {verdict}", VERDICT_STYLE[verdict])
+    if not any(int(counts.get(v, 0)) for v in counts):
+        t.append(" · no rule in the compacted turns", "dim")
+    if c.get("pending"):
+        t.append(f" · {c['pending']} more being read…", "dim")
+    t.append(" · L opens it", "dim")
+    return t
+
+
+def changed_count(snap: Any) -> int:
+    """Rules the shown session's compactions lost, weakened or promoted (the Drift tab's count)."""
+    c = getattr(snap, "constraints", None)
+    if not c:
+        return 0
+    counts = c.get("counts") or {}
+    return sum(int(counts.get(v, 0)) for v in ("lost", "weakened", "promoted"))
+
+
+def newest_toast(prev: Any, snap: Any) -> tuple[str, str] | None:
+    """``(title, message)`` when the live session's newest compaction is new since ``prev`` and
+    lost, weakened or promoted rules (None otherwise: the same compaction, another session, a
+    session the user picked, or a compaction that changed no rule)."""
+    if prev is None or snap is None or not getattr(snap, "following_live", False):
+        return None
+    new, old = getattr(snap, "constraints", None), getattr(prev, "constraints", None)
+    newest = new.get("newest") if new else None
+    if not newest or not old or old.get("session_id") != new.get("session_id"):
+        return None
+    before = old.get("newest")
+    if before is not None and int(before.get("compaction_id", 0)) >= int(newest["compaction_id"]):
+        return None
+    changed = newest.get("changed") or ()
+    if not changed:
+        return None
+    by: dict[str, int] = {}
+    for it in changed:
+        by[it["verdict"]] = by.get(it["verdict"], 0) + 1
+    words = ", ".join(f"{n} {v}" for v, n in by.items())
+    first = next((it for it in changed if it.get("rule")), None)
+    example = f": \"{first['rule']}\" {first['verdict']}" if first is not None else ""
+    return (f"compaction #{newest['compaction_id']} changed rules",
+            f"session {new.get('session_id')}: {words}{example}. Drift → L opens the ledger")

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from memdeck.core.context.new_session import new_session_hint
 from memdeck.core.live_memory.view import write_note_for
+from memdeck.core.text import percent, percent_text
 
 from ..safe_text import safe_text
 from .common import ago
@@ -67,6 +68,41 @@ def write_note(snap: Any, target: str | None) -> str | None:
         return None
     live = getattr(view, "delivery", None) or {}
     return write_note_for(d.stamp.source, d.stamp.session_id, live.get("mode"), bool(live.get("plugin_enabled")))
+
+
+def cost_note(snap: Any, target: str | None, delta_chars: int = 0) -> str | None:
+    """What a write to ``target`` (``memory``/``user``) costs in prompt cache, said before it is made
+    (issue 37): the tier it invalidates, from when, about how many tokens the provider writes again
+    once, and that batching edits costs the same as one (:func:`memdeck.core.context.cost.with_change`
+    of the followed session's estimate, ``delta_chars`` the chars the write adds, negative when it
+    frees). None without a followed session's report."""
+    from memdeck.core.context.cost import with_change
+
+    view = getattr(snap, "agent_view", None)
+    rep = view.report if view is not None else None
+    cost = getattr(rep, "cost", None)
+    if cost is None or target not in ("memory", "user"):
+        return None
+    est = with_change(cost.estimate, delta_chars)
+    tier = est.get("tier") or "(tiers unknown for this Hermes)"
+    words = f"cost: invalidates the {tier} tier from the {est['when']} ({est['also']})"
+    if est.get("tokens") is not None:
+        words += f"; the provider writes ~{est['tokens']:,} tokens again once ({est['kind']} cache: {est['rule']})"
+    else:
+        words += f"; {est['rule']}"
+    words += "; batching edits costs the same as one"
+    if est.get("live"):
+        words += f". Meanwhile {est['live']}"
+    return words
+
+
+def pin_cost_note(tokens: int | None) -> str:
+    """A pin's cost in prompt cache: none. MemLock's reminder block rides in the user turn
+    (``pre_llm_call``), so the cached system prompt keeps its bytes; ``tokens`` the reminder adds when
+    injected (None: unknown)."""
+    each = f" (~{tokens:,} tokens of uncached input each turn it is injected)" if tokens else ""
+    return ("cost: invalidates no cached tier: the reminder rides in the next user turn" + each
+            + ", the system prompt keeps its bytes; batching pins costs the same as one")
 
 
 def unseen_by(snap: DeckSnapshot, change: Change) -> list[str]:
@@ -132,10 +168,12 @@ def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[C
         label, style = "no memory block", "dim"
     rows.append(ContextRow("diff", "diff", "diff", (Text("≠ frozen memory", style="bold"), Text(label, style=style),
                                                      Text(""), Text(""), Text(""))))
+    tiers = rep.cost.tiers if rep.cost is not None else None
     for s in rep.sections:
+        tier = tiers.tier(s.name) if tiers is not None and tiers.known else None
         rows.append(ContextRow(f"s:{s.name}", "section", s.name, (
             Text(s.title), _num(s.chars), _num(s.tokens), _num(sec_exact.get(s.name)),
-            Text("prompt", style="dim"))))
+            Text(tier or "prompt", style="dim"))))
     rows.append(ContextRow("s:unattributed", "unattributed", "unattributed", (
         Text("unattributed", style="dim"), _num(rep.unattributed_chars), Text(""), Text(""), Text("prompt", style="dim"))))
     for p in rep.next_turn.parts:
@@ -144,6 +182,7 @@ def context_rows(snap: DeckSnapshot, exact: ExactCounts | None = None) -> list[C
             Text(p.title), _num(p.chars), _num(p.tokens), _num(counts.get(p.name) if counts else None),
             Text(note, style="dim"))))
     rows.extend(injected_rows(snap))
+    rows.extend(cost_rows(snap))
     for other in view.diffs:
         if other.session_id == d.session_id:
             continue
@@ -216,6 +255,98 @@ def injected_rows(snap: DeckSnapshot) -> list[ContextRow]:
     return rows
 
 
+#: How many of the newest recorded turns the Context panel lists under "cost, turn by turn".
+COST_TURNS_SHOWN = 30
+
+
+def _pct(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio * 100:.0f}%"
+
+
+def cost_rows(snap: DeckSnapshot) -> list[ContextRow]:
+    """The "cost, turn by turn" section of the Context panel (issue 37): a heading row with the
+    session's cache hit ratio, then one row per recorded turn (newest :data:`COST_TURNS_SHOWN`): its
+    cache read, cache write, uncached input and output tokens as the provider reported them, its
+    input tokens in the ~tokens column, and where it broke the cache (else its hit ratio)."""
+    view = snap.agent_view
+    rep = view.report if view is not None else None
+    cost = getattr(rep, "cost", None)
+    if cost is None:
+        return []
+    rec = cost.recorded
+    note = Text(f"hit {_pct(rec.get('hit_ratio'))}", style="dim") if cost.turns else Text("")
+    lb = cost.last_break
+    where = Text(f"broke at #{lb.turn}", style="yellow") if lb is not None else Text(cost.kind + " cache", style="dim")
+    rows = [ContextRow("c:head", "cost_head", "cost", (Text("cost, turn by turn", style="bold"), note, Text(""),
+                                                        Text(""), where))]
+    if not cost.turns:
+        rows.append(ContextRow("c:none", "cost_none", "not recorded", (
+            Text("  no API request recorded", style="dim"), Text(""), Text(""), Text(""), Text("plugin", style="dim"))))
+        return rows
+    for t in cost.turns[-COST_TURNS_SHOWN:]:
+        label = Text(f"  turn #{t.turn} · ")
+        label.append(f"read {t.total('cache_read_tokens'):,}", "green")
+        label.append(" · ")
+        label.append(f"write {t.total('cache_write_tokens'):,}", "yellow" if t.cache_break else "")
+        label.append(f" · in {t.total('input_tokens'):,} · out {t.total('output_tokens'):,}", "dim")
+        prompt = sum(r.prompt_tokens for r in t.requests)
+        cell = (Text(f"✗ {t.cache_break.reason}", style="bold yellow") if t.cache_break
+                else Text(f"hit {_pct(t.hit_ratio)}", style="dim"))
+        rows.append(ContextRow(f"c:{t.turn}", "cost_turn", str(t.turn), (label, Text(""), _num(prompt), Text(""), cell),
+                               obj=t))
+    return rows
+
+
+def _cost_detail(snap: DeckSnapshot, row: ContextRow) -> Text:
+    view = snap.agent_view
+    cost = getattr(view.report, "cost", None) if view is not None and view.report is not None else None
+    t = Text()
+    if cost is None:
+        return t
+    if row.kind == "cost_turn":
+        turn = row.obj
+        n = len(turn.requests)
+        t.append(f"turn #{turn.turn}", "bold")
+        t.append(f" · {n} request{'s' if n != 1 else ''} · as the provider reported them (Hermes' post_api_request, "
+                 "recorded by memdeck's plugin)\n", "dim")
+        if turn.cache_break is not None:
+            t.append(f"broke the cache: {turn.cache_break.reason}\n", "bold yellow")
+            t.append_text(safe_text(turn.cache_break.detail, style="yellow"))
+            t.append("\n")
+        for r in turn.requests:
+            t.append(f"\n  request {r.api_call_count or '?'}: ", "bold")
+            t.append(f"cache read {r.cache_read_tokens:,} · cache write {r.cache_write_tokens:,} · uncached input "
+                     f"{r.input_tokens:,} · output {r.output_tokens:,}")
+            if r.message_count is not None:
+                t.append(f" · {r.message_count} messages", "dim")
+        return t
+    t.append("cost, turn by turn", "bold")
+    t.append(" · what the prompt costs: tokens per turn as the provider reported them, kept in memdeck.db, sent "
+             "nowhere\n", "dim")
+    if cost.reason:
+        t.append_text(safe_text(cost.reason, style="yellow"))
+        t.append("\n")
+    st, rec = cost.session_totals, cost.recorded
+    if st is not None:
+        t.append(f"\nstate.db (Hermes' totals): {st['api_calls']:,} calls · input {st['input_tokens']:,} · cache read "
+                 f"{st['cache_read_tokens']:,} · cache write {st['cache_write_tokens']:,} · output "
+                 f"{st['output_tokens']:,} · hit {_pct(st['hit_ratio'])}")
+    if rec.get("requests"):
+        t.append(f"\nrecorded by memdeck: {rec['requests']:,} requests · hit {_pct(rec.get('hit_ratio'))}")
+    tiers = cost.tiers
+    t.append("\n\ntiers: ", "bold")
+    if tiers.known:
+        t.append(", ".join(f"{s['name']} {s['tier']} (~{s['tokens']:,})" for s in cost.sections))
+        t.append(f"\nbreakpoints: {tiers.breakpoints}", "dim")
+    else:
+        t.append_text(safe_text(tiers.reason, style="yellow"))
+    note = cost_note(snap, "memory", 0)
+    if note:
+        t.append("\n\na memory write now: ", "bold")
+        t.append_text(safe_text(note.removeprefix("cost: ")))
+    return t
+
+
 def _injected_detail(snap: DeckSnapshot, row: ContextRow) -> Text:
     view = snap.agent_view
     inj = view.injected if view is not None else None
@@ -235,8 +366,9 @@ def _injected_detail(snap: DeckSnapshot, row: ContextRow) -> Text:
             t.append(f"\nthe last {q} user turn{'s' if q != 1 else ''} carried nothing from {inj.provider}", "bold yellow")
         share = view.provider_share if view is not None else None
         if share is not None and inj.provider:
-            t.append(f"\nits fences in context: ~{share['tokens']:,} tokens, {share['percent']:g} % of the "
-                     f"{share['threshold_tokens']:,} at which Hermes compacts", "dim")
+            t.append(f"\nits fences in context: ~{share['tokens']:,} tokens, "
+                     f"{percent_text(share['tokens'], share['threshold_tokens'])} of the {share['threshold_tokens']:,} "
+                     "at which Hermes compacts", "dim")
         return t
     if row.kind == "injected_turn":
         turn = row.obj
@@ -287,8 +419,8 @@ def header(snap: DeckSnapshot, exact: ExactCounts | None = None, width: int = 0)
     if nc is None:
         two.append_text(safe_text(f"unknown ({why})", single_line=True, style="dim"))
     else:
-        pct = nc["percent_of_threshold"] or 0
-        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct:.0f}%)",
+        pct = percent(nc["estimated_tokens"], nc["threshold_tokens"] or 0)
+        two.append(f"~{nc['estimated_tokens']:,} of {nc['threshold_tokens']:,} tokens ({pct}%)",
                    "bold red" if pct >= 90 else ("yellow" if pct >= 75 else ""))
         two.append(f" · {round(nc['threshold_percent'] * 100)}% of {nc['context_length']:,}", "dim")
         two.append(" · Hermes' estimate, tool schemas not recorded", "dim")
@@ -415,6 +547,8 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
         return t
     if row.kind.startswith("injected"):
         return _injected_detail(snap, row)
+    if row.kind.startswith("cost"):
+        return _cost_detail(snap, row)
     part = next((p for p in rep.next_turn.parts if p.name == row.name), None)
     if part is None:
         return t
@@ -430,5 +564,5 @@ def context_detail(snap: DeckSnapshot, row: ContextRow | None, exact: ExactCount
     return t
 
 
-__all__ = ["ContextRow", "context_detail", "context_rows", "delivery_words", "differing_count", "followed_diff",
-           "frozen_badge", "header", "injected_rows", "unseen_by", "write_note"]
+__all__ = ["ContextRow", "context_detail", "context_rows", "cost_note", "cost_rows", "delivery_words", "differing_count",
+           "followed_diff", "frozen_badge", "header", "injected_rows", "pin_cost_note", "unseen_by", "write_note"]

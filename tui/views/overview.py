@@ -14,7 +14,7 @@ from rich.text import Text
 
 from memdeck.core.home import TARGETS
 from memdeck.core.overview.alerts import oldest_pending_age
-from memdeck.core.text import age_words
+from memdeck.core.text import age_words, percent
 
 from ..safe_text import safe_text
 from .capacity import usage_bar
@@ -126,9 +126,9 @@ def context_lines(snap: DeckSnapshot, keys: Mapping[str, str] = DEFAULT_KEYS) ->
     if nc is None:
         t.append_text(safe_text(f"next compaction: unknown: {why}", single_line=True, max_chars=120, style="dim"))
         return t
-    pct = nc.get("percent_of_threshold")
+    pct = percent(nc["estimated_tokens"], nc["threshold_tokens"]) if nc.get("threshold_tokens") else None
     t.append("next compaction: ")
-    t.append(f"{pct:g} %" if pct is not None else "?", "bold red" if (pct or 0) >= 85 else "bold")
+    t.append(f"{pct}%" if pct is not None else "?", "bold red" if (pct or 0) >= 85 else "bold")
     t.append(f" of {nc['threshold_tokens']:,} tokens, ~{nc['tokens_left']:,} left", "")
     return t
 

@@ -190,6 +190,12 @@ def review_detail(r: ReviewRow, snap: DeckSnapshot | None = None, now: float | N
             t.append("\nX rejects it\n", "dim")
         elif state == "clean":
             t.append("\nclean: A approves, X rejects · e edits it before approving · C approves every clean one\n", "dim")
+            from .context import cost_note
+
+            cost = cost_note(snap, r.target, len(r.text or "") + 3) if snap is not None else None
+            if cost:  # issue 37: what A costs in prompt cache, said before it writes
+                t.append_text(safe_text(f"A's {cost}", style="dim"))
+                t.append("\n")
         else:
             t.append("\nA approves, X rejects\n", "dim")
     else:

@@ -175,6 +175,33 @@ class DeckTable(VimMotion, DataTable):
                       self._line_cache, self._offset_cache, self._ordered_row_cache):
             cache.clear()
 
+    # ── column widths settled on idle (DataTable internals of Textual 8, pinned <9) ──
+
+    def _column_widths(self) -> list[int]:
+        return [c.content_width for c in self.columns.values()]
+
+    def _update_column_widths(self, updated_cells: Any) -> None:
+        before = self._column_widths()
+        super()._update_column_widths(updated_cells)
+        self._forget_lines_if_widths_moved(before)
+
+    def _update_dimensions(self, new_rows: Any) -> None:
+        before = self._column_widths()
+        super()._update_dimensions(new_rows)
+        self._forget_lines_if_widths_moved(before)
+
+    def _forget_lines_if_widths_moved(self, before: list[int]) -> None:
+        """DataTable settles column widths when it is idle, after a row was added or a cell
+        widened or narrowed, but keys its drawn rows and lines by its update count only, not
+        by the widths: a screen painted between the change and that idle kept rows drawn in
+        the old widths, and they stayed (a filter cleared in History left ``background
+        review`` cut to ``background`` and ``memdeck tui`` to ``memdeck``; issue 39 #8). When a
+        width moved, those drawings go and the table is drawn again (the kept cells stay: each
+        is keyed by its width)."""
+        if self._column_widths() != before:
+            DataTable._clear_caches(self)
+            self.refresh()
+
     # ── rendered cells kept across updates (DataTable internals of Textual 8, pinned <9) ──
 
     def _clear_caches(self) -> None:

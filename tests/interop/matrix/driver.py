@@ -37,10 +37,10 @@ Ops (all optional fields have defaults):
 * ``prompt_build`` {sid, platform, model, system_message, soul, agents_md, skills, store}: the
   system prompt this Hermes' own builder makes (``AIAgent._build_system_prompt``), stored with
   ``update_system_prompt`` as on a session's first turn.
-* ``compact`` {sid, head, tail, summary, child}: in-place ``archive_and_compact`` when this
+* ``compact`` {sid, head, tail, summary, child, legacy}: in-place ``archive_and_compact`` when this
   Hermes has it (reporting how many rows it archived), else rotation (end the session with
   ``compression`` and continue in ``child``), the summary row built with this Hermes' own
-  ``SUMMARY_PREFIX``.
+  ``SUMMARY_PREFIX`` (``legacy``: its ``LEGACY_SUMMARY_PREFIX`` form, as an older Hermes wrote it).
 * ``prune`` {sid, min_chars, protect_last_n}: the proactive tool-result prune
   (``ContextCompressor.prune_tool_results_only``, 0.20+; on by default in 0.23), committed
   through ``archive_and_compact`` with no summary row; reports how many rows it archived.
@@ -65,9 +65,19 @@ Ops (all optional fields have defaults):
   holographic's ``fact_store`` add); ``prefetch_timeout`` shortens the external provider's
   prefetch timeout (0.19+: 8 s). Returns, per turn, the content of the last user message of
   the request the model received (what went over the wire) and the final response.
-* ``live_turns`` {steps, platform, reply}: real turns of several sessions, with other processes
+* ``live_turns`` {steps, platform, reply, tool_turns}: real turns of several sessions, with other processes
   run between them (``exec`` steps); returns each turn's request bodies byte for byte, the system
-  message's JSON text as sent and the last user message (issue 33).
+  message's JSON text as sent, the last user message (issue 33) and the final reply. ``tool_turns``
+  maps a turn's text to a tool call ``{name, arguments}`` the model makes first in that turn (the
+  tool's result goes back to the model, which then answers ``reply``; issue 35's notice). A
+  ``{"compress": sid, "summary": text}`` step forces this Hermes' own compressor
+  (``AIAgent._compress_context(..., force=True)``) on that session's history, the summariser answered
+  ``summary``; the session carries on with the compressed history (and the id the compressor gave it).
+* ``compress_turns`` {sid, turns, summary, after, in_place, reply}: real turns, then the agent's own
+  compaction (``AIAgent._compress_context(..., force=True)``, as ``/compress``) with the
+  summariser's reply scripted, then more turns (issue 34: the constraint ledger's fixtures).
+  ``base_url``: the test's own model server instead of the driver's (issue 37: its responses report
+  cached tokens; no bodies then).
 * ``plugin_turns`` {name, sid, active, extra, announce}: load plugins, then call ``pre_llm_call``
   on a quiet history, a compacted one (this Hermes' ``SUMMARY_PREFIX`` + ``active`` messages)
   and again; ``extra`` adds keyword arguments to every hook call and ``announce`` fires extra
@@ -320,7 +330,8 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     ``soul`` (SOUL.md text written first), ``agents_md`` (an AGENTS.md in the working directory),
     ``skills`` (``[{category, name, description}]`` written as ``skills/<category>/<name>/SKILL.md``),
     ``store`` (default true). The agent is built offline: a custom provider on a closed loopback
-    port and ``model.context_length`` in config.yaml, so nothing is probed that matters.
+    port and ``model.context_length`` in config.yaml, so nothing is probed that matters. Returns the
+    prompt and ``tiers`` (``build_system_prompt_parts``: ``{stable, context, volatile}``, None before 0.17).
     """
     sid = cmd.get("sid", "S1")
     if cmd.get("soul") is not None:
@@ -345,7 +356,14 @@ def op_prompt_build(cmd: dict[str, Any]) -> dict[str, Any]:
     prompt = agent._build_system_prompt(cmd.get("system_message"))
     if cmd.get("store", True):
         db.update_system_prompt(sid, prompt)
-    return {"prompt": prompt, "chars": len(prompt)}
+    out: dict[str, Any] = {"prompt": prompt, "chars": len(prompt)}
+    try:  # the three cache tiers the prompt was joined from (agent/system_prompt.py, 0.17+; issue 37)
+        from agent.system_prompt import build_system_prompt_parts
+
+        out["tiers"] = build_system_prompt_parts(agent, system_message=cmd.get("system_message"))
+    except ImportError:
+        out["tiers"] = None
+    return out
 
 
 def op_msg(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -363,11 +381,16 @@ def op_end(cmd: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
-def _summary_row(live: list[dict[str, Any]], head: int, text: str) -> dict[str, Any]:
+def _summary_row(live: list[dict[str, Any]], head: int, text: str, legacy: bool = False) -> dict[str, Any]:
+    """The summary row this Hermes inserts; ``legacy``: the ``[CONTEXT SUMMARY]:`` form older Hermes
+    wrote (``LEGACY_SUMMARY_PREFIX``, which this Hermes still recognises), no end marker."""
     from agent.context_compressor import SUMMARY_PREFIX
 
     end = getattr(sys.modules["agent.context_compressor"], "_SUMMARY_END_MARKER", "")
     role = "assistant" if head and live[head - 1].get("role") == "user" else "user"
+    if legacy:
+        prefix = getattr(sys.modules["agent.context_compressor"], "LEGACY_SUMMARY_PREFIX", "[CONTEXT SUMMARY]:")
+        return {"role": role, "content": prefix + " " + text}
     content = SUMMARY_PREFIX + "\n" + text + ("\n\n" + end if end else "")
     return {"role": role, "content": content}
 
@@ -376,7 +399,7 @@ def op_compact(cmd: dict[str, Any]) -> dict[str, Any]:
     db = _sessiondb()
     sid, head, tail = cmd["sid"], int(cmd.get("head", 1)), int(cmd.get("tail", 1))
     live = [{k: v for k, v in m.items() if k != "timestamp"} for m in db.get_messages_as_conversation(sid)]
-    new = live[:head] + [_summary_row(live, head, cmd.get("summary", "summary"))] + live[len(live) - tail:]
+    new = live[:head] + [_summary_row(live, head, cmd.get("summary", "summary"), bool(cmd.get("legacy")))] + live[len(live) - tail:]
     if hasattr(db, "archive_and_compact") and not cmd.get("rotate"):
         params = inspect.signature(db.archive_and_compact).parameters
         kwargs = {"tail_count": tail} if "tail_count" in params else {}
@@ -592,12 +615,14 @@ class _ModelServer:
     """An OpenAI-compatible chat-completions server on a loopback port (stdlib only): every POST
     is kept (``requests``) and answered with ``reply`` (streamed when the request asks)."""
 
-    def __init__(self, reply: str) -> None:
+    def __init__(self, reply: str, tool_turns: dict[str, Any] | None = None, answer: Any = None) -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+        tool_turns = dict(tool_turns or {})
         self.requests: list[dict[str, Any]] = []
         self.raw: list[bytes] = []  # each request body, byte for byte
+        self.reply = reply  # what every request is answered (a step may change it)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -621,16 +646,42 @@ class _ModelServer:
                 req = json.loads(raw)
                 server.requests.append(req)
                 server.raw.append(raw)
+                text = (answer(req) if answer is not None else None) or server.reply
                 usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+                msgs = req.get("messages") or [{}]
+                last = msgs[-1] if isinstance(msgs[-1], dict) else {}
+                call = next((c for t, c in tool_turns.items() if req.get("tools") and last.get("role") == "user"
+                             and isinstance(last.get("content"), str) and last["content"].startswith(t)), None)
+                if call is not None:  # the model asks for a tool; the tool's result comes back as a 'tool' message
+                    tc = {"id": "call_1", "type": "function",
+                          "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+                    if not req.get("stream"):
+                        self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
+                                    "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                                         "tool_calls": [tc]},
+                                                 "finish_reason": "tool_calls"}], "usage": usage})
+                        return
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": None,
+                                                                  "tool_calls": [{"index": 0, **tc}]},
+                                            "finish_reason": None}, {}),
+                                          ({"index": 0, "delta": {}, "finish_reason": "tool_calls"}, {"usage": usage})):
+                        chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+                                 "choices": [choice], **extra}
+                        self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    return
                 if not req.get("stream"):
                     self._json({"id": "c1", "object": "chat.completion", "created": 1, "model": "test-model",
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                              "finish_reason": "stop"}], "usage": usage})
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": reply},
+                for choice, extra in (({"index": 0, "delta": {"role": "assistant", "content": text},
                                         "finish_reason": None}, {}),
                                       ({"index": 0, "delta": {}, "finish_reason": "stop"}, {"usage": usage})):
                     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
@@ -708,7 +759,8 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
     system message's JSON text as sent), ``user`` (the last user message's content), ``requests``."""
     import subprocess
 
-    server = _ModelServer(cmd.get("reply", "Noted."))
+    server = _ModelServer(cmd.get("reply", "Noted."), cmd.get("tool_turns"))
+    base_url = cmd.get("base_url") or server.url  # the test's own server when it brings one (issue 37)
     agents: dict[str, Any] = {}
     histories: dict[str, Any] = {}
     out: list[dict[str, Any]] = []
@@ -719,25 +771,92 @@ def op_live_turns(cmd: dict[str, Any]) -> dict[str, Any]:
                                       timeout=300)
                 out.append({"exec": proc.returncode, "stdout": proc.stdout[-4000:], "stderr": proc.stderr[-2000:]})
                 continue
+            if "compress" in step:  # this Hermes' own compressor, forced, the summariser's reply scripted
+                agent = agents[step["compress"]]
+                keep, server.reply = server.reply, step.get("summary", "Summary of the earlier turns.")
+                before = len(server.raw)
+                histories_before = list(histories[step["compress"]])
+                try:
+                    msgs, prompt = agent._compress_context(list(histories_before), None, force=True)
+                finally:
+                    server.reply = keep
+                histories[step["compress"]] = msgs
+                out.append({"compressed": step["compress"], "session_id": agent.session_id, "system": prompt,
+                            "messages_before": len(histories_before), "messages": len(msgs),
+                            "summariser_requests": len(server.raw) - before})
+                continue
             sid, text = step.get("sid", "S1"), step["turn"]
             if sid not in agents:
-                agents[sid] = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+                agents[sid] = _offline_agent(sid, base_url, cmd.get("platform", "cli"))
             before = len(server.raw)
+            had = getattr(agents[sid], "_cached_system_prompt", None)
             res = agents[sid].run_conversation(text, conversation_history=histories.get(sid))
             histories[sid] = res.get("messages")
-            # the turn's own requests: the agent's system prompt first (0.21.5+ also ask for a title,
-            # with a prompt of their own, quoting the turn's text)
+            # the turn's own requests: the agent's system prompt first, the one it had before the turn
+            # or after it (a rebuild changes it during the turn; 0.21.5+ also ask for a title, with a
+            # prompt of their own, quoting the turn's text)
             own = getattr(agents[sid], "_cached_system_prompt", None)
             raws = [r for r in server.raw[before:]
                     if isinstance(_last_user_content(json.loads(r)), str)
                     and _last_user_content(json.loads(r)).startswith(text)
-                    and ((json.loads(r).get("messages") or [{}])[0].get("content") == own or own is None)]
+                    and ((json.loads(r).get("messages") or [{}])[0].get("content") in (own, had) or own is None)]
             out.append({"sid": sid, "turn": text, "requests": len(raws),
                         "bodies": [r.decode("utf-8") for r in raws],
                         "system": [_system_bytes(r) for r in raws],
                         "user": [_last_user_content(json.loads(r)) for r in raws],
                         "final": res.get("final_response")})
         return {"steps": out}
+    finally:
+        server.close()
+
+
+def _is_summariser_request(req: dict[str, Any]) -> bool:
+    """A request of Hermes' compressor (``ContextCompressor._generate_summary``): its prompt is the
+    summary template, whose sections include ``## Constraints & Preferences`` (0.17-0.23), sent
+    without tools; an agent turn carries tools and a summary only behind ``SUMMARY_PREFIX``."""
+    if req.get("tools"):
+        return False
+    msgs = req.get("messages") or []
+    text = "\n".join(m.get("content") for m in msgs if isinstance(m.get("content"), str))
+    return "Constraints & Preferences" in text and "REFERENCE ONLY" not in text.split("Constraints & Preferences")[0][-4000:]
+
+
+def op_compress_turns(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Real turns of one session, then this Hermes' own compaction of them, then more turns (issue
+    34). ``turns`` run through ``AIAgent.run_conversation`` (history carried as the CLI does); then
+    ``AIAgent._compress_context(history, None, force=True)``, the entry point of ``/compress``,
+    runs the agent's own ``ContextCompressor`` (head, tail, serialisation, the summary template)
+    and commits the compaction to state.db the way this Hermes does (rotation, or in place with
+    ``compression.in_place``); the summariser's reply is ``summary`` (served by the loopback model
+    server, which answers ``reply`` to every other request); ``after`` turns run on the compacted
+    history. Returns the session ids before and after, the message counts, the summariser's
+    requests (``summariser``: how many; ``prompt``: the last one's text) and the summary row as the
+    agent kept it."""
+    summary = cmd["summary"]
+    server = _ModelServer(cmd.get("reply", "Noted."),
+                          answer=lambda req: summary if _is_summariser_request(req) else None)
+    try:
+        sid = cmd.get("sid", "S1")
+        agent = _offline_agent(sid, server.url, cmd.get("platform", "cli"))
+        if cmd.get("in_place") is not None and hasattr(agent, "compression_in_place"):
+            agent.compression_in_place = bool(cmd["in_place"])
+        history = None
+        for text in cmd.get("turns") or ():
+            history = agent.run_conversation(text, conversation_history=history).get("messages")
+        before = len(server.requests)
+        n_before = len(history or [])
+        compressed, _prompt = agent._compress_context(history, None, force=True)
+        reqs = [r for r in server.requests[before:] if _is_summariser_request(r)]
+        kept = [m.get("content") for m in compressed if isinstance(m.get("content"), str)
+                and ("CONTEXT COMPACTION" in m["content"] or "CONTEXT SUMMARY" in m["content"])]
+        history = compressed
+        for text in cmd.get("after") or ():
+            history = agent.run_conversation(text, conversation_history=history).get("messages")
+        prompt = "\n".join(m.get("content") for m in (reqs[-1].get("messages") if reqs else [])
+                           if isinstance(m.get("content"), str))
+        return {"session_before": sid, "session_after": agent.session_id, "messages_before": n_before,
+                "messages_after": len(compressed), "summariser": len(reqs), "prompt": prompt, "summary_rows": kept,
+                "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
     finally:
         server.close()
 

@@ -1,6 +1,8 @@
 """The Context panel: what the running agent sees. The followed session's frozen memory against the
 files, its stored prompt section by section, what the next turn adds, the next compaction, and the
-other open sessions with their differences. Read-only: no key writes from here."""
+other open sessions with their differences. One key writes: ``b`` queues a rebuild of the selected
+open session's system prompt (else the followed one's), by Hermes at its next turn, after a dialog
+that states the cache cost first."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 
+from ...keymap import panel_bindings
 from ...views import context
 from ...views.context import ContextRow
 from ..readout import Readout
@@ -22,6 +25,7 @@ class ContextPanel(TableDetailPanel):
     """The followed session's view of memory and its prompt, by section (one row each)."""
 
     DEPENDS = ("agent_view", "taken_at")
+    BINDINGS = panel_bindings("context")  # b: rebuild a session's prompt (asks first, states the cost)
 
     NAME = SOURCE = "context"
     COLUMNS = [("part", "part"), ("chars", "chars"), ("tokens", "~tokens"), ("exact", "exact"), ("where", "where")]

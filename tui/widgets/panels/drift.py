@@ -7,24 +7,38 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...keymap import panel_bindings
+from ...views import constraints as ledger_view
 from ...views import drift
 from ...views.drift import DriftRow
+from ..readout import Readout
 from .base import Selection, TableDetailPanel
 
 if TYPE_CHECKING:
+    from textual.app import ComposeResult
+
     from memdeck.core.overview.snapshot import DeckSnapshot
 
 
 class DriftPanel(TableDetailPanel):
     """Every audit (MemLock drift log), newest first; the selected one explained below."""
 
-    DEPENDS = ("session_id", "drift_log", "compactions", "audit")
+    DEPENDS = ("session_id", "drift_log", "compactions", "audit", "constraints")
     BINDINGS = panel_bindings("drift")  # L: the constraint ledger of the selected compaction
     RELATIVE_TIMES = True  # "audit at ... (12 min ago)"
 
     NAME = SOURCE = "drift"
     COLUMNS = [("time", "time"), ("score", "score"), ("lost", "lost"), ("casualties", "casualties")]
     empty_detail = "no audits recorded for this session yet"
+
+    def compose_header(self) -> ComposeResult:
+        yield Readout(id="drift-ledger")
+
+    def show_header(self, snap: DeckSnapshot) -> None:
+        line = ledger_view.ledger_line(snap)
+        box = self.query_one("#drift-ledger", Readout)
+        box.display = line is not None
+        if line is not None:
+            box.show(line)
 
     def rows_for(self, snap: DeckSnapshot) -> list[DriftRow]:
         return drift.drift_rows(snap, self.now)

@@ -29,7 +29,10 @@ class HistoryPanel(TableDetailPanel):
 
     def haystack(self, r: HistoryRow) -> Iterable[Any]:
         c = r.change
-        return (r.text, history.who(c), history.who_short(c), history.op_words(c), history.where_short(c), c.where)
+        # who in full (a Hermes session id, a pending write's id), but not the words that explain
+        # "external" ("not memdeck, ..."): a filter "memdeck" finds memdeck's changes only
+        who = history.who_short(c) if c.actor in ("external", "") else history.who(c)
+        return (r.text, who, history.who_short(c), history.op_words(c), history.where_short(c), c.where)
 
     def detail_for(self, r: HistoryRow | None, snap: DeckSnapshot) -> Any:
         return history.history_detail(snap, r, self.now)
