@@ -42,6 +42,8 @@ def test_the_readme_states_the_test_lines_real_cost_and_what_skips() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "10-20 minutes" not in readme
     assert "27-30 minutes the first time on a 2-core machine" in readme
+    # ... the quiet CI figure, and that the temp homes go to /dev/shm unless told not to (tests/conftest.py)
+    assert "`.ci/run` took 21 min 06 s" in readme and "`MEMDECK_TEST_TMPDIR=` keeps them in `$TMPDIR`" in readme
     for pkg in ("`chromium`", "`chromium-driver`", "`prometheus`", "`openssh-server`"):
         assert pkg in readme, pkg
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")

