@@ -105,10 +105,21 @@ def test_nothing_imports_the_old_top_level_names() -> None:
 def test_the_snapshot_is_typed_with_core_types() -> None:
     """Issue 11: DeckSnapshot carries core values, not ``Any`` (drift-log points are MemLock's
     own JSON events, a mapping by design)."""
+    import ast
+    import importlib
+    import inspect
     import typing
 
+    from memdeck.core.overview import snapshot
     from memdeck.core.overview.snapshot import DeckSnapshot
 
-    hints = typing.get_type_hints(DeckSnapshot)
+    # the names snapshot.py imports under ``if TYPE_CHECKING:`` (kept off the launch path), resolved here
+    local: dict[str, object] = {}
+    for node in ast.walk(ast.parse(inspect.getsource(snapshot))):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in (n for n in node.body if isinstance(n, ast.ImportFrom)):
+                module = importlib.import_module("." * imp.level + (imp.module or ""), snapshot.__package__)
+                local.update({a.asname or a.name: getattr(module, a.name) for a in imp.names})
+    hints = typing.get_type_hints(DeckSnapshot, localns=local)
     loose = sorted(name for name, hint in hints.items() if hint is typing.Any or typing.Any in typing.get_args(hint))
     assert loose == []

@@ -58,6 +58,14 @@ FILE_COST: dict[str, float] = {
     "tests/interop/test_review_queue_hermes.py": 7,
     "tests/core/test_crash.py": 7,
     "tests/tui/test_charts.py": 6,
+    # this round's real-Hermes files, estimated from their authors' -n 0 runs (real turns per version)
+    "tests/interop/test_agent_requests_hermes.py": 55,
+    "tests/interop/test_constraints_hermes.py": 50,
+    "tests/interop/test_cost_hermes.py": 25,
+    "tests/interop/test_chat_notice_hermes.py": 20,
+    "tests/interop/test_chat_command_hermes.py": 20,
+    "tests/interop/test_dashboard_tab_hermes.py": 12,
+    "tests/core/test_read_parity.py": 11,
 }
 
 #: estimated seconds of one core per test, by the file's area (``tests/<area>/...``)

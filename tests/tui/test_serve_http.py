@@ -242,7 +242,7 @@ def test_the_page_loads_nothing_from_another_site_under_a_strict_csp(demo_home: 
 WRITE_KEYS = (
     ("4", "p", "pin"), ("4", "a", "archive"), ("4", "e", "edit"), ("4", "m", "move"), ("4", "n", "new entry"),
     ("4", "R", "restore"), ("4", "z", "undo"), ("2", "u", "unpin"), ("6", "A", "approve"), ("6", "X", "reject"),
-    ("6", "C", "approve clean"), ("6", "S", "reject stale"), ("7", "r", "revert"),
+    ("6", "C", "approve clean"), ("6", "S", "reject stale"), ("7", "r", "revert"), ("8", "b", "rebuild"),
 )
 
 
@@ -257,7 +257,10 @@ async def test_a_read_only_server_refuses_every_write_key(demo_home: HermesHome,
             await tab.wait_for(b"read-only")  # and the status line
             await tab.wait_for(b"Integrity")
             for panel, key, name in WRITE_KEYS:
+                mark = len(tab.data)
                 await tab.press(panel)
+                if panel == "8":  # Context mounts on first show: a key typed in the same instant is lost (a known
+                    await tab.wait_for(b"against the files now", since=mark)  # type-ahead gap, issue 39's note)
                 mark = len(tab.data)
                 await tab.press(key)
                 await tab.wait_for(f"{name}: refused".encode(), since=mark)
