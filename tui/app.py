@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from rich.text import Text
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
+from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static, TabbedContent, TabPane
@@ -1205,41 +1206,13 @@ class MemdeckApp(DeckActions, App[None]):
     def _history_worker(self, session_id: str) -> None:
         from memdeck.core.anchors.lifecycle import fill_history
         from memdeck.core.anchors.store import AnchorStore
-        from memdeck.core.overview.snapshot import open_statedb
 
-        remaining, error = -1, None
-        db = deck = None
-        try:
-            db = open_statedb(self.home)
-            if db is None:
-                raise RuntimeError("state.db is gone")
-            deck = DeckDB(self.home)
+        def opened(db: Any) -> Callable[[Callable[[int, int], None]], int]:
             store = AnchorStore(self.home, self.config, actor="tui")
-            last = None
+            return lambda progress: fill_history(db, store, session_id, self.config, budget_s=self.HISTORY_STEP_S,
+                                                 progress=progress)
 
-            def progress(done: int, total: int) -> None:
-                if self._worker_cancelled():
-                    raise RuntimeError("the dashboard is closing")  # what was audited is kept
-
-            with deck.bound():
-                while not self._worker_cancelled():
-                    remaining = fill_history(db, store, session_id, self.config, budget_s=self.HISTORY_STEP_S,
-                                             progress=progress)
-                    self.post_message(HistoryFillProgress(session_id, remaining))
-                    if remaining == 0 or (last is not None and remaining >= last):
-                        break  # done, or no progress (verdicts that cannot be kept): stop, never spin
-                    last = remaining
-        except Exception as exc:  # noqa: BLE001 - the history never breaks the dashboard; the status line says why
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            for conn in (db, deck):
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
-                        pass
-        if not self._worker_cancelled():
-            self.post_message(HistoryFilled(session_id, remaining, error))
+        self._fill_in_steps(session_id, opened, HistoryFillProgress, HistoryFilled)
 
     def on_history_fill_progress(self, message: HistoryFillProgress) -> None:
         if message.session_id == self.history_filling:
@@ -1277,6 +1250,23 @@ class MemdeckApp(DeckActions, App[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="ledger")
     def _ledger_worker(self, session_id: str) -> None:
         from memdeck.core.constraints.ledger import fill_ledgers
+
+        def opened(db: Any) -> Callable[[Callable[[int, int], None]], int]:
+            return lambda progress: fill_ledgers(db, self.home, session_id, budget_s=self.LEDGER_STEP_S,
+                                                 progress=progress)
+
+        self._fill_in_steps(session_id, opened, LedgerFillProgress, LedgerFilled)
+
+    def _fill_in_steps(self, session_id: str, opened: Callable[[Any], Callable[[Callable[[int, int], None]], int]],
+                       progress_message: Callable[[str, int], Message],
+                       done_message: Callable[[str, int, str | None], Message]) -> None:
+        """The body of a background fill worker (the semantic history, the constraint ledger): open
+        state.db and memdeck.db, bind memdeck.db, then run ``opened(state_db)``'s step (one bounded
+        slice of work, returning how many items remain) until nothing remains or a step makes no
+        progress (never spin), posting ``progress_message(session_id, remaining)`` after each step
+        and ``done_message(session_id, remaining, error)`` at the end (``remaining`` -1 when no step
+        ran; ``error`` ``"Type: message"`` or None). Whatever a step computed is kept by the step
+        itself; a cancelled worker (the dashboard closing) stops at the next progress callback."""
         from memdeck.core.overview.snapshot import open_statedb
 
         remaining, error = -1, None
@@ -1286,6 +1276,7 @@ class MemdeckApp(DeckActions, App[None]):
             if db is None:
                 raise RuntimeError("state.db is gone")
             deck = DeckDB(self.home)
+            step = opened(db)
             last = None
 
             def progress(done: int, total: int) -> None:
@@ -1294,12 +1285,12 @@ class MemdeckApp(DeckActions, App[None]):
 
             with deck.bound():
                 while not self._worker_cancelled():
-                    remaining = fill_ledgers(db, self.home, session_id, budget_s=self.LEDGER_STEP_S, progress=progress)
-                    self.post_message(LedgerFillProgress(session_id, remaining))
+                    remaining = step(progress)
+                    self.post_message(progress_message(session_id, remaining))
                     if remaining == 0 or (last is not None and remaining >= last):
-                        break  # done, or no progress: stop, never spin
+                        break  # done, or no progress (results that cannot be kept): stop, never spin
                     last = remaining
-        except Exception as exc:  # noqa: BLE001 - the ledger never breaks the dashboard; the toast says why
+        except Exception as exc:  # noqa: BLE001 - a fill never breaks the dashboard; the status line says why
             error = f"{type(exc).__name__}: {exc}"
         finally:
             for conn in (db, deck):
@@ -1309,7 +1300,7 @@ class MemdeckApp(DeckActions, App[None]):
                     except Exception:  # noqa: BLE001 - closing a read connection cannot lose data
                         pass
         if not self._worker_cancelled():
-            self.post_message(LedgerFilled(session_id, remaining, error))
+            self.post_message(done_message(session_id, remaining, error))
 
     def on_ledger_fill_progress(self, message: LedgerFillProgress) -> None:
         if message.session_id == self.ledger_filling:
