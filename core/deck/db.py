@@ -779,6 +779,28 @@ def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> I
         c.close()
 
 
+def write_quietly(home: HermesHome | Path, write: Callable[[sqlite3.Connection], None], *, timeout: float = 0.5) -> bool:
+    """Run ``write(conn)`` on the :class:`DeckDB` bound for ``home``, else on a fresh connection
+    (creating and migrating memdeck.db when needed) that waits at most ``timeout`` seconds for another
+    writer's lock, closed afterwards. For writes made inside Hermes' process (the plugin's hooks: a
+    hook must neither hold the agent's turn nor raise into it): True when written; False, never an
+    exception, when memdeck.db is locked, read-only or unusable (``DeckDBError``, ``sqlite3.Error``,
+    ``OSError``). ``write`` opens its own :func:`transaction`."""
+    held = _held_for(home)
+    try:
+        conn = held.connection() if held is not None else connect(home, timeout=timeout)
+    except (DeckDBError, OSError):
+        return False
+    try:
+        write(conn)
+        return True
+    except (DeckDBError, sqlite3.Error, OSError):
+        return False
+    finally:
+        if held is None:
+            conn.close()
+
+
 # --------------------------------------------------------------------------- audit verdict cache
 
 

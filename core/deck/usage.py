@@ -137,19 +137,7 @@ def record(home: HermesHome | Path, row: ApiUsage, *, timeout: float = 0.5) -> b
     """Append ``row``, creating and migrating memdeck.db when needed; ``timeout``: seconds to wait
     for another writer (a hook must not hold the agent's turn). True when written; False (never an
     exception) when memdeck.db is locked, read-only or unusable."""
-    held = deckdb._held_for(home)
-    try:
-        conn = held.connection() if held is not None else deckdb.connect(home, timeout=timeout)
-    except (deckdb.DeckDBError, OSError):
-        return False
-    try:
-        insert(conn, row)
-        return True
-    except (deckdb.DeckDBError, sqlite3.Error, OSError):
-        return False
-    finally:
-        if held is None:
-            conn.close()
+    return deckdb.write_quietly(home, lambda conn: insert(conn, row), timeout=timeout)
 
 
 def insert(conn: sqlite3.Connection, row: ApiUsage) -> None:

@@ -98,23 +98,15 @@ def record(home: HermesHome | Path, rows: Iterable[Delivery], *, timeout: float 
     rows = list(rows)
     if not rows:
         return True
-    held = deckdb._held_for(home)
-    try:
-        conn = held.connection() if held is not None else deckdb.connect(home, timeout=timeout)
-    except (deckdb.DeckDBError, OSError):
-        return False
-    try:
+
+    def write(conn: sqlite3.Connection) -> None:
         with deckdb.transaction(conn):
             conn.executemany(
                 f"INSERT OR IGNORE INTO live_deliveries ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(d.session_id, d.key, d.target, d.change, d.state, d.mode, d.reason, d.turn, d.turn_id, d.at)
                  for d in rows])
-        return True
-    except (deckdb.DeckDBError, sqlite3.Error, OSError):
-        return False
-    finally:
-        if held is None:
-            conn.close()
+
+    return deckdb.write_quietly(home, write, timeout=timeout)
 
 
 __all__ = ["STATES", "Delivery", "load_all", "load_deliveries", "load_recorded", "record"]

@@ -124,21 +124,13 @@ def record_noticed(home: HermesHome, chat: str, rows: list[tuple[str, str]], ses
     locked, read-only or unusable."""
     if not rows:
         return True
-    held = deckdb._held_for(home)
-    try:
-        conn = held.connection() if held is not None else deckdb.connect(home, timeout=timeout)
-    except (deckdb.DeckDBError, OSError):
-        return False
-    try:
+
+    def write(conn: sqlite3.Connection) -> None:
         with deckdb.transaction(conn):
             conn.executemany("INSERT OR IGNORE INTO chat_notices (chat, pending_id, reason, session_id, at) "
                              "VALUES (?, ?, ?, ?, ?)", [(chat, pid, why, session_id, at) for pid, why in rows])
-        return True
-    except (deckdb.DeckDBError, sqlite3.Error, OSError):
-        return False
-    finally:
-        if held is None:
-            conn.close()
+
+    return deckdb.write_quietly(home, write, timeout=timeout)
 
 
 class ChatNotices:
