@@ -57,10 +57,13 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from .. import sqlite_files
 from ..errors import MemdeckError
 from ..home import HermesHome
+
+T = TypeVar("T")
 
 DB_NAME = "memdeck.db"
 DEFAULT_BUSY_TIMEOUT = 10.0
@@ -777,6 +780,22 @@ def opened(home: HermesHome | Path, conn: sqlite3.Connection | None = None) -> I
         yield c
     finally:
         c.close()
+
+
+def read_quietly(home: HermesHome | Path, read: Callable[[sqlite3.Connection], T], default: T) -> T:
+    """``read(conn)`` on the :class:`DeckDB` bound for ``home``, else on memdeck.db opened read-only
+    (never created, migrated or written); ``default`` when the file does not exist, predates the
+    table ``read`` asks for, or cannot be read (``sqlite3.Error``). Never raises for those."""
+    conn, own = _read_only(home)
+    if conn is None:
+        return default
+    try:
+        return read(conn)
+    except sqlite3.Error:
+        return default
+    finally:
+        if own:
+            conn.close()
 
 
 def write_quietly(home: HermesHome | Path, write: Callable[[sqlite3.Connection], None], *, timeout: float = 0.5) -> bool:

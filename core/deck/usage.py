@@ -154,54 +154,31 @@ def insert(conn: sqlite3.Connection, row: ApiUsage) -> None:
 def load_session(home: HermesHome | Path, session_id: str, *, limit: int = 5000) -> list[ApiUsage]:
     """The session's rows, oldest first (at most the newest ``limit``); ``[]`` when memdeck.db does not
     exist, predates the table or cannot be read. Read-only: never creates or migrates. Never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return []
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM api_usage WHERE session_id = ? ORDER BY usage_id DESC LIMIT ?",
-                            (session_id, int(limit))).fetchall()
-        return [_row(r) for r in reversed(rows)]
-    except sqlite3.Error:
-        return []
-    finally:
-        if own:
-            conn.close()
+    rows: list[Any] = deckdb.read_quietly(home, lambda conn: conn.execute(
+        f"SELECT {_COLS} FROM api_usage WHERE session_id = ? ORDER BY usage_id DESC LIMIT ?",
+        (session_id, int(limit))).fetchall(), [])
+    return [_row(r) for r in reversed(rows)]
 
 
 def previous_session_row(home: HermesHome | Path, session_id: str) -> ApiUsage | None:
     """The newest row of another session recorded before ``session_id``'s first (what a new session's
     first request could have found in the provider's cache), None when none. Read-only; never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return None
-    try:
+    def read(conn: sqlite3.Connection) -> ApiUsage | None:
         first = conn.execute("SELECT MIN(usage_id) FROM api_usage WHERE session_id = ?", (session_id,)).fetchone()
         if not first or first[0] is None:
             return None
         r = conn.execute(f"SELECT {_COLS} FROM api_usage WHERE usage_id < ? AND session_id != ? "
                          "ORDER BY usage_id DESC LIMIT 1", (int(first[0]), session_id)).fetchone()
         return _row(r) if r else None
-    except sqlite3.Error:
-        return None
-    finally:
-        if own:
-            conn.close()
+
+    return deckdb.read_quietly(home, read, None)
 
 
 def home_totals(home: HermesHome | Path) -> dict[str, int] | None:
     """``{requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens}``
     over every recorded request of the home, None when nothing is recorded. Read-only; never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return None
-    try:
-        r = conn.execute("SELECT COUNT(*), " + ", ".join(f"COALESCE(SUM({b}), 0)" for b in BUCKETS)
-                         + " FROM api_usage").fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        if own:
-            conn.close()
+    r = deckdb.read_quietly(home, lambda conn: conn.execute(
+        "SELECT COUNT(*), " + ", ".join(f"COALESCE(SUM({b}), 0)" for b in BUCKETS) + " FROM api_usage").fetchone(), None)
     if not r or not r[0]:
         return None
     return {"requests": int(r[0]), **{b: int(v) for b, v in zip(BUCKETS, r[1:])}}

@@ -53,17 +53,9 @@ def _row(r: Any) -> Delivery:
 def load_deliveries(home: HermesHome | Path, session_id: str) -> dict[str, Delivery]:
     """``{entry hash: Delivery}`` of ``session_id``; ``{}`` when memdeck.db does not exist, predates
     migration 10 or cannot be read. Opens memdeck.db read-only: never creates or migrates. Never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return {}
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM live_deliveries WHERE session_id = ?", (session_id,)).fetchall()
-        return {d.key: d for d in map(_row, rows)}
-    except sqlite3.Error:
-        return {}
-    finally:
-        if own:
-            conn.close()
+    rows: list[Any] = deckdb.read_quietly(home, lambda conn: conn.execute(
+        f"SELECT {_COLS} FROM live_deliveries WHERE session_id = ?", (session_id,)).fetchall(), [])
+    return {d.key: d for d in map(_row, rows)}
 
 
 def load_all(home: HermesHome | Path, session_ids: Iterable[str]) -> Mapping[str, dict[str, Delivery]]:
@@ -75,19 +67,10 @@ def load_recorded(home: HermesHome | Path, state: str | None = None) -> list[Del
     """Every row of every session (only those of ``state``, one of :data:`STATES`, when given),
     oldest ``at`` first; ``[]`` as :func:`load_deliveries` when memdeck.db cannot be read. Read-only;
     never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return []
     where, params = ("WHERE state = ?", (state,)) if state is not None else ("", ())
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM live_deliveries {where} ORDER BY at, session_id, entry_hash",
-                            params).fetchall()
-        return [_row(r) for r in rows]
-    except sqlite3.Error:
-        return []
-    finally:
-        if own:
-            conn.close()
+    rows: list[Any] = deckdb.read_quietly(home, lambda conn: conn.execute(
+        f"SELECT {_COLS} FROM live_deliveries {where} ORDER BY at, session_id, entry_hash", params).fetchall(), [])
+    return [_row(r) for r in rows]
 
 
 def record(home: HermesHome | Path, rows: Iterable[Delivery], *, timeout: float = 0.5) -> bool:

@@ -105,16 +105,8 @@ def chat_key(session_id: str) -> str:
 def load_noticed(home: HermesHome, chat: str) -> set[str]:
     """The pending ids ``chat`` was told about (memdeck.db ``chat_notices``); empty when memdeck.db
     does not exist or predates the table. Read-only; never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return set()
-    try:
-        return {str(r[0]) for r in conn.execute("SELECT pending_id FROM chat_notices WHERE chat = ?", (chat,))}
-    except sqlite3.Error:
-        return set()
-    finally:
-        if own:
-            conn.close()
+    return deckdb.read_quietly(home, lambda conn: {
+        str(r[0]) for r in conn.execute("SELECT pending_id FROM chat_notices WHERE chat = ?", (chat,))}, set())
 
 
 def record_noticed(home: HermesHome, chat: str, rows: list[tuple[str, str]], session_id: str, at: float, *,

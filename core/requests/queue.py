@@ -130,19 +130,10 @@ def queue_correction(home: HermesHome | Path, session_id: str, instruction: str,
 def list_requests(home: HermesHome | Path, session_id: str | None = None, *, limit: int = 200) -> list[AgentRequest]:
     """The newest ``limit`` requests (of ``session_id`` when given), newest first; ``[]`` when
     memdeck.db does not exist or predates the queue. Read-only; never raises."""
-    conn, own = deckdb._read_only(home)
-    if conn is None:
-        return []
     where, args = ("WHERE session_id = ?", (session_id,)) if session_id is not None else ("", ())
-    try:
-        rows = conn.execute(f"SELECT {_COLS} FROM agent_requests {where} ORDER BY request_id DESC LIMIT ?",
-                            (*args, int(limit))).fetchall()
-        return [_row(r) for r in rows]
-    except sqlite3.Error:
-        return []
-    finally:
-        if own:
-            conn.close()
+    rows: list[Any] = deckdb.read_quietly(home, lambda conn: conn.execute(
+        f"SELECT {_COLS} FROM agent_requests {where} ORDER BY request_id DESC LIMIT ?", (*args, int(limit))).fetchall(), [])
+    return [_row(r) for r in rows]
 
 
 def queued_for(conn: sqlite3.Connection, session_id: str) -> list[AgentRequest]:
