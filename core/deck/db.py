@@ -57,7 +57,7 @@ import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .. import sqlite_files
 from ..errors import MemdeckError
@@ -873,28 +873,30 @@ def load_decided_pending(home: HermesHome | Path, ids: Sequence[str]) -> dict[st
     return out
 
 
+def _load_by_keys(home: HermesHome | Path, table: str, value: str, keys: Sequence[str]) -> dict[str, Any]:
+    """``{key: value column}`` of ``table``'s rows among ``keys`` (500 keys a query, SQLite's bound
+    parameters), read as :func:`read_quietly` reads: ``{}`` when memdeck.db does not exist, predates
+    ``table`` or cannot be read (the rows read before an error are kept). Never raises."""
+    out: dict[str, Any] = {}
+    if not keys:
+        return out
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        ks = list(keys)
+        for i in range(0, len(ks), 500):
+            part = ks[i:i + 500]
+            out.update(conn.execute(f"SELECT key, {value} FROM {table} WHERE key IN ({','.join('?' * len(part))})", part))
+        return out
+
+    return read_quietly(home, read, out)
+
+
 def load_audit_verdicts(home: HermesHome | Path, keys: list[str]) -> dict[str, str]:
     """``{key: verdicts JSON}`` for the cached keys among ``keys``; ``{}`` when memdeck.db does not
     exist, predates the cache table, or cannot be read. Opens the file read-only
     (``mode=ro``): never creates, migrates or writes anything. Never raises.
     """
-    if not keys:
-        return {}
-    conn, own = _read_only(home)
-    if conn is None:
-        return {}
-    out: dict[str, str] = {}
-    try:
-        for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
-            for k, v in conn.execute(f"SELECT key, verdicts FROM audit_verdicts WHERE key IN ({','.join('?' * len(part))})", part):
-                out[str(k)] = str(v)
-    except sqlite3.Error:
-        return out
-    finally:
-        if own:
-            conn.close()
-    return out
+    return {str(k): str(v) for k, v in _load_by_keys(home, "audit_verdicts", "verdicts", keys).items()}
 
 
 def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str | None, str, str, str, float]]) -> bool:
@@ -913,25 +915,7 @@ def store_audit_verdicts(home: HermesHome | Path, rows: list[tuple[str, str, str
 def load_constraint_ledgers(home: HermesHome | Path, keys: Sequence[str]) -> dict[str, str]:
     """``{key: entry JSON}`` for the stored ledgers among ``keys`` (``constraint_ledgers``); ``{}``
     when memdeck.db does not exist, predates the table or cannot be read. Read-only. Never raises."""
-    if not keys:
-        return {}
-    conn, own = _read_only(home)
-    if conn is None:
-        return {}
-    out: dict[str, str] = {}
-    try:
-        ks = list(keys)
-        for i in range(0, len(ks), 500):
-            part = ks[i:i + 500]
-            for k, v in conn.execute(
-                    f"SELECT key, entry FROM constraint_ledgers WHERE key IN ({','.join('?' * len(part))})", part):
-                out[str(k)] = str(v)
-    except sqlite3.Error:
-        return out
-    finally:
-        if own:
-            conn.close()
-    return out
+    return {str(k): str(v) for k, v in _load_by_keys(home, "constraint_ledgers", "entry", keys).items()}
 
 
 def store_constraint_ledgers(home: HermesHome | Path,
@@ -1056,24 +1040,7 @@ def load_embeddings(home: HermesHome | Path, keys: Sequence[str]) -> dict[str, b
     """``{key: vector bytes (float32 little-endian)}`` for the cached keys among ``keys``; ``{}``
     when memdeck.db does not exist, predates the table (migration 8) or cannot be read. Opens the
     file read-only: never creates, migrates or writes. Never raises."""
-    if not keys:
-        return {}
-    conn, own = _read_only(home)
-    if conn is None:
-        return {}
-    out: dict[str, bytes] = {}
-    try:
-        keys = list(keys)
-        for i in range(0, len(keys), 500):
-            part = keys[i:i + 500]
-            for k, v in conn.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({','.join('?' * len(part))})", part):
-                out[str(k)] = bytes(v)
-    except sqlite3.Error:
-        return out
-    finally:
-        if own:
-            conn.close()
-    return out
+    return {str(k): bytes(v) for k, v in _load_by_keys(home, "embeddings", "vector", keys).items()}
 
 
 def store_embeddings(home: HermesHome | Path, encoder: str, dim: int, rows: Sequence[tuple[str, bytes]]) -> bool:
