@@ -11,6 +11,7 @@ compactions first and leaves the rest ``pending``; :func:`fill_ledgers` advances
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -29,6 +30,10 @@ RULE_VERSION = 3
 #: ledgers computed or loaded in this process, by key (a refresh without memdeck.db computes none twice)
 _MEMO: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _MEMO_MAX = 4096
+#: :func:`ledger_counts` of complete ledgers, by (home, session, the compactions' ledger keys, what
+#: else carries a rule): a read after an appended message changes none of these and re-checks nothing
+_COUNTS_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_COUNTS_MEMO_MAX = 16
 
 
 class _Cosine:
@@ -263,6 +268,7 @@ def counts(ledger: dict[str, Any]) -> dict[str, int]:
 def clear_process_cache() -> None:
     """Forget the ledgers kept in this process (tests; a home switched)."""
     _MEMO.clear()
+    _COUNTS_MEMO.clear()
 
 
 #: the verdicts that tell a person a compaction changed a rule (the toast's and watch's)
@@ -276,6 +282,15 @@ def ledger_counts(db: Any, home: Any, config: Any, session_id: str, *, budget_s:
     ``budget_s``), "counts": {verdict: n} over the computed ones, "newest": {"compaction_id", "at",
     "counts", "changed": [{"verdict", "rule", "summary_line", "source_turn_id", "scope"}]} | null}``
     (``newest``: the session's newest compaction: a bounded read computes it first, always)."""
+    memo_key: tuple[Any, ...] | None = None
+    if carried is not None:  # the counts depend on nothing else: the ledgers are fixed per compaction
+        events = [e for e in db.compactions(session_id) if e.session_id == session_id]
+        memo_key = (str(getattr(home, "path", home)), session_id,
+                    tuple(ledger_key(ev, s, e, "keyword") for ev, s, e in _spans(events)), tuple(carried))
+        hit = _COUNTS_MEMO.get(memo_key)
+        if hit is not None:
+            _COUNTS_MEMO.move_to_end(memo_key)
+            return copy.deepcopy(hit)
     led = session_ledger(db, home, config, session_id, semantic=False, budget_s=budget_s, carried=carried)
     comps = led["compactions"]
     newest = None
@@ -286,5 +301,10 @@ def ledger_counts(db: Any, home: Any, config: Any, session_id: str, *, budget_s:
                   "counts": counts({"compactions": [last]}),
                   "changed": [{k: i[k] for k in ("verdict", "rule", "summary_line", "source_turn_id", "scope")}
                               for i in last["items"] if i["verdict"] in CHANGED]}
-    return {"session_id": session_id, "method": led["method"], "compactions": total, "pending": int(led["pending"]),
-            "counts": counts(led), "newest": newest}
+    out = {"session_id": session_id, "method": led["method"], "compactions": total, "pending": int(led["pending"]),
+           "counts": counts(led), "newest": newest}
+    if memo_key is not None and not out["pending"]:  # only a complete ledger: a pending one changes as it fills
+        _COUNTS_MEMO[memo_key] = copy.deepcopy(out)
+        while len(_COUNTS_MEMO) > _COUNTS_MEMO_MAX:
+            _COUNTS_MEMO.popitem(last=False)
+    return out

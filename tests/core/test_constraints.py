@@ -295,3 +295,28 @@ def test_status_json_counts_the_live_sessions_ledger(hermes_home: HermesHome, ca
     assert sorted(i["verdict"] for i in c["newest"]["changed"]) == ["lost", "promoted", "weakened"]
     assert {i["rule"] for i in c["newest"]["changed"]} == {"Never force-push to main.", "Skip the linter just this once.",
                                                           "Never log API keys."}
+
+
+def test_the_counts_of_a_complete_ledger_are_not_checked_again_until_a_compaction_or_a_carrier_changes(
+        hermes_home: HermesHome, monkeypatch) -> None:
+    """The dashboard reads the ledger's counts after every appended message (state.db changed): with
+    the same compactions and the same memory/anchors, nothing is checked again (a 200k home's 154
+    compactions cost a tenth of a core beside an agent before); a new carrier is checked at once."""
+    from memdeck.core.constraints import ledger as L
+
+    _compactions(hermes_home, 2)
+    L.clear_process_cache()
+    carried = [("memory", "Prefer tabs.")]
+    with StateDB(hermes_home.state_db) as db:
+        first = L.ledger_counts(db, hermes_home, None, "s1", budget_s=None, carried=carried)
+        assert first["pending"] == 0 and first["counts"]["lost"] >= 2
+        calls: list[int] = []
+        real = L.apply_carried
+        monkeypatch.setattr(L, "apply_carried", lambda items, c: calls.append(1) or real(items, c))
+        again = L.ledger_counts(db, hermes_home, None, "s1", budget_s=None, carried=list(carried))
+        assert again == first and calls == []
+        again["counts"]["lost"] = -1  # a caller's copy: the kept counts are untouched
+        kept = L.ledger_counts(db, hermes_home, None, "s1", budget_s=None,
+                               carried=[*carried, ("memory", "Never delete archive0.")])
+        assert calls and kept["counts"]["lost"] < first["counts"]["lost"]  # the new carrier keeps a rule at once
+        assert L.ledger_counts(db, hermes_home, None, "s1", budget_s=None, carried=carried) == first
