@@ -937,20 +937,12 @@ def _write_if_exists(home: HermesHome | Path, write: Callable[[sqlite3.Connectio
     damaged."""
     if not db_path(home).exists():
         return False
-    held = _held_for(home)
-    try:
-        conn = held.connection() if held is not None else connect(home, timeout=1.0)
-    except DeckDBError:
-        return False
-    try:
+
+    def in_one_transaction(conn: sqlite3.Connection) -> None:
         with transaction(conn):
             write(conn)
-        return True
-    except (DeckDBError, sqlite3.Error, OSError):
-        return False
-    finally:
-        if held is None:
-            conn.close()
+
+    return write_quietly(home, in_one_transaction, timeout=1.0)
 
 
 # --------------------------------------------------------------------------- session track cache
